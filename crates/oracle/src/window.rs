@@ -1,0 +1,81 @@
+//! The penalty window, counted from scratch.
+//!
+//! llama.cpp keeps the last `penalty_last_n` accepted ids in a ring buffer and maintains a
+//! per-id count incrementally on every accept. The reference here does the opposite: it
+//! keeps nothing and recounts the window from the full accept history each time it is
+//! asked, so it shares no bookkeeping (and no bookkeeping bug) with the subject.
+
+use crate::TokenId;
+use std::collections::BTreeMap;
+
+/// How many of the most recent accepted ids a penalty looks at (`penalty_last_n`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WindowLen(pub usize);
+
+/// Per-id counts; ids absent from the map have count 0.
+pub type Histogram = BTreeMap<TokenId, i64>;
+
+/// The ids a window of `last_n` covers after `history` was accepted in order.
+pub fn window(history: &[TokenId], last_n: WindowLen) -> &[TokenId] {
+    let start = history.len().saturating_sub(last_n.0);
+    &history[start..]
+}
+
+/// Counts of each id among the last `last_n` accepted ids, recounted from scratch.
+pub fn histogram(history: &[TokenId], last_n: WindowLen) -> Histogram {
+    let mut counts = Histogram::new();
+    for &id in window(history, last_n) {
+        *counts.entry(id).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// The count of one id in the window (0 when absent).
+pub fn count(history: &[TokenId], last_n: WindowLen, id: TokenId) -> i64 {
+    window(history, last_n).iter().filter(|&&x| x == id).count() as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(xs: &[i32]) -> Vec<TokenId> {
+        xs.iter().copied().map(TokenId).collect()
+    }
+
+    #[test]
+    fn window_keeps_the_most_recent_ids() {
+        let h = ids(&[1, 2, 3, 4, 5]);
+        assert_eq!(window(&h, WindowLen(2)), &ids(&[4, 5])[..]);
+        assert_eq!(window(&h, WindowLen(9)), &h[..]);
+        assert!(window(&h, WindowLen(0)).is_empty());
+    }
+
+    #[test]
+    fn histogram_counts_only_the_window() {
+        let h = ids(&[5, 5, 6, 7, 8]);
+        let got = histogram(&h, WindowLen(4));
+        let want: Histogram = [(TokenId(5), 1), (TokenId(6), 1), (TokenId(7), 1), (TokenId(8), 1)]
+            .into_iter()
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(count(&h, WindowLen(4), TokenId(5)), 1);
+        assert_eq!(count(&h, WindowLen(5), TokenId(5)), 2);
+        assert_eq!(count(&h, WindowLen(4), TokenId(9)), 0);
+    }
+
+    #[test]
+    fn histogram_total_is_the_window_length() {
+        // Every prefix of a fixed pseudo-random sequence, every window length up to 10.
+        let mut h = Vec::new();
+        let mut x: u32 = 12345;
+        for _ in 0..50 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            h.push(TokenId((x >> 16) as i32 % 4));
+            for n in 0..10 {
+                let total: i64 = histogram(&h, WindowLen(n)).values().sum();
+                assert_eq!(total as usize, n.min(h.len()));
+            }
+        }
+    }
+}

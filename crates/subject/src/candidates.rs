@@ -1,0 +1,175 @@
+//! The candidate array a sampler works on, with every field of `llama_token_data_array`
+//! kept in view.
+
+use anyhow::{bail, Result};
+use llama_cpp_sys_2::{llama_token_data, llama_token_data_array};
+use oracle::TokenId;
+use std::collections::HashSet;
+
+/// One entry of the array as the caller sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate {
+    pub id: TokenId,
+    pub logit: f32,
+    pub p: f32,
+}
+
+/// An owned `llama_token_data_array`.
+///
+/// `entries` is the array's `data[0..size]`: a truncating sampler shortens it. `sorted` and
+/// `selected` are exactly what the last sampler left, including a stale `sorted == true`;
+/// nothing here recomputes or repairs them, because that flag is part of what is audited.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidates {
+    pub entries: Vec<Candidate>,
+    pub sorted: bool,
+    /// Index into `entries` chosen by a selecting sampler, or -1.
+    pub selected: i64,
+}
+
+impl Candidates {
+    /// Ids and logits in the given order, `sorted = false`, nothing selected.
+    pub fn new(items: impl IntoIterator<Item = (TokenId, f32)>) -> Candidates {
+        Candidates {
+            entries: items
+                .into_iter()
+                .map(|(id, logit)| Candidate { id, logit, p: 0.0 })
+                .collect(),
+            sorted: false,
+            selected: -1,
+        }
+    }
+
+    /// Ids `0..logits.len()` in id order (the layout llama.cpp builds from a logits row).
+    pub fn from_logits(logits: &[f32]) -> Candidates {
+        Candidates::new(
+            logits
+                .iter()
+                .enumerate()
+                .map(|(i, &l)| (TokenId(i as i32), l)),
+        )
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The logit of `id`, if it is still in the array.
+    pub fn logit_of(&self, id: TokenId) -> Option<f32> {
+        self.entries.iter().find(|c| c.id == id).map(|c| c.logit)
+    }
+
+    /// The ids still in the array, ascending.
+    pub fn ids_ascending(&self) -> Vec<TokenId> {
+        let mut ids: Vec<TokenId> = self.entries.iter().map(|c| c.id).collect();
+        ids.sort();
+        ids
+    }
+
+    /// The selected entry's id, if a sampler selected one.
+    pub fn selected_id(&self) -> Option<TokenId> {
+        usize::try_from(self.selected)
+            .ok()
+            .and_then(|i| self.entries.get(i))
+            .map(|c| c.id)
+    }
+
+    /// Rejects arrays that llama.cpp would abort on or compute garbage from: empty arrays
+    /// (softmax asserts `size > 0`), NaN or +inf logits, negative or repeated ids, ids at or
+    /// beyond the sampler's vocabulary, and a `selected` index outside the array.
+    pub(crate) fn validate(&self, n_vocab: Option<i32>) -> Result<()> {
+        if self.entries.is_empty() {
+            bail!("the candidate array is empty (llama.cpp asserts size > 0)");
+        }
+        let mut seen = HashSet::with_capacity(self.entries.len());
+        for c in &self.entries {
+            if c.logit.is_nan() || c.logit == f32::INFINITY {
+                bail!("candidate {} has logit {}; logits must be finite or -inf", c.id, c.logit);
+            }
+            if c.id.0 < 0 {
+                bail!("candidate id {} is negative", c.id);
+            }
+            if let Some(n) = n_vocab {
+                if c.id.0 >= n {
+                    bail!("candidate id {} is outside the sampler's vocabulary of {n}", c.id);
+                }
+            }
+            if !seen.insert(c.id) {
+                bail!("candidate id {} appears twice", c.id);
+            }
+        }
+        if self.selected < -1 || self.selected >= self.entries.len() as i64 {
+            bail!("selected index {} is outside the array", self.selected);
+        }
+        Ok(())
+    }
+
+    /// Lends the entries to C as a `llama_token_data_array`, runs `f`, and copies back what
+    /// C left in the header (size, sorted, selected). The data pointer must come back
+    /// unchanged and the size may only shrink; anything else is reported, not trusted.
+    pub(crate) fn with_raw<R>(
+        &mut self,
+        f: impl FnOnce(*mut llama_token_data_array) -> R,
+    ) -> Result<R> {
+        let mut data: Vec<llama_token_data> = self
+            .entries
+            .iter()
+            .map(|c| llama_token_data {
+                id: c.id.0,
+                logit: c.logit,
+                p: c.p,
+            })
+            .collect();
+        let ptr = data.as_mut_ptr();
+        let mut raw = llama_token_data_array {
+            data: ptr,
+            size: data.len(),
+            selected: self.selected,
+            sorted: self.sorted,
+        };
+        let out = f(&mut raw);
+        if raw.data != ptr {
+            bail!("the sampler replaced the candidate buffer; its contents were not read");
+        }
+        if raw.size > data.len() {
+            bail!(
+                "the sampler grew the array from {} to {} entries",
+                data.len(),
+                raw.size
+            );
+        }
+        data.truncate(raw.size);
+        self.entries = data
+            .iter()
+            .map(|d| Candidate {
+                id: TokenId(d.id),
+                logit: d.logit,
+                p: d.p,
+            })
+            .collect();
+        self.sorted = raw.sorted;
+        self.selected = raw.selected;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_rejects_what_would_abort_or_mislead() {
+        assert!(Candidates::new([]).validate(None).is_err());
+        assert!(Candidates::from_logits(&[1.0, f32::NAN]).validate(None).is_err());
+        assert!(Candidates::from_logits(&[1.0, f32::INFINITY]).validate(None).is_err());
+        assert!(Candidates::from_logits(&[1.0, f32::NEG_INFINITY]).validate(None).is_ok());
+        assert!(Candidates::new([(TokenId(-1), 0.0)]).validate(None).is_err());
+        assert!(Candidates::new([(TokenId(3), 0.0), (TokenId(3), 1.0)]).validate(None).is_err());
+        assert!(Candidates::from_logits(&[0.0; 4]).validate(Some(3)).is_err());
+        assert!(Candidates::from_logits(&[0.0; 4]).validate(Some(4)).is_ok());
+    }
+}

@@ -1,0 +1,29 @@
+//! A safe wrapper over llama.cpp's sampler C API, as shipped by `llama-cpp-sys-2`.
+//!
+//! This crate is the subject under audit: it adds no sampling logic of its own. It owns
+//! each llama.cpp handle exactly once ([`Sampler`] frees on drop), keeps the candidate
+//! array's `size`, `sorted` and `selected` fields visible to the caller ([`Candidates`]),
+//! and checks inputs before they reach C, because llama.cpp answers bad input with
+//! `GGML_ASSERT` (which aborts the whole process) or with a C++ exception (which must never
+//! unwind into Rust).
+//!
+//! The same source builds against two releases. With the `legacy-api` feature it calls the
+//! older signatures (0.1.154 and earlier); without it, the current ones.
+
+mod build;
+mod candidates;
+mod probe;
+mod sampler;
+mod spec;
+
+pub use build::BuildInfo;
+pub use candidates::{Candidate, Candidates};
+pub use oracle::TokenId;
+pub use probe::ProbeArray;
+pub use sampler::Sampler;
+pub use spec::{DryParams, SamplerSpec};
+
+/// Limits the wrapper enforces on parameters before they reach llama.cpp.
+pub mod spec_limits {
+    pub use crate::spec::MAX_WINDOW;
+}

@@ -1,0 +1,158 @@
+//! An owned llama.cpp sampler handle.
+
+use crate::candidates::Candidates;
+use anyhow::{bail, Context, Result};
+use llama_cpp_sys_2 as sys;
+use oracle::TokenId;
+use std::ffi::CStr;
+use std::ptr::NonNull;
+use std::sync::Once;
+
+/// Owns one `llama_sampler *` and frees it exactly once, on drop.
+///
+/// A sampler moved into a chain with [`Sampler::chain`] is owned by the chain from then on
+/// (llama.cpp frees chain members with the chain), so its handle is consumed, not dropped.
+#[derive(Debug)]
+pub struct Sampler {
+    raw: NonNull<sys::llama_sampler>,
+    /// The smallest vocabulary any part of this sampler was built for, if any.
+    n_vocab: Option<i32>,
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is owned by this handle alone and has not been freed: handles are
+        // created only from fresh init/clone results and consumed (not dropped) by `chain`.
+        unsafe { sys::llama_sampler_free(self.raw.as_ptr()) }
+    }
+}
+
+fn min_vocab(a: Option<i32>, b: Option<i32>) -> Option<i32> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+impl Sampler {
+    /// Takes ownership of a pointer llama.cpp just returned.
+    ///
+    /// # Safety
+    /// `raw` must be NULL or a live sampler that no one else owns or will free.
+    pub(crate) unsafe fn from_raw(raw: *mut sys::llama_sampler, n_vocab: Option<i32>) -> Result<Sampler> {
+        quiet_logs();
+        let raw = NonNull::new(raw).context("llama.cpp returned a null sampler")?;
+        Ok(Sampler { raw, n_vocab })
+    }
+
+    /// A `llama_sampler_chain` that owns `stages` and runs them in order.
+    pub fn chain(stages: Vec<Sampler>) -> Result<Sampler> {
+        // SAFETY: plain constructor; the params struct is passed by value.
+        let chain = unsafe {
+            let mut params = sys::llama_sampler_chain_default_params();
+            params.no_perf = true;
+            Sampler::from_raw(sys::llama_sampler_chain_init(params), None)?
+        };
+        let mut n_vocab = None;
+        for stage in stages {
+            n_vocab = min_vocab(n_vocab, stage.n_vocab);
+            let raw = stage.raw.as_ptr();
+            // The chain frees it from now on; this handle must not.
+            std::mem::forget(stage);
+            // SAFETY: both pointers are live; chain_add takes ownership of `raw`.
+            unsafe { sys::llama_sampler_chain_add(chain.raw.as_ptr(), raw) };
+        }
+        Ok(Sampler { n_vocab, ..chain })
+    }
+
+    /// The sampler's own name (`penalties`, `?penalties` for the empty stand-in, `chain`, ...).
+    pub fn name(&self) -> String {
+        // SAFETY: the name is a static or owned-by-the-sampler C string, copied at once.
+        unsafe {
+            let p = sys::llama_sampler_name(self.raw.as_ptr());
+            if p.is_null() {
+                return String::new();
+            }
+            CStr::from_ptr(p).to_string_lossy().into_owned()
+        }
+    }
+
+    /// Feeds one chosen token to the sampler's state.
+    pub fn accept(&mut self, id: TokenId) -> Result<()> {
+        if id.0 < 0 {
+            bail!("cannot accept negative token id {id}");
+        }
+        if let Some(n) = self.n_vocab {
+            if id.0 >= n {
+                bail!("cannot accept token id {id}: the sampler's vocabulary has {n} ids");
+            }
+        }
+        // SAFETY: live handle, plain value.
+        unsafe { sys::llama_sampler_accept(self.raw.as_ptr(), id.0) };
+        Ok(())
+    }
+
+    /// Runs the sampler on the candidates, in place.
+    pub fn apply(&mut self, candidates: &mut Candidates) -> Result<()> {
+        candidates.validate(self.n_vocab)?;
+        let raw = self.raw.as_ptr();
+        // SAFETY: `with_raw` hands C a header over a buffer that lives for the whole call.
+        candidates.with_raw(|arr| unsafe { sys::llama_sampler_apply(raw, arr) })
+    }
+
+    /// Calls `llama_sampler_apply` on a header the caller built.
+    ///
+    /// # Safety
+    /// `arr` must describe a live, validated buffer of `size` entries.
+    pub(crate) unsafe fn apply_raw(&mut self, arr: *mut sys::llama_token_data_array) {
+        sys::llama_sampler_apply(self.raw.as_ptr(), arr)
+    }
+
+    /// Clears the sampler's state.
+    pub fn reset(&mut self) {
+        // SAFETY: live handle.
+        unsafe { sys::llama_sampler_reset(self.raw.as_ptr()) }
+    }
+
+    /// `llama_sampler_clone`, refused up front where llama.cpp would abort (a sampler with
+    /// state but no clone function, anywhere inside a chain).
+    pub fn try_clone(&self) -> Result<Sampler> {
+        if !clonable(self.raw.as_ptr()) {
+            bail!("sampler '{}' cannot be cloned (llama.cpp would abort)", self.name());
+        }
+        // SAFETY: live handle; the result is a fresh sampler owned by the new handle.
+        unsafe { Sampler::from_raw(sys::llama_sampler_clone(self.raw.as_ptr()), self.n_vocab) }
+    }
+
+    /// The vocabulary bound enforced on ids, if any part of the sampler has one.
+    pub fn n_vocab(&self) -> Option<i32> {
+        self.n_vocab
+    }
+}
+
+fn clonable(raw: *mut sys::llama_sampler) -> bool {
+    // SAFETY: `raw` is live; iface is a static table; chain_get returns NULL for non-chains
+    // when i >= 0 and is only called with in-range indices.
+    unsafe {
+        let iface = &*(*raw).iface;
+        if iface.clone.is_none() && !(*raw).ctx.is_null() {
+            return false;
+        }
+        let is_chain = !sys::llama_sampler_chain_get(raw, -1).is_null();
+        if is_chain {
+            let n = sys::llama_sampler_chain_n(raw);
+            return (0..n).all(|i| clonable(sys::llama_sampler_chain_get(raw, i)));
+        }
+        true
+    }
+}
+
+/// llama.cpp logs through a global callback; the samplers only log warnings we surface as
+/// errors ourselves, so its output is dropped to keep stdout and stderr deterministic.
+fn quiet_logs() {
+    static ONCE: Once = Once::new();
+    unsafe extern "C" fn drop_log(_level: sys::ggml_log_level, _text: *const std::os::raw::c_char, _data: *mut std::ffi::c_void) {}
+    // SAFETY: installs a callback that ignores its arguments; it never unwinds.
+    ONCE.call_once(|| unsafe { sys::llama_log_set(Some(drop_log), std::ptr::null_mut()) });
+}

@@ -1,0 +1,143 @@
+//! Command-line parsing and the two modes: the minimal case (default) and `--audit`.
+
+use crate::{audit, minimal};
+use anyhow::{Context, Result};
+use clap::Parser;
+use oracle::penalty::CountProbe;
+use oracle::window::WindowLen;
+use oracle::TokenId;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Exit code for input the command refuses (bad flags, bad values).
+pub const EXIT_BAD_INPUT: i32 = 2;
+/// Exit code for a run that could not complete.
+pub const EXIT_FAILED: i32 = 1;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "repro-clone",
+    about = "F1: does cloning llama.cpp's penalties sampler keep its token counts?"
+)]
+pub struct Args {
+    /// penalty_last_n, the window length (>= 0).
+    #[arg(long, allow_negative_numbers = true, default_value_t = 4)]
+    pub last_n: i64,
+    /// Token ids accepted before the clone, comma-separated (default: 5,5,6).
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_ids)]
+    pub history: Option<Vec<TokenId>>,
+    /// Token ids accepted by the clone afterwards, comma-separated (default: 7,8 with the
+    /// default history, none otherwise).
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_ids)]
+    pub then: Option<Vec<TokenId>>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Run the full audit (sweep, clone equivalence, controls, stateful samplers) and write
+    /// results/clone.<build>.json.
+    #[arg(long)]
+    pub audit: bool,
+    /// Where --audit writes its JSON.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+}
+
+/// Parses `5,5,6`: at least one id, each a non-negative integer.
+fn parse_ids(text: &str) -> Result<Vec<TokenId>, String> {
+    if text.trim().is_empty() {
+        return Err("must name at least one token id".to_string());
+    }
+    text.split(',')
+        .map(|part| {
+            let part = part.trim();
+            match part.parse::<i32>() {
+                Ok(id) if id >= 0 => Ok(TokenId(id)),
+                Ok(id) => Err(format!("token id {id} is negative")),
+                Err(_) => Err(format!("'{part}' is not a token id")),
+            }
+        })
+        .collect()
+}
+
+/// The scenario the flags describe.
+pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
+    anyhow::ensure!(args.last_n >= 0, "--last-n must be >= 0, got {}", args.last_n);
+    anyhow::ensure!(
+        args.last_n <= subject::spec_limits::MAX_WINDOW as i64,
+        "--last-n must be <= {}, got {}",
+        subject::spec_limits::MAX_WINDOW,
+        args.last_n
+    );
+    let published = minimal::published();
+    let (history, default_then) = match &args.history {
+        Some(h) => (h.clone(), Vec::new()),
+        None => (published.history, published.then),
+    };
+    Ok(minimal::Scenario {
+        last_n: WindowLen(args.last_n as usize),
+        history,
+        then: args.then.clone().unwrap_or(default_then),
+    })
+}
+
+/// Parses `argv` and runs; returns the process exit code. Errors are one line on stderr.
+pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
+    let args = match Args::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                print!("{e}");
+                return 0;
+            }
+            eprintln!("{}", first_line(&e.to_string()));
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let scenario = match scenario(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    match run(&args, &scenario) {
+        Ok(out) => {
+            print!("{out}");
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            EXIT_FAILED
+        }
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("error: invalid arguments")
+}
+
+fn run(args: &Args, scenario: &minimal::Scenario) -> Result<String> {
+    let cp = CountProbe::STANDARD;
+    if !args.audit {
+        let outcome = minimal::run(scenario, cp)?;
+        let build = subject::BuildInfo::current();
+        return Ok(if args.json {
+            format!("{}\n", minimal::to_json(scenario, &outcome, &build, cp))
+        } else {
+            minimal::to_text(scenario, &outcome, &build, cp)
+        });
+    }
+    let report = audit::run(cp)?;
+    eprintln!("{}", report.timing_text());
+    std::fs::create_dir_all(&args.results)
+        .with_context(|| format!("creating {}", args.results.display()))?;
+    let tag = report.build.tag().to_string();
+    let json = serde_json::to_string_pretty(&report.to_json())? + "\n";
+    let path = args.results.join(format!("clone.{tag}.json"));
+    std::fs::write(&path, &json).with_context(|| format!("writing {}", path.display()))?;
+    let timing = args.results.join(format!("clone.{tag}.timing.json"));
+    std::fs::write(&timing, serde_json::to_string_pretty(&report.timing_json())? + "\n")
+        .with_context(|| format!("writing {}", timing.display()))?;
+    Ok(if args.json { json } else { report.to_text() })
+}

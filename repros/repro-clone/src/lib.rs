@@ -1,0 +1,13 @@
+//! F1: cloning llama.cpp's penalties sampler drops its token histogram.
+//!
+//! The binary in `main.rs` only calls [`cli::main`]; everything it does is here so tests can
+//! call it: the ledgers ([`ledger`]), the published case ([`minimal`]), the exhaustive sweep
+//! ([`sweep`]), the clone check for every stateful sampler ([`stateful`]) and the whole
+//! audit with its report ([`audit`]).
+
+pub mod audit;
+pub mod cli;
+pub mod ledger;
+pub mod minimal;
+pub mod stateful;
+pub mod sweep;

@@ -1,0 +1,336 @@
+//! The exhaustive accept-sequence sweep (F1 c), clone equivalence at every prefix (F1 d) and
+//! the reset audit, all judged against the from-scratch window histogram.
+//!
+//! For each case (alphabet size `a`, window `n`, length `L`) every one of the `a^L` sequences
+//! over ids `0..a` is replayed from a reset ledger. After the reset and after every accept the
+//! ledger's counts for all `a` ids are compared with `oracle::window::histogram` of the prefix.
+//! With clone checks on, the ledger is also cloned before every accept, and every live clone
+//! is fed the same remaining tokens and compared at every step.
+
+use crate::ledger::Ledger;
+use anyhow::Result;
+use oracle::window::{histogram, WindowLen};
+use oracle::TokenId;
+use serde_json::{json, Value};
+
+/// One slice of the domain: all sequences of `len` ids drawn from `0..alphabet`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Case {
+    pub alphabet: usize,
+    pub last_n: WindowLen,
+    pub len: usize,
+}
+
+impl Case {
+    pub fn sequences(&self) -> u64 {
+        (self.alphabet as u64).pow(self.len as u32)
+    }
+
+    pub fn label(&self) -> String {
+        format!("a={} n={} L={}", self.alphabet, self.last_n.0, self.len)
+    }
+}
+
+/// Windows the published audit used.
+pub const WINDOWS: [usize; 5] = [1, 2, 3, 4, 8];
+
+/// The per-alphabet budget: the longest length `L` with `a^L <= 2^17`.
+fn budget_len(alphabet: usize) -> usize {
+    let mut len = 0;
+    while (alphabet as u64).pow(len as u32 + 1) <= 1 << 17 {
+        len += 1;
+    }
+    len
+}
+
+/// The full domain: alphabets 2..=5, windows {1,2,3,4,8}, and for each the longer of the
+/// budget length and `n + 1` (so every window is at least filled and evicted once; short
+/// windows are filled and evicted many times: a=2 runs 17 accepts through every window).
+pub fn full_domain() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for alphabet in 2..=5 {
+        for n in WINDOWS {
+            cases.push(Case {
+                alphabet,
+                last_n: WindowLen(n),
+                len: budget_len(alphabet).max(n + 1),
+            });
+        }
+    }
+    cases
+}
+
+/// A smaller domain with the same windows, used by the controls.
+pub fn control_domain() -> Vec<Case> {
+    WINDOWS
+        .iter()
+        .map(|&n| Case {
+            alphabet: 3,
+            last_n: WindowLen(n),
+            len: n + 4,
+        })
+        .collect()
+}
+
+/// The first step at which a ledger disagreed with the oracle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mismatch {
+    pub case: Case,
+    pub sequence: Vec<i32>,
+    /// Accepts done before the readout (0 = right after reset).
+    pub step: usize,
+    /// For clone mismatches, the number of accepts before the clone was taken.
+    pub cloned_at: Option<usize>,
+    pub got: Vec<i64>,
+    pub want: Vec<i64>,
+}
+
+impl Mismatch {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "case": self.case.label(),
+            "sequence": self.sequence,
+            "cloned_at": self.cloned_at,
+            "step": self.step,
+            "ledger_counts": self.got,
+            "oracle_counts": self.want,
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        let clone = match self.cloned_at {
+            Some(k) => format!(", clone taken after {k} accepts"),
+            None => String::new(),
+        };
+        format!(
+            "{} sequence {:?}{clone}, after {} accepts: ledger {:?}, oracle {:?}",
+            self.case.label(),
+            self.sequence,
+            self.step,
+            self.got,
+            self.want
+        )
+    }
+}
+
+/// Totals for one run over some cases.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    pub sequences: u64,
+    /// Readouts of the main ledger compared with the oracle (one per accept).
+    pub steps: u64,
+    pub mismatches: u64,
+    pub first_mismatch: Option<Mismatch>,
+    /// Readouts right after a reset.
+    pub reset_checks: u64,
+    pub reset_mismatches: u64,
+    pub first_reset_mismatch: Option<Mismatch>,
+    pub clones: u64,
+    /// Readouts of clones compared with the oracle.
+    pub clone_steps: u64,
+    pub clone_step_mismatches: u64,
+    /// Clones that disagreed at least once.
+    pub divergent_clones: u64,
+    pub first_clone_mismatch: Option<Mismatch>,
+}
+
+fn keep_first(slot: &mut Option<Mismatch>, other: Option<Mismatch>) {
+    if slot.is_none() {
+        *slot = other;
+    }
+}
+
+impl Stats {
+    /// Adds `later` (which covers sequences after this one's) into `self`.
+    fn absorb(&mut self, later: Stats) {
+        self.sequences += later.sequences;
+        self.steps += later.steps;
+        self.mismatches += later.mismatches;
+        keep_first(&mut self.first_mismatch, later.first_mismatch);
+        self.reset_checks += later.reset_checks;
+        self.reset_mismatches += later.reset_mismatches;
+        keep_first(&mut self.first_reset_mismatch, later.first_reset_mismatch);
+        self.clones += later.clones;
+        self.clone_steps += later.clone_steps;
+        self.clone_step_mismatches += later.clone_step_mismatches;
+        self.divergent_clones += later.divergent_clones;
+        keep_first(&mut self.first_clone_mismatch, later.first_clone_mismatch);
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "sequences": self.sequences,
+            "steps": self.steps,
+            "mismatches": self.mismatches,
+            "first_mismatch": self.first_mismatch.as_ref().map(Mismatch::to_json),
+            "reset_checks": self.reset_checks,
+            "reset_mismatches": self.reset_mismatches,
+            "first_reset_mismatch": self.first_reset_mismatch.as_ref().map(Mismatch::to_json),
+            "clones": self.clones,
+            "clone_steps": self.clone_steps,
+            "clone_step_mismatches": self.clone_step_mismatches,
+            "divergent_clones": self.divergent_clones,
+            "first_clone_mismatch": self.first_clone_mismatch.as_ref().map(Mismatch::to_json),
+        })
+    }
+}
+
+/// What to check besides the accept path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checks {
+    pub clones: bool,
+}
+
+/// Writes the base-`a` digits of `index` (most significant first) into `seq`.
+fn decode(mut index: u64, alphabet: usize, seq: &mut [i32]) {
+    for slot in seq.iter_mut().rev() {
+        *slot = (index % alphabet as u64) as i32;
+        index /= alphabet as u64;
+    }
+}
+
+/// Moves `seq` to the next sequence in lexicographic order.
+fn increment(alphabet: usize, seq: &mut [i32]) {
+    for slot in seq.iter_mut().rev() {
+        *slot += 1;
+        if (*slot as usize) < alphabet {
+            return;
+        }
+        *slot = 0;
+    }
+}
+
+/// The oracle's counts for ids `0..a` after `prefix`, written into `out`.
+fn oracle_counts(prefix: &[i32], last_n: WindowLen, out: &mut [i64]) {
+    out.iter_mut().for_each(|c| *c = 0);
+    let ids: Vec<TokenId> = prefix.iter().map(|&x| TokenId(x)).collect();
+    for (id, count) in histogram(&ids, last_n) {
+        out[id.0 as usize] = count;
+    }
+}
+
+/// One worker's share: sequences `start..end` of `case`.
+fn run_range<L: Ledger>(
+    case: Case,
+    start: u64,
+    end: u64,
+    make: &(dyn Fn(&[TokenId], WindowLen) -> Result<L> + Sync),
+    checks: Checks,
+) -> Result<Stats> {
+    let a = case.alphabet;
+    let ids: Vec<TokenId> = (0..a as i32).map(TokenId).collect();
+    let mut ledger = make(&ids, case.last_n)?;
+    let mut stats = Stats::default();
+    let mut seq = vec![0i32; case.len];
+    decode(start, a, &mut seq);
+    let mut got = vec![0i64; a];
+    let mut want = vec![0i64; a];
+    let mut clones: Vec<(usize, L, bool)> = Vec::with_capacity(case.len);
+    let mismatch = |seq: &[i32], step, cloned_at, got: &[i64], want: &[i64]| Mismatch {
+        case,
+        sequence: seq.to_vec(),
+        step,
+        cloned_at,
+        got: got.to_vec(),
+        want: want.to_vec(),
+    };
+    for _ in start..end {
+        stats.sequences += 1;
+        ledger.reset()?;
+        ledger.read(&mut got)?;
+        stats.reset_checks += 1;
+        if got.iter().any(|&c| c != 0) {
+            stats.reset_mismatches += 1;
+            keep_first(&mut stats.first_reset_mismatch, Some(mismatch(&seq, 0, None, &got, &vec![0; a])));
+        }
+        clones.clear();
+        for step in 0..case.len {
+            if checks.clones {
+                clones.push((step, ledger.fork()?, false));
+                stats.clones += 1;
+            }
+            ledger.accept(TokenId(seq[step]))?;
+            oracle_counts(&seq[..=step], case.last_n, &mut want);
+            ledger.read(&mut got)?;
+            stats.steps += 1;
+            if got != want {
+                stats.mismatches += 1;
+                keep_first(&mut stats.first_mismatch, Some(mismatch(&seq, step + 1, None, &got, &want)));
+            }
+            for (cloned_at, clone, diverged) in clones.iter_mut() {
+                clone.accept(TokenId(seq[step]))?;
+                clone.read(&mut got)?;
+                stats.clone_steps += 1;
+                if got != want {
+                    stats.clone_step_mismatches += 1;
+                    if !*diverged {
+                        *diverged = true;
+                        stats.divergent_clones += 1;
+                    }
+                    keep_first(
+                        &mut stats.first_clone_mismatch,
+                        Some(mismatch(&seq, step + 1, Some(*cloned_at), &got, &want)),
+                    );
+                }
+            }
+        }
+        increment(a, &mut seq);
+    }
+    Ok(stats)
+}
+
+/// Runs every case, splitting each case's sequences across `threads` workers in contiguous
+/// index ranges. Totals and "first" examples do not depend on the thread count.
+pub fn run<L: Ledger>(
+    cases: &[Case],
+    make: &(dyn Fn(&[TokenId], WindowLen) -> Result<L> + Sync),
+    checks: Checks,
+    threads: usize,
+) -> Result<Stats> {
+    let threads = threads.max(1) as u64;
+    let mut total = Stats::default();
+    for &case in cases {
+        let n = case.sequences();
+        let parts: Vec<Result<Stats>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (start, end) = (n * t / threads, n * (t + 1) / threads);
+                    scope.spawn(move || run_range(case, start, end, make, checks))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| anyhow::bail!("a sweep worker panicked")))
+                .collect()
+        });
+        for part in parts {
+            total.absorb(part?);
+        }
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domain_meets_the_published_size() {
+        let total: u64 = full_domain().iter().map(Case::sequences).sum();
+        assert!(total >= 3_010_612, "{total}");
+        for case in full_domain() {
+            assert!(case.len > case.last_n.0, "{case:?} never evicts");
+        }
+    }
+
+    #[test]
+    fn decode_and_increment_agree() {
+        let mut a = vec![0; 4];
+        let mut b = vec![0; 4];
+        for i in 0..81 {
+            decode(i, 3, &mut a);
+            assert_eq!(a, b);
+            increment(3, &mut b);
+        }
+    }
+}
