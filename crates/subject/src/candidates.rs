@@ -109,8 +109,8 @@ impl Candidates {
     }
 
     /// Lends the entries to C as a `llama_token_data_array`, runs `f`, and copies back what
-    /// C left in the header (size, sorted, selected). The data pointer must come back
-    /// unchanged and the size may only shrink; anything else is reported, not trusted.
+    /// C left in the header (data offset, size, sorted, selected). The window it describes
+    /// must lie inside the buffer that was lent; anything else is reported, not trusted.
     pub(crate) fn with_raw<R>(
         &mut self,
         f: impl FnOnce(*mut llama_token_data_array) -> R,
@@ -132,18 +132,14 @@ impl Candidates {
             sorted: self.sorted,
         };
         let out = f(&mut raw);
-        if raw.data != ptr {
-            bail!("the sampler replaced the candidate buffer; its contents were not read");
+        // XTC drops the top candidates by advancing `data` inside the same buffer; any other
+        // move of the pointer is refused.
+        let offset = (raw.data as usize).wrapping_sub(ptr as usize) / std::mem::size_of::<llama_token_data>();
+        let inside = raw.data >= ptr && offset <= data.len() && raw.size <= data.len() - offset;
+        if !inside {
+            bail!("the sampler left the candidate pointer outside its buffer");
         }
-        if raw.size > data.len() {
-            bail!(
-                "the sampler grew the array from {} to {} entries",
-                data.len(),
-                raw.size
-            );
-        }
-        data.truncate(raw.size);
-        self.entries = data
+        self.entries = data[offset..offset + raw.size]
             .iter()
             .map(|d| Candidate {
                 id: TokenId(d.id),

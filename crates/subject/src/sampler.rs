@@ -49,21 +49,20 @@ impl Sampler {
     /// A `llama_sampler_chain` that owns `stages` and runs them in order.
     pub fn chain(stages: Vec<Sampler>) -> Result<Sampler> {
         // SAFETY: plain constructor; the params struct is passed by value.
-        let chain = unsafe {
+        let mut chain = unsafe {
             let mut params = sys::llama_sampler_chain_default_params();
             params.no_perf = true;
             Sampler::from_raw(sys::llama_sampler_chain_init(params), None)?
         };
-        let mut n_vocab = None;
         for stage in stages {
-            n_vocab = min_vocab(n_vocab, stage.n_vocab);
+            chain.n_vocab = min_vocab(chain.n_vocab, stage.n_vocab);
             let raw = stage.raw.as_ptr();
             // The chain frees it from now on; this handle must not.
             std::mem::forget(stage);
             // SAFETY: both pointers are live; chain_add takes ownership of `raw`.
             unsafe { sys::llama_sampler_chain_add(chain.raw.as_ptr(), raw) };
         }
-        Ok(Sampler { n_vocab, ..chain })
+        Ok(chain)
     }
 
     /// The sampler's own name (`penalties`, `?penalties` for the empty stand-in, `chain`, ...).

@@ -160,3 +160,4 @@ pub fn row_text(name: &str, e: &Equivalence) -> String {
         }
     }
 }
+
