@@ -50,7 +50,10 @@ impl std::fmt::Display for ReadoutError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ReadoutError::NotAnInteger { logit } => {
-                write!(f, "logit {logit} is not the probe logit minus a whole number of freq steps")
+                write!(
+                    f,
+                    "logit {logit} is not the probe logit minus a whole number of freq steps"
+                )
             }
             ReadoutError::OutOfRange { count } => {
                 write!(f, "count {count} is outside the exact range of the probe")

@@ -55,9 +55,14 @@ mod tests {
     fn histogram_counts_only_the_window() {
         let h = ids(&[5, 5, 6, 7, 8]);
         let got = histogram(&h, WindowLen(4));
-        let want: Histogram = [(TokenId(5), 1), (TokenId(6), 1), (TokenId(7), 1), (TokenId(8), 1)]
-            .into_iter()
-            .collect();
+        let want: Histogram = [
+            (TokenId(5), 1),
+            (TokenId(6), 1),
+            (TokenId(7), 1),
+            (TokenId(8), 1),
+        ]
+        .into_iter()
+        .collect();
         assert_eq!(got, want);
         assert_eq!(count(&h, WindowLen(4), TokenId(5)), 1);
         assert_eq!(count(&h, WindowLen(5), TokenId(5)), 2);

@@ -88,14 +88,21 @@ impl Candidates {
         let mut seen = HashSet::with_capacity(self.entries.len());
         for c in &self.entries {
             if c.logit.is_nan() || c.logit == f32::INFINITY {
-                bail!("candidate {} has logit {}; logits must be finite or -inf", c.id, c.logit);
+                bail!(
+                    "candidate {} has logit {}; logits must be finite or -inf",
+                    c.id,
+                    c.logit
+                );
             }
             if c.id.0 < 0 {
                 bail!("candidate id {} is negative", c.id);
             }
             if let Some(n) = n_vocab {
                 if c.id.0 >= n {
-                    bail!("candidate id {} is outside the sampler's vocabulary of {n}", c.id);
+                    bail!(
+                        "candidate id {} is outside the sampler's vocabulary of {n}",
+                        c.id
+                    );
                 }
             }
             if !seen.insert(c.id) {
@@ -134,7 +141,8 @@ impl Candidates {
         let out = f(&mut raw);
         // XTC drops the top candidates by advancing `data` inside the same buffer; any other
         // move of the pointer is refused.
-        let offset = (raw.data as usize).wrapping_sub(ptr as usize) / std::mem::size_of::<llama_token_data>();
+        let offset = (raw.data as usize).wrapping_sub(ptr as usize)
+            / std::mem::size_of::<llama_token_data>();
         let inside = raw.data >= ptr && offset <= data.len() && raw.size <= data.len() - offset;
         if !inside {
             bail!("the sampler left the candidate pointer outside its buffer");
@@ -160,12 +168,24 @@ mod tests {
     #[test]
     fn validation_rejects_what_would_abort_or_mislead() {
         assert!(Candidates::new([]).validate(None).is_err());
-        assert!(Candidates::from_logits(&[1.0, f32::NAN]).validate(None).is_err());
-        assert!(Candidates::from_logits(&[1.0, f32::INFINITY]).validate(None).is_err());
-        assert!(Candidates::from_logits(&[1.0, f32::NEG_INFINITY]).validate(None).is_ok());
-        assert!(Candidates::new([(TokenId(-1), 0.0)]).validate(None).is_err());
-        assert!(Candidates::new([(TokenId(3), 0.0), (TokenId(3), 1.0)]).validate(None).is_err());
-        assert!(Candidates::from_logits(&[0.0; 4]).validate(Some(3)).is_err());
+        assert!(Candidates::from_logits(&[1.0, f32::NAN])
+            .validate(None)
+            .is_err());
+        assert!(Candidates::from_logits(&[1.0, f32::INFINITY])
+            .validate(None)
+            .is_err());
+        assert!(Candidates::from_logits(&[1.0, f32::NEG_INFINITY])
+            .validate(None)
+            .is_ok());
+        assert!(Candidates::new([(TokenId(-1), 0.0)])
+            .validate(None)
+            .is_err());
+        assert!(Candidates::new([(TokenId(3), 0.0), (TokenId(3), 1.0)])
+            .validate(None)
+            .is_err());
+        assert!(Candidates::from_logits(&[0.0; 4])
+            .validate(Some(3))
+            .is_err());
         assert!(Candidates::from_logits(&[0.0; 4]).validate(Some(4)).is_ok());
     }
 }

@@ -44,7 +44,10 @@ impl ProbeArray {
     pub fn run(&mut self, sampler: &mut Sampler) -> Result<()> {
         if let Some(n) = sampler.n_vocab() {
             if self.max_id >= n {
-                bail!("probe id {} is outside the sampler's vocabulary of {n}", self.max_id);
+                bail!(
+                    "probe id {} is outside the sampler's vocabulary of {n}",
+                    self.max_id
+                );
             }
         }
         self.buf.copy_from_slice(&self.template);

@@ -40,7 +40,10 @@ impl Sampler {
     ///
     /// # Safety
     /// `raw` must be NULL or a live sampler that no one else owns or will free.
-    pub(crate) unsafe fn from_raw(raw: *mut sys::llama_sampler, n_vocab: Option<i32>) -> Result<Sampler> {
+    pub(crate) unsafe fn from_raw(
+        raw: *mut sys::llama_sampler,
+        n_vocab: Option<i32>,
+    ) -> Result<Sampler> {
         quiet_logs();
         let raw = NonNull::new(raw).context("llama.cpp returned a null sampler")?;
         Ok(Sampler { raw, n_vocab })
@@ -118,7 +121,10 @@ impl Sampler {
     /// state but no clone function, anywhere inside a chain).
     pub fn try_clone(&self) -> Result<Sampler> {
         if !clonable(self.raw.as_ptr()) {
-            bail!("sampler '{}' cannot be cloned (llama.cpp would abort)", self.name());
+            bail!(
+                "sampler '{}' cannot be cloned (llama.cpp would abort)",
+                self.name()
+            );
         }
         // SAFETY: live handle; the result is a fresh sampler owned by the new handle.
         unsafe { Sampler::from_raw(sys::llama_sampler_clone(self.raw.as_ptr()), self.n_vocab) }
@@ -151,7 +157,12 @@ fn clonable(raw: *mut sys::llama_sampler) -> bool {
 /// errors ourselves, so its output is dropped to keep stdout and stderr deterministic.
 fn quiet_logs() {
     static ONCE: Once = Once::new();
-    unsafe extern "C" fn drop_log(_level: sys::ggml_log_level, _text: *const std::os::raw::c_char, _data: *mut std::ffi::c_void) {}
+    unsafe extern "C" fn drop_log(
+        _level: sys::ggml_log_level,
+        _text: *const std::os::raw::c_char,
+        _data: *mut std::ffi::c_void,
+    ) {
+    }
     // SAFETY: installs a callback that ignores its arguments; it never unwinds.
     ONCE.call_once(|| unsafe { sys::llama_log_set(Some(drop_log), std::ptr::null_mut()) });
 }

@@ -28,21 +28,70 @@ pub struct DryParams {
 #[derive(Debug, Clone, PartialEq)]
 pub enum SamplerSpec {
     Greedy,
-    Dist { seed: u32 },
-    TopK { k: i32 },
-    TopP { p: f32, min_keep: usize },
-    MinP { p: f32, min_keep: usize },
-    Typical { p: f32, min_keep: usize },
-    Temp { t: f32 },
-    TempExt { t: f32, delta: f32, exponent: f32 },
-    Xtc { p: f32, t: f32, min_keep: usize, seed: u32 },
-    TopNSigma { n: f32 },
-    Mirostat { n_vocab: i32, seed: u32, tau: f32, eta: f32, m: i32 },
-    MirostatV2 { seed: u32, tau: f32, eta: f32 },
-    Penalties { n_vocab: i32, last_n: i32, repeat: f32, freq: f32, present: f32 },
+    Dist {
+        seed: u32,
+    },
+    TopK {
+        k: i32,
+    },
+    TopP {
+        p: f32,
+        min_keep: usize,
+    },
+    MinP {
+        p: f32,
+        min_keep: usize,
+    },
+    Typical {
+        p: f32,
+        min_keep: usize,
+    },
+    Temp {
+        t: f32,
+    },
+    TempExt {
+        t: f32,
+        delta: f32,
+        exponent: f32,
+    },
+    Xtc {
+        p: f32,
+        t: f32,
+        min_keep: usize,
+        seed: u32,
+    },
+    TopNSigma {
+        n: f32,
+    },
+    Mirostat {
+        n_vocab: i32,
+        seed: u32,
+        tau: f32,
+        eta: f32,
+        m: i32,
+    },
+    MirostatV2 {
+        seed: u32,
+        tau: f32,
+        eta: f32,
+    },
+    Penalties {
+        n_vocab: i32,
+        last_n: i32,
+        repeat: f32,
+        freq: f32,
+        present: f32,
+    },
     Dry(DryParams),
-    AdaptiveP { target: f32, decay: f32, seed: u32 },
-    LogitBias { n_vocab: i32, biases: Vec<(TokenId, f32)> },
+    AdaptiveP {
+        target: f32,
+        decay: f32,
+        seed: u32,
+    },
+    LogitBias {
+        n_vocab: i32,
+        biases: Vec<(TokenId, f32)>,
+    },
 }
 
 fn finite(name: &str, x: f32) -> Result<()> {
@@ -110,7 +159,13 @@ impl SamplerSpec {
                 keep(*min_keep)?;
             }
             SamplerSpec::TopNSigma { n } => finite("n", *n)?,
-            SamplerSpec::Mirostat { n_vocab, tau, eta, m, .. } => {
+            SamplerSpec::Mirostat {
+                n_vocab,
+                tau,
+                eta,
+                m,
+                ..
+            } => {
                 vocab(*n_vocab)?;
                 finite("tau", *tau)?;
                 finite("eta", *eta)?;
@@ -122,7 +177,13 @@ impl SamplerSpec {
                 finite("tau", *tau)?;
                 finite("eta", *eta)?;
             }
-            SamplerSpec::Penalties { n_vocab, last_n, repeat, freq, present } => {
+            SamplerSpec::Penalties {
+                n_vocab,
+                last_n,
+                repeat,
+                freq,
+                present,
+            } => {
                 vocab(*n_vocab)?;
                 window("penalty_last_n", *last_n)?;
                 finite("penalty_repeat", *repeat)?;
@@ -179,27 +240,43 @@ impl SamplerSpec {
                 SamplerSpec::TempExt { t, delta, exponent } => {
                     sys::llama_sampler_init_temp_ext(*t, *delta, *exponent)
                 }
-                SamplerSpec::Xtc { p, t, min_keep, seed } => {
-                    sys::llama_sampler_init_xtc(*p, *t, *min_keep, *seed)
-                }
+                SamplerSpec::Xtc {
+                    p,
+                    t,
+                    min_keep,
+                    seed,
+                } => sys::llama_sampler_init_xtc(*p, *t, *min_keep, *seed),
                 SamplerSpec::TopNSigma { n } => sys::llama_sampler_init_top_n_sigma(*n),
-                SamplerSpec::Mirostat { n_vocab, seed, tau, eta, m } => {
-                    sys::llama_sampler_init_mirostat(*n_vocab, *seed, *tau, *eta, *m)
-                }
+                SamplerSpec::Mirostat {
+                    n_vocab,
+                    seed,
+                    tau,
+                    eta,
+                    m,
+                } => sys::llama_sampler_init_mirostat(*n_vocab, *seed, *tau, *eta, *m),
                 SamplerSpec::MirostatV2 { seed, tau, eta } => {
                     sys::llama_sampler_init_mirostat_v2(*seed, *tau, *eta)
                 }
-                SamplerSpec::Penalties { n_vocab, last_n, repeat, freq, present } => {
-                    init_penalties(*n_vocab, *last_n, *repeat, *freq, *present)
-                }
+                SamplerSpec::Penalties {
+                    n_vocab,
+                    last_n,
+                    repeat,
+                    freq,
+                    present,
+                } => init_penalties(*n_vocab, *last_n, *repeat, *freq, *present),
                 SamplerSpec::Dry(d) => init_dry(d),
-                SamplerSpec::AdaptiveP { target, decay, seed } => {
-                    sys::llama_sampler_init_adaptive_p(*target, *decay, *seed)
-                }
+                SamplerSpec::AdaptiveP {
+                    target,
+                    decay,
+                    seed,
+                } => sys::llama_sampler_init_adaptive_p(*target, *decay, *seed),
                 SamplerSpec::LogitBias { n_vocab, biases } => {
                     let raw: Vec<sys::llama_logit_bias> = biases
                         .iter()
-                        .map(|(id, bias)| sys::llama_logit_bias { token: id.0, bias: *bias })
+                        .map(|(id, bias)| sys::llama_logit_bias {
+                            token: id.0,
+                            bias: *bias,
+                        })
                         .collect();
                     sys::llama_sampler_init_logit_bias(*n_vocab, raw.len() as i32, raw.as_ptr())
                 }
@@ -212,12 +289,24 @@ impl SamplerSpec {
 }
 
 #[cfg(not(feature = "legacy-api"))]
-unsafe fn init_penalties(n_vocab: i32, last_n: i32, repeat: f32, freq: f32, present: f32) -> *mut sys::llama_sampler {
+unsafe fn init_penalties(
+    n_vocab: i32,
+    last_n: i32,
+    repeat: f32,
+    freq: f32,
+    present: f32,
+) -> *mut sys::llama_sampler {
     sys::llama_sampler_init_penalties(n_vocab, last_n, repeat, freq, present)
 }
 
 #[cfg(feature = "legacy-api")]
-unsafe fn init_penalties(_n_vocab: i32, last_n: i32, repeat: f32, freq: f32, present: f32) -> *mut sys::llama_sampler {
+unsafe fn init_penalties(
+    _n_vocab: i32,
+    last_n: i32,
+    repeat: f32,
+    freq: f32,
+    present: f32,
+) -> *mut sys::llama_sampler {
     sys::llama_sampler_init_penalties(last_n, repeat, freq, present)
 }
 

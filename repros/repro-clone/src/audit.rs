@@ -47,7 +47,11 @@ pub fn eviction_control(last_n: usize, cp: CountProbe) -> Result<EvictionControl
         ledger.accept(TokenId(1 + ((k - 1) % last_n.max(1)) as i32))?;
     }
     ledger.read(&mut counts)?;
-    Ok(EvictionControl { last_n, before_last, after: counts[0] })
+    Ok(EvictionControl {
+        last_n,
+        before_last,
+        after: counts[0],
+    })
 }
 
 /// A detector control: a shadow ledger with a planted defect, and what the sweep made of it.
@@ -63,7 +67,9 @@ impl DetectorControl {
     pub fn passed(&self) -> bool {
         let s = &self.stats;
         match self.defect {
-            Defect::None => s.mismatches == 0 && s.clone_step_mismatches == 0 && s.reset_mismatches == 0,
+            Defect::None => {
+                s.mismatches == 0 && s.clone_step_mismatches == 0 && s.reset_mismatches == 0
+            }
             Defect::OffByOneWindow => s.mismatches > 0,
             Defect::CloneDropsCounts => s.mismatches == 0 && s.divergent_clones > 0,
         }
@@ -97,7 +103,10 @@ pub const THREADS: usize = 2;
 
 pub fn run(cp: CountProbe) -> Result<Audit> {
     let probe_self_check = cp.self_check(PROBE_SELF_CHECK_RANGE).is_ok();
-    anyhow::ensure!(probe_self_check, "the count probe is not exact; nothing can be judged");
+    anyhow::ensure!(
+        probe_self_check,
+        "the count probe is not exact; nothing can be judged"
+    );
     let published = minimal::published();
     let minimal = minimal::run(&published, cp).context("published case")?;
     let eviction = sweep::WINDOWS
@@ -105,16 +114,20 @@ pub fn run(cp: CountProbe) -> Result<Audit> {
         .map(|&n| eviction_control(n, cp))
         .collect::<Result<Vec<_>>>()?;
     let all = Checks { clones: true };
-    let detectors = [Defect::None, Defect::OffByOneWindow, Defect::CloneDropsCounts]
-        .into_iter()
-        .map(|defect| {
-            let make = move |ids: &[TokenId], n: WindowLen| -> Result<ShadowLedger> {
-                Ok(ShadowLedger::new(ids, n, defect))
-            };
-            let stats = sweep::run(&sweep::control_domain(), &make, all, THREADS)?;
-            Ok(DetectorControl { defect, stats })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let detectors = [
+        Defect::None,
+        Defect::OffByOneWindow,
+        Defect::CloneDropsCounts,
+    ]
+    .into_iter()
+    .map(|defect| {
+        let make = move |ids: &[TokenId], n: WindowLen| -> Result<ShadowLedger> {
+            Ok(ShadowLedger::new(ids, n, defect))
+        };
+        let stats = sweep::run(&sweep::control_domain(), &make, all, THREADS)?;
+        Ok(DetectorControl { defect, stats })
+    })
+    .collect::<Result<Vec<_>>>()?;
     let domain = sweep::full_domain();
     let make = |ids: &[TokenId], n: WindowLen| PenaltiesLedger::new(ids, n, cp);
     let started = std::time::Instant::now();
@@ -215,10 +228,12 @@ impl Audit {
         )
     }
 
+    /// The whole report: header, minimal case, controls, sweep, stateful table, verdict.
     pub fn to_text(&self) -> String {
-        let s = &self.sweep;
-        let mut out = String::new();
-        out += &format!("F1 clone-drops-token-count audit on {}\n\n", self.build.describe());
+        let mut out = format!(
+            "F1 clone-drops-token-count audit on {}\n\n",
+            self.build.describe()
+        );
         out += &format!(
             "readout oracle: counts -{r}..{r} round-trip exactly through L={} F={}: {}\n\n",
             self.probe.base_logit,
@@ -229,6 +244,21 @@ impl Audit {
         out += "== minimal reproduction ==\n";
         out += &minimal::to_text(&self.published, &self.minimal, &self.build, self.probe);
         out += "\n== controls ==\n";
+        out += &self.controls_text();
+        out += "\n== exhaustive sweep (every sequence, readout after reset and after every accept) ==\n";
+        out += &self.sweep_text();
+        out += "\n== clone-then-continue, every stateful sampler ==\n";
+        out += &self.stateful_text();
+        out += &format!(
+            "\nclone-drops-token-count: {} on {}\n",
+            self.verdict(),
+            self.build.tag()
+        );
+        out
+    }
+
+    pub fn controls_text(&self) -> String {
+        let mut out = String::new();
         for e in &self.eviction {
             out += &format!(
                 "  subject, window {}: evicted id reads {} before its last evicting accept, {} after: {}\n",
@@ -248,7 +278,12 @@ impl Audit {
                 pass(d.passed())
             );
         }
-        out += "\n== exhaustive sweep (every sequence, readout after reset and after every accept) ==\n";
+        out
+    }
+
+    pub fn sweep_text(&self) -> String {
+        let s = &self.sweep;
+        let mut out = String::new();
         for c in &self.domain {
             out += &format!("  {:<16} {:>9} sequences\n", c.label(), c.sequences());
         }
@@ -272,19 +307,20 @@ impl Audit {
         }
         out += &format!(
             "  accept-path ledger: {}\n",
-            if self.ledger_exact() { "exact" } else { "WRONG" }
-        );
-        out += "\n== clone-then-continue, every stateful sampler ==\n";
-        for (name, e) in &self.samplers {
-            out += &stateful::row_text(name, e);
-            out += "\n";
-        }
-        out += &format!(
-            "\nclone-drops-token-count: {} on {}\n",
-            self.verdict(),
-            self.build.tag()
+            if self.ledger_exact() {
+                "exact"
+            } else {
+                "WRONG"
+            }
         );
         out
+    }
+
+    pub fn stateful_text(&self) -> String {
+        self.samplers
+            .iter()
+            .map(|(name, e)| stateful::row_text(name, e) + "\n")
+            .collect()
     }
 
     /// Wall-clock figures: printed to stderr and kept out of the deterministic outputs.
@@ -319,7 +355,10 @@ fn pass(ok: bool) -> &'static str {
 }
 
 fn fmt_ids(ids: &[TokenId]) -> String {
-    ids.iter().map(|t| t.0.to_string()).collect::<Vec<_>>().join(",")
+    ids.iter()
+        .map(|t| t.0.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn fmt_counts(ids: &[TokenId], counts: &[i64]) -> String {

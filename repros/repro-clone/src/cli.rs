@@ -25,11 +25,11 @@ pub struct Args {
     pub last_n: i64,
     /// Token ids accepted before the clone, comma-separated (default: 5,5,6).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_ids)]
-    pub history: Option<Vec<TokenId>>,
+    pub history: Option<IdList>,
     /// Token ids accepted by the clone afterwards, comma-separated (default: 7,8 with the
     /// default history, none otherwise).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_ids)]
-    pub then: Option<Vec<TokenId>>,
+    pub then: Option<IdList>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -42,8 +42,12 @@ pub struct Args {
     pub results: PathBuf,
 }
 
+/// A comma-separated list of token ids, as one flag value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdList(pub Vec<TokenId>);
+
 /// Parses `5,5,6`: at least one id, each a non-negative integer.
-fn parse_ids(text: &str) -> Result<Vec<TokenId>, String> {
+fn parse_ids(text: &str) -> Result<IdList, String> {
     if text.trim().is_empty() {
         return Err("must name at least one token id".to_string());
     }
@@ -56,12 +60,17 @@ fn parse_ids(text: &str) -> Result<Vec<TokenId>, String> {
                 Err(_) => Err(format!("'{part}' is not a token id")),
             }
         })
-        .collect()
+        .collect::<Result<Vec<_>, String>>()
+        .map(IdList)
 }
 
 /// The scenario the flags describe.
 pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
-    anyhow::ensure!(args.last_n >= 0, "--last-n must be >= 0, got {}", args.last_n);
+    anyhow::ensure!(
+        args.last_n >= 0,
+        "--last-n must be >= 0, got {}",
+        args.last_n
+    );
     anyhow::ensure!(
         args.last_n <= subject::spec_limits::MAX_WINDOW as i64,
         "--last-n must be <= {}, got {}",
@@ -70,13 +79,13 @@ pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
     );
     let published = minimal::published();
     let (history, default_then) = match &args.history {
-        Some(h) => (h.clone(), Vec::new()),
+        Some(h) => (h.0.clone(), Vec::new()),
         None => (published.history, published.then),
     };
     Ok(minimal::Scenario {
         last_n: WindowLen(args.last_n as usize),
         history,
-        then: args.then.clone().unwrap_or(default_then),
+        then: args.then.clone().map_or(default_then, |t| t.0),
     })
 }
 
@@ -137,7 +146,10 @@ fn run(args: &Args, scenario: &minimal::Scenario) -> Result<String> {
     let path = args.results.join(format!("clone.{tag}.json"));
     std::fs::write(&path, &json).with_context(|| format!("writing {}", path.display()))?;
     let timing = args.results.join(format!("clone.{tag}.timing.json"));
-    std::fs::write(&timing, serde_json::to_string_pretty(&report.timing_json())? + "\n")
-        .with_context(|| format!("writing {}", timing.display()))?;
+    std::fs::write(
+        &timing,
+        serde_json::to_string_pretty(&report.timing_json())? + "\n",
+    )
+    .with_context(|| format!("writing {}", timing.display()))?;
     Ok(if args.json { json } else { report.to_text() })
 }

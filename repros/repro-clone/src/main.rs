@@ -20,7 +20,10 @@
 
 fn main() {
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("error: internal error: {}", info.to_string().replace('\n', " "));
+        eprintln!(
+            "error: internal error: {}",
+            info.to_string().replace('\n', " ")
+        );
     }));
     std::process::exit(repro_clone::cli::main(std::env::args_os()));
 }

@@ -64,7 +64,9 @@ impl Outcome {
 
 fn counts_for(ids: &[TokenId], history: &[TokenId], last_n: WindowLen) -> Vec<i64> {
     let h = histogram(history, last_n);
-    ids.iter().map(|id| h.get(id).copied().unwrap_or(0)).collect()
+    ids.iter()
+        .map(|id| h.get(id).copied().unwrap_or(0))
+        .collect()
 }
 
 /// Checks the readout on the real subject: a fresh sampler that accepted one id `k` times
@@ -159,7 +161,12 @@ pub fn to_json(s: &Scenario, o: &Outcome, build: &subject::BuildInfo, cp: CountP
 
 /// The human-readable table and verdict line.
 pub fn to_text(s: &Scenario, o: &Outcome, build: &subject::BuildInfo, cp: CountProbe) -> String {
-    let list = |v: &[TokenId]| v.iter().map(|t| t.0.to_string()).collect::<Vec<_>>().join(",");
+    let list = |v: &[TokenId]| {
+        v.iter()
+            .map(|t| t.0.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     let mut out = String::new();
     out += &format!("build: {}\n", build.describe());
     out += &format!(

@@ -23,31 +23,90 @@ pub struct Subject {
 }
 
 fn penalties() -> SamplerSpec {
-    SamplerSpec::Penalties { n_vocab: VOCAB, last_n: 8, repeat: 1.3, freq: 0.25, present: 0.5 }
+    SamplerSpec::Penalties {
+        n_vocab: VOCAB,
+        last_n: 8,
+        repeat: 1.3,
+        freq: 0.25,
+        present: 0.5,
+    }
 }
 
 fn dry() -> SamplerSpec {
-    SamplerSpec::Dry(DryParams { multiplier: 0.8, base: 1.75, allowed_length: 2, last_n: 16, n_ctx_train: 4096 })
+    SamplerSpec::Dry(DryParams {
+        multiplier: 0.8,
+        base: 1.75,
+        allowed_length: 2,
+        last_n: 16,
+        n_ctx_train: 4096,
+    })
 }
 
 /// Every stateful sampler in the public API of both builds.
 pub fn subjects() -> Vec<Subject> {
-    let one = |name, spec| Subject { name, stages: vec![spec] };
+    let one = |name, spec| Subject {
+        name,
+        stages: vec![spec],
+    };
     vec![
         one("penalties", penalties()),
         one("dry", dry()),
-        one("mirostat", SamplerSpec::Mirostat { n_vocab: VOCAB, seed: SEED, tau: 3.0, eta: 0.5, m: VOCAB }),
-        one("mirostat_v2", SamplerSpec::MirostatV2 { seed: SEED, tau: 3.0, eta: 0.5 }),
+        one(
+            "mirostat",
+            SamplerSpec::Mirostat {
+                n_vocab: VOCAB,
+                seed: SEED,
+                tau: 3.0,
+                eta: 0.5,
+                m: VOCAB,
+            },
+        ),
+        one(
+            "mirostat_v2",
+            SamplerSpec::MirostatV2 {
+                seed: SEED,
+                tau: 3.0,
+                eta: 0.5,
+            },
+        ),
         one("dist", SamplerSpec::Dist { seed: SEED }),
-        one("xtc", SamplerSpec::Xtc { p: 0.5, t: 0.05, min_keep: 1, seed: SEED }),
-        one("adaptive_p", SamplerSpec::AdaptiveP { target: 0.3, decay: 0.9, seed: SEED }),
+        one(
+            "xtc",
+            SamplerSpec::Xtc {
+                p: 0.5,
+                t: 0.05,
+                min_keep: 1,
+                seed: SEED,
+            },
+        ),
+        one(
+            "adaptive_p",
+            SamplerSpec::AdaptiveP {
+                target: 0.3,
+                decay: 0.9,
+                seed: SEED,
+            },
+        ),
         Subject {
             name: "chain(penalties,dry,top_k,temp,dist)",
-            stages: vec![penalties(), dry(), SamplerSpec::TopK { k: 20 }, SamplerSpec::Temp { t: 0.8 }, SamplerSpec::Dist { seed: SEED }],
+            stages: vec![
+                penalties(),
+                dry(),
+                SamplerSpec::TopK { k: 20 },
+                SamplerSpec::Temp { t: 0.8 },
+                SamplerSpec::Dist { seed: SEED },
+            ],
         },
         Subject {
             name: "chain(penalties,mirostat_v2)",
-            stages: vec![penalties(), SamplerSpec::MirostatV2 { seed: SEED, tau: 3.0, eta: 0.5 }],
+            stages: vec![
+                penalties(),
+                SamplerSpec::MirostatV2 {
+                    seed: SEED,
+                    tau: 3.0,
+                    eta: 0.5,
+                },
+            ],
         },
     ]
 }
@@ -57,7 +116,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> u32 {
-        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         (self.0 >> 33) as u32
     }
 }
@@ -65,7 +127,9 @@ impl Lcg {
 /// The logits of step `t`: values in [-4, 4) on a 1/64 grid.
 fn logits(t: usize) -> Vec<f32> {
     let mut g = Lcg(t as u64 + 1);
-    (0..VOCAB).map(|_| (g.next() % 512) as f32 / 64.0 - 4.0).collect()
+    (0..VOCAB)
+        .map(|_| (g.next() % 512) as f32 / 64.0 - 4.0)
+        .collect()
 }
 
 /// The token accepted at step `t` when the sampler does not choose: a small alphabet, so
@@ -79,7 +143,12 @@ fn build(stages: &[SamplerSpec]) -> Result<Sampler> {
     if stages.len() == 1 {
         return stages[0].build();
     }
-    Sampler::chain(stages.iter().map(SamplerSpec::build).collect::<Result<_>>()?)
+    Sampler::chain(
+        stages
+            .iter()
+            .map(SamplerSpec::build)
+            .collect::<Result<_>>()?,
+    )
 }
 
 /// One step: apply to step `t`'s logits; the token to accept is the selection, or the script.
@@ -100,14 +169,26 @@ pub enum Equivalence {
 /// The first way two outputs of the same step differ, in words.
 fn difference(a: &Candidates, b: &Candidates) -> Option<String> {
     if a.selected_id() != b.selected_id() {
-        let show = |c: &Candidates| c.selected_id().map_or("none".to_string(), |t| t.0.to_string());
-        return Some(format!("original selected {}, clone selected {}", show(a), show(b)));
+        let show = |c: &Candidates| {
+            c.selected_id()
+                .map_or("none".to_string(), |t| t.0.to_string())
+        };
+        return Some(format!(
+            "original selected {}, clone selected {}",
+            show(a),
+            show(b)
+        ));
     }
     if a.len() != b.len() {
-        return Some(format!("original kept {} candidates, clone kept {}", a.len(), b.len()));
+        return Some(format!(
+            "original kept {} candidates, clone kept {}",
+            a.len(),
+            b.len()
+        ));
     }
     for (x, y) in a.entries.iter().zip(&b.entries) {
-        if x.id != y.id || x.logit.to_bits() != y.logit.to_bits() || x.p.to_bits() != y.p.to_bits() {
+        if x.id != y.id || x.logit.to_bits() != y.logit.to_bits() || x.p.to_bits() != y.p.to_bits()
+        {
             return Some(format!(
                 "id {}: original logit {} p {}, clone id {} logit {} p {}",
                 x.id.0, x.logit, x.p, y.id.0, y.logit, y.p
@@ -119,7 +200,8 @@ fn difference(a: &Candidates, b: &Candidates) -> Option<String> {
 
 /// Runs the clone-then-continue check on one subject.
 pub fn check(subject: &Subject) -> Result<Equivalence> {
-    let mut original = build(&subject.stages).with_context(|| format!("building {}", subject.name))?;
+    let mut original =
+        build(&subject.stages).with_context(|| format!("building {}", subject.name))?;
     for t in 0..HISTORY {
         let (_, token) = step(&mut original, t)?;
         original.accept(token)?;
@@ -160,4 +242,3 @@ pub fn row_text(name: &str, e: &Equivalence) -> String {
         }
     }
 }
-

@@ -241,12 +241,29 @@ fn run_range<L: Ledger>(
         stats.reset_checks += 1;
         if got.iter().any(|&c| c != 0) {
             stats.reset_mismatches += 1;
-            keep_first(&mut stats.first_reset_mismatch, Some(mismatch(&seq, 0, None, &got, &vec![0; a])));
+            keep_first(
+                &mut stats.first_reset_mismatch,
+                Some(mismatch(&seq, 0, None, &got, &vec![0; a])),
+            );
         }
         clones.clear();
         for step in 0..case.len {
             if checks.clones {
-                clones.push((step, ledger.fork()?, false));
+                // The clone is read once right away, then after every later accept below.
+                let mut clone = ledger.fork()?;
+                clone.read(&mut got)?;
+                oracle_counts(&seq[..step], case.last_n, &mut want);
+                stats.clone_steps += 1;
+                let diverged = got != want;
+                if diverged {
+                    stats.clone_step_mismatches += 1;
+                    stats.divergent_clones += 1;
+                    keep_first(
+                        &mut stats.first_clone_mismatch,
+                        Some(mismatch(&seq, step, Some(step), &got, &want)),
+                    );
+                }
+                clones.push((step, clone, diverged));
                 stats.clones += 1;
             }
             ledger.accept(TokenId(seq[step]))?;
@@ -255,7 +272,10 @@ fn run_range<L: Ledger>(
             stats.steps += 1;
             if got != want {
                 stats.mismatches += 1;
-                keep_first(&mut stats.first_mismatch, Some(mismatch(&seq, step + 1, None, &got, &want)));
+                keep_first(
+                    &mut stats.first_mismatch,
+                    Some(mismatch(&seq, step + 1, None, &got, &want)),
+                );
             }
             for (cloned_at, clone, diverged) in clones.iter_mut() {
                 clone.accept(TokenId(seq[step]))?;
@@ -300,7 +320,10 @@ pub fn run<L: Ledger>(
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| anyhow::bail!("a sweep worker panicked")))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| anyhow::bail!("a sweep worker panicked"))
+                })
                 .collect()
         });
         for part in parts {

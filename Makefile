@@ -1,0 +1,67 @@
+# sampler-audit: every finding on every pinned llama.cpp build.
+#
+#   make audit   build both pinned builds, run every finding on each, write results/, print verdicts
+#   make test    the whole test suite on both builds (CI runs this)
+#   make run BUILD=0.1.154 REPRO=repro-clone ARGS='--json'   one repro on one build
+#
+# Build chatter goes to stderr, so `make -s run ...` prints only the repro's own output.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+BUILDS   := 0.1.161 0.1.154
+FINDINGS := clone
+BUILD    ?= 0.1.161
+REPRO    ?= repro-clone
+ARGS     ?=
+RESULTS  ?= results
+
+# Each build is a workspace with its own lockfile and target folder.
+manifest_0.1.161 := Cargo.toml
+manifest_0.1.154 := legacy/Cargo.toml
+bindir_0.1.161   := target/release
+bindir_0.1.154   := legacy/target/release
+
+CARGO := cargo
+CARGO_FLAGS := --release --locked
+
+.PHONY: audit test run deps build check-build fmt-check
+
+# cmake and libclang are what llama-cpp-sys-2's build script needs; install them only if missing.
+deps:
+	@if ! command -v cmake >/dev/null || ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; then \
+	  echo "installing cmake and libclang-dev with apt-get" >&2; \
+	  apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake libclang-dev >&2; \
+	fi
+
+check-build:
+	@if [ -z "$(manifest_$(BUILD))" ]; then \
+	  echo "error: unknown BUILD '$(BUILD)'; pinned builds: $(BUILDS)" >&2; exit 2; fi
+
+build: deps
+	@for b in $(BUILDS); do \
+	  m=$$( [ $$b = 0.1.161 ] && echo Cargo.toml || echo legacy/Cargo.toml ); \
+	  echo "building llama-cpp-sys-2 $$b ($$m)" >&2; \
+	  $(CARGO) build $(CARGO_FLAGS) --manifest-path $$m --bins >&2; \
+	done
+
+run: deps check-build
+	@$(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $(manifest_$(BUILD)) --bin $(REPRO) >&2
+	@$(bindir_$(BUILD))/$(REPRO) $(ARGS)
+
+audit: build
+	@mkdir -p $(RESULTS)
+	@for b in $(BUILDS); do \
+	  for f in $(FINDINGS); do \
+	    echo "running repro-$$f on $$b" >&2; \
+	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--audit --results $(RESULTS)" > $(RESULTS)/$$f.$$b.txt; \
+	  done; \
+	done
+	@$(CARGO) run $(CARGO_FLAGS) --quiet -p verdicts -- $(RESULTS)
+
+fmt-check:
+	@$(CARGO) fmt --all -- --check
+
+test: deps fmt-check
+	$(CARGO) test $(CARGO_FLAGS) --workspace
+	$(CARGO) test $(CARGO_FLAGS) --manifest-path legacy/Cargo.toml
