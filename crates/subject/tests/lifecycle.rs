@@ -1,0 +1,117 @@
+//! The wrapper's promises, on whichever build links it: handles are freed once (chains own
+//! their stages), bad input is refused before it reaches C, and the array header is reported
+//! as llama.cpp left it.
+
+use subject::{BuildInfo, Candidates, DryParams, Sampler, SamplerSpec, TokenId};
+
+fn penalties(last_n: i32) -> SamplerSpec {
+    SamplerSpec::Penalties {
+        n_vocab: 8,
+        last_n,
+        repeat: 1.5,
+        freq: 0.5,
+        present: 0.25,
+    }
+}
+
+#[test]
+fn build_is_named() {
+    let b = BuildInfo::current();
+    assert!(b.crate_version.starts_with("0.1."), "{b:?}");
+    assert!(!b.ggml_version.is_empty());
+}
+
+#[test]
+fn chains_own_their_stages_and_clone_cleanly() {
+    // Built, applied, cloned and dropped many times: a double free or leak of a stage would
+    // crash here or under a sanitizer.
+    for _ in 0..200 {
+        let stages = vec![
+            penalties(4).build().unwrap(),
+            SamplerSpec::TopK { k: 3 }.build().unwrap(),
+            SamplerSpec::Dist { seed: 7 }.build().unwrap(),
+        ];
+        let mut chain = Sampler::chain(stages).unwrap();
+        chain.accept(TokenId(1)).unwrap();
+        let mut c = Candidates::from_logits(&[0.5, 2.0, -1.0, 1.0, 0.0, 0.25, 3.0, -2.0]);
+        chain.apply(&mut c).unwrap();
+        assert_eq!(c.len(), 3);
+        assert!(c.selected_id().is_some());
+        let mut copy = chain.try_clone().unwrap();
+        let mut d = Candidates::from_logits(&[0.5, 2.0, -1.0, 1.0, 0.0, 0.25, 3.0, -2.0]);
+        copy.apply(&mut d).unwrap();
+        copy.reset();
+    }
+}
+
+#[test]
+fn bad_input_is_refused_before_c() {
+    assert!(penalties(-3).build().is_err());
+    assert!(penalties(i32::MAX).build().is_err());
+    assert!(SamplerSpec::TopP {
+        p: f32::NAN,
+        min_keep: 1
+    }
+    .build()
+    .is_err());
+    assert!(SamplerSpec::LogitBias {
+        n_vocab: 4,
+        biases: vec![(TokenId(4), 1.0)]
+    }
+    .build()
+    .is_err());
+    assert!(SamplerSpec::Dry(DryParams {
+        multiplier: 1.0,
+        base: 2.0,
+        allowed_length: 2,
+        last_n: -1,
+        n_ctx_train: 16
+    })
+    .build()
+    .is_err());
+    let mut s = penalties(4).build().unwrap();
+    assert!(s.accept(TokenId(8)).is_err(), "id outside the vocabulary");
+    assert!(s.accept(TokenId(-1)).is_err());
+    assert!(
+        s.apply(&mut Candidates::new([])).is_err(),
+        "empty array aborts in softmax"
+    );
+    assert!(s
+        .apply(&mut Candidates::from_logits(&[0.0, f32::NAN]))
+        .is_err());
+    let mut greedy = SamplerSpec::Greedy.build().unwrap();
+    assert!(greedy.apply(&mut Candidates::new([])).is_err());
+}
+
+#[test]
+fn header_fields_are_reported_as_left() {
+    // penalties always clears `sorted`, even when it was true and nothing was penalized.
+    let mut s = penalties(4).build().unwrap();
+    s.accept(TokenId(2)).unwrap();
+    let mut c = Candidates::from_logits(&[3.0, 2.0, 1.0, 0.0]);
+    c.sorted = true;
+    s.apply(&mut c).unwrap();
+    assert!(!c.sorted);
+    assert_eq!(c.logit_of(TokenId(2)), Some(1.0 / 1.5 - 0.5 - 0.25));
+}
+
+#[test]
+fn xtc_window_inside_the_buffer_is_read() {
+    // XTC with probability 1 and a low threshold drops the top candidates by advancing the
+    // data pointer; the wrapper reads the remaining window.
+    let mut s = SamplerSpec::Xtc {
+        p: 1.0,
+        t: 0.01,
+        min_keep: 1,
+        seed: 3,
+    }
+    .build()
+    .unwrap();
+    let mut c = Candidates::from_logits(&[4.0, 3.0, 2.0, 1.0]);
+    s.apply(&mut c).unwrap();
+    assert!(c.len() < 4 && !c.is_empty(), "{c:?}");
+    assert!(
+        c.logit_of(TokenId(0)).is_none(),
+        "the top candidate was excluded: {c:?}"
+    );
+}
