@@ -30,6 +30,16 @@ pub fn histogram(history: &[TokenId], last_n: WindowLen) -> Histogram {
     counts
 }
 
+/// The same counts for ids `0..out.len()`, written into `out` without allocating: the form an
+/// exhaustive sweep over a small alphabet needs at every step. Every id in the window must be
+/// below `out.len()` (a caller bug otherwise, which panics).
+pub fn dense_histogram(history: &[TokenId], last_n: WindowLen, out: &mut [i64]) {
+    out.fill(0);
+    for &id in window(history, last_n) {
+        out[id.0 as usize] += 1;
+    }
+}
+
 /// The count of one id in the window (0 when absent).
 pub fn count(history: &[TokenId], last_n: WindowLen, id: TokenId) -> i64 {
     window(history, last_n).iter().filter(|&&x| x == id).count() as i64
@@ -67,6 +77,24 @@ mod tests {
         assert_eq!(count(&h, WindowLen(4), TokenId(5)), 1);
         assert_eq!(count(&h, WindowLen(5), TokenId(5)), 2);
         assert_eq!(count(&h, WindowLen(4), TokenId(9)), 0);
+    }
+
+    #[test]
+    fn dense_histogram_equals_histogram() {
+        let mut x: u32 = 7;
+        let mut h = Vec::new();
+        let mut dense = [0i64; 5];
+        for _ in 0..60 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            h.push(TokenId((x >> 16) as i32 % 5));
+            for n in 0..9 {
+                dense_histogram(&h, WindowLen(n), &mut dense);
+                let sparse = histogram(&h, WindowLen(n));
+                for (i, &c) in dense.iter().enumerate() {
+                    assert_eq!(c, sparse.get(&TokenId(i as i32)).copied().unwrap_or(0));
+                }
+            }
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@
 
 use crate::ledger::Ledger;
 use anyhow::Result;
-use oracle::window::{histogram, WindowLen};
+use oracle::window::{dense_histogram, WindowLen};
 use oracle::TokenId;
 use serde_json::{json, Value};
 
@@ -157,6 +157,19 @@ impl Stats {
         keep_first(&mut self.first_clone_mismatch, later.first_clone_mismatch);
     }
 
+    /// Joins an accept-only pass and a clone-only pass over the same sequences.
+    pub fn join_passes(accept: Stats, clones: Stats) -> Stats {
+        debug_assert_eq!(accept.sequences, clones.sequences);
+        Stats {
+            clones: clones.clones,
+            clone_steps: clones.clone_steps,
+            clone_step_mismatches: clones.clone_step_mismatches,
+            divergent_clones: clones.divergent_clones,
+            first_clone_mismatch: clones.first_clone_mismatch,
+            ..accept
+        }
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "sequences": self.sequences,
@@ -175,38 +188,66 @@ impl Stats {
     }
 }
 
-/// What to check besides the accept path.
+/// Which readouts a pass makes. The accept/reset readouts and the clone readouts are
+/// independent, so an audit can time them as separate passes over the same sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Checks {
+    /// Read the ledger after every reset and after every accept.
+    pub accept: bool,
+    /// Clone before every accept; read each clone at once and after every later accept.
     pub clones: bool,
 }
 
+impl Checks {
+    pub const ALL: Checks = Checks {
+        accept: true,
+        clones: true,
+    };
+    pub const ACCEPT: Checks = Checks {
+        accept: true,
+        clones: false,
+    };
+    pub const CLONES: Checks = Checks {
+        accept: false,
+        clones: true,
+    };
+}
+
 /// Writes the base-`a` digits of `index` (most significant first) into `seq`.
-fn decode(mut index: u64, alphabet: usize, seq: &mut [i32]) {
+fn decode(mut index: u64, alphabet: usize, seq: &mut [TokenId]) {
     for slot in seq.iter_mut().rev() {
-        *slot = (index % alphabet as u64) as i32;
+        *slot = TokenId((index % alphabet as u64) as i32);
         index /= alphabet as u64;
     }
 }
 
 /// Moves `seq` to the next sequence in lexicographic order.
-fn increment(alphabet: usize, seq: &mut [i32]) {
+fn increment(alphabet: usize, seq: &mut [TokenId]) {
     for slot in seq.iter_mut().rev() {
-        *slot += 1;
-        if (*slot as usize) < alphabet {
+        slot.0 += 1;
+        if (slot.0 as usize) < alphabet {
             return;
         }
-        *slot = 0;
+        slot.0 = 0;
     }
 }
 
-/// The oracle's counts for ids `0..a` after `prefix`, written into `out`.
-fn oracle_counts(prefix: &[i32], last_n: WindowLen, out: &mut [i64]) {
-    out.iter_mut().for_each(|c| *c = 0);
-    let ids: Vec<TokenId> = prefix.iter().map(|&x| TokenId(x)).collect();
-    for (id, count) in histogram(&ids, last_n) {
-        out[id.0 as usize] = count;
+/// Records one readout against the oracle; returns whether it disagreed.
+fn tally(
+    got: &[i64],
+    want: &[i64],
+    mismatches: &mut u64,
+    first: &mut Option<Mismatch>,
+    example: impl FnOnce() -> Mismatch,
+) -> bool {
+    let wrong = got != want;
+    if wrong {
+        *mismatches += 1;
+        if first.is_none() {
+            *first = Some(example());
+        }
     }
+    wrong
 }
 
 /// One worker's share: sequences `start..end` of `case`.
@@ -221,14 +262,15 @@ fn run_range<L: Ledger>(
     let ids: Vec<TokenId> = (0..a as i32).map(TokenId).collect();
     let mut ledger = make(&ids, case.last_n)?;
     let mut stats = Stats::default();
-    let mut seq = vec![0i32; case.len];
+    let mut seq = vec![TokenId(0); case.len];
     decode(start, a, &mut seq);
     let mut got = vec![0i64; a];
+    // The oracle's counts for the prefix accepted so far (empty after a reset).
     let mut want = vec![0i64; a];
     let mut clones: Vec<(usize, L, bool)> = Vec::with_capacity(case.len);
-    let mismatch = |seq: &[i32], step, cloned_at, got: &[i64], want: &[i64]| Mismatch {
+    let example = |seq: &[TokenId], step, cloned_at, got: &[i64], want: &[i64]| Mismatch {
         case,
-        sequence: seq.to_vec(),
+        sequence: seq.iter().map(|t| t.0).collect(),
         step,
         cloned_at,
         got: got.to_vec(),
@@ -237,60 +279,62 @@ fn run_range<L: Ledger>(
     for _ in start..end {
         stats.sequences += 1;
         ledger.reset()?;
-        ledger.read(&mut got)?;
-        stats.reset_checks += 1;
-        if got.iter().any(|&c| c != 0) {
-            stats.reset_mismatches += 1;
-            keep_first(
+        want.fill(0);
+        if checks.accept {
+            ledger.read(&mut got)?;
+            stats.reset_checks += 1;
+            tally(
+                &got,
+                &want,
+                &mut stats.reset_mismatches,
                 &mut stats.first_reset_mismatch,
-                Some(mismatch(&seq, 0, None, &got, &vec![0; a])),
+                || example(&seq, 0, None, &got, &want),
             );
         }
         clones.clear();
         for step in 0..case.len {
             if checks.clones {
-                // The clone is read once right away, then after every later accept below.
                 let mut clone = ledger.fork()?;
                 clone.read(&mut got)?;
-                oracle_counts(&seq[..step], case.last_n, &mut want);
-                stats.clone_steps += 1;
-                let diverged = got != want;
-                if diverged {
-                    stats.clone_step_mismatches += 1;
-                    stats.divergent_clones += 1;
-                    keep_first(
-                        &mut stats.first_clone_mismatch,
-                        Some(mismatch(&seq, step, Some(step), &got, &want)),
-                    );
-                }
-                clones.push((step, clone, diverged));
                 stats.clones += 1;
+                stats.clone_steps += 1;
+                let diverged = tally(
+                    &got,
+                    &want,
+                    &mut stats.clone_step_mismatches,
+                    &mut stats.first_clone_mismatch,
+                    || example(&seq, step, Some(step), &got, &want),
+                );
+                stats.divergent_clones += u64::from(diverged);
+                clones.push((step, clone, diverged));
             }
-            ledger.accept(TokenId(seq[step]))?;
-            oracle_counts(&seq[..=step], case.last_n, &mut want);
-            ledger.read(&mut got)?;
-            stats.steps += 1;
-            if got != want {
-                stats.mismatches += 1;
-                keep_first(
+            ledger.accept(seq[step])?;
+            dense_histogram(&seq[..=step], case.last_n, &mut want);
+            if checks.accept {
+                ledger.read(&mut got)?;
+                stats.steps += 1;
+                tally(
+                    &got,
+                    &want,
+                    &mut stats.mismatches,
                     &mut stats.first_mismatch,
-                    Some(mismatch(&seq, step + 1, None, &got, &want)),
+                    || example(&seq, step + 1, None, &got, &want),
                 );
             }
             for (cloned_at, clone, diverged) in clones.iter_mut() {
-                clone.accept(TokenId(seq[step]))?;
+                clone.accept(seq[step])?;
                 clone.read(&mut got)?;
                 stats.clone_steps += 1;
-                if got != want {
-                    stats.clone_step_mismatches += 1;
-                    if !*diverged {
-                        *diverged = true;
-                        stats.divergent_clones += 1;
-                    }
-                    keep_first(
-                        &mut stats.first_clone_mismatch,
-                        Some(mismatch(&seq, step + 1, Some(*cloned_at), &got, &want)),
-                    );
+                let wrong = tally(
+                    &got,
+                    &want,
+                    &mut stats.clone_step_mismatches,
+                    &mut stats.first_clone_mismatch,
+                    || example(&seq, step + 1, Some(*cloned_at), &got, &want),
+                );
+                if wrong && !*diverged {
+                    *diverged = true;
+                    stats.divergent_clones += 1;
                 }
             }
         }
@@ -348,8 +392,8 @@ mod tests {
 
     #[test]
     fn decode_and_increment_agree() {
-        let mut a = vec![0; 4];
-        let mut b = vec![0; 4];
+        let mut a = vec![TokenId(0); 4];
+        let mut b = vec![TokenId(0); 4];
         for i in 0..81 {
             decode(i, 3, &mut a);
             assert_eq!(a, b);
