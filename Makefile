@@ -39,11 +39,8 @@ check-build:
 	  echo "error: unknown BUILD '$(BUILD)'; pinned builds: $(BUILDS)" >&2; exit 2; fi
 
 build: deps
-	@for b in $(BUILDS); do \
-	  m=$$( [ $$b = 0.1.161 ] && echo Cargo.toml || echo legacy/Cargo.toml ); \
-	  echo "building llama-cpp-sys-2 $$b ($$m)" >&2; \
-	  $(CARGO) build $(CARGO_FLAGS) --manifest-path $$m --bins >&2; \
-	done
+	@$(foreach b,$(BUILDS),echo "building llama-cpp-sys-2 $(b)" >&2; \
+	  $(CARGO) build $(CARGO_FLAGS) --manifest-path $(manifest_$(b)) --bins >&2;)
 
 run: deps check-build
 	@$(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $(manifest_$(BUILD)) --bin $(REPRO) >&2

@@ -10,8 +10,6 @@ pub struct BuildInfo {
     pub crate_version: String,
     /// `ggml_version()` of the linked library, e.g. `0.26.0`.
     pub ggml_version: String,
-    /// Whether this build uses the older C signatures (`legacy-api` feature).
-    pub legacy_api: bool,
 }
 
 impl BuildInfo {
@@ -21,7 +19,6 @@ impl BuildInfo {
         BuildInfo {
             crate_version: env!("SUBJECT_SYS_VERSION").to_string(),
             ggml_version: ggml.to_string_lossy().into_owned(),
-            legacy_api: cfg!(feature = "legacy-api"),
         }
     }
 

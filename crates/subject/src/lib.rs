@@ -21,9 +21,4 @@ pub use candidates::{Candidate, Candidates};
 pub use oracle::TokenId;
 pub use probe::ProbeArray;
 pub use sampler::Sampler;
-pub use spec::{DryParams, SamplerSpec};
-
-/// Limits the wrapper enforces on parameters before they reach llama.cpp.
-pub mod spec_limits {
-    pub use crate::spec::MAX_WINDOW;
-}
+pub use spec::{DryParams, SamplerSpec, MAX_WINDOW};

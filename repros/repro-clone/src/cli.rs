@@ -20,9 +20,9 @@ pub const EXIT_FAILED: i32 = 1;
     about = "F1: does cloning llama.cpp's penalties sampler keep its token counts?"
 )]
 pub struct Args {
-    /// penalty_last_n, the window length (>= 0).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 4)]
-    pub last_n: i64,
+    /// penalty_last_n, the window length (>= 0; default 4).
+    #[arg(long, allow_negative_numbers = true)]
+    pub last_n: Option<i64>,
     /// Token ids accepted before the clone, comma-separated (default: 5,5,6).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_ids)]
     pub history: Option<IdList>,
@@ -66,24 +66,25 @@ fn parse_ids(text: &str) -> Result<IdList, String> {
 
 /// The scenario the flags describe.
 pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
+    let scenario_flags = args.last_n.is_some() || args.history.is_some() || args.then.is_some();
     anyhow::ensure!(
-        args.last_n >= 0,
-        "--last-n must be >= 0, got {}",
-        args.last_n
-    );
-    anyhow::ensure!(
-        args.last_n <= subject::spec_limits::MAX_WINDOW as i64,
-        "--last-n must be <= {}, got {}",
-        subject::spec_limits::MAX_WINDOW,
-        args.last_n
+        !(args.audit && scenario_flags),
+        "--audit runs fixed cases; it does not take --last-n, --history or --then"
     );
     let published = minimal::published();
+    let last_n = args.last_n.unwrap_or(published.last_n.0 as i64);
+    anyhow::ensure!(last_n >= 0, "--last-n must be >= 0, got {last_n}");
+    anyhow::ensure!(
+        last_n <= subject::MAX_WINDOW as i64,
+        "--last-n must be <= {}, got {last_n}",
+        subject::MAX_WINDOW
+    );
     let (history, default_then) = match &args.history {
         Some(h) => (h.0.clone(), Vec::new()),
         None => (published.history, published.then),
     };
     Ok(minimal::Scenario {
-        last_n: WindowLen(args.last_n as usize),
+        last_n: WindowLen(last_n as usize),
         history,
         then: args.then.clone().map_or(default_then, |t| t.0),
     })

@@ -129,6 +129,7 @@ fn bad_input_is_one_line_and_exit_2() {
         &["--last-n", "four"],
         &["--last-n", "99999999999"],
         &["--no-such-flag"],
+        &["--audit", "--history", "1,2"],
     ] {
         let (code, stdout, stderr) = run_bin(args);
         assert_eq!(code, 2, "{args:?}: {stderr}");
