@@ -1,0 +1,797 @@
+//! What each deterministic llama.cpp stage keeps, as a pure function of the multiset of
+//! `(id, logit)` pairs it is given and its parameters.
+//!
+//! Nothing here looks at the order of its input: a [`Pool`] is stored in one canonical order
+//! (logit descending, then id ascending) whatever order it was built from. That is the point
+//! of the oracle: a sampler whose survivor set changes when only the order of its input
+//! changes is wrong by definition, and this module cannot be.
+//!
+//! # Definitions (llama.cpp's, on an honestly flagged array)
+//! Probabilities are `softmax(logits)` over every entry still in the array (a `-inf` entry
+//! has probability 0). "Top" means largest logit first.
+//! - `top_k(k)`: `k <= 0` keeps everything; otherwise the `min(k, size)` top entries.
+//! - `top_p(p, min_keep)`: `p >= 1` keeps everything; otherwise the shortest top prefix whose
+//!   probability sum reaches `p` (`>=`) and has at least `min_keep` entries; all if none does.
+//! - `min_p(p, min_keep)`: `p <= 0` keeps everything; otherwise every entry with
+//!   `logit >= max + ln p`, topped up to `min_keep` (and at least 1) top entries.
+//! - `typical(p, min_keep)`: `p >= 1` keeps everything; otherwise entries ranked by
+//!   `|-ln p_i - H|` ascending (`H` the entropy) and the shortest such prefix whose
+//!   probability sum exceeds `p` (`>`) with at least `min_keep` entries; all if none does.
+//! - `xtc(probability, threshold, min_keep)`: with `probability >= 1` (always fires),
+//!   `threshold <= 0.5` and at least 2 entries, the top entries with `p >= threshold` except
+//!   the last of them are removed, if that removes something and leaves `min_keep`.
+//! - `top_n_sigma(n)`: entries with `logit < max - n * std` become `-inf` (mean and std over
+//!   the finite entries); `n <= 0` or a single entry does nothing.
+//! - `temp(t)`: `t > 0` divides every logit by `t` (in f32, as llama.cpp does); `t <= 0` keeps
+//!   the top entry and sets every other logit to `-inf`.
+//! - `temp_ext(t, delta, exponent)`: `delta <= 0` is `temp(t)`; otherwise the temperature is
+//!   `t - delta .. t + delta` (lower end clamped at 0) mapped from the normalized entropy
+//!   `H / ln(size)` raised to `exponent`.
+//! - `logit_bias`: adds each bias (f32) to its id if the id is still in the array.
+//! - `penalties`: llama.cpp's sign-branched penalty ([`crate::penalty::llama_penalized`])
+//!   with counts from the last `last_n` ids of the history ([`crate::window::histogram`]).
+//! - `greedy`: selects the top entry and keeps the set unchanged.
+//!
+//! # Tie rule
+//! Where a definition needs an order among equal keys (equal logits at the edge of a
+//! `top_k` cut, say), the oracle orders by id ascending. That choice is arbitrary and
+//! llama.cpp's own sorts are not stable, so a result that depends on it is not a verdict:
+//! every stage reports a [`KnifeEdge`] when its decision rests on a tie, or when a threshold
+//! lies within the f32 rounding tolerance of the value it is compared with (the subject
+//! computes in f32, the oracle in f64). Callers must treat such inputs as undecided; the
+//! audits choose inputs that have none.
+
+use crate::penalty::{llama_penalized, PenaltyParams};
+use crate::window::{histogram, WindowLen};
+use crate::TokenId;
+use std::cmp::Ordering;
+
+/// One candidate: an id and its logit (`-inf` allowed, NaN and `+inf` never).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Entry {
+    pub id: TokenId,
+    pub logit: f32,
+}
+
+/// A multiset of candidates, held in canonical order (logit descending, id ascending).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pool {
+    entries: Vec<Entry>,
+}
+
+fn canonical(a: &Entry, b: &Entry) -> Ordering {
+    b.logit.total_cmp(&a.logit).then(a.id.cmp(&b.id))
+}
+
+impl Pool {
+    /// The pool of `entries`, whatever their order. Panics on NaN or `+inf` logits, which no
+    /// stage accepts (callers validate first).
+    pub fn new(entries: impl IntoIterator<Item = Entry>) -> Pool {
+        let mut entries: Vec<Entry> = entries.into_iter().collect();
+        assert!(
+            entries
+                .iter()
+                .all(|e| !e.logit.is_nan() && e.logit != f32::INFINITY),
+            "pool logits must be finite or -inf"
+        );
+        entries.sort_by(canonical);
+        Pool { entries }
+    }
+
+    /// Ids `0..logits.len()` with the given logits.
+    pub fn from_logits(logits: &[f32]) -> Pool {
+        Pool::new(logits.iter().enumerate().map(|(i, &logit)| Entry {
+            id: TokenId(i as i32),
+            logit,
+        }))
+    }
+
+    /// Entries in canonical order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Every id still in the array, ascending.
+    pub fn ids_ascending(&self) -> Vec<TokenId> {
+        let mut ids: Vec<TokenId> = self.entries.iter().map(|e| e.id).collect();
+        ids.sort();
+        ids
+    }
+
+    /// The ids a sampler could still choose: in the array with a logit above `-inf`.
+    pub fn survivors(&self) -> Vec<TokenId> {
+        let mut ids: Vec<TokenId> = self
+            .entries
+            .iter()
+            .filter(|e| e.logit > f32::NEG_INFINITY)
+            .map(|e| e.id)
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// `softmax` of the logits in canonical order, in f64.
+    pub fn probabilities(&self) -> Vec<f64> {
+        let max = self.entries.first().map_or(0.0, |e| e.logit as f64);
+        if max == f64::NEG_INFINITY {
+            return vec![f64::NAN; self.entries.len()];
+        }
+        let w: Vec<f64> = self
+            .entries
+            .iter()
+            .map(|e| (e.logit as f64 - max).exp())
+            .collect();
+        let sum: f64 = w.iter().sum();
+        w.into_iter().map(|x| x / sum).collect()
+    }
+
+    fn prefix(&self, n: usize) -> Pool {
+        Pool {
+            entries: self.entries[..n.min(self.entries.len())].to_vec(),
+        }
+    }
+
+    fn map_logits(&self, f: impl Fn(&Entry) -> f32) -> Pool {
+        Pool::new(self.entries.iter().map(|e| Entry {
+            id: e.id,
+            logit: f(e),
+        }))
+    }
+}
+
+/// Why a stage's result is not a function of the multiset alone, or not decidable in f32.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnifeEdge(pub String);
+
+/// A stage's result: the pool it leaves and, if any, the reason its decision is undecided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub pool: Pool,
+    pub edge: Option<KnifeEdge>,
+    /// The entry a selecting stage (greedy) chose.
+    pub selected: Option<TokenId>,
+}
+
+/// A deterministic llama.cpp stage, as the oracle models it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stage {
+    TopK {
+        k: i32,
+    },
+    TopP {
+        p: f32,
+        min_keep: usize,
+    },
+    MinP {
+        p: f32,
+        min_keep: usize,
+    },
+    Typical {
+        p: f32,
+        min_keep: usize,
+    },
+    Temp {
+        t: f32,
+    },
+    TempExt {
+        t: f32,
+        delta: f32,
+        exponent: f32,
+    },
+    /// Only the deterministic settings: `probability` is 0 (never fires) or >= 1 (always).
+    Xtc {
+        probability: f32,
+        threshold: f32,
+        min_keep: usize,
+    },
+    TopNSigma {
+        n: f32,
+    },
+    LogitBias {
+        biases: Vec<(TokenId, f32)>,
+    },
+    Penalties {
+        last_n: WindowLen,
+        params: PenaltyParams,
+        history: Vec<TokenId>,
+    },
+    Greedy,
+}
+
+/// Rounding slack for a sum of `n` f32 probabilities compared with a threshold in [0, 1].
+fn prob_tolerance(n: usize) -> f64 {
+    8.0 * (n as f64 + 2.0) * f32::EPSILON as f64
+}
+
+/// Rounding slack for an f32 logit-scale quantity of magnitude about `scale`.
+fn logit_tolerance(scale: f64) -> f64 {
+    16.0 * f32::EPSILON as f64 * (1.0 + scale.abs())
+}
+
+fn edge(text: String) -> Option<KnifeEdge> {
+    Some(KnifeEdge(text))
+}
+
+/// A cut after the first `keep` canonical entries splits equal logits.
+fn split_tie(pool: &Pool, keep: usize, stage: &str) -> Option<KnifeEdge> {
+    let e = pool.entries();
+    if keep > 0 && keep < e.len() && e[keep - 1].logit == e[keep].logit {
+        return edge(format!(
+            "{stage}: the cut after {keep} entries splits ids {} and {} of equal logit {}",
+            e[keep - 1].id,
+            e[keep].id,
+            e[keep].logit
+        ));
+    }
+    None
+}
+
+pub fn top_k(pool: &Pool, k: i32) -> Step {
+    if k <= 0 {
+        return unchanged(pool);
+    }
+    let keep = (k as usize).min(pool.len());
+    Step {
+        pool: pool.prefix(keep),
+        edge: split_tie(pool, keep, "top_k"),
+        selected: None,
+    }
+}
+
+pub fn top_p(pool: &Pool, p: f32, min_keep: usize) -> Step {
+    if p >= 1.0 {
+        return unchanged(pool);
+    }
+    let probs = pool.probabilities();
+    let p = p as f64;
+    let tol = prob_tolerance(pool.len());
+    let mut cum = 0.0;
+    let mut keep = pool.len();
+    let mut near = None;
+    for (i, q) in probs.iter().enumerate() {
+        cum += q;
+        if i + 1 >= min_keep && (cum - p).abs() <= tol && near.is_none() {
+            near = edge(format!(
+                "top_p: the mass of the top {} entries ({cum:.9}) is within {tol:.1e} of p = {p}",
+                i + 1
+            ));
+        }
+        if cum >= p && i + 1 >= min_keep {
+            keep = i + 1;
+            break;
+        }
+    }
+    Step {
+        pool: pool.prefix(keep),
+        edge: near.or_else(|| split_tie(pool, keep, "top_p")),
+        selected: None,
+    }
+}
+
+pub fn min_p(pool: &Pool, p: f32, min_keep: usize) -> Step {
+    if p <= 0.0 || pool.is_empty() {
+        return unchanged(pool);
+    }
+    let max = pool.entries()[0].logit as f64;
+    let threshold = max + (p as f64).ln();
+    let tol = logit_tolerance(max.abs().max(threshold.abs()));
+    let above = pool
+        .entries()
+        .iter()
+        .filter(|e| e.logit as f64 >= threshold)
+        .count();
+    let near = pool
+        .entries()
+        .iter()
+        .find(|e| (e.logit as f64 - threshold).abs() <= tol)
+        .map(|e| {
+            KnifeEdge(format!(
+                "min_p: logit {} of id {} is within {tol:.1e} of the threshold {threshold:.9}",
+                e.logit, e.id
+            ))
+        });
+    let keep = above.max(min_keep).max(1).min(pool.len());
+    Step {
+        pool: pool.prefix(keep),
+        edge: near.or_else(|| split_tie(pool, keep, "min_p")),
+        selected: None,
+    }
+}
+
+pub fn typical(pool: &Pool, p: f32, min_keep: usize) -> Step {
+    if p >= 1.0 {
+        return unchanged(pool);
+    }
+    let probs = pool.probabilities();
+    // llama.cpp computes -p*ln(p) in f32, which is NaN once a probability underflows to 0;
+    // every score is then NaN and its order is whatever its sort leaves.
+    if let Some(e) = pool
+        .entries()
+        .iter()
+        .zip(&probs)
+        .find(|(_, &q)| !(q > 1e-37))
+    {
+        return Step {
+            pool: pool.clone(),
+            edge: edge(format!(
+                "typical: id {} has probability {:.3e}, which is 0 in f32, so llama.cpp's entropy is NaN",
+                e.0.id, e.1
+            )),
+            selected: None,
+        };
+    }
+    let entropy: f64 = probs.iter().map(|q| -q * q.ln()).sum();
+    let scores: Vec<f64> = probs.iter().map(|q| (-q.ln() - entropy).abs()).collect();
+    let mut order: Vec<usize> = (0..pool.len()).collect();
+    order.sort_by(|&a, &b| {
+        scores[a]
+            .total_cmp(&scores[b])
+            .then(pool.entries()[a].id.cmp(&pool.entries()[b].id))
+    });
+    let n = pool.len();
+    let max_surprise = probs.iter().map(|q| -q.ln()).fold(0.0, f64::max);
+    let score_tol = 8.0 * (n as f64 + 2.0) * f32::EPSILON as f64 * (1.0 + entropy + max_surprise);
+    let tol = prob_tolerance(n);
+    let p = p as f64;
+    let mut cum = 0.0;
+    let mut keep = n;
+    let mut near = None;
+    for (i, &idx) in order.iter().enumerate() {
+        cum += probs[idx];
+        let may_stop = min_keep == 0 || i + 1 >= min_keep;
+        if may_stop && (cum - p).abs() <= tol && near.is_none() {
+            near = edge(format!(
+                "typical: the mass of the {} most typical entries ({cum:.9}) is within {tol:.1e} of p = {p}",
+                i + 1
+            ));
+        }
+        if cum > p && may_stop {
+            keep = i + 1;
+            break;
+        }
+    }
+    if near.is_none() && keep < n {
+        let (a, b) = (order[keep - 1], order[keep]);
+        if (scores[a] - scores[b]).abs() <= score_tol {
+            near = edge(format!(
+                "typical: ids {} and {} on either side of the cut have scores within {score_tol:.1e}",
+                pool.entries()[a].id,
+                pool.entries()[b].id
+            ));
+        }
+    }
+    let kept = Pool::new(order[..keep].iter().map(|&i| pool.entries()[i]));
+    Step {
+        pool: kept,
+        edge: near,
+        selected: None,
+    }
+}
+
+/// `temp(t)` for `t > 0`: f32 division, bit for bit what llama.cpp computes.
+fn scale(pool: &Pool, t: f32) -> Pool {
+    pool.map_logits(|e| e.logit / t)
+}
+
+/// `temp(t)` for `t <= 0`: the top entry keeps its logit, all others become `-inf`.
+fn argmax_only(pool: &Pool, stage: &str) -> Step {
+    let e = pool.entries();
+    let tie = if e.len() > 1 && e[0].logit == e[1].logit {
+        edge(format!(
+            "{stage}: ids {} and {} share the top logit {}; llama.cpp keeps whichever comes first",
+            e[0].id, e[1].id, e[0].logit
+        ))
+    } else {
+        None
+    };
+    let top = e.first().map(|x| x.id);
+    Step {
+        pool: pool.map_logits(|x| {
+            if Some(x.id) == top {
+                x.logit
+            } else {
+                f32::NEG_INFINITY
+            }
+        }),
+        edge: tie,
+        selected: None,
+    }
+}
+
+pub fn temp(pool: &Pool, t: f32) -> Step {
+    if pool.is_empty() {
+        return unchanged(pool);
+    }
+    if t <= 0.0 {
+        return argmax_only(pool, "temp");
+    }
+    Step {
+        pool: scale(pool, t),
+        edge: None,
+        selected: None,
+    }
+}
+
+pub fn temp_ext(pool: &Pool, t: f32, delta: f32, exponent: f32) -> Step {
+    if delta <= 0.0 {
+        return temp(pool, t);
+    }
+    if pool.len() <= 1 {
+        return unchanged(pool);
+    }
+    let probs = pool.probabilities();
+    let entropy: f64 = probs
+        .iter()
+        .filter(|&&q| q > 0.0)
+        .map(|q| -q * q.ln())
+        .sum();
+    let normalized = entropy / (pool.len() as f64).ln();
+    let (lo, hi) = ((t - delta).max(0.0) as f64, (t + delta) as f64);
+    let dyn_temp = lo + (hi - lo) * normalized.powf(exponent as f64);
+    if dyn_temp <= 0.0 {
+        return argmax_only(pool, "temp_ext");
+    }
+    // The subject derives its temperature in f32, so its logits may differ from these in
+    // the last bits; later thresholds carry a tolerance for that.
+    Step {
+        pool: scale(pool, dyn_temp as f32),
+        edge: None,
+        selected: None,
+    }
+}
+
+pub fn xtc(pool: &Pool, probability: f32, threshold: f32, min_keep: usize) -> Step {
+    if probability <= 0.0 || threshold > 0.5 || pool.len() < 2 {
+        return unchanged(pool);
+    }
+    assert!(
+        probability >= 1.0,
+        "xtc with probability in (0, 1) is random; the oracle models 0 and >= 1 only"
+    );
+    let probs = pool.probabilities();
+    let t = threshold as f64;
+    let tol = prob_tolerance(pool.len());
+    let near = probs
+        .iter()
+        .zip(pool.entries())
+        .find(|(&q, _)| (q - t).abs() <= tol)
+        .map(|(q, e)| {
+            KnifeEdge(format!(
+                "xtc: id {} has probability {q:.9}, within {tol:.1e} of the threshold {t}",
+                e.id
+            ))
+        });
+    let above = probs.iter().take_while(|&&q| q >= t).count();
+    let pos_last = above.saturating_sub(1);
+    let removes = pos_last > 0 && pool.len() - pos_last >= min_keep;
+    let tie = if removes {
+        split_tie(pool, pos_last, "xtc")
+    } else {
+        None
+    };
+    let kept = if removes {
+        Pool {
+            entries: pool.entries()[pos_last..].to_vec(),
+        }
+    } else {
+        pool.clone()
+    };
+    Step {
+        pool: kept,
+        edge: near.or(tie),
+        selected: None,
+    }
+}
+
+pub fn top_n_sigma(pool: &Pool, n: f32) -> Step {
+    if n <= 0.0 || pool.len() <= 1 {
+        return unchanged(pool);
+    }
+    let finite: Vec<f64> = pool
+        .entries()
+        .iter()
+        .filter(|e| e.logit > f32::NEG_INFINITY)
+        .map(|e| e.logit as f64)
+        .collect();
+    if finite.is_empty() {
+        return unchanged(pool);
+    }
+    let max = finite.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let mean = finite.iter().sum::<f64>() / finite.len() as f64;
+    let std = (finite.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / finite.len() as f64).sqrt();
+    let threshold = max - n as f64 * std;
+    let scale_ = finite.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    let tol = logit_tolerance(scale_) * (finite.len() as f64 + 2.0) * (1.0 + n.abs() as f64);
+    let near = pool
+        .entries()
+        .iter()
+        .find(|e| e.logit > f32::NEG_INFINITY && (e.logit as f64 - threshold).abs() <= tol)
+        .map(|e| {
+            KnifeEdge(format!(
+                "top_n_sigma: logit {} of id {} is within {tol:.1e} of the threshold {threshold:.9}",
+                e.logit, e.id
+            ))
+        });
+    Step {
+        pool: pool.map_logits(|e| {
+            if (e.logit as f64) < threshold {
+                f32::NEG_INFINITY
+            } else {
+                e.logit
+            }
+        }),
+        edge: near,
+        selected: None,
+    }
+}
+
+pub fn logit_bias(pool: &Pool, biases: &[(TokenId, f32)]) -> Step {
+    Step {
+        pool: pool.map_logits(|e| {
+            biases
+                .iter()
+                .filter(|(id, _)| *id == e.id)
+                .fold(e.logit, |l, (_, b)| l + b)
+        }),
+        edge: None,
+        selected: None,
+    }
+}
+
+pub fn penalties(
+    pool: &Pool,
+    last_n: WindowLen,
+    params: PenaltyParams,
+    history: &[TokenId],
+) -> Step {
+    let counts = histogram(history, last_n);
+    Step {
+        pool: pool.map_logits(|e| {
+            llama_penalized(e.logit, counts.get(&e.id).copied().unwrap_or(0), params)
+        }),
+        edge: None,
+        selected: None,
+    }
+}
+
+pub fn greedy(pool: &Pool) -> Step {
+    let e = pool.entries();
+    let tie = if e.len() > 1 && e[0].logit == e[1].logit {
+        edge(format!(
+            "greedy: ids {} and {} share the top logit {}",
+            e[0].id, e[1].id, e[0].logit
+        ))
+    } else {
+        None
+    };
+    Step {
+        pool: pool.clone(),
+        edge: tie,
+        selected: e.first().map(|x| x.id),
+    }
+}
+
+fn unchanged(pool: &Pool) -> Step {
+    Step {
+        pool: pool.clone(),
+        edge: None,
+        selected: None,
+    }
+}
+
+impl Stage {
+    pub fn apply(&self, pool: &Pool) -> Step {
+        match self {
+            Stage::TopK { k } => top_k(pool, *k),
+            Stage::TopP { p, min_keep } => top_p(pool, *p, *min_keep),
+            Stage::MinP { p, min_keep } => min_p(pool, *p, *min_keep),
+            Stage::Typical { p, min_keep } => typical(pool, *p, *min_keep),
+            Stage::Temp { t } => temp(pool, *t),
+            Stage::TempExt { t, delta, exponent } => temp_ext(pool, *t, *delta, *exponent),
+            Stage::Xtc {
+                probability,
+                threshold,
+                min_keep,
+            } => xtc(pool, *probability, *threshold, *min_keep),
+            Stage::TopNSigma { n } => top_n_sigma(pool, *n),
+            Stage::LogitBias { biases } => logit_bias(pool, biases),
+            Stage::Penalties {
+                last_n,
+                params,
+                history,
+            } => penalties(pool, *last_n, *params, history),
+            Stage::Greedy => greedy(pool),
+        }
+    }
+}
+
+/// The stages applied in order, each to the true multiset the previous one left.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Composition {
+    pub pool: Pool,
+    /// `(stage index, reason)` for every stage whose decision was on a knife edge.
+    pub edges: Vec<(usize, KnifeEdge)>,
+    /// What the last selecting stage chose, if any.
+    pub selected: Option<TokenId>,
+}
+
+pub fn compose(stages: &[Stage], pool: &Pool) -> Composition {
+    let mut out = Composition {
+        pool: pool.clone(),
+        edges: Vec::new(),
+        selected: None,
+    };
+    for (i, stage) in stages.iter().enumerate() {
+        let step = stage.apply(&out.pool);
+        out.pool = step.pool;
+        if let Some(e) = step.edge {
+            out.edges.push((i, e));
+        }
+        if step.selected.is_some() {
+            out.selected = step.selected;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[i32]) -> Vec<TokenId> {
+        v.iter().map(|&i| TokenId(i)).collect()
+    }
+
+    fn published() -> Pool {
+        Pool::from_logits(&[4.0, 3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0])
+    }
+
+    #[test]
+    fn pool_ignores_input_order() {
+        let a = Pool::from_logits(&[1.0, 3.0, 2.0]);
+        let b = Pool::new([
+            Entry {
+                id: TokenId(1),
+                logit: 3.0,
+            },
+            Entry {
+                id: TokenId(2),
+                logit: 2.0,
+            },
+            Entry {
+                id: TokenId(0),
+                logit: 1.0,
+            },
+        ]);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn top_k_keeps_the_k_largest_and_flags_split_ties() {
+        let s = top_k(&published(), 3);
+        assert_eq!(s.pool.survivors(), ids(&[0, 1, 2]));
+        assert!(s.edge.is_none());
+        assert_eq!(top_k(&published(), 0).pool.len(), 8);
+        assert_eq!(top_k(&published(), 99).pool.len(), 8);
+        let tied = Pool::from_logits(&[1.0, 2.0, 2.0]);
+        assert!(top_k(&tied, 1).edge.is_some());
+        assert!(top_k(&tied, 2).edge.is_none());
+    }
+
+    #[test]
+    fn top_p_reaches_the_mass_with_the_shortest_prefix() {
+        // Masses of 4, 3, 2, ...: 0.632, 0.233, 0.086, ...; cumulative 0.632, 0.865.
+        assert_eq!(top_p(&published(), 0.6, 1).pool.survivors(), ids(&[0]));
+        assert_eq!(top_p(&published(), 0.7, 1).pool.survivors(), ids(&[0, 1]));
+        assert_eq!(
+            top_p(&published(), 0.7, 3).pool.survivors(),
+            ids(&[0, 1, 2])
+        );
+        assert_eq!(top_p(&published(), 1.0, 1).pool.len(), 8);
+        // Four equal logits: the mass after two is exactly 0.5, a knife edge for p = 0.5.
+        let flat = Pool::from_logits(&[0.0; 4]);
+        assert!(top_p(&flat, 0.5, 1).edge.is_some());
+    }
+
+    #[test]
+    fn published_chain_keeps_only_the_biased_token() {
+        let stages = [
+            Stage::TopK { k: 4 },
+            Stage::LogitBias {
+                biases: vec![(TokenId(3), 6.0)],
+            },
+            Stage::TopP {
+                p: 0.8,
+                min_keep: 1,
+            },
+        ];
+        let c = compose(&stages, &published());
+        assert_eq!(c.pool.survivors(), ids(&[3]));
+        assert!(c.edges.is_empty());
+        // The biased token carries 1 / (1 + e^-3 + e^-4 + e^-5) = 93.0% of the mass of the four.
+        let after_bias = compose(&stages[..2], &published()).pool;
+        assert!((after_bias.probabilities()[0] - 0.93037).abs() < 1e-5);
+    }
+
+    #[test]
+    fn min_p_keeps_entries_within_a_factor_of_the_top() {
+        // ln 0.2 = -1.609: logits 4 and 3 pass, 2 does not.
+        assert_eq!(min_p(&published(), 0.2, 1).pool.survivors(), ids(&[0, 1]));
+        assert_eq!(
+            min_p(&published(), 0.2, 4).pool.survivors(),
+            ids(&[0, 1, 2, 3])
+        );
+        assert_eq!(min_p(&published(), 0.0, 1).pool.len(), 8);
+        assert_eq!(min_p(&published(), 2.0, 1).pool.survivors(), ids(&[0]));
+        // p = e^-1: the threshold is exactly logit 3.
+        assert!(min_p(&published(), (-1.0f32).exp(), 1).edge.is_some());
+    }
+
+    #[test]
+    fn typical_ranks_by_distance_from_the_entropy() {
+        let s = typical(&published(), 0.5, 1);
+        assert!(s.edge.is_none());
+        // The entropy is 1.038 nats; -ln p is 0.459 for the top and 1.459 for the second, so the
+        // second (distance 0.42) is more typical than the top (0.58).
+        assert_eq!(s.pool.survivors(), ids(&[0, 1]));
+        let first_only = typical(&published(), 0.2, 1);
+        assert_eq!(first_only.pool.survivors(), ids(&[1]));
+        assert_eq!(typical(&published(), 1.0, 1).pool.len(), 8);
+    }
+
+    #[test]
+    fn xtc_removes_all_but_the_last_token_above_the_threshold() {
+        // Probabilities 0.632, 0.233, 0.086: with threshold 0.1 the top two are above it and
+        // only the first is removed.
+        let s = xtc(&published(), 1.0, 0.1, 1);
+        assert_eq!(s.pool.survivors(), ids(&[1, 2, 3, 4, 5, 6, 7]));
+        assert_eq!(xtc(&published(), 1.0, 0.7, 1).pool.len(), 8);
+        assert_eq!(xtc(&published(), 0.0, 0.1, 1).pool.len(), 8);
+        assert_eq!(xtc(&published(), 1.0, 0.1, 8).pool.len(), 8);
+    }
+
+    #[test]
+    fn top_n_sigma_masks_below_max_minus_n_std() {
+        // Mean 0.5, std sqrt(5.25) = 2.291; n = 1 masks everything below 1.709.
+        let s = top_n_sigma(&published(), 1.0);
+        assert_eq!(s.pool.survivors(), ids(&[0, 1, 2]));
+        assert_eq!(s.pool.len(), 8);
+    }
+
+    #[test]
+    fn temp_scales_exactly_and_zero_keeps_the_argmax() {
+        let s = temp(&published(), 0.5);
+        assert_eq!(s.pool.entries()[0].logit, 8.0);
+        let z = temp(&published(), 0.0);
+        assert_eq!(z.pool.survivors(), ids(&[0]));
+        assert_eq!(z.pool.len(), 8);
+    }
+
+    #[test]
+    fn penalties_use_the_window_counts() {
+        let params = PenaltyParams {
+            repeat: 2.0,
+            freq: 0.0,
+            present: 0.0,
+        };
+        let s = penalties(&published(), WindowLen(2), params, &ids(&[0, 5, 1]));
+        // Window [5, 1]: id 1 (3.0) halves to 1.5, id 5 (-1.0) doubles to -2.0, id 0 untouched.
+        let logit = |id| {
+            s.pool
+                .entries()
+                .iter()
+                .find(|e| e.id == TokenId(id))
+                .unwrap()
+                .logit
+        };
+        assert_eq!((logit(0), logit(1), logit(5)), (4.0, 1.5, -2.0));
+    }
+}
