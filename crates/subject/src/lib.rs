@@ -15,6 +15,7 @@ mod candidates;
 mod probe;
 mod sampler;
 mod spec;
+mod vocab;
 
 pub use build::BuildInfo;
 pub use candidates::{Candidate, Candidates};
@@ -22,3 +23,4 @@ pub use oracle::TokenId;
 pub use probe::ProbeArray;
 pub use sampler::Sampler;
 pub use spec::{DryParams, SamplerSpec, MAX_WINDOW};
+pub use vocab::Vocab;

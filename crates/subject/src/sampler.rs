@@ -1,12 +1,14 @@
 //! An owned llama.cpp sampler handle.
 
 use crate::candidates::Candidates;
+use crate::vocab::Vocab;
 use anyhow::{bail, Context, Result};
 use llama_cpp_sys_2 as sys;
 use oracle::TokenId;
 use std::ffi::CStr;
+use std::ffi::CString;
 use std::ptr::NonNull;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 
 /// Owns one `llama_sampler *` and frees it exactly once, on drop.
 ///
@@ -17,6 +19,9 @@ pub struct Sampler {
     raw: NonNull<sys::llama_sampler>,
     /// The smallest vocabulary any part of this sampler was built for, if any.
     n_vocab: Option<i32>,
+    /// Vocabularies that stages of this sampler point into. Fields drop after `drop` runs,
+    /// so they are freed only once the sampler is.
+    vocabs: Vec<Arc<Vocab>>,
 }
 
 impl Drop for Sampler {
@@ -46,7 +51,36 @@ impl Sampler {
     ) -> Result<Sampler> {
         quiet_logs();
         let raw = NonNull::new(raw).context("llama.cpp returned a null sampler")?;
-        Ok(Sampler { raw, n_vocab })
+        Ok(Sampler {
+            raw,
+            n_vocab,
+            vocabs: Vec::new(),
+        })
+    }
+
+    /// `llama_sampler_init_grammar`: masks every candidate the GBNF `grammar` (starting at
+    /// rule `root`) cannot take next.
+    pub fn grammar(vocab: &Arc<Vocab>, grammar: &str, root: &str) -> Result<Sampler> {
+        let g = CString::new(grammar).context("grammar contains a NUL byte")?;
+        let r = CString::new(root).context("grammar root contains a NUL byte")?;
+        // SAFETY: live vocab and NUL-terminated strings; llama.cpp catches its own parse
+        // exceptions and returns NULL for a grammar it rejects.
+        let raw = unsafe { sys::llama_sampler_init_grammar(vocab.raw(), g.as_ptr(), r.as_ptr()) };
+        // SAFETY: fresh result of an init function.
+        let mut s = unsafe { Sampler::from_raw(raw, Some(vocab.n_tokens())) }
+            .context("llama.cpp rejected the grammar")?;
+        s.vocabs.push(Arc::clone(vocab));
+        Ok(s)
+    }
+
+    /// `llama_sampler_init_infill`: merges candidates that are prefixes of one another.
+    pub fn infill(vocab: &Arc<Vocab>) -> Result<Sampler> {
+        // SAFETY: live vocab; plain constructor.
+        let raw = unsafe { sys::llama_sampler_init_infill(vocab.raw()) };
+        // SAFETY: fresh result of an init function.
+        let mut s = unsafe { Sampler::from_raw(raw, Some(vocab.n_tokens())) }?;
+        s.vocabs.push(Arc::clone(vocab));
+        Ok(s)
     }
 
     /// A `llama_sampler_chain` that owns `stages` and runs them in order.
@@ -57,8 +91,10 @@ impl Sampler {
             params.no_perf = true;
             Sampler::from_raw(sys::llama_sampler_chain_init(params), None)?
         };
-        for stage in stages {
+        for mut stage in stages {
             chain.n_vocab = min_vocab(chain.n_vocab, stage.n_vocab);
+            // Taken, not appended: `stage` is forgotten below and must hold no allocation.
+            chain.vocabs.extend(std::mem::take(&mut stage.vocabs));
             let raw = stage.raw.as_ptr();
             // The chain frees it from now on; this handle must not.
             std::mem::forget(stage);
@@ -127,7 +163,11 @@ impl Sampler {
             );
         }
         // SAFETY: live handle; the result is a fresh sampler owned by the new handle.
-        unsafe { Sampler::from_raw(sys::llama_sampler_clone(self.raw.as_ptr()), self.n_vocab) }
+        let mut c = unsafe {
+            Sampler::from_raw(sys::llama_sampler_clone(self.raw.as_ptr()), self.n_vocab)
+        }?;
+        c.vocabs = self.vocabs.clone();
+        Ok(c)
     }
 
     /// The vocabulary bound enforced on ids, if any part of the sampler has one.
@@ -155,7 +195,7 @@ fn clonable(raw: *mut sys::llama_sampler) -> bool {
 
 /// llama.cpp logs through a global callback; the samplers only log warnings we surface as
 /// errors ourselves, so its output is dropped to keep stdout and stderr deterministic.
-fn quiet_logs() {
+pub(crate) fn quiet_logs() {
     static ONCE: Once = Once::new();
     unsafe extern "C" fn drop_log(
         _level: sys::ggml_log_level,

@@ -115,3 +115,46 @@ fn xtc_window_inside_the_buffer_is_read() {
         "the top candidate was excluded: {c:?}"
     );
 }
+
+fn smollm2() -> std::path::PathBuf {
+    std::env::var_os("MODELS_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models-cache")
+        })
+        .join("smollm2.gguf")
+}
+
+#[test]
+fn grammar_keeps_its_vocabulary_alive() {
+    let vocab = subject::Vocab::load(&smollm2()).expect("run `make models` first");
+    assert_eq!(vocab.n_tokens(), 49152);
+    let ids: Vec<TokenId> = ["a", "b", "c"]
+        .iter()
+        .map(|l| vocab.tokenize(l).unwrap()[0])
+        .collect();
+    assert_eq!(vocab.piece(ids[1]).unwrap(), "b");
+    let grammar = Sampler::grammar(&vocab, "root ::= \"b\"", "root").unwrap();
+    // The chain holds the last reference once this one is gone; the grammar still works.
+    drop(vocab);
+    let mut chain = Sampler::chain(vec![grammar]).unwrap();
+    let mut c = Candidates::new(ids.iter().map(|&id| (id, 1.0)));
+    chain.apply(&mut c).unwrap();
+    let alive: Vec<TokenId> = c
+        .entries
+        .iter()
+        .filter(|e| e.logit > f32::NEG_INFINITY)
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(alive, vec![ids[1]]);
+}
+
+#[test]
+fn missing_or_bad_vocabulary_is_an_error() {
+    assert!(subject::Vocab::load(std::path::Path::new("/nonexistent.gguf")).is_err());
+    let not_gguf = std::env::temp_dir().join("sampler-audit-not-a-model.gguf");
+    std::fs::write(&not_gguf, b"definitely not gguf").unwrap();
+    assert!(subject::Vocab::load(&not_gguf).is_err());
+    let vocab = subject::Vocab::load(&smollm2()).expect("run `make models` first");
+    assert!(Sampler::grammar(&vocab, "root ::= ", "nope").is_err());
+}

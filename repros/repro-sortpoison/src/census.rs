@@ -1,0 +1,456 @@
+//! The injector census: which built-in samplers can leave `sorted == true` on an array that
+//! is no longer sorted. Decided by running each one, never by reading its source.
+//!
+//! Every sampler is applied to a battery of arrays that really are sorted (descending) and
+//! flagged so. Afterwards the flag and the real order are compared:
+//! - flag true, order broken on some input: **keeps it stale** (the input is the witness);
+//! - otherwise, flag cleared on some input: **resets the flag**;
+//! - otherwise: **never reorders** (on every input tried).
+//!
+//! A second pass hands each sampler an unsorted array flagged `false` and records whether it
+//! sets the flag, and whether the array it leaves is then really sorted.
+
+use crate::chain::really_sorted;
+use crate::rng::Rng;
+use anyhow::{Context, Result};
+use oracle::TokenId;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use subject::{Candidates, DryParams, Sampler, SamplerSpec, Vocab};
+
+/// Ids in the battery are below this, so samplers that need a vocabulary size get this one.
+const N_VOCAB: i32 = 64;
+
+/// The grammar the census uses: the only text it allows is the letter `b`.
+pub const GRAMMAR: &str = "root ::= \"b\"";
+
+/// How to build one census subject. `history` is accepted before every apply.
+pub struct Subject {
+    pub label: String,
+    build: Box<dyn Fn(&Input) -> Result<Sampler>>,
+    history: Box<dyn Fn(&Input) -> Vec<TokenId>>,
+    /// Only runs on the vocabulary battery (grammar, infill).
+    needs_vocab: bool,
+}
+
+/// One sorted input array: entries in descending logit order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Input {
+    pub entries: Vec<(TokenId, f32)>,
+}
+
+impl Input {
+    fn top(&self) -> TokenId {
+        self.entries[0].0
+    }
+    fn second(&self) -> TokenId {
+        self.entries[1.min(self.entries.len() - 1)].0
+    }
+    fn bottom(&self) -> TokenId {
+        self.entries[self.entries.len() - 1].0
+    }
+    pub fn text(&self) -> String {
+        self.entries
+            .iter()
+            .map(|(id, l)| format!("{id}:{l}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn spec(label: &str, f: impl Fn(&Input) -> SamplerSpec + 'static) -> Subject {
+    Subject {
+        label: label.to_string(),
+        build: Box::new(move |i| f(i).build()),
+        history: Box::new(|_| Vec::new()),
+        needs_vocab: false,
+    }
+}
+
+fn with_history(mut s: Subject, h: impl Fn(&Input) -> Vec<TokenId> + 'static) -> Subject {
+    s.history = Box::new(h);
+    s
+}
+
+/// Every built-in sampler in the public API, at parameters that give it a chance to reorder.
+pub fn subjects(vocab: Option<&Arc<Vocab>>) -> Vec<Subject> {
+    let dry = |multiplier| DryParams {
+        multiplier,
+        base: 1.75,
+        allowed_length: 2,
+        last_n: 64,
+        n_ctx_train: 4096,
+    };
+    // History "x y top x y": DRY penalizes `top`, the token that would extend the repeat.
+    let dry_history = |i: &Input| {
+        let (x, y) = (i.bottom(), i.second());
+        vec![x, y, i.top(), x, y]
+    };
+    let repeat_history = |i: &Input| vec![i.top(), i.top(), i.second()];
+    let mut out = vec![
+        spec("logit_bias +8 on the lowest id", |i| {
+            SamplerSpec::LogitBias {
+                n_vocab: N_VOCAB,
+                biases: vec![(i.bottom(), 8.0)],
+            }
+        }),
+        spec("logit_bias -8 on the top id", |i| SamplerSpec::LogitBias {
+            n_vocab: N_VOCAB,
+            biases: vec![(i.top(), -8.0)],
+        }),
+        with_history(
+            spec("penalties last_n=64 repeat=1.5", |_| {
+                SamplerSpec::Penalties {
+                    n_vocab: N_VOCAB,
+                    last_n: 64,
+                    repeat: 1.5,
+                    freq: 0.0,
+                    present: 0.0,
+                }
+            }),
+            repeat_history,
+        ),
+        with_history(
+            spec("penalties last_n=64 freq=2 present=2", |_| {
+                SamplerSpec::Penalties {
+                    n_vocab: N_VOCAB,
+                    last_n: 64,
+                    repeat: 1.0,
+                    freq: 2.0,
+                    present: 2.0,
+                }
+            }),
+            repeat_history,
+        ),
+        with_history(
+            spec("dry multiplier=0.8", move |_| SamplerSpec::Dry(dry(0.8))),
+            dry_history,
+        ),
+        with_history(
+            spec("dry multiplier=4", move |_| SamplerSpec::Dry(dry(4.0))),
+            dry_history,
+        ),
+        spec("xtc probability=1 threshold=0.1", |_| SamplerSpec::Xtc {
+            p: 1.0,
+            t: 0.1,
+            min_keep: 1,
+            seed: 1,
+        }),
+        spec("xtc probability=1 threshold=0.02", |_| SamplerSpec::Xtc {
+            p: 1.0,
+            t: 0.02,
+            min_keep: 1,
+            seed: 1,
+        }),
+        spec("temp 0.5", |_| SamplerSpec::Temp { t: 0.5 }),
+        spec("temp 0", |_| SamplerSpec::Temp { t: 0.0 }),
+        spec("temp -1", |_| SamplerSpec::Temp { t: -1.0 }),
+        spec("temp_ext 1 delta=0.5 exponent=1", |_| {
+            SamplerSpec::TempExt {
+                t: 1.0,
+                delta: 0.5,
+                exponent: 1.0,
+            }
+        }),
+        spec("temp_ext 0.8 delta=0.8 exponent=2", |_| {
+            SamplerSpec::TempExt {
+                t: 0.8,
+                delta: 0.8,
+                exponent: 2.0,
+            }
+        }),
+        spec("typical 0.5", |_| SamplerSpec::Typical {
+            p: 0.5,
+            min_keep: 1,
+        }),
+        spec("typical 0.9", |_| SamplerSpec::Typical {
+            p: 0.9,
+            min_keep: 1,
+        }),
+        spec("top_n_sigma 1", |_| SamplerSpec::TopNSigma { n: 1.0 }),
+        spec("top_n_sigma 0.5", |_| SamplerSpec::TopNSigma { n: 0.5 }),
+        spec("top_k 2", |_| SamplerSpec::TopK { k: 2 }),
+        spec("top_p 0.8", |_| SamplerSpec::TopP {
+            p: 0.8,
+            min_keep: 1,
+        }),
+        spec("min_p 0.1", |_| SamplerSpec::MinP {
+            p: 0.1,
+            min_keep: 1,
+        }),
+        spec("greedy", |_| SamplerSpec::Greedy),
+        spec("dist seed=1", |_| SamplerSpec::Dist { seed: 1 }),
+        spec("mirostat tau=5 eta=0.1 m=32 seed=1", |_| {
+            SamplerSpec::Mirostat {
+                n_vocab: N_VOCAB,
+                seed: 1,
+                tau: 5.0,
+                eta: 0.1,
+                m: 32,
+            }
+        }),
+        spec("mirostat_v2 tau=5 eta=0.1 seed=1", |_| {
+            SamplerSpec::MirostatV2 {
+                seed: 1,
+                tau: 5.0,
+                eta: 0.1,
+            }
+        }),
+        spec("adaptive_p target=0.5 decay=0.9 seed=1", |_| {
+            SamplerSpec::AdaptiveP {
+                target: 0.5,
+                decay: 0.9,
+                seed: 1,
+            }
+        }),
+    ];
+    if let Some(v) = vocab {
+        let g = Arc::clone(v);
+        out.push(Subject {
+            label: format!("grammar {GRAMMAR}"),
+            build: Box::new(move |_| Sampler::grammar(&g, GRAMMAR, "root")),
+            history: Box::new(|_| Vec::new()),
+            needs_vocab: true,
+        });
+        let g = Arc::clone(v);
+        out.push(Subject {
+            label: "infill".to_string(),
+            build: Box::new(move |_| Sampler::infill(&g)),
+            history: Box::new(|_| Vec::new()),
+            needs_vocab: true,
+        });
+    }
+    out
+}
+
+/// Sorted arrays with ids below [`N_VOCAB`]: hand-made ones, then seeded random ones whose ids
+/// are shuffled so that id order and rank order differ.
+pub fn battery() -> Vec<Input> {
+    let mut out = Vec::new();
+    let make = |logits: &[f32], ids: &[i32]| Input {
+        entries: ids
+            .iter()
+            .map(|&i| TokenId(i))
+            .zip(logits.iter().copied())
+            .collect(),
+    };
+    out.push(make(
+        &[4.0, 3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0],
+        &[0, 1, 2, 3, 4, 5, 6, 7],
+    ));
+    out.push(make(&[2.0, 1.0], &[1, 0]));
+    out.push(make(&[1.0, 0.5, 0.25, -0.5, -4.0], &[9, 3, 12, 0, 5]));
+    out.push(make(
+        &[10.0, 9.5, 9.0, 0.0, -10.0, -20.0],
+        &[2, 7, 1, 8, 3, 4],
+    ));
+    let mut rng = Rng::new(0x5047_2);
+    for _ in 0..40 {
+        let n = rng.range(2, 16) as usize;
+        let mut grid: Vec<i64> = (-32..=32).collect();
+        rng.shuffle(&mut grid);
+        let mut logits: Vec<f32> = grid[..n].iter().map(|&q| q as f32 / 4.0).collect();
+        logits.sort_by(|a, b| b.total_cmp(a));
+        let mut ids: Vec<i32> = (0..N_VOCAB).collect();
+        rng.shuffle(&mut ids);
+        out.push(make(&logits, &ids[..n]));
+    }
+    out
+}
+
+/// Sorted arrays over real vocabulary ids: the single letters a..h, a first.
+pub fn vocab_battery(vocab: &Vocab) -> Result<Vec<Input>> {
+    let letters = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    let mut entries = Vec::new();
+    for (rank, l) in letters.iter().enumerate() {
+        let ids = vocab.tokenize(l)?;
+        anyhow::ensure!(
+            ids.len() == 1,
+            "the letter {l} is not one token in this vocabulary"
+        );
+        entries.push((ids[0], 3.0 - rank as f32));
+    }
+    Ok(vec![
+        Input {
+            entries: entries.clone(),
+        },
+        Input {
+            entries: entries[..3].to_vec(),
+        },
+    ])
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    KeepsStale,
+    ResetsFlag,
+    NeverReorders,
+}
+
+impl Class {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::KeepsStale => "keeps it stale",
+            Class::ResetsFlag => "resets the flag",
+            Class::NeverReorders => "never reorders",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub label: String,
+    pub name: String,
+    pub class: Class,
+    pub inputs: usize,
+    /// The input that shows the class (for "never reorders": none).
+    pub witness: Option<(Input, String)>,
+    /// On unsorted input flagged false: how many runs set the flag, and how many of those
+    /// left an array that is not sorted.
+    pub sets_flag: usize,
+    pub sets_flag_falsely: usize,
+}
+
+fn apply(
+    subject: &Subject,
+    input: &Input,
+    entries: &[(TokenId, f32)],
+    flag: bool,
+) -> Result<Candidates> {
+    let mut s = (subject.build)(input).with_context(|| format!("building {}", subject.label))?;
+    for id in (subject.history)(input) {
+        s.accept(id)?;
+    }
+    let mut c = Candidates::new(entries.iter().copied());
+    c.sorted = flag;
+    s.apply(&mut c)
+        .with_context(|| format!("applying {}", subject.label))?;
+    Ok(c)
+}
+
+fn after_text(c: &Candidates) -> String {
+    c.entries
+        .iter()
+        .map(|e| format!("{}:{}", e.id, e.logit))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn census_row(subject: &Subject, inputs: &[Input]) -> Result<Row> {
+    let mut stale = None;
+    let mut reset = None;
+    let (mut sets_flag, mut sets_flag_falsely) = (0, 0);
+    let mut name = String::new();
+    for input in inputs {
+        let out = apply(subject, input, &input.entries, true)?;
+        if out.sorted && !really_sorted(&out) && stale.is_none() {
+            stale = Some((input.clone(), after_text(&out)));
+        }
+        if !out.sorted && reset.is_none() {
+            reset = Some((input.clone(), after_text(&out)));
+        }
+        // The same entries, rotated by one so the array is out of order, flagged false.
+        let mut rotated = input.entries.clone();
+        rotated.rotate_left(1);
+        let out = apply(subject, input, &rotated, false)?;
+        if out.sorted {
+            sets_flag += 1;
+            if !really_sorted(&out) {
+                sets_flag_falsely += 1;
+            }
+        }
+        if name.is_empty() {
+            name = (subject.build)(input)?.name();
+        }
+    }
+    let (class, witness) = match (stale, reset) {
+        (Some(w), _) => (Class::KeepsStale, Some(w)),
+        (None, Some(w)) => (Class::ResetsFlag, Some(w)),
+        (None, None) => (Class::NeverReorders, None),
+    };
+    Ok(Row {
+        label: subject.label.clone(),
+        name,
+        class,
+        inputs: inputs.len(),
+        witness,
+        sets_flag,
+        sets_flag_falsely,
+    })
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Census {
+    pub rows: Vec<Row>,
+    /// Why grammar and infill are missing, if they are.
+    pub vocab_note: Option<String>,
+}
+
+pub fn run(vocab: Result<Arc<Vocab>>) -> Result<Census> {
+    let (vocab, vocab_note) = match vocab {
+        Ok(v) => (Some(v), None),
+        Err(e) => (None, Some(format!("grammar and infill not run: {e:#}"))),
+    };
+    let plain = battery();
+    let lettered = match &vocab {
+        Some(v) => vocab_battery(v)?,
+        None => Vec::new(),
+    };
+    let rows = subjects(vocab.as_ref())
+        .iter()
+        .map(|s| census_row(s, if s.needs_vocab { &lettered } else { &plain }))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Census { rows, vocab_note })
+}
+
+impl Census {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "rows": self.rows.iter().map(|r| json!({
+                "sampler": r.label,
+                "llama_name": r.name,
+                "on_sorted_input": r.class.as_str(),
+                "inputs": r.inputs,
+                "witness_input": r.witness.as_ref().map(|w| w.0.text()),
+                "witness_after": r.witness.as_ref().map(|w| w.1.clone()),
+                "unsorted_input_sets_flag": r.sets_flag,
+                "unsorted_input_sets_flag_on_unsorted_output": r.sets_flag_falsely,
+            })).collect::<Vec<_>>(),
+            "vocab_note": self.vocab_note,
+        })
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut out = String::from(
+            "injector census: each sampler on really sorted arrays flagged sorted = true; last column: runs on\nunsorted arrays flagged false that left the flag set (and how many of those left an unsorted array)\n  sampler                                   llama.cpp name  on sorted input   sets flag on unsorted input\n",
+        );
+        for r in &self.rows {
+            out.push_str(&format!(
+                "  {:<41} {:<15} {:<17} {} of {}{}\n",
+                r.label,
+                r.name,
+                r.class.as_str(),
+                r.sets_flag,
+                r.inputs,
+                if r.sets_flag_falsely > 0 {
+                    format!(" ({} with an unsorted result)", r.sets_flag_falsely)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        for r in self.rows.iter().filter(|r| r.class == Class::KeepsStale) {
+            let (input, after) = r.witness.as_ref().expect("a stale class has a witness");
+            out.push_str(&format!(
+                "  witness, {}: [{}] -> [{}], flag still true\n",
+                r.label,
+                input.text(),
+                after
+            ));
+        }
+        if let Some(n) = &self.vocab_note {
+            out.push_str(&format!("  note: {n}\n"));
+        }
+        out
+    }
+}

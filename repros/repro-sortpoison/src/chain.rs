@@ -1,0 +1,297 @@
+//! One chain of built-in samplers, run twice: through llama.cpp's real chain API and through
+//! the oracle's composition of the same stages on the true multiset.
+
+use crate::stage::StageDef;
+use anyhow::{ensure, Context, Result};
+use oracle::truncation::{compose, Pool};
+use oracle::TokenId;
+use serde_json::{json, Value};
+use subject::{BuildInfo, Candidates, Sampler};
+
+/// Largest |logit| and |bias| accepted: far beyond any model's logits, and small enough that
+/// no chain of accepted stages overflows f32.
+pub const LOGIT_LIMIT: f32 = 1e4;
+
+/// A chain and the input it runs on. Ids are positions in `logits`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainCase {
+    pub logits: Vec<f32>,
+    pub stages: Vec<StageDef>,
+    /// Ids accepted into the chain before it runs (what `penalties` counts).
+    pub history: Vec<TokenId>,
+}
+
+/// What llama.cpp left after one stage (from the per-stage replay).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceStep {
+    pub stage: String,
+    /// Entries left in the array, `-inf` ones included.
+    pub size: usize,
+    pub sorted_flag: bool,
+    /// Whether the array really is in descending logit order.
+    pub really_sorted: bool,
+}
+
+/// llama.cpp's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubjectRun {
+    /// Ids left with a logit above `-inf`, ascending.
+    pub survivors: Vec<TokenId>,
+    pub size: usize,
+    pub sorted_flag: bool,
+    pub selected: Option<TokenId>,
+    pub trace: Vec<TraceStep>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The subject's set differs from the oracle's on a tie-free input.
+    Present,
+    /// The sets are equal.
+    Absent,
+    /// The sets differ but the oracle's answer rests on a tie or a rounding-level margin.
+    Undecided,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Present => "present",
+            Verdict::Absent => "absent",
+            Verdict::Undecided => "undecided",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainReport {
+    pub subject: SubjectRun,
+    pub oracle: Vec<TokenId>,
+    pub oracle_selected: Option<TokenId>,
+    /// Why the oracle's answer is not a verdict, stage by stage (empty for tie-free input).
+    pub knife_edges: Vec<String>,
+    pub verdict: Verdict,
+}
+
+impl ChainCase {
+    /// Refuses what neither side can run: no logits, non-finite logits, ids out of range.
+    pub fn validate(&self) -> Result<()> {
+        ensure!(!self.logits.is_empty(), "--logits needs at least one value");
+        ensure!(!self.stages.is_empty(), "give at least one --stage");
+        for (i, l) in self.logits.iter().enumerate() {
+            ensure!(l.is_finite(), "logit {i} is {l}; logits must be finite");
+            ensure!(
+                l.abs() <= LOGIT_LIMIT,
+                "logit {i} is {l}; logits must lie within +-{LOGIT_LIMIT}"
+            );
+        }
+        let n = self.logits.len();
+        for s in &self.stages {
+            s.check_ids(n)?;
+        }
+        for id in &self.history {
+            ensure!(
+                (id.0 as usize) < n,
+                "history id {id} is out of range (--logits has {n} entries)"
+            );
+        }
+        let counts = self
+            .stages
+            .iter()
+            .any(|s| matches!(s, StageDef::Penalties { .. }));
+        ensure!(
+            counts || self.history.is_empty(),
+            "--history is only read by a penalties stage"
+        );
+        Ok(())
+    }
+
+    fn n_vocab(&self) -> i32 {
+        self.logits.len() as i32
+    }
+
+    fn build(&self, stages: &[StageDef]) -> Result<Sampler> {
+        let samplers = stages
+            .iter()
+            .map(|s| s.subject(self.n_vocab()).build())
+            .collect::<Result<Vec<_>>>()?;
+        let mut chain = Sampler::chain(samplers)?;
+        for &id in &self.history {
+            chain.accept(id)?;
+        }
+        Ok(chain)
+    }
+
+    /// The command line that reruns this case.
+    pub fn command(&self) -> String {
+        let mut out = format!("--logits {}", join_numbers(&self.logits));
+        for s in &self.stages {
+            out.push_str(&format!(" --stage {s}"));
+        }
+        if !self.history.is_empty() {
+            let ids: Vec<String> = self.history.iter().map(|i| i.to_string()).collect();
+            out.push_str(&format!(" --history {}", ids.join(",")));
+        }
+        out
+    }
+}
+
+pub fn join_numbers(xs: &[f32]) -> String {
+    xs.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+pub fn really_sorted(c: &Candidates) -> bool {
+    c.entries.windows(2).all(|w| w[0].logit >= w[1].logit)
+}
+
+fn finite_ids(c: &Candidates) -> Vec<TokenId> {
+    let mut ids: Vec<TokenId> = c
+        .entries
+        .iter()
+        .filter(|e| e.logit > f32::NEG_INFINITY)
+        .map(|e| e.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// Runs the case through one `llama_sampler_chain` (the verdict's input), then replays it
+/// stage by stage with fresh samplers to record the flag after each stage.
+pub fn run_subject(case: &ChainCase) -> Result<SubjectRun> {
+    let mut chain = case.build(&case.stages)?;
+    let mut cur = Candidates::from_logits(&case.logits);
+    chain.apply(&mut cur).context("applying the chain")?;
+
+    let mut trace = Vec::with_capacity(case.stages.len());
+    let mut replay = Candidates::from_logits(&case.logits);
+    for stage in &case.stages {
+        let mut one = case.build(std::slice::from_ref(stage))?;
+        one.apply(&mut replay)
+            .with_context(|| format!("applying {stage} alone"))?;
+        trace.push(TraceStep {
+            stage: stage.to_string(),
+            size: replay.len(),
+            sorted_flag: replay.sorted,
+            really_sorted: really_sorted(&replay),
+        });
+    }
+    ensure!(
+        replay.entries == cur.entries && replay.sorted == cur.sorted,
+        "the stage-by-stage replay disagrees with the chain (a stage with hidden state?)"
+    );
+    Ok(SubjectRun {
+        survivors: finite_ids(&cur),
+        size: cur.len(),
+        sorted_flag: cur.sorted,
+        selected: cur.selected_id(),
+        trace,
+    })
+}
+
+/// The oracle's composition and the verdict against the subject.
+pub fn judge(case: &ChainCase, subject: SubjectRun) -> ChainReport {
+    let stages: Vec<_> = case
+        .stages
+        .iter()
+        .map(|s| s.oracle(&case.history))
+        .collect();
+    let comp = compose(&stages, &Pool::from_logits(&case.logits));
+    let oracle = comp.pool.survivors();
+    let knife_edges: Vec<String> = comp
+        .edges
+        .iter()
+        .map(|(i, e)| format!("stage {} ({}): {}", i + 1, case.stages[*i], e.0))
+        .collect();
+    let verdict = if subject.survivors == oracle {
+        Verdict::Absent
+    } else if knife_edges.is_empty() {
+        Verdict::Present
+    } else {
+        Verdict::Undecided
+    };
+    ChainReport {
+        subject,
+        oracle,
+        oracle_selected: comp.selected,
+        knife_edges,
+        verdict,
+    }
+}
+
+pub fn run(case: &ChainCase) -> Result<ChainReport> {
+    case.validate()?;
+    let subject = run_subject(case)?;
+    Ok(judge(case, subject))
+}
+
+fn ids_json(ids: &[TokenId]) -> Value {
+    json!(ids.iter().map(|i| i.0).collect::<Vec<_>>())
+}
+
+pub fn to_json(case: &ChainCase, r: &ChainReport, build: &BuildInfo) -> Value {
+    json!({
+        "finding": "F2",
+        "name": "stale-sorted-truncation",
+        "build": build.tag(),
+        "logits": case.logits,
+        "stages": case.stages.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        "history": ids_json(&case.history),
+        "subject": ids_json(&r.subject.survivors),
+        "oracle": ids_json(&r.oracle),
+        "sorted_flag_after": r.subject.sorted_flag,
+        "subject_array_size": r.subject.size,
+        "subject_selected": r.subject.selected.map(|i| i.0),
+        "oracle_selected": r.oracle_selected.map(|i| i.0),
+        "trace": r.subject.trace.iter().map(|t| json!({
+            "stage": t.stage,
+            "size": t.size,
+            "sorted_flag": t.sorted_flag,
+            "really_sorted": t.really_sorted,
+        })).collect::<Vec<_>>(),
+        "knife_edges": r.knife_edges,
+        "verdict": r.verdict.as_str(),
+    })
+}
+
+fn ids_text(ids: &[TokenId]) -> String {
+    let v: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+    format!("{{{}}}", v.join(","))
+}
+
+pub fn to_text(case: &ChainCase, r: &ChainReport, build: &BuildInfo) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "chain on {}: {}\n",
+        build.describe(),
+        case.command()
+    ));
+    out.push_str("  after stage                         size  sorted flag  really sorted\n");
+    for t in &r.subject.trace {
+        let stale = if t.sorted_flag && !t.really_sorted {
+            "  <- stale"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "  {:<34} {:>5}  {:<11}  {}{}\n",
+            t.stage, t.size, t.sorted_flag, t.really_sorted, stale
+        ));
+    }
+    out.push_str(&format!(
+        "  subject keeps {}\n",
+        ids_text(&r.subject.survivors)
+    ));
+    out.push_str(&format!("  oracle keeps  {}\n", ids_text(&r.oracle)));
+    for e in &r.knife_edges {
+        out.push_str(&format!("  knife edge: {e}\n"));
+    }
+    out.push_str(&format!(
+        "stale-sorted-truncation: {} on {}\n",
+        r.verdict.as_str(),
+        build.tag()
+    ));
+    out
+}

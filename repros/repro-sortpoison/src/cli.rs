@@ -1,0 +1,195 @@
+//! Command-line parsing and the two modes: one chain (default) and `--audit`.
+
+use crate::audit;
+use crate::chain::{self, ChainCase};
+use crate::stage::StageDef;
+use anyhow::{ensure, Context, Result};
+use clap::Parser;
+use oracle::TokenId;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Exit code for input the command refuses (bad flags, bad values).
+pub const EXIT_BAD_INPUT: i32 = 2;
+/// Exit code for a run that could not complete.
+pub const EXIT_FAILED: i32 = 1;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "repro-sortpoison",
+    about = "F2: does a stale `sorted` flag make llama.cpp's truncation samplers cut the wrong set?"
+)]
+pub struct Args {
+    /// Logits for ids 0, 1, 2, ..., comma-separated (default: 4,3,2,1,0,-1,-2,-3).
+    #[arg(long, allow_hyphen_values = true)]
+    pub logits: Option<String>,
+    /// One chain stage, repeated in chain order: top_k=K, top_p=P[:MIN_KEEP],
+    /// min_p=P[:MIN_KEEP], typical=P[:MIN_KEEP], temp=T, temp_ext=T:DELTA:EXP,
+    /// xtc=PROB:THRESHOLD[:MIN_KEEP], top_n_sigma=N, logit_bias=ID:BIAS[/ID:BIAS],
+    /// penalties=LAST_N:REPEAT[:FREQ[:PRESENT]], greedy (default: the published chain
+    /// top_k=4, logit_bias=3:+6, top_p=0.8).
+    #[arg(long = "stage", allow_hyphen_values = true)]
+    pub stages: Vec<String>,
+    /// Token ids accepted into the chain before it runs (read by penalties), comma-separated.
+    #[arg(long, allow_hyphen_values = true)]
+    pub history: Option<String>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Run the full audit (oracle check, permutation audit, census, fuzzer, published chain)
+    /// and write results/sortpoison.<build>.json.
+    #[arg(long)]
+    pub audit: bool,
+    /// Where --audit writes its JSON.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Chains the fuzzer tries in --audit.
+    #[arg(long, default_value_t = audit::FUZZ_CHAINS)]
+    pub fuzz_chains: usize,
+    /// GGUF file whose vocabulary the census uses for grammar and infill (default: the cached
+    /// SmolLM2 model).
+    #[arg(long)]
+    pub vocab_model: Option<PathBuf>,
+}
+
+fn parse_logits(text: &str) -> Result<Vec<f32>> {
+    text.split(',')
+        .map(|part| {
+            let part = part.trim();
+            let x: f32 = part
+                .parse()
+                .map_err(|_| anyhow::anyhow!("--logits: '{part}' is not a number"))?;
+            ensure!(x.is_finite(), "--logits: '{part}' is not finite");
+            Ok(x)
+        })
+        .collect()
+}
+
+fn parse_history(text: &str) -> Result<Vec<TokenId>> {
+    text.split(',')
+        .map(|part| {
+            let part = part.trim();
+            let id: i32 = part
+                .parse()
+                .map_err(|_| anyhow::anyhow!("--history: '{part}' is not a token id"))?;
+            ensure!(id >= 0, "--history: token id {id} is negative");
+            Ok(TokenId(id))
+        })
+        .collect()
+}
+
+/// The published chain: `top_k(4) -> logit_bias(+6 @ 3) -> top_p(0.8)` on 4..-3.
+pub fn published() -> ChainCase {
+    ChainCase {
+        logits: vec![4.0, 3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0],
+        stages: ["top_k=4", "logit_bias=3:+6", "top_p=0.8"]
+            .iter()
+            .map(|s| StageDef::parse(s).expect("the published stages parse"))
+            .collect(),
+        history: Vec::new(),
+    }
+}
+
+/// The chain the flags describe.
+pub fn case(args: &Args) -> Result<ChainCase> {
+    let given = args.logits.is_some() || !args.stages.is_empty() || args.history.is_some();
+    ensure!(
+        !(args.audit && given),
+        "--audit runs fixed cases; it does not take --logits, --stage or --history"
+    );
+    let default = published();
+    let case = ChainCase {
+        logits: match &args.logits {
+            Some(t) => parse_logits(t)?,
+            None => default.logits,
+        },
+        stages: if args.stages.is_empty() {
+            default.stages
+        } else {
+            args.stages
+                .iter()
+                .map(|s| StageDef::parse(s).with_context(|| format!("--stage {s}")))
+                .collect::<Result<_>>()?
+        },
+        history: match &args.history {
+            Some(t) => parse_history(t)?,
+            None => Vec::new(),
+        },
+    };
+    case.validate()?;
+    Ok(case)
+}
+
+/// The chain a line of `repro-sortpoison` arguments describes (as in tests/regressions.txt).
+pub fn case_from_line(line: &str) -> Result<ChainCase> {
+    let argv = std::iter::once("repro-sortpoison").chain(line.split_whitespace());
+    let args = Args::try_parse_from(argv)
+        .map_err(|e| anyhow::anyhow!("{}", first_line(&e.to_string())))?;
+    case(&args)
+}
+
+/// Parses `argv` and runs; returns the process exit code. Errors are one line on stderr.
+pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
+    let args = match Args::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                print!("{e}");
+                return 0;
+            }
+            eprintln!("{}", first_line(&e.to_string()));
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let case = match case(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e));
+            return EXIT_BAD_INPUT;
+        }
+    };
+    match run(&args, &case) {
+        Ok(out) => {
+            print!("{out}");
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e));
+            EXIT_FAILED
+        }
+    }
+}
+
+fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").replace('\n', " ")
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("error: invalid arguments")
+}
+
+fn run(args: &Args, case: &ChainCase) -> Result<String> {
+    let build = subject::BuildInfo::current();
+    if !args.audit {
+        let report = chain::run(case)?;
+        return Ok(if args.json {
+            format!("{}\n", chain::to_json(case, &report, &build))
+        } else {
+            chain::to_text(case, &report, &build)
+        });
+    }
+    let vocab_path = args
+        .vocab_model
+        .clone()
+        .unwrap_or_else(audit::default_vocab_model);
+    let report = audit::run(args.fuzz_chains, &vocab_path)?;
+    std::fs::create_dir_all(&args.results)
+        .with_context(|| format!("creating {}", args.results.display()))?;
+    let json = serde_json::to_string_pretty(&report.to_json())? + "\n";
+    let path = args
+        .results
+        .join(format!("sortpoison.{}.json", build.tag()));
+    std::fs::write(&path, &json).with_context(|| format!("writing {}", path.display()))?;
+    Ok(if args.json { json } else { report.to_text() })
+}

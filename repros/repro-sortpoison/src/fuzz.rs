@@ -1,0 +1,516 @@
+//! The oracle check and the chain fuzzer.
+//!
+//! The oracle check comes first: single stages on random arrays in random order with the
+//! honest flag (`sorted = false`), where llama.cpp is expected to be right. Every tie-free
+//! disagreement there would be an oracle bug, so the audit reports it before any verdict.
+//!
+//! The fuzzer then builds random chains of 2 to 4 deterministic stages, runs each through
+//! the real chain API and compares the final survivor set with the oracle's composition.
+//! Each unsound chain is shrunk (fewer stages, fewer logits, rounder numbers, shorter
+//! history) while it stays unsound and tie-free, and the minimized cases are grouped by
+//! shape, e.g. `sorter -> injector -> truncator`.
+
+use crate::chain::{self, ChainCase, Verdict};
+use crate::rng::Rng;
+use crate::stage::StageDef;
+use anyhow::Result;
+use oracle::truncation::{compose, Pool};
+use oracle::TokenId;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use subject::Candidates;
+
+/// Distinct logits from the quarter grid in [-6, 6], so no two are equal.
+fn random_logits(rng: &mut Rng, n: usize) -> Vec<f32> {
+    let mut grid: Vec<i64> = (-24..=24).collect();
+    rng.shuffle(&mut grid);
+    grid[..n].iter().map(|&q| q as f32 / 4.0).collect()
+}
+
+fn random_p(rng: &mut Rng, lo: i64, hi: i64) -> f32 {
+    rng.range(lo, hi) as f32 / 100.0
+}
+
+/// One random deterministic stage for an array of `n` logits.
+pub fn random_stage(rng: &mut Rng, n: usize) -> StageDef {
+    match rng.below(10) {
+        0 => StageDef::TopK {
+            k: rng.range(1, n as i64) as i32,
+        },
+        1 => StageDef::TopP {
+            p: random_p(rng, 30, 95),
+            min_keep: rng.range(1, 2) as usize,
+        },
+        2 => StageDef::MinP {
+            p: random_p(rng, 2, 50),
+            min_keep: 1,
+        },
+        3 => StageDef::Typical {
+            p: random_p(rng, 20, 95),
+            min_keep: 1,
+        },
+        4 => StageDef::Temp {
+            t: *rng.pick(&[0.5, 0.75, 1.5, 2.0]),
+        },
+        5 => StageDef::TempExt {
+            t: *rng.pick(&[0.75, 1.0, 1.5]),
+            delta: *rng.pick(&[0.25, 0.5]),
+            exponent: 1.0,
+        },
+        6 => StageDef::Xtc {
+            probability: 1.0,
+            threshold: random_p(rng, 5, 30),
+            min_keep: 1,
+        },
+        7 => StageDef::TopNSigma {
+            n: *rng.pick(&[0.5, 1.0, 1.5, 2.0]),
+        },
+        8 => {
+            let count = rng.range(1, 2.min(n as i64)) as usize;
+            let mut ids: Vec<i32> = (0..n as i32).collect();
+            rng.shuffle(&mut ids);
+            StageDef::LogitBias {
+                biases: ids[..count]
+                    .iter()
+                    .map(|&id| {
+                        let b = rng.range(1, 8) as f32 * if rng.below(2) == 0 { 1.0 } else { -1.0 };
+                        (TokenId(id), b)
+                    })
+                    .collect(),
+            }
+        }
+        _ => StageDef::Penalties {
+            last_n: 64,
+            repeat: *rng.pick(&[1.1, 1.3, 2.0]),
+            freq: *rng.pick(&[0.0, 0.5]),
+            present: *rng.pick(&[0.0, 0.5]),
+        },
+    }
+}
+
+pub fn random_case(rng: &mut Rng) -> ChainCase {
+    let n = rng.range(3, 10) as usize;
+    let len = rng.range(2, 4) as usize;
+    let stages: Vec<StageDef> = (0..len).map(|_| random_stage(rng, n)).collect();
+    let history = if stages
+        .iter()
+        .any(|s| matches!(s, StageDef::Penalties { .. }))
+    {
+        (0..rng.range(1, 6))
+            .map(|_| TokenId(rng.below(n) as i32))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    ChainCase {
+        logits: random_logits(rng, n),
+        stages,
+        history,
+    }
+}
+
+/// Which part a stage plays in a minimized chain, for grouping.
+pub fn role(stage: &StageDef, last: bool) -> &'static str {
+    match stage {
+        StageDef::TopK { .. }
+        | StageDef::TopP { .. }
+        | StageDef::MinP { .. }
+        | StageDef::Xtc { .. }
+            if last =>
+        {
+            "truncator"
+        }
+        StageDef::TopK { .. }
+        | StageDef::TopP { .. }
+        | StageDef::MinP { .. }
+        | StageDef::Xtc { .. } => "sorter",
+        StageDef::TempExt { delta, .. } if *delta > 0.0 => "sorter",
+        StageDef::LogitBias { .. } => "injector",
+        StageDef::Penalties { .. } | StageDef::Typical { .. } => "resetter",
+        StageDef::Temp { .. } | StageDef::TempExt { .. } | StageDef::TopNSigma { .. } => "monotone",
+        StageDef::Greedy => "selector",
+    }
+}
+
+/// The stage names in chain order, e.g. `top_k -> logit_bias -> top_p`.
+pub fn signature(case: &ChainCase) -> String {
+    case.stages
+        .iter()
+        .map(|s| s.name())
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+pub fn shape(case: &ChainCase) -> String {
+    let n = case.stages.len();
+    case.stages
+        .iter()
+        .enumerate()
+        .map(|(i, s)| role(s, i + 1 == n))
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+/// Unsound: the subject's set differs from a tie-free oracle answer.
+fn unsound(case: &ChainCase) -> bool {
+    case.validate().is_ok() && matches!(chain::run(case), Ok(r) if r.verdict == Verdict::Present)
+}
+
+/// Drops logit `j`: later ids move down by one; biases and history on `j` go.
+fn without_logit(case: &ChainCase, j: usize) -> Option<ChainCase> {
+    let j = j as i32;
+    let remap = |id: TokenId| if id.0 > j { TokenId(id.0 - 1) } else { id };
+    let mut logits = case.logits.clone();
+    logits.remove(j as usize);
+    let mut stages = Vec::new();
+    for s in &case.stages {
+        stages.push(match s {
+            StageDef::LogitBias { biases } => {
+                let kept: Vec<_> = biases
+                    .iter()
+                    .filter(|(id, _)| id.0 != j)
+                    .map(|(id, b)| (remap(*id), *b))
+                    .collect();
+                if kept.is_empty() {
+                    return None;
+                }
+                StageDef::LogitBias { biases: kept }
+            }
+            StageDef::TopK { k } => StageDef::TopK {
+                k: (*k).min(logits.len() as i32),
+            },
+            other => other.clone(),
+        });
+    }
+    let history = case
+        .history
+        .iter()
+        .filter(|id| id.0 != j)
+        .map(|id| remap(*id))
+        .collect();
+    Some(ChainCase {
+        logits,
+        stages,
+        history,
+    })
+}
+
+/// Smaller or rounder variants of `case`, simplest first.
+fn candidates(case: &ChainCase) -> Vec<ChainCase> {
+    let mut out = Vec::new();
+    for i in 0..case.stages.len() {
+        let mut c = case.clone();
+        c.stages.remove(i);
+        if !c
+            .stages
+            .iter()
+            .any(|s| matches!(s, StageDef::Penalties { .. }))
+        {
+            c.history.clear();
+        }
+        out.push(c);
+    }
+    for j in 0..case.logits.len() {
+        if case.logits.len() > 1 {
+            out.extend(without_logit(case, j));
+        }
+    }
+    for j in 0..case.history.len() {
+        let mut c = case.clone();
+        c.history.remove(j);
+        out.push(c);
+    }
+    for j in 0..case.logits.len() {
+        for r in [
+            case.logits[j].round(),
+            case.logits[j].floor(),
+            case.logits[j].ceil(),
+        ] {
+            if r != case.logits[j] && !case.logits.contains(&r) {
+                let mut c = case.clone();
+                c.logits[j] = r;
+                out.push(c);
+            }
+        }
+    }
+    // Logits as consecutive integers in the same rank order.
+    let mut ranked: Vec<usize> = (0..case.logits.len()).collect();
+    ranked.sort_by(|&a, &b| case.logits[b].total_cmp(&case.logits[a]));
+    let mut integral = case.logits.clone();
+    for (rank, &i) in ranked.iter().enumerate() {
+        integral[i] = (case.logits.len() - 1 - rank) as f32 - 3.0;
+    }
+    if integral != case.logits {
+        out.push(ChainCase {
+            logits: integral,
+            ..case.clone()
+        });
+    }
+    for (i, s) in case.stages.iter().enumerate() {
+        let simpler: Vec<StageDef> = match s {
+            StageDef::TopP { p, min_keep } => vec![
+                StageDef::TopP { p: *p, min_keep: 1 },
+                StageDef::TopP {
+                    p: (p * 10.0).round() / 10.0,
+                    min_keep: *min_keep,
+                },
+            ],
+            StageDef::MinP { p, min_keep } => vec![StageDef::MinP {
+                p: (p * 10.0).round() / 10.0,
+                min_keep: *min_keep,
+            }],
+            StageDef::Typical { p, min_keep } => vec![StageDef::Typical {
+                p: (p * 10.0).round() / 10.0,
+                min_keep: *min_keep,
+            }],
+            StageDef::Xtc {
+                probability,
+                threshold,
+                min_keep,
+            } => vec![StageDef::Xtc {
+                probability: *probability,
+                threshold: (threshold * 10.0).round() / 10.0,
+                min_keep: *min_keep,
+            }],
+            StageDef::LogitBias { biases } if biases.len() > 1 => biases
+                .iter()
+                .map(|b| StageDef::LogitBias { biases: vec![*b] })
+                .collect(),
+            StageDef::LogitBias { biases } => {
+                let (id, b) = biases[0];
+                let halved = (b / 2.0).trunc();
+                if halved != 0.0 {
+                    vec![StageDef::LogitBias {
+                        biases: vec![(id, halved)],
+                    }]
+                } else {
+                    Vec::new()
+                }
+            }
+            StageDef::TopK { k } if *k > 1 => vec![StageDef::TopK { k: k - 1 }],
+            _ => Vec::new(),
+        };
+        for s2 in simpler {
+            if &s2 != s {
+                let mut c = case.clone();
+                c.stages[i] = s2;
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// Greedy shrinking to a fixed point: take the first simpler variant that is still unsound.
+pub fn shrink(case: &ChainCase) -> ChainCase {
+    let mut cur = case.clone();
+    'outer: loop {
+        for c in candidates(&cur) {
+            if unsound(&c) {
+                cur = c;
+                continue 'outer;
+            }
+        }
+        return cur;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FuzzReport {
+    pub seed: u64,
+    pub tried: usize,
+    pub sound: usize,
+    pub unsound: usize,
+    pub undecided: usize,
+    /// Unsound chains per shape of their minimized form.
+    pub by_shape: BTreeMap<String, usize>,
+    /// One minimized case per stage signature (e.g. `top_k -> logit_bias -> top_p`), the
+    /// first found; signatures in order of first appearance.
+    pub minimized: Vec<ChainCase>,
+    /// Unsound chains per stage signature of their minimized form.
+    pub by_signature: BTreeMap<String, usize>,
+}
+
+pub const FUZZ_SEED: u64 = 0xF2;
+
+pub fn fuzz(seed: u64, chains: usize) -> Result<FuzzReport> {
+    let mut rng = Rng::new(seed);
+    let mut r = FuzzReport {
+        seed,
+        tried: 0,
+        sound: 0,
+        unsound: 0,
+        undecided: 0,
+        by_shape: BTreeMap::new(),
+        minimized: Vec::new(),
+        by_signature: BTreeMap::new(),
+    };
+    for _ in 0..chains {
+        let case = random_case(&mut rng);
+        r.tried += 1;
+        match chain::run(&case)?.verdict {
+            Verdict::Absent => r.sound += 1,
+            Verdict::Undecided => r.undecided += 1,
+            Verdict::Present => {
+                r.unsound += 1;
+                let small = shrink(&case);
+                *r.by_shape.entry(shape(&small)).or_insert(0) += 1;
+                let sig = signature(&small);
+                let seen = r.by_signature.contains_key(&sig);
+                *r.by_signature.entry(sig).or_insert(0) += 1;
+                if !seen {
+                    r.minimized.push(small);
+                }
+            }
+        }
+    }
+    Ok(r)
+}
+
+impl FuzzReport {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "seed": self.seed,
+            "chains_tried": self.tried,
+            "sound": self.sound,
+            "unsound": self.unsound,
+            "undecided_knife_edges": self.undecided,
+            "unsound_by_shape": self.by_shape,
+            "minimized": self.minimized.iter().map(|c| json!({
+                "shape": shape(c),
+                "signature": signature(c),
+                "unsound_chains": self.by_signature[&signature(c)],
+                "command": c.command(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "chain fuzzer (seed {:#x}): {} chains of 2-4 stages, {} sound, {} unsound, {} undecided (knife edges)\n",
+            self.seed, self.tried, self.sound, self.unsound, self.undecided
+        );
+        for (shape, n) in &self.by_shape {
+            out.push_str(&format!("  {n:>6}  {shape}\n"));
+        }
+        out.push_str(&format!(
+            "  minimized, one per stage signature ({} signatures; count = unsound chains that shrank to it):\n",
+            self.minimized.len()
+        ));
+        for c in &self.minimized {
+            out.push_str(&format!(
+                "  {:>6}  {:<32} {}\n",
+                self.by_signature[&signature(c)],
+                signature(c),
+                c.command()
+            ));
+        }
+        out
+    }
+}
+
+/// The oracle check: one stage, a random order, the honest flag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OracleCheck {
+    pub seed: u64,
+    pub inputs: usize,
+    pub knife_edges: usize,
+    pub per_stage: BTreeMap<&'static str, usize>,
+    /// `(stage, array order as "id:logit", subject, oracle)` for every disagreement.
+    pub mismatches: Vec<(String, String, Vec<TokenId>, Vec<TokenId>)>,
+}
+
+pub const ORACLE_CHECK_SEED: u64 = 0x0AC1E;
+
+pub fn oracle_check(seed: u64, inputs: usize) -> Result<OracleCheck> {
+    let mut rng = Rng::new(seed);
+    let mut out = OracleCheck {
+        seed,
+        inputs: 0,
+        knife_edges: 0,
+        per_stage: BTreeMap::new(),
+        mismatches: Vec::new(),
+    };
+    for _ in 0..inputs {
+        let n = rng.range(1, 24) as usize;
+        let logits = random_logits(&mut rng, n);
+        let stage = random_stage(&mut rng, n);
+        let history: Vec<TokenId> = (0..rng.range(0, 6))
+            .map(|_| TokenId(rng.below(n) as i32))
+            .collect();
+        let mut order: Vec<usize> = (0..n).collect();
+        rng.shuffle(&mut order);
+        out.inputs += 1;
+        *out.per_stage.entry(stage.name()).or_insert(0) += 1;
+        let comp = compose(&[stage.oracle(&history)], &Pool::from_logits(&logits));
+        if !comp.edges.is_empty() {
+            out.knife_edges += 1;
+            continue;
+        }
+        let mut s = stage.subject(n as i32).build()?;
+        if matches!(stage, StageDef::Penalties { .. }) {
+            for &id in &history {
+                s.accept(id)?;
+            }
+        }
+        let mut c = Candidates::new(order.iter().map(|&i| (TokenId(i as i32), logits[i])));
+        s.apply(&mut c)?;
+        let mut subject: Vec<TokenId> = c
+            .entries
+            .iter()
+            .filter(|e| e.logit > f32::NEG_INFINITY)
+            .map(|e| e.id)
+            .collect();
+        subject.sort();
+        let oracle = comp.pool.survivors();
+        if subject != oracle {
+            let arr = order
+                .iter()
+                .map(|&i| format!("{i}:{}", logits[i]))
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.mismatches
+                .push((stage.to_string(), arr, subject, oracle));
+        }
+    }
+    Ok(out)
+}
+
+impl OracleCheck {
+    pub fn passed(&self) -> bool {
+        self.mismatches.is_empty()
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "seed": self.seed,
+            "inputs": self.inputs,
+            "knife_edges_skipped": self.knife_edges,
+            "per_stage": self.per_stage,
+            "mismatches": self.mismatches.iter().map(|(s, a, x, y)| json!({
+                "stage": s, "array": a,
+                "subject": x.iter().map(|i| i.0).collect::<Vec<_>>(),
+                "oracle": y.iter().map(|i| i.0).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "oracle check (seed {:#x}): {} single stages on random orders with the honest flag, {} knife edges skipped, {} mismatches\n",
+            self.seed, self.inputs, self.knife_edges, self.mismatches.len()
+        );
+        let per: Vec<String> = self
+            .per_stage
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        out.push_str(&format!("  inputs per stage: {}\n", per.join(", ")));
+        for (s, a, x, y) in &self.mismatches {
+            out.push_str(&format!(
+                "  MISMATCH {s} on [{a}]: subject {x:?}, oracle {y:?}\n"
+            ));
+        }
+        out
+    }
+}

@@ -1,0 +1,11 @@
+//! F2: stale `sorted` flags and llama.cpp's truncation samplers. The binary is a thin shell
+//! over these modules so the tests can call every part of the audit directly.
+
+pub mod audit;
+pub mod census;
+pub mod chain;
+pub mod cli;
+pub mod fuzz;
+pub mod perm;
+pub mod rng;
+pub mod stage;

@@ -1,0 +1,354 @@
+//! The permutation audit: every order of a multiset, handed to each truncation sampler with
+//! a stale `sorted = true` (and, as the negative control, with the honest `sorted = false`).
+//!
+//! A survivor set must be a function of the multiset and the parameter. So more than one
+//! distinct set across the orders of one multiset proves the sampler unsound, with no oracle
+//! needed; the oracle then says which set is right.
+
+use crate::stage::StageDef;
+use anyhow::{ensure, Result};
+use oracle::truncation::{compose, Pool};
+use oracle::TokenId;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use subject::{Candidates, Sampler};
+
+/// The multisets audited. Distinct logits, spaced so that no parameter below puts a
+/// threshold at a probability level (the oracle checks this and skips any that would).
+pub fn family() -> Vec<Vec<f32>> {
+    vec![
+        vec![4.0, 3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0],
+        vec![3.5, 2.75, 2.5, 1.25, 0.5, 0.0, -1.5, -4.0],
+        vec![1.0, 0.75, 0.5, 0.25, 0.0, -0.25, -0.5, -0.75],
+        vec![2.0, 1.5, 0.0, -1.0, -2.5],
+    ]
+}
+
+/// The parameters each truncation sampler is audited at.
+pub fn truncators(n: usize) -> Vec<StageDef> {
+    let mut out: Vec<StageDef> = (1..n as i32).map(|k| StageDef::TopK { k }).collect();
+    for p in [0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95] {
+        out.push(StageDef::TopP { p, min_keep: 1 });
+    }
+    for p in [0.02, 0.05, 0.1, 0.2, 0.3, 0.5] {
+        out.push(StageDef::MinP { p, min_keep: 1 });
+    }
+    for p in [0.2, 0.5, 0.7, 0.9] {
+        out.push(StageDef::Typical { p, min_keep: 1 });
+    }
+    out
+}
+
+/// Ids (as a bit set) whose logit is above `-inf` after the sampler ran on `order`.
+fn survivors_bits(
+    sampler: &mut Sampler,
+    logits: &[f32],
+    order: &[usize],
+    sorted_flag: bool,
+) -> Result<u64> {
+    let mut c = Candidates::new(order.iter().map(|&i| (TokenId(i as i32), logits[i])));
+    c.sorted = sorted_flag;
+    sampler.apply(&mut c)?;
+    Ok(c.entries
+        .iter()
+        .filter(|e| e.logit > f32::NEG_INFINITY)
+        .fold(0u64, |acc, e| acc | 1u64 << e.id.0))
+}
+
+pub fn bits_to_ids(bits: u64) -> Vec<i32> {
+    (0..64).filter(|i| bits >> i & 1 == 1).collect()
+}
+
+fn ids_to_bits(ids: &[TokenId]) -> u64 {
+    ids.iter().fold(0, |acc, id| acc | 1u64 << id.0)
+}
+
+/// Calls `f` on every permutation of `0..n` (Heap's algorithm; n! calls).
+pub fn for_each_permutation(n: usize, mut f: impl FnMut(&[usize]) -> Result<()>) -> Result<()> {
+    let mut a: Vec<usize> = (0..n).collect();
+    let mut c = vec![0usize; n];
+    f(&a)?;
+    let mut i = 0;
+    while i < n {
+        if c[i] < i {
+            if i % 2 == 0 {
+                a.swap(0, i);
+            } else {
+                a.swap(c[i], i);
+            }
+            f(&a)?;
+            c[i] += 1;
+            i = 0;
+        } else {
+            c[i] = 0;
+            i += 1;
+        }
+    }
+    Ok(())
+}
+
+/// One sampler at one parameter on one multiset, over all orders.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    pub stage: StageDef,
+    pub logits: Vec<f32>,
+    pub oracle: u64,
+    pub permutations: usize,
+    /// Distinct sets, and how many orders gave each, with the stale flag.
+    pub stale: BTreeMap<u64, usize>,
+    /// The same with the honest flag (negative control).
+    pub honest: BTreeMap<u64, usize>,
+    /// An order whose stale result is furthest from the oracle's set, and that result.
+    pub worst_order: Vec<usize>,
+    pub worst_set: u64,
+}
+
+impl Case {
+    pub fn stale_differing(&self) -> usize {
+        self.stale
+            .iter()
+            .filter(|(s, _)| **s != self.oracle)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// The negative control holds: one set with the honest flag, the oracle's.
+    pub fn honest_ok(&self) -> bool {
+        self.honest.len() == 1 && self.honest.contains_key(&self.oracle)
+    }
+}
+
+/// Runs one case; `None` when the oracle reports a knife edge for it (not a verdict input).
+pub fn run_case(stage: &StageDef, logits: &[f32]) -> Result<Option<Case>> {
+    let comp = compose(&[stage.oracle(&[])], &Pool::from_logits(logits));
+    if !comp.edges.is_empty() {
+        return Ok(None);
+    }
+    let oracle = ids_to_bits(&comp.pool.survivors());
+    let mut sampler = stage.subject(logits.len() as i32).build()?;
+    let mut stale = BTreeMap::new();
+    let mut honest = BTreeMap::new();
+    let mut permutations = 0;
+    let mut worst: (u32, Vec<usize>, u64) = (0, (0..logits.len()).collect(), oracle);
+    for_each_permutation(logits.len(), |order| {
+        permutations += 1;
+        let s = survivors_bits(&mut sampler, logits, order, true)?;
+        *stale.entry(s).or_insert(0) += 1;
+        let distance = (s ^ oracle).count_ones();
+        if distance > worst.0 {
+            worst = (distance, order.to_vec(), s);
+        }
+        let h = survivors_bits(&mut sampler, logits, order, false)?;
+        *honest.entry(h).or_insert(0) += 1;
+        Ok(())
+    })?;
+    Ok(Some(Case {
+        stage: stage.clone(),
+        logits: logits.to_vec(),
+        oracle,
+        permutations,
+        stale,
+        honest,
+        worst_order: worst.1,
+        worst_set: worst.2,
+    }))
+}
+
+/// Per sampler: the summary the issue asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub sampler: &'static str,
+    pub cases: usize,
+    pub skipped: usize,
+    pub max_distinct: usize,
+    pub permutations: usize,
+    pub differing: usize,
+    pub honest_ok: bool,
+    /// The case with the most distinct sets (first such in family order).
+    pub worst: Case,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermAudit {
+    pub rows: Vec<Row>,
+    /// Positive control: top_p on a reverse-sorted array flagged `sorted = true`.
+    pub positive_control: PositiveControl,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PositiveControl {
+    pub stage: StageDef,
+    pub logits: Vec<f32>,
+    pub order: Vec<usize>,
+    pub subject: u64,
+    pub oracle: u64,
+}
+
+impl PositiveControl {
+    pub fn fired(&self) -> bool {
+        self.subject != self.oracle
+    }
+}
+
+pub fn positive_control() -> Result<PositiveControl> {
+    let logits = family()[0].clone();
+    let stage = StageDef::TopP {
+        p: 0.8,
+        min_keep: 1,
+    };
+    let comp = compose(&[stage.oracle(&[])], &Pool::from_logits(&logits));
+    ensure!(
+        comp.edges.is_empty(),
+        "the positive control must be tie-free"
+    );
+    let mut order: Vec<usize> = (0..logits.len()).collect();
+    order.sort_by(|&a, &b| logits[a].total_cmp(&logits[b]));
+    let mut sampler = stage.subject(logits.len() as i32).build()?;
+    let subject = survivors_bits(&mut sampler, &logits, &order, true)?;
+    Ok(PositiveControl {
+        stage,
+        logits,
+        order,
+        subject,
+        oracle: ids_to_bits(&comp.pool.survivors()),
+    })
+}
+
+pub fn run() -> Result<PermAudit> {
+    let mut rows: Vec<Row> = Vec::new();
+    for name in ["top_k", "top_p", "min_p", "typical"] {
+        let mut row: Option<Row> = None;
+        let mut skipped = 0;
+        for logits in family() {
+            for stage in truncators(logits.len())
+                .into_iter()
+                .filter(|s| s.name() == name)
+            {
+                let Some(case) = run_case(&stage, &logits)? else {
+                    skipped += 1;
+                    continue;
+                };
+                let r = row.get_or_insert_with(|| Row {
+                    sampler: stage.name(),
+                    cases: 0,
+                    skipped: 0,
+                    max_distinct: 0,
+                    permutations: 0,
+                    differing: 0,
+                    honest_ok: true,
+                    worst: case.clone(),
+                });
+                r.cases += 1;
+                r.permutations += case.permutations;
+                r.differing += case.stale_differing();
+                r.honest_ok &= case.honest_ok();
+                if case.stale.len() > r.max_distinct {
+                    r.max_distinct = case.stale.len();
+                    r.worst = case;
+                }
+            }
+        }
+        let mut r = row.expect("every sampler has tie-free cases in the family");
+        r.skipped = skipped;
+        rows.push(r);
+    }
+    Ok(PermAudit {
+        rows,
+        positive_control: positive_control()?,
+    })
+}
+
+fn set_text(bits: u64) -> String {
+    let v: Vec<String> = bits_to_ids(bits).iter().map(|i| i.to_string()).collect();
+    format!("{{{}}}", v.join(","))
+}
+
+fn order_text(order: &[usize]) -> String {
+    order
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl PermAudit {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "family": family(),
+            "rows": self.rows.iter().map(|r| json!({
+                "sampler": r.sampler,
+                "cases": r.cases,
+                "skipped_knife_edges": r.skipped,
+                "max_distinct_sets": r.max_distinct,
+                "permutations": r.permutations,
+                "permutations_differing_from_oracle": r.differing,
+                "honest_flag_one_set_equal_to_oracle": r.honest_ok,
+                "worst": {
+                    "stage": r.worst.stage.to_string(),
+                    "logits": r.worst.logits,
+                    "distinct_sets": r.worst.stale.len(),
+                    "oracle": bits_to_ids(r.worst.oracle),
+                    "order": r.worst.worst_order,
+                    "subject": bits_to_ids(r.worst.worst_set),
+                },
+            })).collect::<Vec<_>>(),
+            "positive_control": {
+                "stage": self.positive_control.stage.to_string(),
+                "logits": self.positive_control.logits,
+                "order": self.positive_control.order,
+                "subject": bits_to_ids(self.positive_control.subject),
+                "oracle": bits_to_ids(self.positive_control.oracle),
+                "fired": self.positive_control.fired(),
+            },
+        })
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut out = String::from(
+            "permutation audit: every order of each multiset, sorted flag forced true (stale)\n",
+        );
+        for (i, m) in family().iter().enumerate() {
+            out.push_str(&format!(
+                "  multiset {}: {}\n",
+                i + 1,
+                crate::chain::join_numbers(m)
+            ));
+        }
+        out.push_str("  sampler   cases  skipped  max distinct sets  orders differing from oracle  honest flag: 1 set = oracle\n");
+        for r in &self.rows {
+            out.push_str(&format!(
+                "  {:<8} {:>6} {:>8} {:>18} {:>17} of {:>9}  {}\n",
+                r.sampler,
+                r.cases,
+                r.skipped,
+                r.max_distinct,
+                r.differing,
+                r.permutations,
+                if r.honest_ok { "yes" } else { "NO" }
+            ));
+        }
+        for r in &self.rows {
+            let w = &r.worst;
+            out.push_str(&format!(
+                "  worst {}: {} on {}: {} distinct sets; order [{}] keeps {}, the oracle keeps {}\n",
+                r.sampler,
+                w.stage,
+                crate::chain::join_numbers(&w.logits),
+                w.stale.len(),
+                order_text(&w.worst_order),
+                set_text(w.worst_set),
+                set_text(w.oracle)
+            ));
+        }
+        let pc = &self.positive_control;
+        out.push_str(&format!(
+            "  positive control: {} on the ascending order [{}] flagged sorted keeps {}, the oracle keeps {}: {}\n",
+            pc.stage,
+            order_text(&pc.order),
+            set_text(pc.subject),
+            set_text(pc.oracle),
+            if pc.fired() { "flagged" } else { "NOT FLAGGED" }
+        ));
+        out
+    }
+}

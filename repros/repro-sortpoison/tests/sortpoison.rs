@@ -1,0 +1,255 @@
+//! F2 on whichever build this test binary links (the root workspace: 0.1.161; legacy/: 0.1.154).
+//! Snapshots are named per build, so a change upstream shows up as a reviewed snapshot diff.
+
+use oracle::TokenId;
+use repro_sortpoison::chain::{self, Verdict};
+use repro_sortpoison::stage::StageDef;
+use repro_sortpoison::{audit, census, cli, fuzz, perm};
+use std::process::Command;
+use subject::{BuildInfo, Vocab};
+
+fn slug() -> String {
+    format!("b{}", BuildInfo::current().slug())
+}
+
+fn ids(v: &[i32]) -> Vec<TokenId> {
+    v.iter().map(|&i| TokenId(i)).collect()
+}
+
+#[test]
+fn published_chain_keeps_four_where_one_is_right() {
+    let case = cli::published();
+    let r = chain::run(&case).unwrap();
+    assert_eq!(r.subject.survivors, ids(&[0, 1, 2, 3]));
+    assert_eq!(r.oracle, ids(&[3]));
+    assert!(r.subject.sorted_flag);
+    assert_eq!(r.verdict, Verdict::Present);
+    insta::assert_snapshot!(
+        format!("published_chain_{}", slug()),
+        chain::to_text(&case, &r, &BuildInfo::current())
+    );
+}
+
+#[test]
+fn oracle_agrees_with_llama_cpp_on_honest_input() {
+    // The gate before any verdict: single stages, random orders, sorted = false.
+    let check = fuzz::oracle_check(0xC0FFEE, 5_000).unwrap();
+    assert!(check.passed(), "{}", check.to_text());
+    assert!(check.knife_edges < check.inputs / 20, "{}", check.to_text());
+}
+
+#[test]
+fn permutation_table_with_controls() {
+    let audit = perm::run().unwrap();
+    for row in &audit.rows {
+        assert!(row.honest_ok, "negative control failed for {}", row.sampler);
+        assert_eq!(row.skipped, 0, "the family is chosen tie-free");
+    }
+    assert!(
+        audit.positive_control.fired(),
+        "the positive control must fire"
+    );
+    insta::assert_snapshot!(format!("permutation_{}", slug()), audit.to_text());
+}
+
+#[test]
+fn permutation_detector_is_quiet_on_a_sound_sampler_and_fires_on_a_prefix_reader() {
+    // typical re-sorts by its own key, so it must give one set per multiset even when stale.
+    let logits = perm::family()[0].clone();
+    let typical = perm::run_case(
+        &StageDef::Typical {
+            p: 0.5,
+            min_keep: 1,
+        },
+        &logits,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(typical.stale.len(), 1);
+    let top_k = perm::run_case(&StageDef::TopK { k: 2 }, &logits[..4])
+        .unwrap()
+        .unwrap();
+    // A stale top_k keeps whichever two entries come first: all C(4,2) = 6 pairs occur.
+    assert_eq!(top_k.stale.len(), 6);
+    assert_eq!(top_k.permutations, 24);
+}
+
+#[test]
+fn injector_census() {
+    let vocab = Vocab::load(&audit::default_vocab_model());
+    assert!(
+        vocab.is_ok(),
+        "the census needs the SmolLM2 vocabulary: run `make models`"
+    );
+    let c = census::run(vocab).unwrap();
+    let class = |label: &str| {
+        c.rows
+            .iter()
+            .find(|r| r.label.starts_with(label))
+            .unwrap_or_else(|| panic!("no census row {label}"))
+            .class
+    };
+    // The published claim, checked by running: logit_bias and grammar leave the flag stale;
+    // penalties, dry and typical reset it.
+    assert_eq!(class("logit_bias"), census::Class::KeepsStale);
+    assert_eq!(class("grammar"), census::Class::KeepsStale);
+    assert_eq!(class("penalties"), census::Class::ResetsFlag);
+    assert_eq!(class("dry"), census::Class::ResetsFlag);
+    assert_eq!(class("typical"), census::Class::ResetsFlag);
+    assert_eq!(class("temp 0.5"), census::Class::NeverReorders);
+    insta::assert_snapshot!(format!("census_{}", slug()), c.to_text());
+}
+
+#[test]
+fn fuzzer_summary_and_minimized_cases() {
+    let r = fuzz::fuzz(fuzz::FUZZ_SEED, 5_000).unwrap();
+    assert_eq!(r.tried, 5_000);
+    assert_eq!(r.sound + r.unsound + r.undecided, r.tried);
+    for case in &r.minimized {
+        // Every minimized case is still unsound on its own, and no stage can be dropped.
+        let v = chain::run(case).unwrap().verdict;
+        assert_eq!(v, Verdict::Present, "{}", case.command());
+        for i in 0..case.stages.len() {
+            let mut smaller = case.clone();
+            smaller.stages.remove(i);
+            let still = smaller.validate().is_ok()
+                && chain::run(&smaller).unwrap().verdict == Verdict::Present;
+            assert!(!still, "stage {i} of {} is not needed", case.command());
+        }
+    }
+    insta::assert_snapshot!(format!("fuzzer_{}", slug()), r.to_text());
+}
+
+#[test]
+fn regression_cases() {
+    let text = include_str!("regressions.txt");
+    let mut out = String::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let case = cli::case_from_line(line).unwrap();
+        let r = chain::run(&case).unwrap();
+        let fmt = |v: &[TokenId]| {
+            v.iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        out.push_str(&format!(
+            "{:<9} subject {{{}}} oracle {{{}}} flag {:<5}  {}\n",
+            r.verdict.as_str(),
+            fmt(&r.subject.survivors),
+            fmt(&r.oracle),
+            r.subject.sorted_flag,
+            line
+        ));
+    }
+    insta::assert_snapshot!(format!("regressions_{}", slug()), out);
+}
+
+fn run_bin(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_repro-sortpoison"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn json_of_the_published_chain() {
+    let (code, stdout, stderr) = run_bin(&[
+        "--logits",
+        "4,3,2,1,0,-1,-2,-3",
+        "--stage",
+        "top_k=4",
+        "--stage",
+        "logit_bias=3:+6",
+        "--stage",
+        "top_p=0.8",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["build"], BuildInfo::current().tag());
+    assert_eq!(v["subject"], serde_json::json!([0, 1, 2, 3]));
+    assert_eq!(v["oracle"], serde_json::json!([3]));
+    assert_eq!(v["sorted_flag_after"], true);
+    assert_eq!(v["verdict"], "present");
+}
+
+#[test]
+fn order_preserving_chain_is_absent() {
+    let (code, stdout, _) = run_bin(&[
+        "--logits",
+        "1.5,-2,0.5,3",
+        "--stage",
+        "logit_bias=1:+4",
+        "--stage",
+        "top_k=3",
+        "--stage",
+        "top_p=0.9",
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["verdict"], "absent");
+    assert_eq!(v["subject"], v["oracle"]);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for args in [
+        &["--stage", "frobnicate=1"][..],
+        &["--stage", "top_p=1.5"],
+        &["--logits", "1,2,3", "--stage", "logit_bias=3:+1"],
+        &["--logits", "1,NaN,3", "--stage", "top_k=1"],
+        &["--logits", "1,inf", "--stage", "top_k=1"],
+        &["--logits", "", "--stage", "top_k=1"],
+        &["--logits", "1,2", "--stage", "xtc=0.5:0.1"],
+        &["--logits", "1,2", "--stage", "dist=3"],
+        &[
+            "--logits",
+            "1,2",
+            "--stage",
+            "penalties=-4:1.1",
+            "--history",
+            "0",
+        ],
+        &[
+            "--logits",
+            "1,2",
+            "--stage",
+            "penalties=4:1.1",
+            "--history",
+            "5",
+        ],
+        &["--audit", "--stage", "top_k=1"],
+        &["--no-such-flag"],
+    ] {
+        let (code, stdout, stderr) = run_bin(args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn same_command_same_bytes() {
+    let args = [
+        "--logits",
+        "2,1,0,-1",
+        "--stage",
+        "top_k=3",
+        "--stage",
+        "logit_bias=2:+3",
+        "--stage",
+        "min_p=0.2",
+    ];
+    assert_eq!(run_bin(&args), run_bin(&args));
+}
