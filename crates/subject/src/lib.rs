@@ -23,4 +23,4 @@ pub use oracle::TokenId;
 pub use probe::ProbeArray;
 pub use sampler::Sampler;
 pub use spec::{DryParams, SamplerSpec, MAX_WINDOW};
-pub use vocab::Vocab;
+pub use vocab::{models_cache, Vocab};

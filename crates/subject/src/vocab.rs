@@ -4,9 +4,18 @@ use anyhow::{bail, Context, Result};
 use llama_cpp_sys_2 as sys;
 use oracle::TokenId;
 use std::ffi::CString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::Arc;
+
+/// The folder `make models` fills: `$MODELS_CACHE` if set, else `models-cache/` at the
+/// repository root (found from this crate's own source folder, so it is the same from the
+/// root workspace and from `legacy/`).
+pub fn models_cache() -> PathBuf {
+    std::env::var_os("MODELS_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models-cache"))
+}
 
 /// Owns a `llama_model` loaded with `vocab_only = true` and frees it once, on drop.
 ///

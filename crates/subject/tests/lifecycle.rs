@@ -117,12 +117,7 @@ fn xtc_window_inside_the_buffer_is_read() {
 }
 
 fn smollm2() -> std::path::PathBuf {
-    std::env::var_os("MODELS_CACHE")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models-cache")
-        })
-        .join("smollm2.gguf")
+    subject::models_cache().join("smollm2.gguf")
 }
 
 #[test]

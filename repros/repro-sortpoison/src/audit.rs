@@ -22,10 +22,7 @@ pub const ORACLE_CHECK_INPUTS: usize = 20_000;
 
 /// The cached SmolLM2 model (`make models`), whose vocabulary the census uses.
 pub fn default_vocab_model() -> PathBuf {
-    let root = std::env::var_os("MODELS_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models-cache"));
-    root.join("smollm2.gguf")
+    subject::models_cache().join("smollm2.gguf")
 }
 
 pub struct Audit {

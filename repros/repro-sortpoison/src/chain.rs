@@ -143,6 +143,15 @@ pub fn join_numbers(xs: &[f32]) -> String {
         .join(",")
 }
 
+/// Bit-for-bit equality of two arrays (NaN probabilities compare equal to themselves).
+fn same_bits(a: &Candidates, b: &Candidates) -> bool {
+    a.sorted == b.sorted
+        && a.entries.len() == b.entries.len()
+        && a.entries.iter().zip(&b.entries).all(|(x, y)| {
+            x.id == y.id && x.logit.to_bits() == y.logit.to_bits() && x.p.to_bits() == y.p.to_bits()
+        })
+}
+
 pub fn really_sorted(c: &Candidates) -> bool {
     c.entries.windows(2).all(|w| w[0].logit >= w[1].logit)
 }
@@ -179,8 +188,9 @@ pub fn run_subject(case: &ChainCase) -> Result<SubjectRun> {
         });
     }
     ensure!(
-        replay.entries == cur.entries && replay.sorted == cur.sorted,
-        "the stage-by-stage replay disagrees with the chain (a stage with hidden state?)"
+        same_bits(&replay, &cur),
+        "the stage-by-stage replay of {} disagrees with the chain (a stage with hidden state?)",
+        case.command()
     );
     Ok(SubjectRun {
         survivors: finite_ids(&cur),
