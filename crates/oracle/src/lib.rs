@@ -6,6 +6,7 @@
 //! round, and each function is tested on its own before it judges anything.
 
 pub mod penalty;
+pub mod scope;
 pub mod truncation;
 pub mod window;
 

@@ -12,6 +12,7 @@
 
 mod build;
 mod candidates;
+mod model;
 mod probe;
 mod sampler;
 mod spec;
@@ -19,8 +20,9 @@ mod vocab;
 
 pub use build::BuildInfo;
 pub use candidates::{Candidate, Candidates};
+pub use model::{Context, Message, Model};
 pub use oracle::TokenId;
 pub use probe::ProbeArray;
 pub use sampler::Sampler;
 pub use spec::{DryParams, SamplerSpec, MAX_WINDOW};
-pub use vocab::{models_cache, Vocab};
+pub use vocab::Vocab;

@@ -4,18 +4,9 @@ use anyhow::{bail, Context, Result};
 use llama_cpp_sys_2 as sys;
 use oracle::TokenId;
 use std::ffi::CString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::Arc;
-
-/// The folder `make models` fills: `$MODELS_CACHE` if set, else `models-cache/` at the
-/// repository root (found from this crate's own source folder, so it is the same from the
-/// root workspace and from `legacy/`).
-pub fn models_cache() -> PathBuf {
-    std::env::var_os("MODELS_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models-cache"))
-}
 
 /// Owns a `llama_model` loaded with `vocab_only = true` and frees it once, on drop.
 ///
@@ -67,25 +58,7 @@ impl Vocab {
 
     /// The ids of `text`, without special tokens.
     pub fn tokenize(&self, text: &str) -> Result<Vec<TokenId>> {
-        let len = i32::try_from(text.len()).context("text too long to tokenize")?;
-        let mut out = vec![0i32; text.len() + 8];
-        // SAFETY: `text` and `out` are live for the call; `out` holds `out.len()` ids.
-        let n = unsafe {
-            sys::llama_tokenize(
-                self.raw(),
-                text.as_ptr().cast(),
-                len,
-                out.as_mut_ptr(),
-                out.len() as i32,
-                false,
-                false,
-            )
-        };
-        if n < 0 {
-            bail!("tokenizing {text:?} needs {} ids", -n);
-        }
-        out.truncate(n as usize);
-        Ok(out.into_iter().map(TokenId).collect())
+        tokenize_raw(self.raw(), text, false, false)
     }
 
     /// The text of one token (lossy UTF-8).
@@ -96,11 +69,49 @@ impl Vocab {
                 self.n_tokens()
             );
         }
-        let mut buf = vec![0u8; 256];
-        // SAFETY: `buf` is live and holds `buf.len()` bytes.
+        Ok(String::from_utf8_lossy(&decode_piece(self.raw(), id)?).into_owned())
+    }
+}
+
+/// `llama_tokenize` into an owned vector.
+pub(crate) fn tokenize_raw(
+    vocab: *const sys::llama_vocab,
+    text: &str,
+    add_special: bool,
+    parse_special: bool,
+) -> Result<Vec<TokenId>> {
+    let len = i32::try_from(text.len()).context("text too long to tokenize")?;
+    let mut out = vec![0i32; text.len() + 8];
+    for _ in 0..2 {
+        // SAFETY: `text` and `out` are live for the call; `out` holds `out.len()` ids.
+        let n = unsafe {
+            sys::llama_tokenize(
+                vocab,
+                text.as_ptr().cast(),
+                len,
+                out.as_mut_ptr(),
+                out.len() as i32,
+                add_special,
+                parse_special,
+            )
+        };
+        if n >= 0 {
+            out.truncate(n as usize);
+            return Ok(out.into_iter().map(TokenId).collect());
+        }
+        out = vec![0i32; (-n) as usize];
+    }
+    bail!("tokenizing {text:?} kept growing")
+}
+
+/// The bytes of one in-range token, control tokens rendered.
+pub(crate) fn decode_piece(vocab: *const sys::llama_vocab, id: TokenId) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; 64];
+    for _ in 0..2 {
+        // SAFETY: `buf` is live and holds `buf.len()` bytes; the id was range-checked.
         let n = unsafe {
             sys::llama_token_to_piece(
-                self.raw(),
+                vocab,
                 id.0,
                 buf.as_mut_ptr().cast(),
                 buf.len() as i32,
@@ -108,10 +119,11 @@ impl Vocab {
                 true,
             )
         };
-        if n < 0 {
-            bail!("token {id} has a piece longer than {} bytes", buf.len());
+        if n >= 0 {
+            buf.truncate(n as usize);
+            return Ok(buf);
         }
-        buf.truncate(n as usize);
-        Ok(String::from_utf8_lossy(&buf).into_owned())
+        buf = vec![0u8; (-n) as usize];
     }
+    bail!("token {id} has a piece that kept growing")
 }

@@ -117,7 +117,7 @@ fn xtc_window_inside_the_buffer_is_read() {
 }
 
 fn smollm2() -> std::path::PathBuf {
-    subject::models_cache().join("smollm2.gguf")
+    models::cache_dir().join(models::SMOLLM2.file)
 }
 
 #[test]

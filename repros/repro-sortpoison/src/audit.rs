@@ -22,7 +22,7 @@ pub const ORACLE_CHECK_INPUTS: usize = 20_000;
 
 /// The cached SmolLM2 model (`make models`), whose vocabulary the census uses.
 pub fn default_vocab_model() -> PathBuf {
-    subject::models_cache().join("smollm2.gguf")
+    models::cache_dir().join(models::SMOLLM2.file)
 }
 
 pub struct Audit {

@@ -1,0 +1,285 @@
+//! A model and a decoding context, through llama.cpp's C API.
+//!
+//! Loading, chat templating, tokenizing and decoding go through llama-cpp-sys-2 directly,
+//! so the same code builds against both pinned releases and no second binding (with its own
+//! llama.cpp build) enters the workspace. Decoding is deterministic on one machine: a fixed
+//! thread count, the prompt in one batch, then one token per batch, CPU only.
+
+use crate::vocab::decode_piece;
+use anyhow::{bail, ensure, Context as _, Result};
+use llama_cpp_sys_2 as sys;
+use oracle::TokenId;
+use std::ffi::CString;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// Owns a loaded `llama_model` and frees it once, on drop.
+#[derive(Debug)]
+pub struct Model {
+    raw: NonNull<sys::llama_model>,
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from llama_model_load_from_file and is freed only here; every
+        // context holds an Arc to this model, so none outlives it.
+        unsafe { sys::llama_model_free(self.raw.as_ptr()) }
+    }
+}
+
+/// One turn of a chat.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Model {
+    /// Loads all weights of the GGUF file at `path` on the CPU.
+    pub fn load(path: &Path) -> Result<Arc<Model>> {
+        crate::sampler::quiet_logs();
+        ensure!(
+            path.is_file(),
+            "model file {} does not exist",
+            path.display()
+        );
+        let c_path = CString::new(path.as_os_str().as_encoded_bytes())
+            .context("model path contains a NUL byte")?;
+        // SAFETY: params by value, a live NUL-terminated path; llama.cpp catches its own
+        // loading exceptions and returns NULL.
+        let raw = unsafe {
+            sys::llama_backend_init();
+            let mut params = sys::llama_model_default_params();
+            params.n_gpu_layers = 0;
+            sys::llama_model_load_from_file(c_path.as_ptr(), params)
+        };
+        let raw = NonNull::new(raw).with_context(|| {
+            format!(
+                "llama.cpp could not load {} (not a GGUF model?)",
+                path.display()
+            )
+        })?;
+        Ok(Arc::new(Model { raw }))
+    }
+
+    fn vocab(&self) -> *const sys::llama_vocab {
+        // SAFETY: live model; the vocab lives as long as it.
+        unsafe { sys::llama_model_get_vocab(self.raw.as_ptr()) }
+    }
+
+    pub fn n_vocab(&self) -> i32 {
+        // SAFETY: live vocab.
+        unsafe { sys::llama_vocab_n_tokens(self.vocab()) }
+    }
+
+    /// End of generation (eos, eot, im_end, ...).
+    pub fn is_eog(&self, id: TokenId) -> bool {
+        // SAFETY: live vocab; any id is accepted.
+        unsafe { sys::llama_vocab_is_eog(self.vocab(), id.0) }
+    }
+
+    /// Tokenizes `text`; `add_special` adds BOS/EOS as the model asks, `parse_special` reads
+    /// control tokens such as `<|im_start|>` written in the text.
+    pub fn tokenize(
+        &self,
+        text: &str,
+        add_special: bool,
+        parse_special: bool,
+    ) -> Result<Vec<TokenId>> {
+        crate::vocab::tokenize_raw(self.vocab(), text, add_special, parse_special)
+    }
+
+    /// The bytes of one token, control tokens rendered as their text.
+    pub fn token_bytes(&self, id: TokenId) -> Result<Vec<u8>> {
+        ensure!(
+            id.0 >= 0 && id.0 < self.n_vocab(),
+            "token id {id} is outside the vocabulary of {}",
+            self.n_vocab()
+        );
+        decode_piece(self.vocab(), id)
+    }
+
+    /// The text of a token sequence: bytes joined first, then decoded once, so a character
+    /// split over several tokens comes out whole.
+    pub fn detokenize(&self, ids: &[TokenId]) -> Result<String> {
+        let mut bytes = Vec::new();
+        for &id in ids {
+            bytes.extend(self.token_bytes(id)?);
+        }
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// The conversation rendered with the model's own chat template (llama.cpp's built-in
+    /// implementation of it), ending with the assistant's turn opened. `fallback` names one of
+    /// llama.cpp's built-in templates (`gemma`, `chatml`, ...) for a file that carries none.
+    pub fn chat_prompt(&self, messages: &[Message], fallback: Option<&str>) -> Result<String> {
+        // SAFETY: live model; NULL name asks for the default template.
+        let own = unsafe { sys::llama_model_chat_template(self.raw.as_ptr(), std::ptr::null()) };
+        let fallback = fallback
+            .map(CString::new)
+            .transpose()
+            .context("template name contains a NUL byte")?;
+        let tmpl = match (own.is_null(), &fallback) {
+            (false, _) => own,
+            (true, Some(name)) => name.as_ptr(),
+            (true, None) => bail!("the model file carries no chat template"),
+        };
+        let roles: Vec<CString> = messages
+            .iter()
+            .map(|m| CString::new(m.role.as_str()))
+            .collect::<Result<_, _>>()
+            .context("a role contains a NUL byte")?;
+        let contents: Vec<CString> = messages
+            .iter()
+            .map(|m| CString::new(m.content.as_str()))
+            .collect::<Result<_, _>>()
+            .context("a message contains a NUL byte")?;
+        let chat: Vec<sys::llama_chat_message> = roles
+            .iter()
+            .zip(&contents)
+            .map(|(r, c)| sys::llama_chat_message {
+                role: r.as_ptr(),
+                content: c.as_ptr(),
+            })
+            .collect();
+        let mut buf = vec![
+            0u8;
+            4096 + contents
+                .iter()
+                .map(|c| 2 * c.as_bytes().len())
+                .sum::<usize>()
+        ];
+        for _ in 0..2 {
+            // SAFETY: `chat` points into `roles`/`contents`, alive for the call; `buf` holds
+            // `buf.len()` bytes.
+            let n = unsafe {
+                sys::llama_chat_apply_template(
+                    tmpl,
+                    chat.as_ptr(),
+                    chat.len(),
+                    true,
+                    buf.as_mut_ptr().cast(),
+                    buf.len() as i32,
+                )
+            };
+            ensure!(
+                n >= 0,
+                "llama.cpp does not support this model's chat template"
+            );
+            if (n as usize) <= buf.len() {
+                buf.truncate(n as usize);
+                return String::from_utf8(buf).context("the rendered template is not UTF-8");
+            }
+            buf = vec![0u8; n as usize];
+        }
+        bail!("the rendered chat template kept growing")
+    }
+
+    /// The model's description, e.g. `llama 135M Q4_1`.
+    pub fn describe(&self) -> String {
+        let mut buf = vec![0u8; 256];
+        // SAFETY: `buf` holds `buf.len()` bytes.
+        let n =
+            unsafe { sys::llama_model_desc(self.raw.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        buf.truncate(n.max(0) as usize);
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+}
+
+/// A decoding context over one model: a KV cache of `n_ctx` positions.
+#[derive(Debug)]
+pub struct Context {
+    raw: NonNull<sys::llama_context>,
+    model: Arc<Model>,
+    n_ctx: usize,
+    /// Tokens decoded since the last clear.
+    n_past: usize,
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from llama_init_from_model and is freed only here, before the
+        // Arc to its model is released (fields drop after this body).
+        unsafe { sys::llama_free(self.raw.as_ptr()) }
+    }
+}
+
+impl Context {
+    /// A context of `n_ctx` positions decoding on `threads` CPU threads.
+    pub fn new(model: &Arc<Model>, n_ctx: u32, threads: i32) -> Result<Context> {
+        ensure!(n_ctx >= 8, "context size must be at least 8, got {n_ctx}");
+        ensure!(
+            threads >= 1,
+            "thread count must be at least 1, got {threads}"
+        );
+        // SAFETY: params by value; live model. NULL means failure (exceptions are caught).
+        let raw = unsafe {
+            let mut p = sys::llama_context_default_params();
+            p.n_ctx = n_ctx;
+            p.n_batch = n_ctx;
+            p.n_ubatch = n_ctx;
+            p.n_seq_max = 1;
+            p.n_threads = threads;
+            p.n_threads_batch = threads;
+            p.no_perf = true;
+            sys::llama_init_from_model(model.raw.as_ptr(), p)
+        };
+        let raw = NonNull::new(raw).context("llama.cpp could not create a context")?;
+        Ok(Context {
+            raw,
+            model: Arc::clone(model),
+            n_ctx: n_ctx as usize,
+            n_past: 0,
+        })
+    }
+
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+
+    /// Forgets everything decoded so far.
+    pub fn clear(&mut self) {
+        // SAFETY: live context; its memory handle lives as long as it.
+        unsafe { sys::llama_memory_clear(sys::llama_get_memory(self.raw.as_ptr()), true) };
+        self.n_past = 0;
+    }
+
+    /// Decodes `tokens` as one batch after what is already in the cache.
+    pub fn decode(&mut self, tokens: &[TokenId]) -> Result<()> {
+        ensure!(!tokens.is_empty(), "nothing to decode");
+        ensure!(
+            self.n_past + tokens.len() <= self.n_ctx,
+            "the sequence would exceed the context of {} tokens",
+            self.n_ctx
+        );
+        let n_vocab = self.model.n_vocab();
+        let mut ids: Vec<i32> = Vec::with_capacity(tokens.len());
+        for t in tokens {
+            ensure!(
+                t.0 >= 0 && t.0 < n_vocab,
+                "token id {t} is outside the vocabulary"
+            );
+            ids.push(t.0);
+        }
+        // SAFETY: `ids` lives for the call; the batch only borrows it.
+        let rc = unsafe {
+            let batch = sys::llama_batch_get_one(ids.as_mut_ptr(), ids.len() as i32);
+            sys::llama_decode(self.raw.as_ptr(), batch)
+        };
+        ensure!(rc == 0, "llama_decode failed with code {rc}");
+        self.n_past += tokens.len();
+        Ok(())
+    }
+
+    /// The logits after the last decoded token, one per vocabulary id.
+    pub fn logits(&self) -> Result<Vec<f32>> {
+        ensure!(self.n_past > 0, "nothing decoded yet");
+        let n = self.model.n_vocab() as usize;
+        // SAFETY: the last batch asked for the last token's logits (llama_batch_get_one does);
+        // the row holds n_vocab floats, copied at once.
+        let row = unsafe { sys::llama_get_logits_ith(self.raw.as_ptr(), -1) };
+        ensure!(!row.is_null(), "llama.cpp returned no logits");
+        Ok(unsafe { std::slice::from_raw_parts(row, n) }.to_vec())
+    }
+}

@@ -1,0 +1,166 @@
+//! Command-line parsing and the two modes: one prompt (default) and `--audit`.
+
+use crate::run::{self, LoadedModel, RunConfig};
+use crate::{audit, scope};
+use anyhow::{ensure, Context, Result};
+use clap::Parser;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Exit code for input the command refuses (bad flags, bad values, a missing model).
+pub const EXIT_BAD_INPUT: i32 = 2;
+/// Exit code for a run that could not complete.
+pub const EXIT_FAILED: i32 = 1;
+
+pub const PUBLISHED_PROMPT: &str = "How do you say thank you in Chinese?";
+pub const DEFAULT_SCOPES: &str = "all,64,128,gen:64,llama:64";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "repro-scope",
+    about = "F3: one repetition penalty, different scopes: where does greedy output part ways?"
+)]
+pub struct Args {
+    /// smollm2, gemma3 (the files `make models` caches) or a path to a GGUF file.
+    #[arg(long, default_value = "smollm2")]
+    pub model: String,
+    /// The user turn, sent through the model's chat template.
+    #[arg(long, default_value = PUBLISHED_PROMPT)]
+    pub prompt: String,
+    /// Repetition penalty theta (> 0).
+    #[arg(long, default_value_t = 1.3, allow_negative_numbers = true)]
+    pub penalty: f32,
+    /// Maximum number of generated tokens.
+    #[arg(long, default_value_t = 120, allow_negative_numbers = true)]
+    pub max_new: i64,
+    /// Comma-separated scopes: all, N (last N tokens of the sequence), gen:N (last N
+    /// generated tokens), llama:N (llama.cpp's penalties sampler, window N, prompt accepted).
+    #[arg(long, default_value = DEFAULT_SCOPES)]
+    pub scopes: String,
+    /// Generated tokens (under all) in the context of the single-vector table.
+    #[arg(long, default_value_t = 60, allow_negative_numbers = true)]
+    pub vector_at: i64,
+    /// CPU threads for decoding (fixed, so runs are byte-identical).
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
+    pub threads: i64,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Run the published prompt, the scope sweep over the prompt corpus, and write
+    /// results/scope.<build>.json and results/scope-sweep.<build>.svg.
+    #[arg(long)]
+    pub audit: bool,
+    /// Where --audit writes.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+}
+
+pub fn config(args: &Args) -> Result<RunConfig> {
+    ensure!(
+        args.penalty.is_finite() && args.penalty > 0.0,
+        "--penalty must be a finite number > 0, got {}",
+        args.penalty
+    );
+    ensure!(
+        (1..=4096).contains(&args.max_new),
+        "--max-new must be in 1..=4096, got {}",
+        args.max_new
+    );
+    ensure!(
+        (1..=64).contains(&args.threads),
+        "--threads must be in 1..=64, got {}",
+        args.threads
+    );
+    ensure!(
+        args.vector_at >= 0,
+        "--vector-at must be >= 0, got {}",
+        args.vector_at
+    );
+    ensure!(!args.prompt.trim().is_empty(), "--prompt is empty");
+    Ok(RunConfig {
+        prompt: args.prompt.clone(),
+        theta: args.penalty,
+        max_new: args.max_new as usize,
+        scopes: scope::parse_list(&args.scopes).context("--scopes")?,
+        threads: args.threads as i32,
+        vector_at: args.vector_at as usize,
+    })
+}
+
+/// The published run: the defaults of every flag.
+pub fn published_config() -> RunConfig {
+    let args = Args::try_parse_from(["repro-scope"]).expect("the defaults parse");
+    config(&args).expect("the defaults are valid")
+}
+
+/// Parses `argv` and runs; returns the process exit code. Errors are one line on stderr.
+pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
+    let args = match Args::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                print!("{e}");
+                return 0;
+            }
+            eprintln!(
+                "{}",
+                e.to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or("error: invalid arguments")
+            );
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let prepared = config(&args).and_then(|cfg| {
+        let choice = models::resolve(&args.model)?;
+        Ok((cfg, choice))
+    });
+    let (cfg, choice) = match prepared {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e));
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let loaded = match LoadedModel::load(choice) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e));
+            return EXIT_BAD_INPUT;
+        }
+    };
+    match execute(&args, &cfg, &loaded) {
+        Ok(out) => {
+            print!("{out}");
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e));
+            EXIT_FAILED
+        }
+    }
+}
+
+fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").replace('\n', " ")
+}
+
+fn execute(args: &Args, cfg: &RunConfig, m: &LoadedModel) -> Result<String> {
+    if !args.audit {
+        let r = run::run(m, cfg)?;
+        return Ok(if args.json {
+            format!("{}\n", r.to_json())
+        } else {
+            r.to_text()
+        });
+    }
+    let a = audit::run(m, cfg, audit::SweepPlan::full())?;
+    a.write(&args.results)?;
+    Ok(if args.json {
+        serde_json::to_string_pretty(&a.to_json())? + "\n"
+    } else {
+        a.to_text()
+    })
+}

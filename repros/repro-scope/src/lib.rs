@@ -1,0 +1,11 @@
+//! F3: repetition-penalty scope. The binary is a thin shell over these modules so the tests
+//! can call every part directly.
+
+pub mod audit;
+pub mod cli;
+pub mod decode;
+pub mod plot;
+pub mod run;
+pub mod scope;
+pub mod sweep;
+pub mod vector;

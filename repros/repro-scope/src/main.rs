@@ -1,0 +1,29 @@
+//! F3, `penalty-scope-divergence`: the same sign-branched repetition penalty (theta 1.3,
+//! once per distinct id) applied over different scopes of the sequence sends greedy
+//! decoding down different paths, silently: transformers penalizes the whole sequence,
+//! prompt included; candle's examples pass the last 128 or 64 tokens; llama.cpp penalizes
+//! its `penalty_last_n` window of accepted tokens.
+//!
+//! Mechanism: identical formula, different sets of penalized ids. Once the window slides
+//! past the system prompt and the user turn, their tokens stop being penalized under a
+//! window but stay penalized under `all`, and the argmax eventually differs.
+//!
+//! Builds: llama-cpp-sys-2 0.1.161 and 0.1.154; models SmolLM2-135M-Instruct Q4_1 (default)
+//! and Gemma3-270M Q4_K_M from `make models`, or any GGUF path.
+//!
+//! Output: per scope, the first generated index where it differs from `all` and where it
+//! stopped (eos or the limit), the texts, the single-vector table (logits changed per scope,
+//! max |diff| against `all`, the ids only `all` penalizes with their positions), the
+//! cross-checks, and `penalty-scope-divergence: present|absent on <build>`. `--json` prints
+//! one object; `--audit` adds the scope sweep over the prompt corpus and writes
+//! `results/scope.<build>.json` and `results/scope-sweep.<build>.svg`.
+
+fn main() {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!(
+            "error: internal error: {}",
+            info.to_string().replace('\n', " ")
+        );
+    }));
+    std::process::exit(repro_scope::cli::main(std::env::args_os()));
+}

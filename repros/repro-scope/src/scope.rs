@@ -1,0 +1,97 @@
+//! A `--scopes` entry: `all`, `N`, `gen:N` or `llama:N`.
+
+use anyhow::{bail, ensure, Result};
+use oracle::scope::Scope;
+
+/// One penalty scope as the command line names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ScopeSpec {
+    /// Computed by the oracle.
+    Oracle(Scope),
+    /// llama.cpp's own penalties sampler with `penalty_last_n = N`, the prompt accepted into
+    /// it (as llama-server does), followed by its greedy sampler.
+    Llama(usize),
+}
+
+impl ScopeSpec {
+    pub fn parse(text: &str) -> Result<ScopeSpec> {
+        let t = text.trim();
+        let number = |s: &str| -> Result<usize> {
+            s.parse::<usize>().map_err(|_| {
+                anyhow::anyhow!("scope '{t}': '{s}' is not a non-negative window length")
+            })
+        };
+        Ok(if t == "all" {
+            ScopeSpec::Oracle(Scope::All)
+        } else if let Some(n) = t.strip_prefix("gen:") {
+            ScopeSpec::Oracle(Scope::Generated(number(n)?))
+        } else if let Some(n) = t.strip_prefix("llama:") {
+            let n = number(n)?;
+            ensure!(
+                n <= subject::MAX_WINDOW as usize,
+                "scope '{t}': llama.cpp's window must be <= {}",
+                subject::MAX_WINDOW
+            );
+            ScopeSpec::Llama(n)
+        } else if t.chars().all(|c| c.is_ascii_digit()) && !t.is_empty() {
+            ScopeSpec::Oracle(Scope::Last(number(t)?))
+        } else {
+            bail!("unknown scope '{t}' (use all, N, gen:N or llama:N)")
+        })
+    }
+
+    pub fn is_all(&self) -> bool {
+        *self == ScopeSpec::Oracle(Scope::All)
+    }
+}
+
+impl std::fmt::Display for ScopeSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScopeSpec::Oracle(Scope::All) => write!(f, "all"),
+            ScopeSpec::Oracle(Scope::Last(n)) => write!(f, "{n}"),
+            ScopeSpec::Oracle(Scope::Generated(n)) => write!(f, "gen:{n}"),
+            ScopeSpec::Llama(n) => write!(f, "llama:{n}"),
+        }
+    }
+}
+
+/// Parses `all,64,gen:64,llama:64`; `all` is always included (it is the reference) and
+/// duplicates are refused.
+pub fn parse_list(text: &str) -> Result<Vec<ScopeSpec>> {
+    let mut out = vec![ScopeSpec::Oracle(Scope::All)];
+    for part in text.split(',') {
+        let s = ScopeSpec::parse(part)?;
+        if s.is_all() {
+            continue;
+        }
+        ensure!(!out.contains(&s), "scope '{s}' is listed twice");
+        out.push(s);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_back() {
+        for t in ["all", "64", "gen:64", "llama:64", "0", "100000"] {
+            assert_eq!(ScopeSpec::parse(t).unwrap().to_string(), t);
+        }
+        for bad in [
+            "",
+            "-1",
+            "gen:",
+            "llama:x",
+            "last:4",
+            "64.5",
+            "llama:99999999",
+        ] {
+            assert!(ScopeSpec::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_list("64,all,128").unwrap().len(), 3);
+        assert!(parse_list("64,64").is_err());
+    }
+}

@@ -1,0 +1,231 @@
+//! The scope sweep: windows of several lengths over a corpus of prompts, each compared with
+//! `all` (how often and how early does a window part ways?).
+
+use crate::decode::{Decoder, Stop};
+use crate::run::LoadedModel;
+use crate::scope::ScopeSpec;
+use anyhow::{ensure, Result};
+use oracle::scope::Scope;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Prompts of `sweep-prompts.txt`: `(kind, prompt)`.
+pub fn corpus() -> Vec<(String, String)> {
+    include_str!("../sweep-prompts.txt")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (kind, prompt) = l.split_once('\t').expect("KIND<TAB>PROMPT");
+            (kind.to_string(), prompt.to_string())
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepPlan {
+    pub prompts: Vec<(String, String)>,
+    pub windows: Vec<usize>,
+    pub max_new: usize,
+}
+
+impl SweepPlan {
+    /// What `make audit` runs.
+    pub fn full() -> SweepPlan {
+        SweepPlan {
+            prompts: corpus(),
+            windows: vec![16, 32, 64, 128, 256],
+            max_new: 160,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub diverges_at: Option<usize>,
+    pub stopped_at: usize,
+    pub stop: Stop,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptRow {
+    pub kind: String,
+    pub prompt: String,
+    pub prompt_tokens: usize,
+    pub all_stopped_at: usize,
+    pub all_stop: Stop,
+    pub cells: Vec<Cell>,
+    /// Cross-checks on this prompt: oracle `all` = llama.cpp full window on every step,
+    /// changed = non-zero ids in scope on every step, windows covering the sequence = `all`.
+    pub checks_pass: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sweep {
+    pub plan: SweepPlan,
+    pub theta: f32,
+    pub rows: Vec<PromptRow>,
+}
+
+pub fn run(m: &LoadedModel, plan: &SweepPlan, theta: f32, threads: i32) -> Result<Sweep> {
+    ensure!(!plan.prompts.is_empty(), "the sweep has no prompts");
+    let mut rows = Vec::new();
+    for (kind, prompt) in &plan.prompts {
+        let ids = m.chat_ids(prompt)?;
+        let whole = ids.len() + plan.max_new;
+        let mut dec = Decoder::new(
+            Arc::clone(&m.model),
+            ids.clone(),
+            theta,
+            plan.max_new,
+            threads,
+        )?;
+        let all = dec.greedy(ScopeSpec::Oracle(Scope::All), plan.max_new)?;
+        let mut cells = Vec::new();
+        let mut ok = all.checks.llama_full_window_mismatches == 0
+            && all.checks.changed_count_mismatches == 0;
+        for &w in &plan.windows {
+            let t = dec.greedy(ScopeSpec::Oracle(Scope::Last(w)), plan.max_new)?;
+            ok &= t.checks.changed_count_mismatches == 0;
+            cells.push(Cell {
+                diverges_at: t.diverges_from(&all),
+                stopped_at: t.stopped_at(),
+                stop: t.stop,
+            });
+        }
+        for s in [
+            ScopeSpec::Oracle(Scope::Last(whole)),
+            ScopeSpec::Llama(whole),
+        ] {
+            let t = dec.greedy(s, plan.max_new)?;
+            ok &= t.tokens == all.tokens && t.checks.greedy_mismatches == 0;
+        }
+        rows.push(PromptRow {
+            kind: kind.clone(),
+            prompt: prompt.clone(),
+            prompt_tokens: ids.len(),
+            all_stopped_at: all.stopped_at(),
+            all_stop: all.stop,
+            cells,
+            checks_pass: ok,
+        });
+    }
+    Ok(Sweep {
+        plan: plan.clone(),
+        theta,
+        rows,
+    })
+}
+
+/// Per window: prompts that diverged, and the earliest and median divergence index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowSummary {
+    pub window: usize,
+    pub diverged: usize,
+    pub earliest: Option<usize>,
+    pub median: Option<usize>,
+}
+
+impl Sweep {
+    pub fn checks_pass(&self) -> bool {
+        self.rows.iter().all(|r| r.checks_pass)
+    }
+
+    pub fn summary(&self) -> Vec<WindowSummary> {
+        self.plan
+            .windows
+            .iter()
+            .enumerate()
+            .map(|(i, &window)| {
+                let mut d: Vec<usize> = self
+                    .rows
+                    .iter()
+                    .filter_map(|r| r.cells[i].diverges_at)
+                    .collect();
+                d.sort();
+                WindowSummary {
+                    window,
+                    diverged: d.len(),
+                    earliest: d.first().copied(),
+                    // Lower median: an actual observed index, never an average of two.
+                    median: (!d.is_empty()).then(|| d[(d.len() - 1) / 2]),
+                }
+            })
+            .collect()
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "windows": self.plan.windows,
+            "max_new": self.plan.max_new,
+            "penalty": self.theta,
+            "checks_pass": self.checks_pass(),
+            "summary": self.summary().iter().map(|s| json!({
+                "window": s.window,
+                "prompts": self.rows.len(),
+                "diverged": s.diverged,
+                "earliest": s.earliest,
+                "median": s.median,
+            })).collect::<Vec<_>>(),
+            "prompts": self.rows.iter().map(|r| json!({
+                "kind": r.kind,
+                "prompt": r.prompt,
+                "prompt_tokens": r.prompt_tokens,
+                "all_stopped_at": r.all_stopped_at,
+                "all_stop": r.all_stop.as_str(),
+                "checks_pass": r.checks_pass,
+                "windows": self.plan.windows.iter().zip(&r.cells).map(|(w, c)| json!({
+                    "window": w,
+                    "diverges_at": c.diverges_at,
+                    "stopped_at": c.stopped_at,
+                    "stop": c.stop.as_str(),
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "scope sweep: last-N windows vs all, penalty {}, up to {} new tokens, {} prompts\n  first index where the window differs from all ('-' = never; stop of all in brackets)\n  {:<6} {:>6} {:>10}",
+            self.theta,
+            self.plan.max_new,
+            self.rows.len(),
+            "kind",
+            "prompt",
+            "all stops"
+        );
+        for w in &self.plan.windows {
+            out.push_str(&format!(" {:>6}", format!("N={w}")));
+        }
+        out.push_str("  checks\n");
+        for r in &self.rows {
+            out.push_str(&format!(
+                "  {:<6} {:>6} {:>10}",
+                r.kind,
+                r.prompt_tokens,
+                format!("{} ({})", r.all_stopped_at, r.all_stop.as_str())
+            ));
+            for c in &r.cells {
+                out.push_str(&format!(
+                    " {:>6}",
+                    c.diverges_at.map_or("-".to_string(), |d| d.to_string())
+                ));
+            }
+            out.push_str(&format!(
+                "  {}  {:?}\n",
+                if r.checks_pass { "ok" } else { "FAIL" },
+                r.prompt
+            ));
+        }
+        for s in self.summary() {
+            out.push_str(&format!(
+                "  N={:<4} diverged on {:>2} of {} prompts; earliest {}, median {}\n",
+                s.window,
+                s.diverged,
+                self.rows.len(),
+                s.earliest.map_or("-".to_string(), |d| d.to_string()),
+                s.median.map_or("-".to_string(), |d| d.to_string())
+            ));
+        }
+        out
+    }
+}

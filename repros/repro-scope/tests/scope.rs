@@ -1,0 +1,168 @@
+//! F3 on whichever build this test binary links (the root workspace: 0.1.161; legacy/: 0.1.154),
+//! with SmolLM2 from `make models`. Greedy decoding on a fixed thread count is deterministic on
+//! this machine kind, so trajectories and the single-vector table are pinned per build.
+
+use repro_scope::cli;
+use repro_scope::run::{self, LoadedModel};
+use repro_scope::scope::ScopeSpec;
+use repro_scope::sweep::{self, SweepPlan};
+use std::process::Command;
+use subject::BuildInfo;
+
+/// Decoding spins two ggml threads; two decoders at once on this 2-core machine slow each other
+/// down many times over, so every test that decodes (in-process or via the binary) holds this.
+static DECODER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    DECODER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn slug() -> String {
+    format!("b{}", BuildInfo::current().slug())
+}
+
+fn smollm2() -> LoadedModel {
+    LoadedModel::load(models::resolve("smollm2").expect("run `make models` first")).unwrap()
+}
+
+#[test]
+fn published_prompt_with_cross_checks() {
+    let _serial = one_at_a_time();
+    let m = smollm2();
+    let cfg = cli::published_config();
+    let r = run::run(&m, &cfg).unwrap();
+    assert_eq!(
+        r.prompt_ids.len(),
+        39,
+        "the published run has 39 prompt tokens"
+    );
+    let c = r.cross_checks();
+    assert!(c.pass(), "{c:?}");
+    assert_eq!(c.all_vs_llama_full_window_steps, r.all().tokens.len());
+    // llama.cpp's own window of 64 and the oracle's last-64 are the same scope.
+    let by = |s: &str| {
+        let spec = ScopeSpec::parse(s).unwrap();
+        r.trajectories.iter().find(|t| t.scope == spec).unwrap()
+    };
+    assert_eq!(by("64").tokens, by("llama:64").tokens);
+    insta::assert_snapshot!(format!("published_{}", slug()), r.to_text());
+}
+
+#[test]
+fn sweep_subset() {
+    let _serial = one_at_a_time();
+    let m = smollm2();
+    let corpus = sweep::corpus();
+    assert!(corpus.len() >= 10);
+    let plan = SweepPlan {
+        prompts: ["code", "json"]
+            .iter()
+            .map(|kind| corpus.iter().find(|(k, _)| k == kind).unwrap().clone())
+            .collect(),
+        windows: vec![16, 64],
+        max_new: 48,
+    };
+    let s = sweep::run(&m, &plan, 1.3, 2).unwrap();
+    assert!(s.checks_pass(), "{}", s.to_text());
+    let svg = repro_scope::plot::svg(&s, "test");
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    insta::assert_snapshot!(format!("sweep_subset_{}", slug()), s.to_text());
+}
+
+fn run_bin(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_repro-scope"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn json_shape_and_windows_longer_than_the_sequence() {
+    let _serial = one_at_a_time();
+    let args = [
+        "--prompt",
+        "Name three colours.",
+        "--max-new",
+        "12",
+        "--scopes",
+        "all,4,gen:4,llama:4,100000,llama:5000",
+        "--json",
+    ];
+    let (code, stdout, stderr) = run_bin(&args, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["build"], BuildInfo::current().tag());
+    assert_eq!(v["model"], "smollm2");
+    assert!(v["prompt_tokens"].as_u64().unwrap() > 0);
+    for s in ["all", "4", "gen:4", "llama:4", "100000", "llama:5000"] {
+        let t = &v["scopes"][s];
+        assert!(t["tokens"].is_array() && t["text"].is_string(), "{s}");
+        assert!(t["stopped_at"].is_u64(), "{s}");
+        assert!(t["stop"] == "eos" || t["stop"] == "limit", "{s}");
+    }
+    assert!(v["scopes"]["all"]["diverges_at"].is_null());
+    // Windows longer than the sequence are the whole sequence.
+    assert!(v["scopes"]["100000"]["diverges_at"].is_null());
+    assert!(v["scopes"]["llama:5000"]["diverges_at"].is_null());
+    assert_eq!(v["cross_checks"]["pass"], true);
+    // Same command, same bytes.
+    assert_eq!(run_bin(&args, &[]).1, stdout);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let _serial = one_at_a_time();
+    let corrupt_dir = std::env::temp_dir().join("sampler-audit-scope-corrupt");
+    std::fs::create_dir_all(&corrupt_dir).unwrap();
+    std::fs::write(
+        corrupt_dir.join("smollm2.gguf"),
+        b"GGUF\x03\0\0\0 truncated",
+    )
+    .unwrap();
+    let garbage = corrupt_dir.join("garbage.gguf");
+    std::fs::write(&garbage, vec![7u8; 4096]).unwrap();
+    let garbage = garbage.to_string_lossy().into_owned();
+    let corrupt = corrupt_dir.to_string_lossy().into_owned();
+    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, &str)> = vec![
+        (vec!["--model", "nope"], vec![], "neither"),
+        (
+            vec!["--model", "/nonexistent/model.gguf"],
+            vec![],
+            "neither",
+        ),
+        (vec!["--model", &garbage], vec![], "could not load"),
+        (
+            vec!["--model", "smollm2"],
+            vec![("MODELS_CACHE", &corrupt)],
+            "make models",
+        ),
+        (
+            vec!["--model", "gemma3"],
+            vec![("MODELS_CACHE", &corrupt)],
+            "make models",
+        ),
+        (vec!["--penalty", "-1"], vec![], "--penalty"),
+        (vec!["--penalty", "nan"], vec![], "--penalty"),
+        (vec!["--max-new", "0"], vec![], "--max-new"),
+        (vec!["--scopes", "64,foo"], vec![], "scope"),
+        (vec!["--scopes", "llama:-1"], vec![], "scope"),
+        (vec!["--threads", "0"], vec![], "--threads"),
+        (vec!["--prompt", " "], vec![], "--prompt"),
+        (vec!["--no-such-flag"], vec![], ""),
+    ];
+    for (args, env, needle) in cases {
+        let (code, stdout, stderr) = run_bin(&args, &env);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error"), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}
