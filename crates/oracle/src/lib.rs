@@ -5,6 +5,7 @@
 //! can check it by eye. Subjects are judged against these functions, never the other way
 //! round, and each function is tested on its own before it judges anything.
 
+pub mod gauge;
 pub mod penalty;
 pub mod scope;
 pub mod truncation;

@@ -139,6 +139,56 @@ impl Sampler {
         candidates.with_raw(|arr| unsafe { sys::llama_sampler_apply(raw, arr) })
     }
 
+    /// Applies a stage that keeps the array's order and length (penalties, logit_bias, temp,
+    /// a chain of those) to `logits` laid out as ids `0..n`, and returns the logits it left.
+    ///
+    /// The fast path for large vocabularies: ids are `0..n` by construction, so the per-call
+    /// duplicate check of [`Sampler::apply`] is not needed; the logits are still checked.
+    pub fn apply_in_id_order(&mut self, logits: &[f32]) -> Result<Vec<f32>> {
+        if logits.is_empty() {
+            bail!("the candidate array is empty (llama.cpp asserts size > 0)");
+        }
+        if let Some(n) = self.n_vocab {
+            if logits.len() > n as usize {
+                bail!(
+                    "{} logits for a sampler built for a vocabulary of {n}",
+                    logits.len()
+                );
+            }
+        }
+        if let Some(i) = logits
+            .iter()
+            .position(|l| l.is_nan() || *l == f32::INFINITY)
+        {
+            bail!("logit {i} is {}; logits must be finite or -inf", logits[i]);
+        }
+        let mut data: Vec<sys::llama_token_data> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &logit)| sys::llama_token_data {
+                id: i as i32,
+                logit,
+                p: 0.0,
+            })
+            .collect();
+        let ptr = data.as_mut_ptr();
+        let mut raw = sys::llama_token_data_array {
+            data: ptr,
+            size: data.len(),
+            selected: -1,
+            sorted: false,
+        };
+        // SAFETY: the header points at `data`, which lives for the whole call.
+        unsafe { sys::llama_sampler_apply(self.raw.as_ptr(), &mut raw) };
+        let in_place = raw.data == ptr
+            && raw.size == data.len()
+            && data.iter().enumerate().all(|(i, d)| d.id == i as i32);
+        if !in_place {
+            bail!("sampler '{}' reordered or resized the array", self.name());
+        }
+        Ok(data.into_iter().map(|d| d.logit).collect())
+    }
+
     /// Calls `llama_sampler_apply` on a header the caller built.
     ///
     /// # Safety

@@ -1,31 +1,17 @@
-//! Greedy decoding with a repetition penalty over one scope.
-//!
-//! Every trajectory starts from a cleared context: the prompt is decoded as one batch, then
-//! one token per batch, so the logits of two trajectories are bit-identical for as long as
-//! their tokens are. The greedy choice is the first maximum in id order, which is what
-//! llama.cpp's greedy sampler picks on an id-ordered array.
+//! Greedy decoding with a repetition penalty over one scope, on [`harness::Session`] (every
+//! trajectory from a cleared context, so two trajectories see bit-identical logits for as
+//! long as their tokens agree). The greedy choice is the first maximum in id order, which is
+//! what llama.cpp's greedy sampler picks on an id-ordered array.
 
 use crate::scope::ScopeSpec;
-use anyhow::{ensure, Context as _, Result};
+use anyhow::{Context as _, Result};
+use harness::Session;
 use oracle::scope::{apply_repetition, penalized_ids};
 use oracle::TokenId;
 use std::sync::Arc;
-use subject::{Candidates, Context, Model, Sampler, SamplerSpec};
+use subject::{Candidates, Model, Sampler, SamplerSpec};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
-    Eos,
-    Limit,
-}
-
-impl Stop {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stop::Eos => "eos",
-            Stop::Limit => "limit",
-        }
-    }
-}
+pub use harness::{argmax, Stop};
 
 /// The cross-checks counted along a trajectory (all must stay 0).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -58,25 +44,8 @@ impl Trajectory {
 
     /// The first index where this trajectory and `reference` differ, or `None` if equal.
     pub fn diverges_from(&self, reference: &Trajectory) -> Option<usize> {
-        let common = self
-            .tokens
-            .iter()
-            .zip(&reference.tokens)
-            .take_while(|(a, b)| a == b)
-            .count();
-        (common < self.tokens.len().max(reference.tokens.len())).then_some(common)
+        harness::divergence(&self.tokens, &reference.tokens)
     }
-}
-
-/// First maximum in id order.
-pub fn argmax(logits: &[f32]) -> TokenId {
-    let mut best = 0;
-    for (i, &z) in logits.iter().enumerate() {
-        if z > logits[best] {
-            best = i;
-        }
-    }
-    TokenId(best as i32)
 }
 
 /// Bits of two logit rows differ at how many positions.
@@ -101,23 +70,13 @@ pub fn llama_penalties(model: &Model, last_n: usize, theta: f32) -> Result<Sampl
 
 /// Runs `penalties` on `logits` in id order and returns the logits it leaves.
 pub fn through_llama(penalties: &mut Sampler, logits: &[f32]) -> Result<Vec<f32>> {
-    let mut c = Candidates::from_logits(logits);
-    penalties.apply(&mut c)?;
-    ensure!(
-        c.entries.len() == logits.len()
-            && c.entries
-                .iter()
-                .enumerate()
-                .all(|(i, e)| e.id.0 == i as i32),
-        "llama.cpp's penalties stage changed the array's length or order"
-    );
-    Ok(c.entries.iter().map(|e| e.logit).collect())
+    penalties.apply_in_id_order(logits)
 }
 
-/// A model, a context and a tokenized prompt, shared by every trajectory of one run.
+/// A session and a theta, shared by every trajectory of one run.
 pub struct Decoder {
     pub model: Arc<Model>,
-    pub ctx: Context,
+    pub session: Session,
     pub prompt: Vec<TokenId>,
     pub theta: f32,
 }
@@ -130,12 +89,10 @@ impl Decoder {
         max_new: usize,
         threads: i32,
     ) -> Result<Decoder> {
-        ensure!(!prompt.is_empty(), "the prompt has no tokens");
-        let n_ctx = (prompt.len() + max_new + 8) as u32;
-        let ctx = Context::new(&model, n_ctx, threads)?;
+        let session = Session::new(&model, prompt.clone(), max_new, threads)?;
         Ok(Decoder {
             model,
-            ctx,
+            session,
             prompt,
             theta,
         })
@@ -143,20 +100,11 @@ impl Decoder {
 
     /// The raw logits after `prompt ++ generated` (a fresh decode, prompt in one batch).
     pub fn logits_after(&mut self, generated: &[TokenId]) -> Result<Vec<f32>> {
-        self.ctx.clear();
-        self.ctx.decode(&self.prompt)?;
-        for &t in generated {
-            self.ctx.decode(&[t])?;
-        }
-        self.ctx.logits()
+        self.session.logits_after(generated)
     }
 
     /// Greedy decoding of up to `max_new` tokens with the penalty over `scope`.
     pub fn greedy(&mut self, scope: ScopeSpec, max_new: usize) -> Result<Trajectory> {
-        self.ctx.clear();
-        self.ctx
-            .decode(&self.prompt)
-            .context("decoding the prompt")?;
         let mut checks = StepChecks::default();
         // llama:N runs the real chain; `all` carries a full-window llama.cpp stage beside it.
         let mut chain = match scope {
@@ -181,13 +129,11 @@ impl Decoder {
         } else {
             None
         };
-        let mut tokens = Vec::new();
-        let mut stop = Stop::Limit;
-        while tokens.len() < max_new {
-            let raw = self.ctx.logits()?;
+        let (prompt, theta) = (&self.prompt, self.theta);
+        let (tokens, stop) = self.session.generate(max_new, |raw, tokens| {
             let next = match (&scope, chain.as_mut()) {
                 (ScopeSpec::Llama(_), Some(c)) => {
-                    let mut cand = Candidates::from_logits(&raw);
+                    let mut cand = Candidates::from_logits(raw);
                     c.apply(&mut cand)?;
                     let chosen = cand.selected_id().context("greedy selected nothing")?;
                     let logits: Vec<f32> = cand.entries.iter().map(|e| e.logit).collect();
@@ -198,15 +144,15 @@ impl Decoder {
                     chosen
                 }
                 (ScopeSpec::Oracle(s), _) => {
-                    let ids = penalized_ids(*s, &self.prompt, &tokens);
-                    let mut z = raw.clone();
-                    apply_repetition(&mut z, &ids, self.theta);
+                    let ids = penalized_ids(*s, prompt, tokens);
+                    let mut z = raw.to_vec();
+                    apply_repetition(&mut z, &ids, theta);
                     let nonzero = ids.iter().filter(|id| raw[id.0 as usize] != 0.0).count();
-                    if count_changed(&raw, &z) != nonzero {
+                    if count_changed(raw, &z) != nonzero {
                         checks.changed_count_mismatches += 1;
                     }
                     if let Some(f) = full.as_mut() {
-                        let via_llama = through_llama(f, &raw)?;
+                        let via_llama = f.apply_in_id_order(raw)?;
                         if count_changed(&via_llama, &z) != 0 {
                             checks.llama_full_window_mismatches += 1;
                         }
@@ -219,15 +165,8 @@ impl Decoder {
             if let Some(f) = full.as_mut() {
                 f.accept(next)?;
             }
-            tokens.push(next);
-            if self.model.is_eog(next) {
-                stop = Stop::Eos;
-                break;
-            }
-            if tokens.len() < max_new {
-                self.ctx.decode(&[next])?;
-            }
-        }
+            Ok(next)
+        })?;
         Ok(Trajectory {
             scope,
             tokens,

@@ -3,13 +3,12 @@
 use crate::decode::{Decoder, Trajectory};
 use crate::scope::ScopeSpec;
 use crate::vector::{self, VectorTable};
-use anyhow::{Context as _, Result};
-use models::ModelChoice;
+use anyhow::Result;
 use oracle::scope::Scope;
 use oracle::TokenId;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
-use subject::{BuildInfo, Message, Model};
+use subject::BuildInfo;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
@@ -22,40 +21,7 @@ pub struct RunConfig {
     pub vector_at: usize,
 }
 
-/// The model loaded once, with what its chat format needs.
-pub struct LoadedModel {
-    pub choice: ModelChoice,
-    pub model: Arc<Model>,
-}
-
-impl LoadedModel {
-    pub fn load(choice: ModelChoice) -> Result<LoadedModel> {
-        let model = Model::load(&choice.path)?;
-        Ok(LoadedModel { choice, model })
-    }
-
-    /// The prompt through the model's chat template: its default system turn (if it has
-    /// one), the user turn, the assistant turn opened; tokenized with the model's BOS rule
-    /// and control tokens parsed.
-    pub fn chat_ids(&self, user: &str) -> Result<Vec<TokenId>> {
-        let mut messages = Vec::new();
-        if let Some(system) = self.choice.default_system() {
-            messages.push(Message {
-                role: "system".into(),
-                content: system.into(),
-            });
-        }
-        messages.push(Message {
-            role: "user".into(),
-            content: user.into(),
-        });
-        let text = self
-            .model
-            .chat_prompt(&messages, self.choice.template_fallback())
-            .with_context(|| format!("applying the chat template of {}", self.choice.label))?;
-        self.model.tokenize(&text, true, true)
-    }
-}
+pub use harness::LoadedModel;
 
 pub struct RunReport {
     pub build: BuildInfo,

@@ -1,0 +1,143 @@
+//! Plumbing the model-based repros share: a resolved model with its chat format, and a greedy
+//! decoding loop whose choice at each step is the caller's.
+//!
+//! Every generation starts from a cleared context: the prompt is decoded as one batch, then
+//! one token per batch. Two generations therefore see bit-identical logits for as long as
+//! their tokens agree, which is what lets the repros compare trajectories token by token.
+
+use anyhow::{ensure, Context as _, Result};
+use models::ModelChoice;
+use oracle::TokenId;
+use std::sync::Arc;
+use subject::{Context, Message, Model};
+
+/// A model loaded once, with what its chat format needs.
+pub struct LoadedModel {
+    pub choice: ModelChoice,
+    pub model: Arc<Model>,
+}
+
+impl LoadedModel {
+    pub fn load(choice: ModelChoice) -> Result<LoadedModel> {
+        let model = Model::load(&choice.path)?;
+        Ok(LoadedModel { choice, model })
+    }
+
+    /// The prompt through the model's chat template: its default system turn (if it has
+    /// one), the user turn, the assistant turn opened; tokenized with the model's BOS rule
+    /// and control tokens parsed.
+    pub fn chat_ids(&self, user: &str) -> Result<Vec<TokenId>> {
+        let mut messages = Vec::new();
+        if let Some(system) = self.choice.default_system() {
+            messages.push(Message {
+                role: "system".into(),
+                content: system.into(),
+            });
+        }
+        messages.push(Message {
+            role: "user".into(),
+            content: user.into(),
+        });
+        let text = self
+            .model
+            .chat_prompt(&messages, self.choice.template_fallback())
+            .with_context(|| format!("applying the chat template of {}", self.choice.label))?;
+        self.model.tokenize(&text, true, true)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Eos,
+    Limit,
+}
+
+impl Stop {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stop::Eos => "eos",
+            Stop::Limit => "limit",
+        }
+    }
+}
+
+/// First maximum in id order: llama.cpp's greedy rule on an id-ordered array.
+pub fn argmax(logits: &[f32]) -> TokenId {
+    let mut best = 0;
+    for (i, &z) in logits.iter().enumerate() {
+        if z > logits[best] {
+            best = i;
+        }
+    }
+    TokenId(best as i32)
+}
+
+/// The first index where two token sequences differ, or `None` if they are equal.
+pub fn divergence(a: &[TokenId], b: &[TokenId]) -> Option<usize> {
+    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    (common < a.len().max(b.len())).then_some(common)
+}
+
+/// A context over one model and one prompt.
+pub struct Session {
+    pub model: Arc<Model>,
+    pub prompt: Vec<TokenId>,
+    ctx: Context,
+}
+
+impl Session {
+    /// Room for the prompt and `max_new` generated tokens.
+    pub fn new(
+        model: &Arc<Model>,
+        prompt: Vec<TokenId>,
+        max_new: usize,
+        threads: i32,
+    ) -> Result<Session> {
+        ensure!(!prompt.is_empty(), "the prompt has no tokens");
+        let n_ctx = (prompt.len() + max_new + 8) as u32;
+        let ctx = Context::new(model, n_ctx, threads)?;
+        Ok(Session {
+            model: Arc::clone(model),
+            prompt,
+            ctx,
+        })
+    }
+
+    /// The raw logits after `prompt ++ generated`, decoded afresh.
+    pub fn logits_after(&mut self, generated: &[TokenId]) -> Result<Vec<f32>> {
+        self.ctx.clear();
+        self.ctx
+            .decode(&self.prompt)
+            .context("decoding the prompt")?;
+        for &t in generated {
+            self.ctx.decode(&[t])?;
+        }
+        self.ctx.logits()
+    }
+
+    /// Generates up to `max_new` tokens; `choose(raw_logits, generated_so_far)` picks each.
+    /// Stops after an end-of-generation token (which is kept) or at the limit.
+    pub fn generate(
+        &mut self,
+        max_new: usize,
+        mut choose: impl FnMut(&[f32], &[TokenId]) -> Result<TokenId>,
+    ) -> Result<(Vec<TokenId>, Stop)> {
+        self.ctx.clear();
+        self.ctx
+            .decode(&self.prompt)
+            .context("decoding the prompt")?;
+        let mut tokens = Vec::new();
+        while tokens.len() < max_new {
+            let raw = self.ctx.logits()?;
+            let next = choose(&raw, &tokens)?;
+            tokens.push(next);
+            if self.model.is_eog(next) {
+                return Ok((tokens, Stop::Eos));
+            }
+            if tokens.len() < max_new {
+                self.ctx.decode(&[next])?;
+            }
+        }
+        Ok((tokens, Stop::Limit))
+    }
+}
