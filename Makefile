@@ -11,7 +11,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
 BUILDS   := 0.1.161 0.1.154
-FINDINGS := clone sortpoison scope
+FINDINGS := clone sortpoison scope gauge
 BUILD    ?= 0.1.161
 REPRO    ?= repro-clone
 ARGS     ?=

@@ -1,0 +1,9 @@
+//! F4: the zero-point dependence of the sign-branched repetition penalty. The binary is a
+//! thin shell over these modules so the tests can call every part directly.
+
+pub mod audit;
+pub mod cli;
+pub mod json;
+pub mod plot;
+pub mod schema;
+pub mod shift;

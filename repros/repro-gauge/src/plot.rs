@@ -1,0 +1,154 @@
+//! Two SVG charts: flip rate against shift (one panel per model, one line per operator and
+//! theta) and the share of valid JSON per penalty variant.
+
+use crate::json::JsonReport;
+use crate::shift::GaugeReport;
+use oracle::gauge::Operator;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+const COLOURS: [&str; 6] = [
+    "#D55E00", "#E69F00", "#0072B2", "#56B4E9", "#009E73", "#CC79A7",
+];
+
+/// Flip rate (teacher-forced) against shift.
+pub fn flips_svg(reports: &[GaugeReport], title: &str) -> String {
+    let (pw, ph, left, top, gap) = (330.0, 260.0, 60.0, 60.0, 70.0);
+    let width = left + reports.len() as f64 * (pw + gap) + 150.0;
+    let height = top + ph + 70.0;
+    let mut o = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{left}\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
+        esc(title)
+    );
+    let mut legend: Vec<(String, &str, bool)> = Vec::new();
+    for (m, r) in reports.iter().enumerate() {
+        let x0 = left + m as f64 * (pw + gap);
+        let shifts: Vec<f32> = {
+            let mut s: Vec<f32> = r.rows.iter().map(|x| x.shift).collect();
+            s.sort_by(|a, b| a.total_cmp(b));
+            s.dedup();
+            s
+        };
+        let (lo, hi) = (shifts[0] as f64, *shifts.last().unwrap() as f64);
+        let span = if hi > lo { hi - lo } else { 1.0 };
+        let x = |c: f64| x0 + pw * (c - lo) / span;
+        let y = |f: f64| top + ph * (1.0 - f);
+        o.push_str(&format!(
+            "<text x=\"{x0}\" y=\"{:.1}\" font-weight=\"bold\">{} ({:.0}% of seen ids positive)</text>\n",
+            top - 12.0,
+            esc(&r.model_label),
+            100.0 * r.positive_share()
+        ));
+        for k in 0..=4 {
+            let f = k as f64 / 4.0;
+            o.push_str(&format!(
+                "<line x1=\"{x0}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{:.0}%</text>\n",
+                y(f), x0 + pw, y(f), x0 - 6.0, y(f) + 4.0, 100.0 * f
+            ));
+        }
+        for c in &shifts {
+            o.push_str(&format!(
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{c:+}</text>\n",
+                x(*c as f64),
+                top + ph + 18.0
+            ));
+        }
+        o.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">shift c added to every logit</text>\n",
+            x0 + pw / 2.0,
+            top + ph + 40.0
+        ));
+        let mut series: Vec<(Operator, f32)> =
+            r.rows.iter().map(|x| (x.operator, x.theta)).collect();
+        series.dedup();
+        for (i, (op, theta)) in series.iter().enumerate() {
+            let colour = COLOURS[i % COLOURS.len()];
+            let dashed = *op != Operator::Sign;
+            let mut pts: Vec<(f64, f64)> = r
+                .rows
+                .iter()
+                .filter(|x| x.operator == *op && x.theta == *theta)
+                .map(|x| (x.shift as f64, x.flip_rate()))
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let path: Vec<String> = pts
+                .iter()
+                .map(|(c, f)| format!("{:.1},{:.1}", x(*c), y(*f)))
+                .collect();
+            o.push_str(&format!(
+                "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"{}/>\n",
+                path.join(" "),
+                if dashed { " stroke-dasharray=\"6 3\"" } else { "" }
+            ));
+            for (c, f) in &pts {
+                o.push_str(&format!(
+                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>\n",
+                    x(*c),
+                    y(*f)
+                ));
+            }
+            let label = format!("{} theta {}", op.as_str(), theta);
+            if !legend.iter().any(|(l, _, _)| *l == label) {
+                legend.push((label, colour, dashed));
+            }
+        }
+    }
+    let lx = left + reports.len() as f64 * (pw + gap) - 40.0;
+    for (i, (label, colour, dashed)) in legend.iter().enumerate() {
+        let ly = top + 10.0 + 18.0 * i as f64;
+        o.push_str(&format!(
+            "<line x1=\"{lx}\" y1=\"{ly}\" x2=\"{:.1}\" y2=\"{ly}\" stroke=\"{colour}\" stroke-width=\"2\"{}/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
+            lx + 22.0,
+            if *dashed { " stroke-dasharray=\"6 3\"" } else { "" },
+            lx + 28.0,
+            ly + 4.0,
+            esc(label)
+        ));
+    }
+    o.push_str(&format!(
+        "<text x=\"{lx}\" y=\"{:.1}\" fill=\"#555\">dashed lines lie on 0%</text>\n</svg>\n",
+        top + 20.0 + 18.0 * legend.len() as f64
+    ));
+    o
+}
+
+/// Share of answers that parse and that are schema-valid, per variant.
+pub fn json_svg(r: &JsonReport, title: &str) -> String {
+    let totals = r.totals();
+    let n = r.prompts.len().max(1) as f64;
+    let (left, top, bar_h, gap, pw) = (190.0, 60.0, 14.0, 12.0, 420.0);
+    let height = top + totals.len() as f64 * (2.0 * bar_h + gap) + 60.0;
+    let width = left + pw + 120.0;
+    let mut o = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"20\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}</text>\n<rect x=\"{left}\" y=\"34\" width=\"12\" height=\"10\" fill=\"#0072B2\"/><text x=\"{:.1}\" y=\"43\">parses</text><rect x=\"{:.1}\" y=\"34\" width=\"12\" height=\"10\" fill=\"#E69F00\"/><text x=\"{:.1}\" y=\"43\">schema-valid</text>\n",
+        esc(title),
+        left + 16.0,
+        left + 80.0,
+        left + 96.0
+    );
+    for (i, t) in totals.iter().enumerate() {
+        let y0 = top + i as f64 * (2.0 * bar_h + gap);
+        let (a, b) = (t.parses as f64 / n, t.schema_valid as f64 / n);
+        o.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n<rect x=\"{left}\" y=\"{y0:.1}\" width=\"{:.1}\" height=\"{bar_h}\" fill=\"#0072B2\"/><text x=\"{:.1}\" y=\"{:.1}\">{:.0}%</text>\n<rect x=\"{left}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bar_h}\" fill=\"#E69F00\"/><text x=\"{:.1}\" y=\"{:.1}\">{:.0}%</text>\n",
+            left - 8.0,
+            y0 + bar_h + 4.0,
+            esc(&t.label),
+            pw * a,
+            left + pw * a + 4.0,
+            y0 + bar_h - 3.0,
+            100.0 * a,
+            y0 + bar_h,
+            pw * b,
+            left + pw * b + 4.0,
+            y0 + 2.0 * bar_h - 3.0,
+            100.0 * b
+        ));
+    }
+    o.push_str("</svg>\n");
+    o
+}
