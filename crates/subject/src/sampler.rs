@@ -58,6 +58,16 @@ impl Sampler {
         })
     }
 
+    /// Takes ownership of a sampler built outside this crate with `llama_sampler_init` (a
+    /// custom sampler with its own `llama_sampler_i`), so it can join chains like any other.
+    ///
+    /// # Safety
+    /// `raw` must be NULL or a live sampler that no one else owns or will free, whose iface
+    /// functions are sound for the calls this wrapper makes (apply, accept, reset, clone, free).
+    pub unsafe fn adopt(raw: *mut sys::llama_sampler, n_vocab: Option<i32>) -> Result<Sampler> {
+        Sampler::from_raw(raw, n_vocab)
+    }
+
     /// `llama_sampler_init_grammar`: masks every candidate the GBNF `grammar` (starting at
     /// rule `root`) cannot take next.
     pub fn grammar(vocab: &Arc<Vocab>, grammar: &str, root: &str) -> Result<Sampler> {

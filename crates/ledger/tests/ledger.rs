@@ -1,0 +1,216 @@
+//! The ledger samplers against llama.cpp's own penalties stage and against the oracles, on
+//! whichever build this test binary links.
+
+use ledger::{ledger_penalties, sorted_guard, Mode, PenaltyConfig};
+use oracle::gauge;
+use oracle::TokenId;
+use std::collections::BTreeSet;
+use subject::{Candidates, Sampler, SamplerSpec};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const V: i32 = 32;
+
+fn cfg(last_n: i32, repeat: f32, freq: f32, present: f32, mode: Mode) -> PenaltyConfig {
+    PenaltyConfig {
+        n_vocab: V,
+        last_n,
+        repeat,
+        freq,
+        present,
+        mode,
+    }
+}
+
+fn builtin(c: &PenaltyConfig) -> Sampler {
+    SamplerSpec::Penalties {
+        n_vocab: c.n_vocab,
+        last_n: c.last_n,
+        repeat: c.repeat,
+        freq: c.freq,
+        present: c.present,
+    }
+    .build()
+    .unwrap()
+}
+
+fn logits_by_id(c: &Candidates) -> Vec<u32> {
+    let mut v = vec![0u32; V as usize];
+    for e in &c.entries {
+        v[e.id.0 as usize] = e.logit.to_bits();
+    }
+    v
+}
+
+fn shuffled(rng: &mut Rng, logits: &[f32]) -> Candidates {
+    let mut order: Vec<usize> = (0..logits.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    Candidates::new(order.into_iter().map(|i| (TokenId(i as i32), logits[i])))
+}
+
+#[test]
+fn default_mode_is_bit_identical_to_llama_cpp() {
+    let mut rng = Rng(7);
+    let mut compared = 0;
+    for case in 0..400 {
+        let c = cfg(
+            [1, 2, 3, 4, 8, 64][case % 6],
+            [0.5, 1.0, 1.1, 1.3, 2.0][rng.below(5) as usize],
+            [0.0, 0.25, 0.5][rng.below(3) as usize],
+            [0.0, 0.5, 1.0][rng.below(3) as usize],
+            Mode::Default,
+        );
+        let (mut a, mut b) = (builtin(&c), ledger_penalties(c).unwrap());
+        for _ in 0..rng.below(40) {
+            let id = TokenId(rng.below(V as u64) as i32);
+            a.accept(id).unwrap();
+            b.accept(id).unwrap();
+        }
+        let logits: Vec<f32> = (0..V)
+            .map(|_| (rng.below(2001) as f32 - 1000.0) / 97.0)
+            .collect();
+        // Both layouts: id order (the ledger's direct path) and shuffled (its fallback pass).
+        for cand in [
+            Candidates::from_logits(&logits),
+            shuffled(&mut rng, &logits),
+        ] {
+            let (mut x, mut y) = (cand.clone(), cand);
+            a.apply(&mut x).unwrap();
+            b.apply(&mut y).unwrap();
+            assert_eq!(logits_by_id(&x), logits_by_id(&y), "case {case} {c:?}");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 800);
+}
+
+#[test]
+fn clone_and_reset_carry_the_whole_ledger() {
+    let c = cfg(4, 1.0, 0.5, 0.0, Mode::Default);
+    let mut s = ledger_penalties(c).unwrap();
+    for id in [5, 5, 6] {
+        s.accept(TokenId(id)).unwrap();
+    }
+    let mut clone = s.try_clone().unwrap();
+    for id in [7, 8] {
+        s.accept(TokenId(id)).unwrap();
+        clone.accept(TokenId(id)).unwrap();
+    }
+    let read = |s: &mut Sampler| {
+        let mut cand = Candidates::from_logits(&[1024.0; V as usize]);
+        s.apply(&mut cand).unwrap();
+        logits_by_id(&cand)
+    };
+    assert_eq!(read(&mut s), read(&mut clone));
+    // Window [5, 6, 7, 8] after 5,5,6,7,8: id 5 has count 1.
+    let mut probe = Candidates::from_logits(&[1024.0; V as usize]);
+    s.apply(&mut probe).unwrap();
+    assert_eq!(probe.logit_of(TokenId(5)), Some(1023.5));
+    s.reset();
+    assert_eq!(
+        read(&mut s),
+        logits_by_id(&Candidates::from_logits(&[1024.0; V as usize]))
+    );
+}
+
+#[test]
+fn sorted_flag_is_cleared_exactly_when_the_order_breaks() {
+    let c = cfg(8, 2.0, 0.0, 0.0, Mode::Default);
+    let sorted = |logits: &[f32]| {
+        let mut cand = Candidates::from_logits(logits);
+        cand.sorted = true;
+        cand
+    };
+    // Penalizing the top (4 -> 2) drops it below 3: the order breaks.
+    let mut s = ledger_penalties(c).unwrap();
+    s.accept(TokenId(0)).unwrap();
+    let mut x = sorted(&[4.0, 3.0, 1.0]);
+    s.apply(&mut x).unwrap();
+    assert!(!x.sorted);
+    // Penalizing the bottom (-1 -> -2) keeps the order: the flag stays.
+    let mut s = ledger_penalties(c).unwrap();
+    s.accept(TokenId(2)).unwrap();
+    let mut y = sorted(&[4.0, 3.0, -1.0]);
+    s.apply(&mut y).unwrap();
+    assert!(y.sorted);
+    assert_eq!(y.logit_of(TokenId(2)), Some(-2.0));
+}
+
+#[test]
+fn normalized_mode_chooses_like_the_oracle_at_every_shift() {
+    let mut rng = Rng(11);
+    for _ in 0..200 {
+        let c = cfg(64, 1.3, 0.0, 0.0, Mode::Normalized);
+        let mut s = ledger_penalties(c).unwrap();
+        let mut seen = BTreeSet::new();
+        for _ in 0..1 + rng.below(10) {
+            let id = TokenId(rng.below(V as u64) as i32);
+            s.accept(id).unwrap();
+            seen.insert(id);
+        }
+        let logits: Vec<f32> = (0..V)
+            .map(|_| (rng.below(4001) as f32 - 2000.0) / 211.0)
+            .collect();
+        let want = gauge::argmax(&gauge::normalized(&logits, 0.0, &seen, 1.3));
+        for shift in [-5.0f32, 0.0, 5.0] {
+            let shifted: Vec<f32> = logits.iter().map(|z| z + shift).collect();
+            let out = s.apply_in_id_order(&shifted).unwrap();
+            assert_eq!(harness_argmax(&out), want, "shift {shift}");
+        }
+    }
+}
+
+fn harness_argmax(x: &[f32]) -> TokenId {
+    let mut best = 0;
+    for (i, &v) in x.iter().enumerate() {
+        if v > x[best] {
+            best = i;
+        }
+    }
+    TokenId(best as i32)
+}
+
+#[test]
+fn guard_clears_a_stale_flag_and_keeps_an_honest_one() {
+    let mut g = sorted_guard().unwrap();
+    let mut stale = Candidates::from_logits(&[1.0, 3.0, 2.0]);
+    stale.sorted = true;
+    g.apply(&mut stale).unwrap();
+    assert!(!stale.sorted);
+    let mut honest = Candidates::from_logits(&[3.0, 2.0, 1.0]);
+    honest.sorted = true;
+    g.apply(&mut honest).unwrap();
+    assert!(honest.sorted);
+    let mut c = g.try_clone().unwrap();
+    c.apply(&mut honest).unwrap();
+    assert_eq!(g.name(), "sorted-guard");
+}
+
+#[test]
+fn refuses_bad_parameters() {
+    for bad in [
+        cfg(-1, 1.1, 0.0, 0.0, Mode::Default),
+        cfg(4, 0.0, 0.0, 0.0, Mode::Default),
+        cfg(4, f32::NAN, 0.0, 0.0, Mode::Default),
+        PenaltyConfig {
+            n_vocab: 0,
+            ..cfg(4, 1.1, 0.0, 0.0, Mode::Default)
+        },
+    ] {
+        assert!(ledger_penalties(bad).is_err(), "{bad:?}");
+    }
+}
