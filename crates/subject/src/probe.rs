@@ -82,3 +82,105 @@ impl ProbeArray {
         (d.id, d.logit)
     }
 }
+
+/// A reusable candidate array filled from a logits row (ids `0..n` in order), the way an
+/// inference loop hands each step's logits to its sampler chain. Filling allocates nothing
+/// after the first step, so timing it separates the array's cost from the samplers'.
+#[derive(Default)]
+pub struct LogitsArray {
+    buf: Vec<sys::llama_token_data>,
+    size: usize,
+    selected: i64,
+    sorted: bool,
+}
+
+impl LogitsArray {
+    pub fn new() -> LogitsArray {
+        LogitsArray::default()
+    }
+
+    /// Refills the array from `logits` (checked: non-empty, no NaN or +inf).
+    pub fn load(&mut self, logits: &[f32]) -> Result<()> {
+        if logits.is_empty() {
+            bail!("the candidate array is empty (llama.cpp asserts size > 0)");
+        }
+        if let Some(i) = logits
+            .iter()
+            .position(|l| l.is_nan() || *l == f32::INFINITY)
+        {
+            bail!("logit {i} is {}; logits must be finite or -inf", logits[i]);
+        }
+        self.buf.clear();
+        self.buf.extend(
+            logits
+                .iter()
+                .enumerate()
+                .map(|(i, &logit)| sys::llama_token_data {
+                    id: i as i32,
+                    logit,
+                    p: 0.0,
+                }),
+        );
+        self.size = self.buf.len();
+        self.selected = -1;
+        self.sorted = false;
+        Ok(())
+    }
+
+    /// Applies `sampler` to the loaded array (which it may shorten or reorder in place).
+    pub fn apply(&mut self, sampler: &mut Sampler) -> Result<()> {
+        if self.size == 0 {
+            bail!("nothing loaded");
+        }
+        if let Some(n) = sampler.n_vocab() {
+            if self.size > n as usize {
+                bail!(
+                    "{} candidates for a sampler built for a vocabulary of {n}",
+                    self.size
+                );
+            }
+        }
+        let ptr = self.buf.as_mut_ptr();
+        let mut raw = sys::llama_token_data_array {
+            data: ptr,
+            size: self.size,
+            selected: self.selected,
+            sorted: self.sorted,
+        };
+        // SAFETY: the header points at `buf`, which lives for the whole call.
+        unsafe { sampler.apply_raw(&mut raw) };
+        let offset = (raw.data as usize).wrapping_sub(ptr as usize)
+            / std::mem::size_of::<sys::llama_token_data>();
+        if raw.data < ptr || offset + raw.size > self.size {
+            bail!("the sampler left the candidate pointer outside its buffer");
+        }
+        if offset > 0 {
+            self.buf.copy_within(offset..offset + raw.size, 0);
+        }
+        self.size = raw.size;
+        self.selected = raw.selected;
+        self.sorted = raw.sorted;
+        Ok(())
+    }
+
+    /// The selected entry's id, if a sampler selected one.
+    pub fn selected_id(&self) -> Option<oracle::TokenId> {
+        usize::try_from(self.selected)
+            .ok()
+            .filter(|&i| i < self.size)
+            .map(|i| oracle::TokenId(self.buf[i].id))
+    }
+
+    /// The logit of the entry at `i` after the last apply.
+    pub fn logit(&self, i: usize) -> Option<f32> {
+        self.buf[..self.size].get(i).map(|d| d.logit)
+    }
+
+    pub fn len(&self) -> usize {
+        self.size
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+}

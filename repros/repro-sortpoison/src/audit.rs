@@ -33,6 +33,8 @@ pub struct Audit {
     pub fuzz: FuzzReport,
     pub published: ChainCase,
     pub published_report: ChainReport,
+    /// The published chain with `sorted_guard` before its truncation stage.
+    pub guarded_report: ChainReport,
 }
 
 pub fn run(fuzz_chains: usize, vocab_model: &Path) -> Result<Audit> {
@@ -53,6 +55,7 @@ pub fn run(fuzz_chains: usize, vocab_model: &Path) -> Result<Audit> {
     let fuzz = fuzz::fuzz(fuzz::FUZZ_SEED, fuzz_chains)?;
     let published = crate::cli::published();
     let published_report = chain::run(&published)?;
+    let guarded_report = chain::run(&fuzz::guarded(&published))?;
     Ok(Audit {
         build: BuildInfo::current(),
         oracle_check,
@@ -61,6 +64,7 @@ pub fn run(fuzz_chains: usize, vocab_model: &Path) -> Result<Audit> {
         fuzz,
         published,
         published_report,
+        guarded_report,
     })
 }
 
@@ -104,6 +108,40 @@ impl Audit {
         )
     }
 
+    /// The fix's row: `absent` when, with `sorted_guard` before each flag-reading stage, the
+    /// permutation audit gives one set (the oracle's) everywhere, the fuzzer finds no unsound
+    /// chain and the published chain is sound.
+    pub fn guard_verdict(&self) -> &'static str {
+        if !self.controls_pass() {
+            return "invalid";
+        }
+        let clean = self.perm.rows.iter().all(|r| r.guarded_ok)
+            && self.fuzz.guarded_unsound == 0
+            && self.guarded_report.verdict == Verdict::Absent;
+        if clean {
+            "absent"
+        } else {
+            "present"
+        }
+    }
+
+    pub fn guard_json(&self) -> Value {
+        json!({
+            "finding": "F2",
+            "name": "stale-sorted-truncation+sorted_guard",
+            "build": self.build.tag(),
+            "verdict": self.guard_verdict(),
+            "evidence": format!(
+                "with sorted_guard: published chain keeps {:?}; permutation audit one set = oracle: {}; fuzzer {} of {} chains unsound",
+                self.guarded_report.subject.survivors.iter().map(|i| i.0).collect::<Vec<_>>(),
+                self.perm.rows.iter().all(|r| r.guarded_ok),
+                self.fuzz.guarded_unsound,
+                self.fuzz.tried
+            ),
+            "published_chain": chain::to_json(&fuzz::guarded(&self.published), &self.guarded_report, &self.build),
+        })
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "finding": "F2",
@@ -142,6 +180,11 @@ impl Audit {
         if self.published_report.verdict != Verdict::Present && self.controls_pass() {
             out.push_str("(the published chain is sound on this build)\n");
         }
+        out.push_str(&format!(
+            "with sorted_guard (ledger crate) before each flag-reading stage: {} on {}\n",
+            self.guard_verdict(),
+            self.build.tag()
+        ));
         if !self.controls_pass() {
             out.push_str("CONTROLS FAILED: the verdict above is not valid\n");
         }

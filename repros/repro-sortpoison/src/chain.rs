@@ -113,7 +113,7 @@ impl ChainCase {
     fn build(&self, stages: &[StageDef]) -> Result<Sampler> {
         let samplers = stages
             .iter()
-            .map(|s| s.subject(self.n_vocab()).build())
+            .map(|s| s.build(self.n_vocab()))
             .collect::<Result<Vec<_>>>()?;
         let mut chain = Sampler::chain(samplers)?;
         for &id in &self.history {

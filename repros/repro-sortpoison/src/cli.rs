@@ -191,5 +191,13 @@ fn run(args: &Args, case: &ChainCase) -> Result<String> {
         .results
         .join(format!("sortpoison.{}.json", build.tag()));
     std::fs::write(&path, &json).with_context(|| format!("writing {}", path.display()))?;
+    let guard = args
+        .results
+        .join(format!("sortpoison-guard.{}.json", build.tag()));
+    std::fs::write(
+        &guard,
+        serde_json::to_string_pretty(&report.guard_json())? + "\n",
+    )
+    .with_context(|| format!("writing {}", guard.display()))?;
     Ok(if args.json { json } else { report.to_text() })
 }

@@ -129,6 +129,7 @@ pub fn role(stage: &StageDef, last: bool) -> &'static str {
         StageDef::Penalties { .. } | StageDef::Typical { .. } => "resetter",
         StageDef::Temp { .. } | StageDef::TempExt { .. } | StageDef::TopNSigma { .. } => "monotone",
         StageDef::Greedy => "selector",
+        StageDef::SortedGuard => "guard",
     }
 }
 
@@ -149,6 +150,35 @@ pub fn shape(case: &ChainCase) -> String {
         .map(|(i, s)| role(s, i + 1 == n))
         .collect::<Vec<_>>()
         .join(" -> ")
+}
+
+/// Stages that read the `sorted` flag: the prefix readers, and those that sort through
+/// llama.cpp's softmax (which skips the sort when the flag says sorted).
+fn reads_flag(stage: &StageDef) -> bool {
+    match stage {
+        StageDef::TopK { .. }
+        | StageDef::TopP { .. }
+        | StageDef::MinP { .. }
+        | StageDef::Typical { .. }
+        | StageDef::Xtc { .. } => true,
+        StageDef::TempExt { delta, .. } => *delta > 0.0,
+        _ => false,
+    }
+}
+
+/// The same chain with `sorted_guard` before every stage that reads the flag.
+pub fn guarded(case: &ChainCase) -> ChainCase {
+    let mut stages = Vec::new();
+    for s in &case.stages {
+        if reads_flag(s) {
+            stages.push(StageDef::SortedGuard);
+        }
+        stages.push(s.clone());
+    }
+    ChainCase {
+        stages,
+        ..case.clone()
+    }
 }
 
 /// Unsound: the subject's set differs from a tie-free oracle answer.
@@ -329,6 +359,10 @@ pub struct FuzzReport {
     pub minimized: Vec<ChainCase>,
     /// Unsound chains per stage signature of their minimized form.
     pub by_signature: BTreeMap<String, usize>,
+    /// The same chains with `sorted_guard` before every flag-reading stage: how many were
+    /// unsound, and how many undecided.
+    pub guarded_unsound: usize,
+    pub guarded_undecided: usize,
 }
 
 pub const FUZZ_SEED: u64 = 0xF2;
@@ -344,10 +378,17 @@ pub fn fuzz(seed: u64, chains: usize) -> Result<FuzzReport> {
         by_shape: BTreeMap::new(),
         minimized: Vec::new(),
         by_signature: BTreeMap::new(),
+        guarded_unsound: 0,
+        guarded_undecided: 0,
     };
     for _ in 0..chains {
         let case = random_case(&mut rng);
         r.tried += 1;
+        match chain::run(&guarded(&case))?.verdict {
+            Verdict::Present => r.guarded_unsound += 1,
+            Verdict::Undecided => r.guarded_undecided += 1,
+            Verdict::Absent => {}
+        }
         match chain::run(&case)?.verdict {
             Verdict::Absent => r.sound += 1,
             Verdict::Undecided => r.undecided += 1,
@@ -376,6 +417,7 @@ impl FuzzReport {
             "unsound": self.unsound,
             "undecided_knife_edges": self.undecided,
             "unsound_by_shape": self.by_shape,
+            "with_sorted_guard": {"unsound": self.guarded_unsound, "undecided_knife_edges": self.guarded_undecided},
             "minimized": self.minimized.iter().map(|c| json!({
                 "shape": shape(c),
                 "signature": signature(c),
@@ -390,6 +432,10 @@ impl FuzzReport {
             "chain fuzzer (seed {:#x}): {} chains of 2-4 stages, {} sound, {} unsound, {} undecided (knife edges)\n",
             self.seed, self.tried, self.sound, self.unsound, self.undecided
         );
+        out.push_str(&format!(
+            "  with sorted_guard before every flag-reading stage: {} unsound, {} undecided\n",
+            self.guarded_unsound, self.guarded_undecided
+        ));
         for (shape, n) in &self.by_shape {
             out.push_str(&format!("  {n:>6}  {shape}\n"));
         }
@@ -447,7 +493,7 @@ pub fn oracle_check(seed: u64, inputs: usize) -> Result<OracleCheck> {
             out.knife_edges += 1;
             continue;
         }
-        let mut s = stage.subject(n as i32).build()?;
+        let mut s = stage.build(n as i32)?;
         if matches!(stage, StageDef::Penalties { .. }) {
             for &id in &history {
                 s.accept(id)?;

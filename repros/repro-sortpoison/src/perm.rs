@@ -98,6 +98,8 @@ pub struct Case {
     pub stale: BTreeMap<u64, usize>,
     /// The same with the honest flag (negative control).
     pub honest: BTreeMap<u64, usize>,
+    /// Stale flag again, with `sorted_guard` placed before the sampler (the fix).
+    pub guarded: BTreeMap<u64, usize>,
     /// An order whose stale result is furthest from the oracle's set, and that result.
     pub worst_order: Vec<usize>,
     pub worst_set: u64,
@@ -116,6 +118,11 @@ impl Case {
     pub fn honest_ok(&self) -> bool {
         self.honest.len() == 1 && self.honest.contains_key(&self.oracle)
     }
+
+    /// The fix holds: with the guard in front, one set, the oracle's, whatever the order.
+    pub fn guarded_ok(&self) -> bool {
+        self.guarded.len() == 1 && self.guarded.contains_key(&self.oracle)
+    }
 }
 
 /// Runs one case; `None` when the oracle reports a knife edge for it (not a verdict input).
@@ -125,9 +132,14 @@ pub fn run_case(stage: &StageDef, logits: &[f32]) -> Result<Option<Case>> {
         return Ok(None);
     }
     let oracle = ids_to_bits(&comp.pool.survivors());
-    let mut sampler = stage.subject(logits.len() as i32).build()?;
+    let mut sampler = stage.build(logits.len() as i32)?;
+    let mut guarded_chain = Sampler::chain(vec![
+        ledger::sorted_guard()?,
+        stage.build(logits.len() as i32)?,
+    ])?;
     let mut stale = BTreeMap::new();
     let mut honest = BTreeMap::new();
+    let mut guarded = BTreeMap::new();
     let mut permutations = 0;
     let mut worst: (u32, Vec<usize>, u64) = (0, (0..logits.len()).collect(), oracle);
     for_each_permutation(logits.len(), |order| {
@@ -140,6 +152,8 @@ pub fn run_case(stage: &StageDef, logits: &[f32]) -> Result<Option<Case>> {
         }
         let h = survivors_bits(&mut sampler, logits, order, false)?;
         *honest.entry(h).or_insert(0) += 1;
+        let g = survivors_bits(&mut guarded_chain, logits, order, true)?;
+        *guarded.entry(g).or_insert(0) += 1;
         Ok(())
     })?;
     Ok(Some(Case {
@@ -149,6 +163,7 @@ pub fn run_case(stage: &StageDef, logits: &[f32]) -> Result<Option<Case>> {
         permutations,
         stale,
         honest,
+        guarded,
         worst_order: worst.1,
         worst_set: worst.2,
     }))
@@ -164,6 +179,8 @@ pub struct Row {
     pub permutations: usize,
     pub differing: usize,
     pub honest_ok: bool,
+    /// With `sorted_guard` before the sampler, every case gives exactly the oracle's set.
+    pub guarded_ok: bool,
     /// The case with the most distinct sets (first such in family order).
     pub worst: Case,
 }
@@ -203,7 +220,7 @@ pub fn positive_control() -> Result<PositiveControl> {
     );
     let mut order: Vec<usize> = (0..logits.len()).collect();
     order.sort_by(|&a, &b| logits[a].total_cmp(&logits[b]));
-    let mut sampler = stage.subject(logits.len() as i32).build()?;
+    let mut sampler = stage.build(logits.len() as i32)?;
     let subject = survivors_bits(&mut sampler, &logits, &order, true)?;
     Ok(PositiveControl {
         stage,
@@ -236,12 +253,14 @@ pub fn run() -> Result<PermAudit> {
                     permutations: 0,
                     differing: 0,
                     honest_ok: true,
+                    guarded_ok: true,
                     worst: case.clone(),
                 });
                 r.cases += 1;
                 r.permutations += case.permutations;
                 r.differing += case.stale_differing();
                 r.honest_ok &= case.honest_ok();
+                r.guarded_ok &= case.guarded_ok();
                 if case.stale.len() > r.max_distinct {
                     r.max_distinct = case.stale.len();
                     r.worst = case;
@@ -283,6 +302,7 @@ impl PermAudit {
                 "permutations": r.permutations,
                 "permutations_differing_from_oracle": r.differing,
                 "honest_flag_one_set_equal_to_oracle": r.honest_ok,
+                "sorted_guard_one_set_equal_to_oracle": r.guarded_ok,
                 "worst": {
                     "stage": r.worst.stage.to_string(),
                     "logits": r.worst.logits,
@@ -314,17 +334,18 @@ impl PermAudit {
                 crate::chain::join_numbers(m)
             ));
         }
-        out.push_str("  sampler   cases  skipped  max distinct sets  orders differing from oracle  honest flag: 1 set = oracle\n");
+        out.push_str("  sampler   cases  skipped  max distinct sets  orders differing from oracle  honest flag: 1 set = oracle  with sorted_guard: 1 set = oracle\n");
         for r in &self.rows {
             out.push_str(&format!(
-                "  {:<8} {:>6} {:>8} {:>18} {:>17} of {:>9}  {}\n",
+                "  {:<8} {:>6} {:>8} {:>18} {:>17} of {:>9}  {:<29} {}\n",
                 r.sampler,
                 r.cases,
                 r.skipped,
                 r.max_distinct,
                 r.differing,
                 r.permutations,
-                if r.honest_ok { "yes" } else { "NO" }
+                if r.honest_ok { "yes" } else { "NO" },
+                if r.guarded_ok { "yes" } else { "NO" }
             ));
         }
         for r in &self.rows {

@@ -12,7 +12,7 @@ use oracle::penalty::PenaltyParams;
 use oracle::truncation::Stage as OracleStage;
 use oracle::window::WindowLen;
 use oracle::TokenId;
-use subject::SamplerSpec;
+use subject::{Sampler, SamplerSpec};
 
 /// Every stage name `--stage` accepts.
 pub const STAGE_NAMES: &[&str] = &[
@@ -27,6 +27,7 @@ pub const STAGE_NAMES: &[&str] = &[
     "logit_bias",
     "penalties",
     "greedy",
+    "sorted_guard",
 ];
 
 /// Smallest positive temperature accepted: with logits within +-1e4 no chain overflows f32.
@@ -89,6 +90,8 @@ pub enum StageDef {
         present: f32,
     },
     Greedy,
+    /// `ledger::sorted_guard`: clears a `sorted` flag the array does not honour.
+    SortedGuard,
 }
 
 fn number(name: &str, text: &str) -> Result<f32> {
@@ -159,9 +162,13 @@ impl StageDef {
             "unknown stage '{name}' (known: {})",
             STAGE_NAMES.join(", ")
         );
-        if name == "greedy" {
-            ensure!(args.is_empty(), "stage 'greedy' takes no value");
-            return Ok(StageDef::Greedy);
+        if name == "greedy" || name == "sorted_guard" {
+            ensure!(args.is_empty(), "stage '{name}' takes no value");
+            return Ok(if name == "greedy" {
+                StageDef::Greedy
+            } else {
+                StageDef::SortedGuard
+            });
         }
         ensure!(!args.is_empty(), "stage '{name}' needs a value: {name}=...");
         Ok(match name {
@@ -310,11 +317,20 @@ impl StageDef {
             StageDef::LogitBias { .. } => "logit_bias",
             StageDef::Penalties { .. } => "penalties",
             StageDef::Greedy => "greedy",
+            StageDef::SortedGuard => "sorted_guard",
         }
     }
 
-    /// The llama.cpp sampler for this stage, for a vocabulary of `n_vocab` ids.
-    pub fn subject(&self, n_vocab: i32) -> SamplerSpec {
+    /// The sampler that runs this stage: llama.cpp's built-in one, or the guard.
+    pub fn build(&self, n_vocab: i32) -> Result<Sampler> {
+        match self {
+            StageDef::SortedGuard => ledger::sorted_guard(),
+            builtin => builtin.subject(n_vocab).build(),
+        }
+    }
+
+    /// The llama.cpp sampler for a built-in stage, for a vocabulary of `n_vocab` ids.
+    fn subject(&self, n_vocab: i32) -> SamplerSpec {
         match self {
             StageDef::TopK { k } => SamplerSpec::TopK { k: *k },
             StageDef::TopP { p, min_keep } => SamplerSpec::TopP {
@@ -363,6 +379,7 @@ impl StageDef {
                 present: *present,
             },
             StageDef::Greedy => SamplerSpec::Greedy,
+            StageDef::SortedGuard => unreachable!("the guard is not a built-in sampler"),
         }
     }
 
@@ -416,6 +433,7 @@ impl StageDef {
                 history: history.to_vec(),
             },
             StageDef::Greedy => OracleStage::Greedy,
+            StageDef::SortedGuard => OracleStage::SortedGuard,
         }
     }
 }
@@ -473,6 +491,7 @@ impl std::fmt::Display for StageDef {
                 write!(f, "penalties={last_n}:{repeat}:{freq}:{present}")
             }
             StageDef::Greedy => write!(f, "greedy"),
+            StageDef::SortedGuard => write!(f, "sorted_guard"),
         }
     }
 }

@@ -43,6 +43,11 @@ fn permutation_table_with_controls() {
     let audit = perm::run().unwrap();
     for row in &audit.rows {
         assert!(row.honest_ok, "negative control failed for {}", row.sampler);
+        assert!(
+            row.guarded_ok,
+            "sorted_guard must make {} order-invariant",
+            row.sampler
+        );
         assert_eq!(row.skipped, 0, "the family is chosen tie-free");
     }
     assert!(
@@ -105,6 +110,10 @@ fn fuzzer_summary_and_minimized_cases() {
     let r = fuzz::fuzz(fuzz::FUZZ_SEED, 5_000).unwrap();
     assert_eq!(r.tried, 5_000);
     assert_eq!(r.sound + r.unsound + r.undecided, r.tried);
+    assert_eq!(
+        r.guarded_unsound, 0,
+        "with sorted_guard no chain may be unsound"
+    );
     for case in &r.minimized {
         // Every minimized case is still unsound on its own, and no stage can be dropped.
         let v = chain::run(case).unwrap().verdict;
@@ -180,6 +189,27 @@ fn json_of_the_published_chain() {
     assert_eq!(v["oracle"], serde_json::json!([3]));
     assert_eq!(v["sorted_flag_after"], true);
     assert_eq!(v["verdict"], "present");
+}
+
+#[test]
+fn the_guard_fixes_the_published_chain() {
+    let (code, stdout, _) = run_bin(&[
+        "--logits",
+        "4,3,2,1,0,-1,-2,-3",
+        "--stage",
+        "top_k=4",
+        "--stage",
+        "logit_bias=3:+6",
+        "--stage",
+        "sorted_guard",
+        "--stage",
+        "top_p=0.8",
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["subject"], serde_json::json!([3]));
+    assert_eq!(v["verdict"], "absent");
 }
 
 #[test]
