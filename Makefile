@@ -13,6 +13,9 @@ SHELL := /bin/bash
 
 BUILDS   := 0.1.161 0.1.154
 FINDINGS := clone sortpoison scope gauge
+# Findings rerun with the ledger samplers in place of the built-ins (F2's guard rows come
+# from its own audit).
+LEDGER_FINDINGS := clone gauge
 BUILD    ?= 0.1.161
 REPRO    ?= repro-clone
 ARGS     ?=
@@ -58,6 +61,10 @@ audit: build models
 	  for f in $(FINDINGS); do \
 	    echo "running repro-$$f on $$b" >&2; \
 	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--audit --results $(RESULTS)" > $(RESULTS)/$$f.$$b.txt; \
+	  done; \
+	  for f in $(LEDGER_FINDINGS); do \
+	    echo "running repro-$$f with ledger-penalties on $$b" >&2; \
+	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--sampler ledger --audit --results $(RESULTS)" > $(RESULTS)/$$f-ledger.$$b.txt; \
 	  done; \
 	done
 	@$(CARGO) run $(CARGO_FLAGS) --quiet -p verdicts -- $(RESULTS)

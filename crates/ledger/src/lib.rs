@@ -13,26 +13,9 @@
 //!   subject) and fixes every stage after it at once, at the cost of one pass over an array
 //!   that a previous truncation has usually already shortened.
 //!
-//! ```
-//! use ledger::{ledger_penalties, sorted_guard, Mode, PenaltyConfig};
-//! use subject::{Candidates, Sampler, SamplerSpec, TokenId};
-//!
-//! // A chain built with llama_sampler_chain_add, as any llama.cpp program builds one.
-//! let cfg = PenaltyConfig { n_vocab: 8, last_n: 64, repeat: 1.3, freq: 0.0, present: 0.0, mode: Mode::Default };
-//! let mut chain = Sampler::chain(vec![
-//!     ledger_penalties(cfg)?,
-//!     SamplerSpec::TopK { k: 4 }.build()?,
-//!     SamplerSpec::LogitBias { n_vocab: 8, biases: vec![(TokenId(3), 6.0)] }.build()?,
-//!     sorted_guard()?,
-//!     SamplerSpec::TopP { p: 0.8, min_keep: 1 }.build()?,
-//! ])?;
-//! chain.accept(TokenId(0))?;
-//! let mut c = Candidates::from_logits(&[4.0, 3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0]);
-//! chain.apply(&mut c)?;
-//! // With the guard, top_p keeps only the biased token (without it: 4 tokens).
-//! assert_eq!(c.ids_ascending(), vec![TokenId(3)]);
-//! # Ok::<(), anyhow::Error>(())
-//! ```
+//! Usage (this block is also in the README; a test keeps the two identical):
+
+#![doc = include_str!("../USAGE.md")]
 
 mod guard;
 mod penalties;

@@ -2,7 +2,7 @@
 //! exhaustive sweep with clone equivalence and reset checks, the controls, and the
 //! per-sampler clone table. Text and JSON are rendered from the same [`Audit`] value.
 
-use crate::ledger::{Defect, Ledger, PenaltiesLedger, ShadowLedger};
+use crate::ledger::{Defect, Ledger, PenaltiesLedger, SamplerKind, ShadowLedger};
 use crate::minimal::{self, verdict_word, Outcome, Scenario};
 use crate::stateful::{self, Equivalence};
 use crate::sweep::{self, Case, Checks, Stats};
@@ -32,9 +32,13 @@ impl EvictionControl {
     }
 }
 
-pub fn eviction_control(last_n: usize, cp: CountProbe) -> Result<EvictionControl> {
+pub fn eviction_control(
+    last_n: usize,
+    cp: CountProbe,
+    kind: SamplerKind,
+) -> Result<EvictionControl> {
     let ids: Vec<TokenId> = (0..=last_n as i32).map(TokenId).collect();
-    let mut ledger = PenaltiesLedger::new(&ids, WindowLen(last_n), cp)?;
+    let mut ledger = PenaltiesLedger::new(&ids, WindowLen(last_n), cp, kind)?;
     let mut counts = vec![0; ids.len()];
     ledger.accept(TokenId(0))?;
     let mut before_last = 0;
@@ -85,6 +89,8 @@ impl DetectorControl {
 }
 
 pub struct Audit {
+    /// The penalties stage under test.
+    pub kind: SamplerKind,
     pub build: BuildInfo,
     pub probe: CountProbe,
     pub probe_self_check: bool,
@@ -102,17 +108,17 @@ pub struct Audit {
 /// How many workers the sweep uses. Fixed, so runs are comparable; results do not depend on it.
 pub const THREADS: usize = 2;
 
-pub fn run(cp: CountProbe) -> Result<Audit> {
+pub fn run(cp: CountProbe, kind: SamplerKind) -> Result<Audit> {
     let probe_self_check = cp.self_check(PROBE_SELF_CHECK_RANGE).is_ok();
     anyhow::ensure!(
         probe_self_check,
         "the count probe is not exact; nothing can be judged"
     );
     let published = minimal::published();
-    let minimal = minimal::run(&published, cp).context("published case")?;
+    let minimal = minimal::run(&published, cp, kind).context("published case")?;
     let eviction = sweep::WINDOWS
         .iter()
-        .map(|&n| eviction_control(n, cp))
+        .map(|&n| eviction_control(n, cp, kind))
         .collect::<Result<Vec<_>>>()?;
     let detectors = [
         Defect::None,
@@ -129,7 +135,7 @@ pub fn run(cp: CountProbe) -> Result<Audit> {
     })
     .collect::<Result<Vec<_>>>()?;
     let domain = sweep::full_domain();
-    let make = |ids: &[TokenId], n: WindowLen| PenaltiesLedger::new(ids, n, cp);
+    let make = |ids: &[TokenId], n: WindowLen| PenaltiesLedger::new(ids, n, cp, kind);
     // Two timed passes over the same sequences: the accept path alone (comparable with the
     // published sweep), then clone equivalence.
     let started = std::time::Instant::now();
@@ -139,6 +145,7 @@ pub fn run(cp: CountProbe) -> Result<Audit> {
     let clones = sweep::run(&domain, &make, Checks::CLONES, THREADS)?;
     let clone_time = started.elapsed();
     Ok(Audit {
+        kind,
         build: BuildInfo::current(),
         probe: cp,
         probe_self_check,
@@ -163,6 +170,14 @@ impl Audit {
             && self.detectors.iter().all(DetectorControl::passed)
     }
 
+    /// The verdict table's name: the finding, and the fix when it is the one under test.
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            SamplerKind::Builtin => "clone-drops-token-count",
+            SamplerKind::Ledger => "clone-drops-token-count+ledger",
+        }
+    }
+
     /// F1 is present when the published case or any cloned prefix disagrees with the oracle.
     pub fn clone_defect_present(&self) -> bool {
         self.minimal.clone_defect_present() || self.sweep.clone_step_mismatches > 0
@@ -184,7 +199,8 @@ impl Audit {
     pub fn to_json(&self) -> Value {
         json!({
             "finding": "F1",
-            "name": "clone-drops-token-count",
+            "name": self.name(),
+            "sampler": self.kind.as_str(),
             "build": self.build.tag(),
             "build_detail": self.build.describe(),
             "verdict": self.verdict(),

@@ -1,5 +1,6 @@
 //! Command-line parsing and the two modes: the minimal case (default) and `--audit`.
 
+use crate::ledger::SamplerKind;
 use crate::{audit, minimal};
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -37,6 +38,9 @@ pub struct Args {
     /// results/clone.<build>.json.
     #[arg(long)]
     pub audit: bool,
+    /// Which penalties stage to audit: llama.cpp's own (builtin) or ledger-penalties (ledger).
+    #[arg(long, default_value = "builtin", value_parser = ["builtin", "ledger"])]
+    pub sampler: String,
     /// Where --audit writes its JSON.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
@@ -129,8 +133,13 @@ fn first_line(text: &str) -> &str {
 
 fn run(args: &Args, scenario: &minimal::Scenario) -> Result<String> {
     let cp = CountProbe::STANDARD;
+    let kind = if args.sampler == "ledger" {
+        SamplerKind::Ledger
+    } else {
+        SamplerKind::Builtin
+    };
     if !args.audit {
-        let outcome = minimal::run(scenario, cp)?;
+        let outcome = minimal::run(scenario, cp, kind)?;
         let build = subject::BuildInfo::current();
         return Ok(if args.json {
             format!("{}\n", minimal::to_json(scenario, &outcome, &build, cp))
@@ -138,15 +147,20 @@ fn run(args: &Args, scenario: &minimal::Scenario) -> Result<String> {
             minimal::to_text(scenario, &outcome, &build, cp)
         });
     }
-    let report = audit::run(cp)?;
+    let report = audit::run(cp, kind)?;
     eprintln!("{}", report.timing_text());
     std::fs::create_dir_all(&args.results)
         .with_context(|| format!("creating {}", args.results.display()))?;
     let tag = report.build.tag().to_string();
     let json = serde_json::to_string_pretty(&report.to_json())? + "\n";
-    let path = args.results.join(format!("clone.{tag}.json"));
+    // The fix's results sit beside the finding's: clone-ledger.<build>.json.
+    let stem = match kind {
+        SamplerKind::Builtin => "clone",
+        SamplerKind::Ledger => "clone-ledger",
+    };
+    let path = args.results.join(format!("{stem}.{tag}.json"));
     std::fs::write(&path, &json).with_context(|| format!("writing {}", path.display()))?;
-    let timing = args.results.join(format!("clone.{tag}.timing.json"));
+    let timing = args.results.join(format!("{stem}.{tag}.timing.json"));
     std::fs::write(
         &timing,
         serde_json::to_string_pretty(&report.timing_json())? + "\n",

@@ -19,6 +19,50 @@ pub trait Ledger: Sized {
 }
 
 /// llama.cpp's penalties sampler, configured as a count probe and read through `apply`.
+/// Which penalties stage is under test: llama.cpp's own, or `ledger::ledger_penalties` (the
+/// fix, default mode) through the same public API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SamplerKind {
+    #[default]
+    Builtin,
+    Ledger,
+}
+
+impl SamplerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SamplerKind::Builtin => "builtin",
+            SamplerKind::Ledger => "ledger",
+        }
+    }
+
+    /// The penalties stage of this kind acting as a count probe for `last_n`.
+    pub fn build(self, n_vocab: i32, last_n: WindowLen, cp: CountProbe) -> Result<Sampler> {
+        let spec = probe_spec(n_vocab, last_n, cp)?;
+        match (self, spec) {
+            (SamplerKind::Builtin, spec) => spec.build(),
+            (
+                SamplerKind::Ledger,
+                SamplerSpec::Penalties {
+                    n_vocab,
+                    last_n,
+                    repeat,
+                    freq,
+                    present,
+                },
+            ) => ledger::ledger_penalties(ledger::PenaltyConfig {
+                n_vocab,
+                last_n,
+                repeat,
+                freq,
+                present,
+                mode: ledger::Mode::Default,
+            }),
+            (SamplerKind::Ledger, other) => anyhow::bail!("not a penalties spec: {other:?}"),
+        }
+    }
+}
+
 pub struct PenaltiesLedger {
     sampler: Sampler,
     probe: ProbeArray,
@@ -42,9 +86,14 @@ pub fn probe_spec(n_vocab: i32, last_n: WindowLen, cp: CountProbe) -> Result<Sam
 impl PenaltiesLedger {
     /// A fresh sampler whose counts for `ids` are readable. The vocabulary given to llama.cpp
     /// is one past the largest id.
-    pub fn new(ids: &[TokenId], last_n: WindowLen, cp: CountProbe) -> Result<PenaltiesLedger> {
+    pub fn new(
+        ids: &[TokenId],
+        last_n: WindowLen,
+        cp: CountProbe,
+        kind: SamplerKind,
+    ) -> Result<PenaltiesLedger> {
         let n_vocab = ids.iter().map(|t| t.0).max().context("no ids to read")? + 1;
-        let sampler = probe_spec(n_vocab, last_n, cp)?.build()?;
+        let sampler = kind.build(n_vocab, last_n, cp)?;
         Self::with_sampler(sampler, ids, cp)
     }
 

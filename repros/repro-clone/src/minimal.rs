@@ -1,6 +1,6 @@
 //! The minimal reproduction (F1 a/b): one window, one history, one clone, one continuation.
 
-use crate::ledger::{Ledger, PenaltiesLedger};
+use crate::ledger::{Ledger, PenaltiesLedger, SamplerKind};
 use anyhow::{bail, Result};
 use oracle::penalty::CountProbe;
 use oracle::window::{histogram, WindowLen};
@@ -71,10 +71,15 @@ fn counts_for(ids: &[TokenId], history: &[TokenId], last_n: WindowLen) -> Vec<i6
 
 /// Checks the readout on the real subject: a fresh sampler that accepted one id `k` times
 /// must read `k`, for `k` in `0..=last_n`.
-fn calibrate(ids: &[TokenId], last_n: WindowLen, cp: CountProbe) -> Result<bool> {
+fn calibrate(
+    ids: &[TokenId],
+    last_n: WindowLen,
+    cp: CountProbe,
+    kind: SamplerKind,
+) -> Result<bool> {
     let mut got = vec![0; ids.len()];
     for k in 0..=last_n.0 {
-        let mut ledger = PenaltiesLedger::new(ids, last_n, cp)?;
+        let mut ledger = PenaltiesLedger::new(ids, last_n, cp, kind)?;
         for _ in 0..k {
             ledger.accept(ids[0])?;
         }
@@ -86,14 +91,14 @@ fn calibrate(ids: &[TokenId], last_n: WindowLen, cp: CountProbe) -> Result<bool>
     Ok(true)
 }
 
-/// Runs the scenario on llama.cpp's penalties sampler.
-pub fn run(s: &Scenario, cp: CountProbe) -> Result<Outcome> {
+/// Runs the scenario on the penalties stage of `kind`.
+pub fn run(s: &Scenario, cp: CountProbe, kind: SamplerKind) -> Result<Outcome> {
     if s.history.is_empty() {
         bail!("the history must name at least one token id");
     }
     let ids = s.ids();
-    let calibration_ok = calibrate(&ids, s.last_n, cp)?;
-    let mut original = PenaltiesLedger::new(&ids, s.last_n, cp)?;
+    let calibration_ok = calibrate(&ids, s.last_n, cp, kind)?;
+    let mut original = PenaltiesLedger::new(&ids, s.last_n, cp, kind)?;
     for &t in &s.history {
         original.accept(t)?;
     }

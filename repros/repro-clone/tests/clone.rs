@@ -4,7 +4,7 @@
 use oracle::penalty::CountProbe;
 use oracle::window::WindowLen;
 use oracle::TokenId;
-use repro_clone::ledger::{Defect, Ledger, ShadowLedger};
+use repro_clone::ledger::{Defect, Ledger, SamplerKind, ShadowLedger};
 use repro_clone::{audit, minimal};
 use std::process::Command;
 use subject::BuildInfo;
@@ -18,7 +18,7 @@ const CP: CountProbe = CountProbe::STANDARD;
 #[test]
 fn minimal_published_case() {
     let s = minimal::published();
-    let o = minimal::run(&s, CP).unwrap();
+    let o = minimal::run(&s, CP, SamplerKind::Builtin).unwrap();
     assert!(
         o.calibration_ok,
         "the readout must be exact on the subject before it judges"
@@ -78,7 +78,7 @@ fn clone_matches_the_mechanism_on_random_scenarios() {
         Defect::None
     };
     for s in scenarios(300) {
-        let o = minimal::run(&s, CP).unwrap();
+        let o = minimal::run(&s, CP, SamplerKind::Builtin).unwrap();
         assert!(o.original_ok(), "{s:?}");
         let mut shadow = ShadowLedger::new(&o.ids, s.last_n, defect);
         for &t in &s.history {
@@ -98,12 +98,24 @@ fn clone_matches_the_mechanism_on_random_scenarios() {
 
 #[test]
 fn full_audit() {
-    let a = audit::run(CP).unwrap();
+    let a = audit::run(CP, SamplerKind::Builtin).unwrap();
     assert!(a.controls_passed(), "{}", a.controls_text());
     assert!(a.sweep.sequences >= 3_010_612);
     insta::assert_snapshot!(format!("controls_{}", slug()), a.controls_text());
     insta::assert_snapshot!(format!("sweep_{}", slug()), a.sweep_text());
     insta::assert_snapshot!(format!("stateful_{}", slug()), a.stateful_text());
+}
+
+#[test]
+fn ledger_penalties_pass_the_whole_audit() {
+    // The fix in place of the built-in: the same sweep, clone equivalence and controls, with
+    // 0 mismatches on every build (0.1.154's built-in clone fails this).
+    let a = audit::run(CP, SamplerKind::Ledger).unwrap();
+    assert!(a.controls_passed(), "{}", a.controls_text());
+    assert!(a.ledger_exact(), "{}", a.sweep_text());
+    assert!(!a.clone_defect_present(), "{}", a.sweep_text());
+    assert_eq!(a.verdict(), "absent");
+    insta::assert_snapshot!(format!("ledger_sweep_{}", slug()), a.sweep_text());
 }
 
 fn run_bin(args: &[&str]) -> (i32, String, String) {

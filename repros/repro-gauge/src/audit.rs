@@ -4,7 +4,7 @@
 
 use crate::json::{self, JsonReport};
 use crate::plot;
-use crate::shift::{self, GaugeConfig, GaugeReport};
+use crate::shift::{self, GaugeConfig, GaugeReport, SamplerKind};
 use anyhow::{Context, Result};
 use harness::LoadedModel;
 use oracle::gauge::Operator;
@@ -32,6 +32,10 @@ pub fn run(models: &[LoadedModel], cfg: &GaugeConfig, json_limit: Option<usize>)
     if let Some(n) = json_limit {
         corpus.truncate(n);
     }
+    // The ledger audit is about the fix's gauge run; the corpus is the built-ins' consequence.
+    if cfg.sampler == SamplerKind::Ledger {
+        corpus.clear();
+    }
     let json = json::run(&models[0], &corpus, JSON_MAX_NEW, cfg.threads)?;
     Ok(Audit {
         build: BuildInfo::current(),
@@ -55,7 +59,21 @@ impl Audit {
         })
     }
 
+    fn ledger(&self) -> bool {
+        self.gauge
+            .first()
+            .is_some_and(|g| g.sampler == SamplerKind::Ledger)
+    }
+
     pub fn verdict(&self) -> &'static str {
+        if self.ledger() {
+            // The fix's row: normalized mode through a real llama.cpp chain must never flip.
+            return if self.controls_pass() {
+                "absent"
+            } else {
+                "present"
+            };
+        }
         match (self.controls_pass(), self.sign_flips()) {
             (false, _) => "invalid",
             (true, true) => "present",
@@ -98,6 +116,12 @@ impl Audit {
                     format!("{:.0}%", 100.0 * x.schema_valid as f64 / n)
                 })
         };
+        if self.ledger() {
+            return per.join("; ").replace(
+                "subtractive/normalized",
+                "subtractive (oracle)/normalized (ledger chain)",
+            );
+        }
         format!(
             "{}; schema-valid JSON none {} / llama 1.3 whole {} / normalized 1.3 {}",
             per.join("; "),
@@ -110,7 +134,7 @@ impl Audit {
     pub fn gauge_json(&self) -> Value {
         json!({
             "finding": "F4",
-            "name": "penalty-gauge-dependence",
+            "name": if self.ledger() { "penalty-gauge-dependence+ledger-normalized" } else { "penalty-gauge-dependence" },
             "build": self.build.tag(),
             "build_detail": self.build.describe(),
             "verdict": self.verdict(),
@@ -147,6 +171,12 @@ impl Audit {
     pub fn write(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let tag = self.build.tag();
+        if self.ledger() {
+            let p = dir.join(format!("gauge-ledger.{tag}.json"));
+            std::fs::write(&p, serde_json::to_string_pretty(&self.gauge_json())? + "\n")
+                .with_context(|| format!("writing {}", p.display()))?;
+            return Ok(());
+        }
         let files = [
             (
                 format!("gauge.{tag}.json"),

@@ -1,7 +1,7 @@
 //! Command-line parsing and the two modes: one gauge run (default) and `--audit`.
 
 use crate::audit;
-use crate::shift::{self, GaugeConfig};
+use crate::shift::{self, GaugeConfig, SamplerKind};
 use anyhow::{ensure, Result};
 use clap::Parser;
 use harness::LoadedModel;
@@ -48,6 +48,10 @@ pub struct Args {
     /// With --audit: only the first N prompts of the JSON corpus.
     #[arg(long)]
     pub json_prompts: Option<usize>,
+    /// builtin: the sign branch through llama.cpp's penalties stage; ledger: sign and
+    /// normalized through ledger-penalties in a real llama.cpp chain.
+    #[arg(long, default_value = "builtin", value_parser = ["builtin", "ledger"])]
+    pub sampler: String,
     /// Where --audit writes.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
@@ -99,6 +103,11 @@ pub fn config(args: &Args) -> Result<GaugeConfig> {
         "--json-prompts only applies with --audit"
     );
     Ok(GaugeConfig {
+        sampler: if args.sampler == "ledger" {
+            SamplerKind::Ledger
+        } else {
+            SamplerKind::Builtin
+        },
         prompt: args.prompt.clone(),
         thetas,
         shifts,

@@ -9,14 +9,36 @@
 
 use anyhow::{ensure, Result};
 use harness::{argmax, divergence, LoadedModel, Session};
+use ledger::Mode;
 use oracle::gauge::{self, Operator};
 use oracle::TokenId;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use subject::{Model, Sampler, SamplerSpec};
 
+/// Where the sign-branched and normalized operators run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SamplerKind {
+    /// Sign through llama.cpp's penalties stage; normalized through the oracle.
+    #[default]
+    Builtin,
+    /// Both through `ledger-penalties` in a real llama.cpp chain (default mode for sign,
+    /// normalized mode for normalized); subtractive stays with the oracle.
+    Ledger,
+}
+
+impl SamplerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SamplerKind::Builtin => "builtin",
+            SamplerKind::Ledger => "ledger",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct GaugeConfig {
+    pub sampler: SamplerKind,
     pub prompt: String,
     pub thetas: Vec<f32>,
     pub shifts: Vec<f32>,
@@ -49,6 +71,7 @@ impl Row {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct GaugeReport {
+    pub sampler: SamplerKind,
     pub model_label: String,
     pub model_desc: String,
     pub prompt: String,
@@ -97,6 +120,29 @@ fn llama_sign(model: &Model, prompt: &[TokenId], window: usize, theta: f32) -> R
     Ok(s)
 }
 
+/// `ledger-penalties` in a one-stage llama.cpp chain, prompt accepted.
+fn ledger_stage(
+    model: &Model,
+    prompt: &[TokenId],
+    window: usize,
+    theta: f32,
+    mode: Mode,
+) -> Result<Sampler> {
+    let stage = ledger::ledger_penalties(ledger::PenaltyConfig {
+        n_vocab: model.n_vocab(),
+        last_n: window as i32,
+        repeat: theta,
+        freq: 0.0,
+        present: 0.0,
+        mode,
+    })?;
+    let mut chain = Sampler::chain(vec![stage])?;
+    for &t in prompt {
+        chain.accept(t)?;
+    }
+    Ok(chain)
+}
+
 /// The operator's choice on `raw` shifted by `c`. The sign-branched one runs llama.cpp's own
 /// stage (the caller keeps its state in step with the tokens seen).
 struct Chooser {
@@ -112,10 +158,24 @@ impl Chooser {
         model: &Model,
         prompt: &[TokenId],
         window: usize,
+        kind: SamplerKind,
     ) -> Result<Chooser> {
-        let llama = (op == Operator::Sign)
-            .then(|| llama_sign(model, prompt, window, theta))
-            .transpose()?;
+        let llama = match (kind, op) {
+            (SamplerKind::Builtin, Operator::Sign) => {
+                Some(llama_sign(model, prompt, window, theta)?)
+            }
+            (SamplerKind::Ledger, Operator::Sign) => {
+                Some(ledger_stage(model, prompt, window, theta, Mode::Default)?)
+            }
+            (SamplerKind::Ledger, Operator::Normalized) => Some(ledger_stage(
+                model,
+                prompt,
+                window,
+                theta,
+                Mode::Normalized,
+            )?),
+            _ => None,
+        };
         Ok(Chooser { op, theta, llama })
     }
 
@@ -168,12 +228,13 @@ pub fn run(m: &LoadedModel, cfg: &GaugeConfig) -> Result<GaugeReport> {
     for &theta in &cfg.thetas {
         for op in Operator::ALL {
             // The unshifted trajectory, keeping each step's raw logits for teacher forcing.
-            let mut chooser = Chooser::new(op, theta, &m.model, &prompt, window)?;
+            let mut chooser = Chooser::new(op, theta, &m.model, &prompt, window, cfg.sampler)?;
             let mut rows_raw: Vec<Vec<f32>> = Vec::new();
             let (base, _) = session.generate(cfg.max_new, |raw, gen| {
                 let seen = seen_set(&prompt, gen);
                 let t = chooser.choose(raw, 0.0, &seen)?;
                 if op == Operator::Sign {
+                    // llama.cpp's stage (or the ledger's default mode) against the oracle.
                     sign_steps += 1;
                     if t != gauge::argmax(&gauge::sign(raw, 0.0, &seen, theta)) {
                         sign_mismatches += 1;
@@ -184,7 +245,7 @@ pub fn run(m: &LoadedModel, cfg: &GaugeConfig) -> Result<GaugeReport> {
                 Ok(t)
             })?;
             // Teacher forcing: the same contexts, every shift.
-            let mut forced = Chooser::new(op, theta, &m.model, &prompt, window)?;
+            let mut forced = Chooser::new(op, theta, &m.model, &prompt, window, cfg.sampler)?;
             let mut flips = vec![0usize; cfg.shifts.len()];
             for (t, raw) in rows_raw.iter().enumerate() {
                 let seen = seen_set(&prompt, &base[..t]);
@@ -197,7 +258,7 @@ pub fn run(m: &LoadedModel, cfg: &GaugeConfig) -> Result<GaugeReport> {
             }
             // Free running under each shift.
             for (k, &c) in cfg.shifts.iter().enumerate() {
-                let mut free = Chooser::new(op, theta, &m.model, &prompt, window)?;
+                let mut free = Chooser::new(op, theta, &m.model, &prompt, window, cfg.sampler)?;
                 let (tokens, _) = session.generate(cfg.max_new, |raw, gen| {
                     let t = free.choose(raw, c, &seen_set(&prompt, gen))?;
                     free.accept(t)?;
@@ -221,6 +282,7 @@ pub fn run(m: &LoadedModel, cfg: &GaugeConfig) -> Result<GaugeReport> {
         }
     }
     Ok(GaugeReport {
+        sampler: cfg.sampler,
         model_label: m.choice.label.clone(),
         model_desc: m.model.describe(),
         prompt: cfg.prompt.clone(),
@@ -237,6 +299,7 @@ pub fn run(m: &LoadedModel, cfg: &GaugeConfig) -> Result<GaugeReport> {
 impl GaugeReport {
     pub fn to_json(&self) -> Value {
         json!({
+            "sampler": self.sampler.as_str(),
             "model": self.model_label,
             "model_desc": self.model_desc,
             "prompt": self.prompt,
@@ -261,12 +324,13 @@ impl GaugeReport {
 
     pub fn to_text(&self) -> String {
         let mut out = format!(
-            "{} ({}), prompt {:?} ({} tokens), up to {} new tokens\n  positive logits: {:.3} of seen ids, {:.3} of the vocabulary (unpenalized greedy run)\n  sign branch through llama.cpp = oracle on {} of {} steps\n  operator     theta  shift  flip rate (teacher-forced)  diverges at  differing share (free-running)\n",
+            "{} ({}), prompt {:?} ({} tokens), up to {} new tokens, sampler {}\n  positive logits: {:.3} of seen ids, {:.3} of the vocabulary (unpenalized greedy run)\n  sign branch through llama.cpp = oracle on {} of {} steps\n  operator     theta  shift  flip rate (teacher-forced)  diverges at  differing share (free-running)\n",
             self.model_label,
             self.model_desc,
             self.prompt,
             self.prompt_tokens,
             self.max_new,
+            self.sampler.as_str(),
             self.positive_share(),
             self.positive_share_vocab(),
             self.sign_steps - self.sign_mismatches,

@@ -53,6 +53,7 @@ fn oracle_examples() {
 fn short_gauge_run_on_both_models() {
     let _serial = one_at_a_time();
     let cfg = GaugeConfig {
+        sampler: shift::SamplerKind::Builtin,
         prompt: "Name three colours.".into(),
         thetas: vec![1.3],
         shifts: vec![-5.0, 5.0],
@@ -70,6 +71,26 @@ fn short_gauge_run_on_both_models() {
         text.push_str(&r.to_text());
     }
     insta::assert_snapshot!(format!("gauge_short_{}", slug()), text);
+}
+
+#[test]
+fn ledger_normalized_never_flips_through_a_real_chain() {
+    let _serial = one_at_a_time();
+    let cfg = GaugeConfig {
+        sampler: shift::SamplerKind::Ledger,
+        prompt: "Name three colours.".into(),
+        thetas: vec![1.3],
+        shifts: vec![-5.0, -1.0, 2.0, 5.0],
+        max_new: 16,
+        threads: 2,
+    };
+    for name in ["smollm2", "gemma3"] {
+        let r = shift::run(&load(name), &cfg).unwrap();
+        assert!(r.gauge_free_exact(), "{}", r.to_text());
+        // The ledger's default mode is bit-identical to llama.cpp's, so the sign branch still
+        // equals the oracle's at every step.
+        assert_eq!(r.sign_mismatches, 0);
+    }
 }
 
 #[test]
