@@ -219,5 +219,8 @@ fn refuses_bad_parameters() {
 fn readme_shows_the_doc_tested_example() {
     let readme = include_str!("../../../README.md");
     let usage = include_str!("../USAGE.md");
-    assert!(readme.contains(usage), "README.md must contain crates/ledger/USAGE.md verbatim");
+    assert!(
+        readme.contains(usage),
+        "README.md must contain crates/ledger/USAGE.md verbatim"
+    );
 }
