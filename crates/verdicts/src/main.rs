@@ -37,7 +37,7 @@ fn read_rows(dir: &Path) -> Result<Vec<Row>> {
             evidence: field("evidence"),
         });
     }
-    rows.sort_by(|a, b| (&a.finding, &a.build).cmp(&(&b.finding, &b.build)));
+    rows.sort_by(|a, b| (&a.finding, &a.name, &a.build).cmp(&(&b.finding, &b.name, &b.build)));
     Ok(rows)
 }
 
@@ -52,12 +52,12 @@ fn main() {
         }
         Ok(rows) => {
             println!(
-                "{:<4} {:<26} {:<9} {:<12} evidence",
+                "{:<4} {:<44} {:<9} {:<12} evidence",
                 "", "finding", "build", "verdict"
             );
             for r in rows {
                 println!(
-                    "{:<4} {:<26} {:<9} {:<12} {}",
+                    "{:<4} {:<44} {:<9} {:<12} {}",
                     r.finding, r.name, r.build, r.verdict, r.evidence
                 );
             }

@@ -8,7 +8,7 @@ const W: f64 = 760.0;
 const H: f64 = 440.0;
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 170.0;
-const TOP: f64 = 70.0;
+const TOP: f64 = 80.0;
 const BOTTOM: f64 = 60.0;
 
 fn esc(s: &str) -> String {
@@ -22,11 +22,16 @@ const PALETTE: [&str; 6] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
 ];
 
+/// `title` is drawn as a bold headline; a trailing parenthesis, if any, goes on a second line.
 pub fn svg(s: &Sweep, title: &str) -> String {
+    let (headline, subtitle) = match title.rfind(" (") {
+        Some(i) if title.ends_with(')') => (&title[..i], &title[i + 2..title.len() - 1]),
+        _ => (title, ""),
+    };
     let max_new = s.plan.max_new as f64;
     let plot_h = H - TOP - BOTTOM;
     let plot_w = W - LEFT - RIGHT;
-    let never_y = TOP - 18.0;
+    let never_y = TOP - 16.0;
     let y = |i: f64| TOP + plot_h * (i / max_new);
     let col_w = plot_w / s.plan.windows.len() as f64;
     let mut kinds: Vec<&str> = Vec::new();
@@ -37,8 +42,9 @@ pub fn svg(s: &Sweep, title: &str) -> String {
     }
     let colour = |k: &str| PALETTE[kinds.iter().position(|x| *x == k).unwrap_or(0) % PALETTE.len()];
     let mut o = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{LEFT}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
-        esc(title)
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{LEFT}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n<text x=\"{LEFT}\" y=\"40\" fill=\"#555\">{}</text>\n",
+        esc(headline),
+        esc(subtitle)
     );
     // Axis and grid: generated-token index grows downwards, as text is read.
     for k in 0..=4 {
