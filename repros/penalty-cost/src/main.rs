@@ -299,35 +299,8 @@ fn run(args: &Args) -> Result<String> {
 }
 
 fn main() {
-    std::panic::set_hook(Box::new(|info| {
-        eprintln!(
-            "error: internal error: {}",
-            info.to_string().replace('\n', " ")
-        )
+    cli::one_line_panics();
+    std::process::exit(cli::run(std::env::args_os(), |args: Args| {
+        cli::fail(run(&args))
     }));
-    let args = match Args::try_parse() {
-        Ok(a) => a,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
-                std::process::exit(0);
-            }
-            eprintln!(
-                "{}",
-                e.to_string()
-                    .lines()
-                    .next()
-                    .unwrap_or("error: invalid arguments")
-            );
-            std::process::exit(2);
-        }
-    };
-    match run(&args) {
-        Ok(s) => print!("{s}"),
-        Err(e) => {
-            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
-            std::process::exit(1);
-        }
-    }
 }

@@ -10,10 +10,7 @@ use oracle::TokenId;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// Exit code for input the command refuses (bad flags, bad values).
-pub const EXIT_BAD_INPUT: i32 = 2;
-/// Exit code for a run that could not complete.
-pub const EXIT_FAILED: i32 = 1;
+pub use cli::{EXIT_BAD_INPUT, EXIT_FAILED};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -94,41 +91,12 @@ pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
     })
 }
 
-/// Parses `argv` and runs; returns the process exit code. Errors are one line on stderr.
+/// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    let args = match Args::try_parse_from(argv) {
-        Ok(a) => a,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
-                return 0;
-            }
-            eprintln!("{}", first_line(&e.to_string()));
-            return EXIT_BAD_INPUT;
-        }
-    };
-    let scenario = match scenario(&args) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_BAD_INPUT;
-        }
-    };
-    match run(&args, &scenario) {
-        Ok(out) => {
-            print!("{out}");
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
-            EXIT_FAILED
-        }
-    }
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or("error: invalid arguments")
+    cli::run(argv, |args: Args| {
+        let scenario = cli::refuse(scenario(&args))?;
+        cli::fail(run(&args, &scenario))
+    })
 }
 
 fn run(args: &Args, scenario: &minimal::Scenario) -> Result<String> {

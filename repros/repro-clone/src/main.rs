@@ -19,11 +19,6 @@
 //! `results/clone.<build>.json`; its timing goes to stderr only.
 
 fn main() {
-    std::panic::set_hook(Box::new(|info| {
-        eprintln!(
-            "error: internal error: {}",
-            info.to_string().replace('\n', " ")
-        );
-    }));
+    cli::one_line_panics();
     std::process::exit(repro_clone::cli::main(std::env::args_os()));
 }

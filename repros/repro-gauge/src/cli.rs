@@ -9,10 +9,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use subject::BuildInfo;
 
-/// Exit code for input the command refuses (bad flags, bad values, a missing model).
-pub const EXIT_BAD_INPUT: i32 = 2;
-/// Exit code for a run that could not complete.
-pub const EXIT_FAILED: i32 = 1;
+pub use cli::{EXIT_BAD_INPUT, EXIT_FAILED};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -116,58 +113,23 @@ pub fn config(args: &Args) -> Result<GaugeConfig> {
     })
 }
 
+/// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    let args = match Args::try_parse_from(argv) {
-        Ok(a) => a,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
-                return 0;
-            }
-            eprintln!(
-                "{}",
-                e.to_string()
-                    .lines()
-                    .next()
-                    .unwrap_or("error: invalid arguments")
-            );
-            return EXIT_BAD_INPUT;
-        }
-    };
-    let names: Vec<String> = if args.audit {
-        models::KNOWN.iter().map(|k| k.name.to_string()).collect()
-    } else {
-        vec![args.model.clone()]
-    };
-    let prepared = config(&args).and_then(|cfg| {
-        let loaded = names
-            .iter()
-            .map(|n| LoadedModel::load(models::resolve(n)?))
-            .collect::<Result<Vec<_>>>()?;
-        Ok((cfg, loaded))
-    });
-    let (cfg, loaded) = match prepared {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {}", one_line(&e));
-            return EXIT_BAD_INPUT;
-        }
-    };
-    match execute(&args, &cfg, &loaded) {
-        Ok(out) => {
-            print!("{out}");
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {}", one_line(&e));
-            EXIT_FAILED
-        }
-    }
-}
-
-fn one_line(e: &anyhow::Error) -> String {
-    format!("{e:#}").replace('\n', " ")
+    cli::run(argv, |args: Args| {
+        let cfg = cli::refuse(config(&args))?;
+        let names: Vec<String> = if args.audit {
+            models::KNOWN.iter().map(|k| k.name.to_string()).collect()
+        } else {
+            vec![args.model.clone()]
+        };
+        let loaded = cli::refuse(
+            names
+                .iter()
+                .map(|n| LoadedModel::load(models::resolve(n)?))
+                .collect::<Result<Vec<_>>>(),
+        )?;
+        cli::fail(execute(&args, &cfg, &loaded))
+    })
 }
 
 fn execute(args: &Args, cfg: &GaugeConfig, loaded: &[LoadedModel]) -> Result<String> {

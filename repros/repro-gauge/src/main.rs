@@ -20,11 +20,6 @@
 //! and two plots.
 
 fn main() {
-    std::panic::set_hook(Box::new(|info| {
-        eprintln!(
-            "error: internal error: {}",
-            info.to_string().replace('\n', " ")
-        );
-    }));
+    cli::one_line_panics();
     std::process::exit(repro_gauge::cli::main(std::env::args_os()));
 }

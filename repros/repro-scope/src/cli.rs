@@ -7,10 +7,7 @@ use clap::Parser;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// Exit code for input the command refuses (bad flags, bad values, a missing model).
-pub const EXIT_BAD_INPUT: i32 = 2;
-/// Exit code for a run that could not complete.
-pub const EXIT_FAILED: i32 = 1;
+pub use cli::{EXIT_BAD_INPUT, EXIT_FAILED};
 
 pub const PUBLISHED_PROMPT: &str = "How do you say thank you in Chinese?";
 pub const DEFAULT_SCOPES: &str = "all,64,128,gen:64,llama:64";
@@ -93,58 +90,13 @@ pub fn published_config() -> RunConfig {
     config(&args).expect("the defaults are valid")
 }
 
-/// Parses `argv` and runs; returns the process exit code. Errors are one line on stderr.
+/// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    let args = match Args::try_parse_from(argv) {
-        Ok(a) => a,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
-                return 0;
-            }
-            eprintln!(
-                "{}",
-                e.to_string()
-                    .lines()
-                    .next()
-                    .unwrap_or("error: invalid arguments")
-            );
-            return EXIT_BAD_INPUT;
-        }
-    };
-    let prepared = config(&args).and_then(|cfg| {
-        let choice = models::resolve(&args.model)?;
-        Ok((cfg, choice))
-    });
-    let (cfg, choice) = match prepared {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {}", one_line(&e));
-            return EXIT_BAD_INPUT;
-        }
-    };
-    let loaded = match LoadedModel::load(choice) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: {}", one_line(&e));
-            return EXIT_BAD_INPUT;
-        }
-    };
-    match execute(&args, &cfg, &loaded) {
-        Ok(out) => {
-            print!("{out}");
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {}", one_line(&e));
-            EXIT_FAILED
-        }
-    }
-}
-
-fn one_line(e: &anyhow::Error) -> String {
-    format!("{e:#}").replace('\n', " ")
+    cli::run(argv, |args: Args| {
+        let cfg = cli::refuse(config(&args))?;
+        let loaded = cli::refuse(models::resolve(&args.model).and_then(LoadedModel::load))?;
+        cli::fail(execute(&args, &cfg, &loaded))
+    })
 }
 
 fn execute(args: &Args, cfg: &RunConfig, m: &LoadedModel) -> Result<String> {

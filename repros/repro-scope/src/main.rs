@@ -19,11 +19,6 @@
 //! `results/scope.<build>.json` and `results/scope-sweep.<build>.svg`.
 
 fn main() {
-    std::panic::set_hook(Box::new(|info| {
-        eprintln!(
-            "error: internal error: {}",
-            info.to_string().replace('\n', " ")
-        );
-    }));
+    cli::one_line_panics();
     std::process::exit(repro_scope::cli::main(std::env::args_os()));
 }

@@ -9,10 +9,7 @@ use oracle::TokenId;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// Exit code for input the command refuses (bad flags, bad values).
-pub const EXIT_BAD_INPUT: i32 = 2;
-/// Exit code for a run that could not complete.
-pub const EXIT_FAILED: i32 = 1;
+pub use cli::{EXIT_BAD_INPUT, EXIT_FAILED};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -124,49 +121,16 @@ pub fn case(args: &Args) -> Result<ChainCase> {
 pub fn case_from_line(line: &str) -> Result<ChainCase> {
     let argv = std::iter::once("repro-sortpoison").chain(line.split_whitespace());
     let args = Args::try_parse_from(argv)
-        .map_err(|e| anyhow::anyhow!("{}", first_line(&e.to_string())))?;
+        .map_err(|e| anyhow::anyhow!("{}", cli::first_line(&e.to_string())))?;
     case(&args)
 }
 
-/// Parses `argv` and runs; returns the process exit code. Errors are one line on stderr.
+/// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    let args = match Args::try_parse_from(argv) {
-        Ok(a) => a,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
-                return 0;
-            }
-            eprintln!("{}", first_line(&e.to_string()));
-            return EXIT_BAD_INPUT;
-        }
-    };
-    let case = match case(&args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {}", one_line(&e));
-            return EXIT_BAD_INPUT;
-        }
-    };
-    match run(&args, &case) {
-        Ok(out) => {
-            print!("{out}");
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {}", one_line(&e));
-            EXIT_FAILED
-        }
-    }
-}
-
-fn one_line(e: &anyhow::Error) -> String {
-    format!("{e:#}").replace('\n', " ")
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or("error: invalid arguments")
+    cli::run(argv, |args: Args| {
+        let case = cli::refuse(case(&args))?;
+        cli::fail(run(&args, &case))
+    })
 }
 
 fn run(args: &Args, case: &ChainCase) -> Result<String> {

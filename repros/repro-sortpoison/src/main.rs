@@ -20,11 +20,6 @@
 //! fuzzer and the published chain, and writes `results/sortpoison.<build>.json`.
 
 fn main() {
-    std::panic::set_hook(Box::new(|info| {
-        eprintln!(
-            "error: internal error: {}",
-            info.to_string().replace('\n', " ")
-        );
-    }));
+    cli::one_line_panics();
     std::process::exit(repro_sortpoison::cli::main(std::env::args_os()));
 }
