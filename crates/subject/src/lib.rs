@@ -12,6 +12,7 @@
 
 mod build;
 mod candidates;
+mod custom;
 mod model;
 mod probe;
 mod sampler;
@@ -20,6 +21,7 @@ mod vocab;
 
 pub use build::BuildInfo;
 pub use candidates::{Candidate, Candidates};
+pub use custom::{ArrayView, CustomSampler};
 pub use model::{Context, Message, Model};
 pub use oracle::TokenId;
 pub use probe::{LogitsArray, ProbeArray};

@@ -1,0 +1,657 @@
+//! The one report contract every repro and `verdicts` use.
+//!
+//! A [`Report`] is one verdict about one finding on one build, with the controls that decide
+//! whether the verdict may be trusted. Its JSON opens with the same header in every results
+//! file (`finding`, `name`, `build`, `build_detail`, `verdict`, `evidence`, `controls`), and
+//! its text is rendered from the same value, so the two cannot disagree.
+//!
+//! Invariants, enforced here rather than by each repro:
+//! - the verdict is computed from the measured answer and the controls ([`judge`]): if any
+//!   control failed, or the report has no positive or no negative control, it is
+//!   `inconclusive`, never `present` or `absent`;
+//! - verdict rows ([`Row`]) share their report's controls and obey the same rule;
+//! - one spelling: `present`, `absent`, `undecided`, `inconclusive`.
+
+use anyhow::{bail, ensure, Context, Result};
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+
+/// What a detector concluded about a defect on a build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verdict {
+    /// The subject disagrees with the oracle on an input where the oracle's answer is decided.
+    Present,
+    /// The subject agrees with the oracle everywhere the detector looked.
+    Absent,
+    /// They disagree, but the oracle's answer rests on a tie or a rounding margin.
+    Undecided,
+    /// Some control failed (or a control kind is missing): no answer either way.
+    Inconclusive,
+}
+
+impl Verdict {
+    pub const ALL: [Verdict; 4] = [
+        Verdict::Present,
+        Verdict::Absent,
+        Verdict::Undecided,
+        Verdict::Inconclusive,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Present => "present",
+            Verdict::Absent => "absent",
+            Verdict::Undecided => "undecided",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Verdict> {
+        Verdict::ALL
+            .into_iter()
+            .find(|v| v.as_str() == text)
+            .with_context(|| {
+                format!("'{text}' is not a verdict (present, absent, undecided, inconclusive)")
+            })
+    }
+
+    /// `present` when `found`, `absent` otherwise.
+    pub fn found(found: bool) -> Verdict {
+        if found {
+            Verdict::Present
+        } else {
+            Verdict::Absent
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a control shows about the detector it guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ControlKind {
+    /// A known-bad implementation, written by us, that the detector must flag.
+    Positive,
+    /// A known-good implementation, written by us, that the detector must pass.
+    Negative,
+    /// The oracle (or the readout that feeds it) checked on inputs where it could be wrong.
+    OracleCheck,
+}
+
+impl ControlKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControlKind::Positive => "positive",
+            ControlKind::Negative => "negative",
+            ControlKind::OracleCheck => "oracle-check",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<ControlKind> {
+        [
+            ControlKind::Positive,
+            ControlKind::Negative,
+            ControlKind::OracleCheck,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == text)
+        .with_context(|| {
+            format!("'{text}' is not a control kind (positive, negative, oracle-check)")
+        })
+    }
+}
+
+/// One control and what it showed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Control {
+    pub name: String,
+    pub kind: ControlKind,
+    pub passed: bool,
+    /// What was run and what came out, in one line.
+    pub detail: String,
+}
+
+impl Control {
+    pub fn new(
+        kind: ControlKind,
+        name: impl Into<String>,
+        passed: bool,
+        detail: impl Into<String>,
+    ) -> Control {
+        Control {
+            name: name.into(),
+            kind,
+            passed,
+            detail: detail.into(),
+        }
+    }
+
+    /// A planted defect: `passed` means the detector flagged it.
+    pub fn positive(name: impl Into<String>, flagged: bool, detail: impl Into<String>) -> Control {
+        Control::new(ControlKind::Positive, name, flagged, detail)
+    }
+
+    /// A planted clean implementation: `passed` means the detector stayed quiet.
+    pub fn negative(name: impl Into<String>, quiet: bool, detail: impl Into<String>) -> Control {
+        Control::new(ControlKind::Negative, name, quiet, detail)
+    }
+
+    pub fn oracle_check(
+        name: impl Into<String>,
+        passed: bool,
+        detail: impl Into<String>,
+    ) -> Control {
+        Control::new(ControlKind::OracleCheck, name, passed, detail)
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "kind": self.kind.as_str(),
+            "passed": self.passed,
+            "detail": self.detail,
+        })
+    }
+
+    pub fn from_json(v: &Value) -> Result<Control> {
+        let text = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .with_context(|| format!("control without a string '{k}'"))
+        };
+        Ok(Control {
+            name: text("name")?.to_string(),
+            kind: ControlKind::parse(text("kind")?)?,
+            passed: v
+                .get("passed")
+                .and_then(Value::as_bool)
+                .context("control without a boolean 'passed'")?,
+            detail: text("detail")?.to_string(),
+        })
+    }
+}
+
+/// Why the controls do not allow a verdict, or `None` when they do.
+pub fn controls_problem(controls: &[Control]) -> Option<String> {
+    let failed: Vec<&str> = controls
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| c.name.as_str())
+        .collect();
+    if !failed.is_empty() {
+        return Some(format!("failed: {}", failed.join(", ")));
+    }
+    for kind in [ControlKind::Positive, ControlKind::Negative] {
+        if !controls.iter().any(|c| c.kind == kind) {
+            return Some(format!("no {} control", kind.as_str()));
+        }
+    }
+    None
+}
+
+/// The verdict a report may state: the measured one when every control passed and both a
+/// positive and a negative control ran; `inconclusive` otherwise.
+pub fn judge(measured: Verdict, controls: &[Control]) -> Verdict {
+    if controls_problem(controls).is_some() {
+        Verdict::Inconclusive
+    } else {
+        measured
+    }
+}
+
+/// One verdict inside a report that carries several (one per sampler, say). Rows share the
+/// report's controls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub name: String,
+    measured: Verdict,
+    verdict: Verdict,
+    pub evidence: String,
+    /// Row-specific data, placed after the row's header keys.
+    pub data: Map<String, Value>,
+}
+
+impl Row {
+    pub fn verdict(&self) -> Verdict {
+        self.verdict
+    }
+
+    pub fn measured(&self) -> Verdict {
+        self.measured
+    }
+
+    fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("name".into(), json!(self.name));
+        m.insert("verdict".into(), json!(self.verdict.as_str()));
+        m.insert("evidence".into(), json!(self.evidence));
+        for (k, v) in &self.data {
+            m.insert(k.clone(), v.clone());
+        }
+        Value::Object(m)
+    }
+}
+
+/// Which finding, which verdict name, which build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject {
+    /// `F1`, `F2`, ...
+    pub finding: String,
+    /// The verdict's name, e.g. `clone-drops-token-count` or `...+ledger` for a fix's rerun.
+    pub name: String,
+    /// The build tag (crate version), e.g. `0.1.161`.
+    pub build: String,
+    /// One readable line naming the linked library.
+    pub build_detail: String,
+}
+
+/// A verdict with its evidence and controls, plus the finding's own data and text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub subject: Subject,
+    measured: Verdict,
+    verdict: Verdict,
+    pub evidence: String,
+    controls: Vec<Control>,
+    rows: Vec<Row>,
+    /// Finding-specific JSON, placed after the header.
+    body: Map<String, Value>,
+    /// Finding-specific text (tables), placed between the title and the controls.
+    text: String,
+}
+
+/// The header keys, in the order every results file opens with.
+pub const HEADER_KEYS: [&str; 7] = [
+    "finding",
+    "name",
+    "build",
+    "build_detail",
+    "verdict",
+    "evidence",
+    "controls",
+];
+
+impl Report {
+    /// The report for `measured` under `controls`; the verdict is [`judge`]d here.
+    pub fn new(
+        subject: Subject,
+        measured: Verdict,
+        evidence: impl Into<String>,
+        controls: Vec<Control>,
+    ) -> Report {
+        Report {
+            verdict: judge(measured, &controls),
+            subject,
+            measured,
+            evidence: evidence.into(),
+            controls,
+            rows: Vec::new(),
+            body: Map::new(),
+            text: String::new(),
+        }
+    }
+
+    /// Adds a verdict row, judged under this report's controls.
+    pub fn add_row(
+        &mut self,
+        name: impl Into<String>,
+        measured: Verdict,
+        evidence: impl Into<String>,
+        data: Value,
+    ) {
+        let data = match data {
+            Value::Object(m) => m,
+            Value::Null => Map::new(),
+            other => {
+                let mut m = Map::new();
+                m.insert("data".into(), other);
+                m
+            }
+        };
+        self.rows.push(Row {
+            name: name.into(),
+            measured,
+            verdict: judge(measured, &self.controls),
+            evidence: evidence.into(),
+            data,
+        });
+    }
+
+    /// Finding-specific JSON: an object whose keys follow the header (and the rows).
+    pub fn with_body(mut self, body: Value) -> Report {
+        if let Value::Object(m) = body {
+            for (k, v) in m {
+                if !HEADER_KEYS.contains(&k.as_str()) && k != "rows" {
+                    self.body.insert(k, v);
+                }
+            }
+        }
+        self
+    }
+
+    /// Finding-specific text, printed between the title and the controls.
+    pub fn with_text(mut self, text: impl Into<String>) -> Report {
+        self.text = text.into();
+        self
+    }
+
+    pub fn verdict(&self) -> Verdict {
+        self.verdict
+    }
+
+    /// What the detector found before the controls were taken into account.
+    pub fn measured(&self) -> Verdict {
+        self.measured
+    }
+
+    pub fn controls(&self) -> &[Control] {
+        &self.controls
+    }
+
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+
+    pub fn body(&self) -> &Map<String, Value> {
+        &self.body
+    }
+
+    pub fn to_json(&self) -> Value {
+        let s = &self.subject;
+        let mut m = Map::new();
+        m.insert("finding".into(), json!(s.finding));
+        m.insert("name".into(), json!(s.name));
+        m.insert("build".into(), json!(s.build));
+        m.insert("build_detail".into(), json!(s.build_detail));
+        m.insert("verdict".into(), json!(self.verdict.as_str()));
+        m.insert("evidence".into(), json!(self.evidence));
+        m.insert(
+            "controls".into(),
+            Value::Array(self.controls.iter().map(Control::to_json).collect()),
+        );
+        m.insert("measured".into(), json!(self.measured.as_str()));
+        if !self.rows.is_empty() {
+            m.insert(
+                "rows".into(),
+                Value::Array(self.rows.iter().map(Row::to_json).collect()),
+            );
+        }
+        for (k, v) in &self.body {
+            m.insert(k.clone(), v.clone());
+        }
+        Value::Object(m)
+    }
+
+    /// The JSON as written to results files and printed by `--json`.
+    pub fn to_json_text(&self) -> String {
+        serde_json::to_string_pretty(&self.to_json()).expect("a JSON value always serializes")
+            + "\n"
+    }
+
+    /// Title, the finding's text, the controls, the rows, the evidence and the verdict line.
+    pub fn to_text(&self) -> String {
+        let s = &self.subject;
+        let mut out = format!("{} {} on {}\n\n", s.finding, s.name, s.build_detail);
+        out.push_str(&self.text);
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str("\n== controls ==\n");
+        for c in &self.controls {
+            out.push_str(&format!(
+                "  {:<6} {:<12} {}: {}\n",
+                if c.passed { "ok" } else { "FAILED" },
+                c.kind.as_str(),
+                c.name,
+                c.detail
+            ));
+        }
+        if let Some(problem) = controls_problem(&self.controls) {
+            out.push_str(&format!("  controls do not allow a verdict ({problem})\n"));
+        }
+        if !self.rows.is_empty() {
+            let width = self.rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+            out.push_str("\n== verdict rows ==\n");
+            for r in &self.rows {
+                out.push_str(&format!(
+                    "  {:<width$}  {:<12} {}\n",
+                    r.name,
+                    r.verdict.as_str(),
+                    r.evidence
+                ));
+            }
+        }
+        out.push_str(&format!("\nevidence: {}\n", self.evidence));
+        let note = if self.verdict != self.measured {
+            format!(
+                " (measured {}; the controls do not allow it)",
+                self.measured
+            )
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "{}: {} on {}{note}\n",
+            s.name, self.verdict, s.build
+        ));
+        out
+    }
+
+    /// Writes `<stem>.<build>.json` and `<stem>.<build>.txt` into `dir`; returns both paths.
+    pub fn write(&self, dir: &Path, stem: &str) -> Result<(PathBuf, PathBuf)> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let json = dir.join(format!("{stem}.{}.json", self.subject.build));
+        let text = dir.join(format!("{stem}.{}.txt", self.subject.build));
+        std::fs::write(&json, self.to_json_text())
+            .with_context(|| format!("writing {}", json.display()))?;
+        std::fs::write(&text, self.to_text())
+            .with_context(|| format!("writing {}", text.display()))?;
+        Ok((json, text))
+    }
+}
+
+/// A report's header and rows as read back from a results file, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    pub subject: Subject,
+    pub verdict: Verdict,
+    pub evidence: String,
+    pub controls: Vec<Control>,
+    /// `(name, verdict, evidence)` of each verdict row.
+    pub rows: Vec<(String, Verdict, String)>,
+}
+
+impl Header {
+    /// Reads and checks the header: the object opens with [`HEADER_KEYS`] in order, every
+    /// value has its type, verdicts and control kinds use the one spelling, and a `present`
+    /// or `absent` verdict is backed by passing positive and negative controls.
+    pub fn from_json(v: &Value) -> Result<Header> {
+        let obj = v.as_object().context("a report is a JSON object")?;
+        let keys: Vec<&str> = obj
+            .keys()
+            .take(HEADER_KEYS.len())
+            .map(String::as_str)
+            .collect();
+        ensure!(
+            keys == HEADER_KEYS,
+            "the report does not open with the header keys {HEADER_KEYS:?} (it opens with {keys:?})"
+        );
+        let text = |k: &str| -> Result<String> {
+            obj[k]
+                .as_str()
+                .map(str::to_string)
+                .with_context(|| format!("header key '{k}' is not a string"))
+        };
+        let controls = obj["controls"]
+            .as_array()
+            .context("'controls' is not a list")?
+            .iter()
+            .map(Control::from_json)
+            .collect::<Result<Vec<_>>>()?;
+        let verdict = Verdict::parse(&text("verdict")?)?;
+        if matches!(verdict, Verdict::Present | Verdict::Absent) {
+            if let Some(problem) = controls_problem(&controls) {
+                bail!("verdict {verdict} although the controls do not allow one ({problem})");
+            }
+        }
+        let mut rows = Vec::new();
+        if let Some(list) = obj.get("rows") {
+            for r in list.as_array().context("'rows' is not a list")? {
+                let field = |k: &str| {
+                    r.get(k)
+                        .and_then(Value::as_str)
+                        .with_context(|| format!("a row without a string '{k}'"))
+                };
+                rows.push((
+                    field("name")?.to_string(),
+                    Verdict::parse(field("verdict")?)?,
+                    field("evidence")?.to_string(),
+                ));
+            }
+        }
+        Ok(Header {
+            subject: Subject {
+                finding: text("finding")?,
+                name: text("name")?,
+                build: text("build")?,
+                build_detail: text("build_detail")?,
+            },
+            verdict,
+            evidence: text("evidence")?,
+            controls,
+            rows,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subject() -> Subject {
+        Subject {
+            finding: "F9".into(),
+            name: "planted".into(),
+            build: "0.0.1".into(),
+            build_detail: "test build".into(),
+        }
+    }
+
+    fn both(pos: bool, neg: bool) -> Vec<Control> {
+        vec![
+            Control::positive("bad one", pos, "flagged?"),
+            Control::negative("good one", neg, "quiet?"),
+        ]
+    }
+
+    #[test]
+    fn a_failed_or_missing_control_makes_the_verdict_inconclusive() {
+        assert_eq!(judge(Verdict::Present, &both(true, true)), Verdict::Present);
+        assert_eq!(judge(Verdict::Absent, &both(true, true)), Verdict::Absent);
+        assert_eq!(
+            judge(Verdict::Undecided, &both(true, true)),
+            Verdict::Undecided
+        );
+        for (p, n) in [(false, true), (true, false), (false, false)] {
+            for m in Verdict::ALL {
+                assert_eq!(judge(m, &both(p, n)), Verdict::Inconclusive);
+            }
+        }
+        let only_positive = vec![Control::positive("bad", true, "")];
+        assert_eq!(
+            judge(Verdict::Present, &only_positive),
+            Verdict::Inconclusive
+        );
+        let only_negative = vec![Control::negative("good", true, "")];
+        assert_eq!(
+            judge(Verdict::Absent, &only_negative),
+            Verdict::Inconclusive
+        );
+        assert_eq!(judge(Verdict::Absent, &[]), Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn rows_obey_the_report_controls() {
+        let mut r = Report::new(subject(), Verdict::Present, "e", both(true, false));
+        r.add_row("x", Verdict::Present, "row", Value::Null);
+        assert_eq!(r.verdict(), Verdict::Inconclusive);
+        assert_eq!(r.rows()[0].verdict(), Verdict::Inconclusive);
+        assert_eq!(r.rows()[0].measured(), Verdict::Present);
+    }
+
+    #[test]
+    fn json_opens_with_the_header_and_reads_back() {
+        let mut r = Report::new(
+            subject(),
+            Verdict::Absent,
+            "all rows agree",
+            both(true, true),
+        )
+        .with_body(json!({"zeta": 1, "alpha": 2, "verdict": "smuggled"}));
+        r.add_row(
+            "sub",
+            Verdict::Present,
+            "differs at 0",
+            json!({"first_step": 0}),
+        );
+        let v = r.to_json();
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(&keys[..7], HEADER_KEYS);
+        assert_eq!(keys[7..], ["measured", "rows", "zeta", "alpha"]);
+        assert_eq!(v["verdict"], "absent");
+        let h = Header::from_json(&serde_json::from_str(&r.to_json_text()).unwrap()).unwrap();
+        assert_eq!(h.verdict, Verdict::Absent);
+        assert_eq!(h.subject, subject());
+        assert_eq!(h.controls, both(true, true));
+        assert_eq!(
+            h.rows,
+            vec![(
+                "sub".to_string(),
+                Verdict::Present,
+                "differs at 0".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn headers_that_break_the_contract_are_refused() {
+        let good = Report::new(subject(), Verdict::Present, "e", both(true, true)).to_json();
+        assert!(Header::from_json(&good).is_ok());
+        let mut reordered = Map::new();
+        reordered.insert("name".into(), good["name"].clone());
+        for (k, v) in good.as_object().unwrap() {
+            reordered.insert(k.clone(), v.clone());
+        }
+        assert!(Header::from_json(&Value::Object(reordered)).is_err());
+        let mut bad = good.clone();
+        bad["verdict"] = json!("invalid");
+        assert!(Header::from_json(&bad).is_err());
+        let mut unbacked = good.clone();
+        unbacked["controls"][1]["passed"] = json!(false);
+        assert!(
+            Header::from_json(&unbacked).is_err(),
+            "present with a failed control"
+        );
+        let mut kind = good;
+        kind["controls"][0]["kind"] = json!("sanity");
+        assert!(Header::from_json(&kind).is_err());
+        assert!(Header::from_json(&json!({"verdict": "present"})).is_err());
+    }
+
+    #[test]
+    fn text_is_rendered_from_the_same_value() {
+        let r = Report::new(subject(), Verdict::Present, "it differs", both(true, false))
+            .with_text("table\n");
+        let t = r.to_text();
+        assert!(t.starts_with("F9 planted on test build\n\ntable\n"));
+        assert!(t.contains("FAILED negative     good one: quiet?"));
+        assert!(t.contains("evidence: it differs\n"));
+        assert!(t.ends_with(
+            "planted: inconclusive on 0.0.1 (measured present; the controls do not allow it)\n"
+        ));
+    }
+}

@@ -1,0 +1,179 @@
+//! Samplers written in Rust, plugged into llama.cpp through its public custom-sampler
+//! interface (`llama_sampler_i` + `llama_sampler_init`).
+//!
+//! The audits use these as planted controls: a known-bad and a known-good implementation of a
+//! property (a clone that forgets its state and one that keeps it, a truncator that trusts the
+//! `sorted` flag and one that does not) that run through the same chains, the same wrapper
+//! and the same detectors as llama.cpp's own samplers. This module is plumbing only: the
+//! sampling logic lives in the implementations of [`CustomSampler`].
+//!
+//! A panic inside a callback aborts the process instead of unwinding into C.
+
+use crate::sampler::Sampler;
+use anyhow::Result;
+use llama_cpp_sys_2 as sys;
+use oracle::TokenId;
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_void};
+use std::sync::OnceLock;
+
+/// A sampler implemented in Rust. Each method is called from llama.cpp's dispatch.
+pub trait CustomSampler: Send + 'static {
+    /// The name `llama_sampler_name` reports.
+    fn name(&self) -> &'static CStr;
+    /// Transforms the candidate array in place.
+    fn apply(&mut self, view: &mut ArrayView<'_>);
+    /// Feeds one chosen token to the sampler's state.
+    fn accept(&mut self, _id: TokenId) {}
+    /// Clears the sampler's state.
+    fn reset(&mut self) {}
+    /// What `llama_sampler_clone` returns. A planted control may forget state here on purpose.
+    fn clone_sampler(&self) -> Box<dyn CustomSampler>;
+}
+
+/// The `llama_token_data_array` a custom sampler's `apply` works on.
+pub struct ArrayView<'a> {
+    arr: &'a mut sys::llama_token_data_array,
+}
+
+impl ArrayView<'_> {
+    fn data(&self) -> &[sys::llama_token_data] {
+        // SAFETY: llama.cpp hands a live array of `size` entries for the whole call; the
+        // callback checked `data` is not null.
+        unsafe { std::slice::from_raw_parts(self.arr.data, self.arr.size) }
+    }
+
+    fn data_mut(&mut self) -> &mut [sys::llama_token_data] {
+        // SAFETY: as in `data`, and the view is the only access during the call.
+        unsafe { std::slice::from_raw_parts_mut(self.arr.data, self.arr.size) }
+    }
+
+    pub fn len(&self) -> usize {
+        self.arr.size
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.arr.size == 0
+    }
+
+    pub fn id(&self, i: usize) -> TokenId {
+        TokenId(self.data()[i].id)
+    }
+
+    pub fn logit(&self, i: usize) -> f32 {
+        self.data()[i].logit
+    }
+
+    pub fn set_logit(&mut self, i: usize, logit: f32) {
+        self.data_mut()[i].logit = logit;
+    }
+
+    pub fn set_p(&mut self, i: usize, p: f32) {
+        self.data_mut()[i].p = p;
+    }
+
+    pub fn sorted(&self) -> bool {
+        self.arr.sorted
+    }
+
+    pub fn set_sorted(&mut self, sorted: bool) {
+        self.arr.sorted = sorted;
+    }
+
+    pub fn set_selected(&mut self, index: usize) {
+        self.arr.selected = index as i64;
+    }
+
+    /// Keeps the first `n` entries (as llama.cpp's truncation samplers do, by shrinking `size`).
+    pub fn truncate(&mut self, n: usize) {
+        self.arr.size = self.arr.size.min(n);
+    }
+
+    /// Sorts by logit, largest first (stable, so equal logits keep their order).
+    pub fn sort_descending(&mut self) {
+        self.data_mut().sort_by(|a, b| b.logit.total_cmp(&a.logit));
+    }
+}
+
+type Boxed = Box<dyn CustomSampler>;
+
+/// Runs a callback body; a panic aborts rather than unwinding through C frames.
+fn no_unwind<T>(f: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(x) => x,
+        Err(_) => std::process::abort(),
+    }
+}
+
+/// # Safety
+/// `smpl` is a live sampler created by [`Sampler::custom`] (its ctx is a `*mut Boxed`).
+unsafe fn inner<'a>(smpl: *const sys::llama_sampler) -> &'a mut Boxed {
+    &mut *((*smpl).ctx as *mut Boxed)
+}
+
+unsafe extern "C" fn name_cb(smpl: *const sys::llama_sampler) -> *const c_char {
+    no_unwind(|| inner(smpl).name().as_ptr())
+}
+
+unsafe extern "C" fn apply_cb(
+    smpl: *mut sys::llama_sampler,
+    cur_p: *mut sys::llama_token_data_array,
+) {
+    no_unwind(|| {
+        if let Some(arr) = cur_p.as_mut() {
+            if !arr.data.is_null() {
+                inner(smpl).apply(&mut ArrayView { arr });
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn accept_cb(smpl: *mut sys::llama_sampler, token: sys::llama_token) {
+    no_unwind(|| inner(smpl).accept(TokenId(token)))
+}
+
+unsafe extern "C" fn reset_cb(smpl: *mut sys::llama_sampler) {
+    no_unwind(|| inner(smpl).reset())
+}
+
+unsafe extern "C" fn clone_cb(smpl: *const sys::llama_sampler) -> *mut sys::llama_sampler {
+    no_unwind(|| raw_custom(inner(smpl).clone_sampler()))
+}
+
+unsafe extern "C" fn free_cb(smpl: *mut sys::llama_sampler) {
+    no_unwind(|| drop(Box::from_raw((*smpl).ctx as *mut Boxed)))
+}
+
+fn iface() -> *mut sys::llama_sampler_i {
+    static IFACE: OnceLock<sys::llama_sampler_i> = OnceLock::new();
+    let i = IFACE.get_or_init(|| {
+        // SAFETY: every field is an Option of a function pointer; all-zero is all None, which
+        // is how llama.cpp spells "not implemented" (the two releases have different fields).
+        let mut i: sys::llama_sampler_i = unsafe { std::mem::zeroed() };
+        i.name = Some(name_cb);
+        i.accept = Some(accept_cb);
+        i.apply = Some(apply_cb);
+        i.reset = Some(reset_cb);
+        i.clone = Some(clone_cb);
+        i.free = Some(free_cb);
+        i
+    });
+    // llama.cpp never writes through the iface pointer.
+    i as *const sys::llama_sampler_i as *mut sys::llama_sampler_i
+}
+
+fn raw_custom(s: Boxed) -> *mut sys::llama_sampler {
+    let ctx = Box::into_raw(Box::new(s)) as *mut c_void;
+    // SAFETY: a static iface whose free callback reclaims exactly this ctx.
+    unsafe { sys::llama_sampler_init(iface(), ctx) }
+}
+
+impl Sampler {
+    /// A llama.cpp sampler whose callbacks are `s`'s methods. It joins chains, clones and
+    /// frees like any built-in.
+    pub fn custom(s: impl CustomSampler) -> Result<Sampler> {
+        // SAFETY: a fresh sampler from llama_sampler_init, owned by nobody else; its callbacks
+        // check their arguments and never unwind.
+        unsafe { Sampler::adopt(raw_custom(Box::new(s)), None) }
+    }
+}
