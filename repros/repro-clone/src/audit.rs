@@ -1,24 +1,22 @@
-//! The complete F1 audit on the linked build: readout checks, the published case, the
-//! exhaustive sweep with clone equivalence and reset checks, the controls, and the
-//! per-sampler clone table. Text and JSON are rendered from the same [`Audit`] value.
+//! The complete F1 audit on the linked build: the published case with its controls, the
+//! exhaustive sweep with clone equivalence and reset checks, and the detector controls (planted
+//! shadow ledgers through the same sweep). One [`Report`] renders both the JSON and the text.
 
 use crate::ledger::{Defect, Ledger, PenaltiesLedger, SamplerKind, ShadowLedger};
-use crate::minimal::{self, verdict_word, Outcome, Scenario};
-use crate::stateful::{self, Equivalence};
+use crate::minimal::{self, Outcome, Scenario};
 use crate::sweep::{self, Case, Checks, Stats};
 use anyhow::{Context, Result};
 use oracle::penalty::CountProbe;
 use oracle::window::WindowLen;
 use oracle::TokenId;
+use report::{Control, Report, Verdict};
 use serde_json::{json, Value};
 use std::time::Duration;
 use subject::BuildInfo;
 
-/// Counts the oracle's probe must invert exactly before anything is judged.
-pub const PROBE_SELF_CHECK_RANGE: i64 = 1 << 12;
-
-/// Subject-side negative control (F1 e): id 0 accepted, then `n` accepts of other ids.
-/// Before the last of them it must still read 1; after it, exactly 0.
+/// A measurement on the subject (not a control: the subject is never its own control): id 0
+/// accepted, then `n` accepts of other ids. Before the last of them it must still read 1;
+/// after it, exactly 0. A failure is an accept-path defect.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EvictionControl {
     pub last_n: usize,
@@ -93,29 +91,25 @@ pub struct Audit {
     pub kind: SamplerKind,
     pub build: BuildInfo,
     pub probe: CountProbe,
-    pub probe_self_check: bool,
     pub published: Scenario,
     pub minimal: Outcome,
+    /// The minimal case's controls (readout checks and the two planted shadows).
+    pub minimal_controls: Vec<Control>,
     pub eviction: Vec<EvictionControl>,
     pub detectors: Vec<DetectorControl>,
     pub domain: Vec<Case>,
     pub sweep: Stats,
     pub accept_time: Duration,
     pub clone_time: Duration,
-    pub samplers: Vec<(&'static str, Equivalence)>,
 }
 
 /// How many workers the sweep uses. Fixed, so runs are comparable; results do not depend on it.
 pub const THREADS: usize = 2;
 
 pub fn run(cp: CountProbe, kind: SamplerKind) -> Result<Audit> {
-    let probe_self_check = cp.self_check(PROBE_SELF_CHECK_RANGE).is_ok();
-    anyhow::ensure!(
-        probe_self_check,
-        "the count probe is not exact; nothing can be judged"
-    );
     let published = minimal::published();
     let minimal = minimal::run(&published, cp, kind).context("published case")?;
+    let minimal_controls = minimal::controls(&published, &minimal, cp)?;
     let eviction = sweep::WINDOWS
         .iter()
         .map(|&n| eviction_control(n, cp, kind))
@@ -148,34 +142,39 @@ pub fn run(cp: CountProbe, kind: SamplerKind) -> Result<Audit> {
         kind,
         build: BuildInfo::current(),
         probe: cp,
-        probe_self_check,
         published,
         minimal,
+        minimal_controls,
         eviction,
         detectors,
         domain,
         sweep: Stats::join_passes(accept, clones),
         accept_time,
         clone_time,
-        samplers: stateful::table()?,
     })
 }
 
 impl Audit {
-    /// Every control behaved as designed; if not, no verdict is trustworthy.
-    pub fn controls_passed(&self) -> bool {
-        self.probe_self_check
-            && self.minimal.calibration_ok
-            && self.eviction.iter().all(EvictionControl::passed)
-            && self.detectors.iter().all(DetectorControl::passed)
+    /// Every control of the audit: the minimal case's, then the sweep detectors'.
+    pub fn controls(&self) -> Vec<Control> {
+        let mut c = self.minimal_controls.clone();
+        for d in &self.detectors {
+            let s = &d.stats;
+            let detail = format!(
+                "sweep over {} sequences: accept mismatches {}, divergent clones {} of {}",
+                s.sequences, s.mismatches, s.divergent_clones, s.clones
+            );
+            c.push(match d.defect {
+                Defect::None => Control::negative(d.label(), d.passed(), detail),
+                _ => Control::positive(d.label(), d.passed(), detail),
+            });
+        }
+        c
     }
 
-    /// The verdict table's name: the finding, and the fix when it is the one under test.
-    pub fn name(&self) -> &'static str {
-        match self.kind {
-            SamplerKind::Builtin => "clone-drops-token-count",
-            SamplerKind::Ledger => "clone-drops-token-count+ledger",
-        }
+    /// Every control behaved as designed; if not, no verdict is trustworthy.
+    pub fn controls_passed(&self) -> bool {
+        self.controls().iter().all(|c| c.passed)
     }
 
     /// F1 is present when the published case or any cloned prefix disagrees with the oracle.
@@ -183,44 +182,52 @@ impl Audit {
         self.minimal.clone_defect_present() || self.sweep.clone_step_mismatches > 0
     }
 
-    /// Accept path and reset agree with the oracle everywhere in the domain.
+    /// Accept path, eviction and reset agree with the oracle everywhere in the domain.
     pub fn ledger_exact(&self) -> bool {
-        self.sweep.mismatches == 0 && self.sweep.reset_mismatches == 0
+        self.sweep.mismatches == 0
+            && self.sweep.reset_mismatches == 0
+            && self.eviction.iter().all(EvictionControl::passed)
     }
 
-    pub fn verdict(&self) -> &'static str {
-        if !self.controls_passed() {
-            "inconclusive"
-        } else {
-            verdict_word(self.clone_defect_present())
-        }
+    pub fn verdict(&self) -> Verdict {
+        self.report().verdict()
     }
 
-    pub fn to_json(&self) -> Value {
-        json!({
-            "finding": "F1",
-            "name": self.name(),
+    /// One line for the verdict table: the published case and the whole sweep.
+    pub fn evidence(&self) -> String {
+        let s = &self.sweep;
+        format!(
+            "{}; sweep: {} of {} clones diverge, accept path {} ({} mismatches in {} readouts)",
+            minimal::evidence(&self.published, &self.minimal),
+            s.divergent_clones,
+            s.clones,
+            if self.ledger_exact() {
+                "exact"
+            } else {
+                "WRONG"
+            },
+            s.mismatches + s.reset_mismatches,
+            s.steps + s.reset_checks
+        )
+    }
+
+    pub fn report(&self) -> Report {
+        Report::new(
+            self.build
+                .report_subject(crate::FINDING, minimal::verdict_name(self.kind)),
+            Verdict::found(self.clone_defect_present()),
+            self.evidence(),
+            self.controls(),
+        )
+        .with_body(json!({
             "sampler": self.kind.as_str(),
-            "build": self.build.tag(),
-            "build_detail": self.build.describe(),
-            "verdict": self.verdict(),
-            "evidence": self.evidence(),
-            "readout": {
-                "base_logit": self.probe.base_logit,
-                "freq": self.probe.freq,
-                "oracle_self_check_range": PROBE_SELF_CHECK_RANGE,
-                "oracle_self_check_exact": self.probe_self_check,
-            },
-            "minimal": minimal::to_json(&self.published, &self.minimal, &self.build, self.probe),
-            "controls": {
-                "passed": self.controls_passed(),
-                "eviction_reads_zero": self.eviction.iter().map(|e| json!({
-                    "last_n": e.last_n, "before_last_evicting_accept": e.before_last,
-                    "after": e.after, "passed": e.passed()})).collect::<Vec<_>>(),
-                "detectors": self.detectors.iter().map(|d| json!({
-                    "control": d.label(), "passed": d.passed(), "stats": d.stats.to_json()}))
-                    .collect::<Vec<_>>(),
-            },
+            "minimal": minimal::to_json(&self.published, &self.minimal, self.probe),
+            "eviction": self.eviction.iter().map(|e| json!({
+                "last_n": e.last_n, "before_last_evicting_accept": e.before_last,
+                "after": e.after, "reads_zero_after": e.passed()})).collect::<Vec<_>>(),
+            "detector_controls": self.detectors.iter().map(|d| json!({
+                "control": d.label(), "passed": d.passed(), "stats": d.stats.to_json()}))
+                .collect::<Vec<_>>(),
             "sweep": {
                 "domain": self.domain.iter().map(|c| json!({
                     "alphabet": c.alphabet, "last_n": c.last_n.0, "len": c.len,
@@ -228,68 +235,22 @@ impl Audit {
                 "ledger_exact": self.ledger_exact(),
                 "stats": self.sweep.to_json(),
             },
-            "stateful_clone_table": self.samplers.iter()
-                .map(|(n, e)| stateful::row_json(n, e)).collect::<Vec<_>>(),
-        })
+        }))
+        .with_text(self.text())
     }
 
-    /// One line for the verdict table.
-    pub fn evidence(&self) -> String {
-        let m = &self.minimal;
-        format!(
-            "window {} history {} then {}: clone reads {} -> {} (oracle {} -> {}); {} of {} clones diverge",
-            self.published.last_n.0,
-            fmt_ids(&self.published.history),
-            fmt_ids(&self.published.then),
-            fmt_counts(&m.ids, &m.clone),
-            fmt_counts(&m.ids, &m.clone_after),
-            fmt_counts(&m.ids, &m.oracle_original),
-            fmt_counts(&m.ids, &m.oracle_clone_after),
-            self.sweep.divergent_clones,
-            self.sweep.clones
-        )
-    }
-
-    /// The whole report: header, minimal case, controls, sweep, stateful table, verdict.
-    pub fn to_text(&self) -> String {
-        let mut out = format!(
-            "F1 clone-drops-token-count audit on {}\n\n",
-            self.build.describe()
-        );
-        out += &format!(
-            "readout oracle: counts -{r}..{r} round-trip exactly through L={} F={}: {}\n\n",
-            self.probe.base_logit,
-            self.probe.freq,
-            if self.probe_self_check { "yes" } else { "NO" },
-            r = PROBE_SELF_CHECK_RANGE
-        );
-        out += "== minimal reproduction ==\n";
-        out += &minimal::to_text(&self.published, &self.minimal, &self.build, self.probe);
-        out += "\n== controls ==\n";
+    fn text(&self) -> String {
+        let mut out = String::from("== minimal reproduction ==\n");
+        out += &minimal::to_text(&self.published, &self.minimal, self.probe);
+        out += "\n== sweep detector controls (planted shadow ledgers) ==\n";
         out += &self.controls_text();
         out += "\n== exhaustive sweep (every sequence, readout after reset and after every accept) ==\n";
         out += &self.sweep_text();
-        out += "\n== clone-then-continue, every stateful sampler ==\n";
-        out += &self.stateful_text();
-        out += &format!(
-            "\nclone-drops-token-count: {} on {}\n",
-            self.verdict(),
-            self.build.tag()
-        );
         out
     }
 
     pub fn controls_text(&self) -> String {
         let mut out = String::new();
-        for e in &self.eviction {
-            out += &format!(
-                "  subject, window {}: evicted id reads {} before its last evicting accept, {} after: {}\n",
-                e.last_n,
-                e.before_last,
-                e.after,
-                pass(e.passed())
-            );
-        }
         for d in &self.detectors {
             out += &format!(
                 "  {:<38} accept mismatches {}, divergent clones {}/{}: {}\n",
@@ -306,6 +267,15 @@ impl Audit {
     pub fn sweep_text(&self) -> String {
         let s = &self.sweep;
         let mut out = String::new();
+        for e in &self.eviction {
+            out += &format!(
+                "  eviction, window {}: evicted id reads {} before its last evicting accept, {} after: {}\n",
+                e.last_n,
+                e.before_last,
+                e.after,
+                pass(e.passed())
+            );
+        }
         for c in &self.domain {
             out += &format!("  {:<16} {:>9} sequences\n", c.label(), c.sequences());
         }
@@ -336,13 +306,6 @@ impl Audit {
             }
         );
         out
-    }
-
-    pub fn stateful_text(&self) -> String {
-        self.samplers
-            .iter()
-            .map(|(name, e)| stateful::row_text(name, e) + "\n")
-            .collect()
     }
 
     /// Wall-clock figures: printed to stderr and kept out of the deterministic outputs.
@@ -379,19 +342,4 @@ fn pass(ok: bool) -> &'static str {
     } else {
         "FAILED"
     }
-}
-
-fn fmt_ids(ids: &[TokenId]) -> String {
-    ids.iter()
-        .map(|t| t.0.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn fmt_counts(ids: &[TokenId], counts: &[i64]) -> String {
-    ids.iter()
-        .zip(counts)
-        .map(|(id, c)| format!("{}:{}", id.0, c))
-        .collect::<Vec<_>>()
-        .join(" ")
 }

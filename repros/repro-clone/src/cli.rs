@@ -1,7 +1,8 @@
-//! Command-line parsing and the two modes: the minimal case (default) and `--audit`.
+//! Command-line parsing and the three modes: the minimal case (default), `--stateful` (one
+//! clone-incomplete row per stateful sampler) and `--audit` (everything, written to results/).
 
 use crate::ledger::SamplerKind;
-use crate::{audit, minimal};
+use crate::{audit, minimal, stateful};
 use anyhow::{Context, Result};
 use clap::Parser;
 use oracle::penalty::CountProbe;
@@ -31,10 +32,18 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Run the full audit (sweep, clone equivalence, controls, stateful samplers) and write
-    /// results/clone.<build>.json.
+    /// Clone-then-continue for every stateful sampler: one `clone-incomplete-<sampler>` verdict
+    /// row each, with the planted controls.
+    #[arg(long, conflicts_with = "audit")]
+    pub stateful: bool,
+    /// Run the full audit (sweep, clone equivalence, controls) and write
+    /// results/clone.<build>.{json,txt}; with the built-in sampler also the stateful rows,
+    /// results/clone-stateful.<build>.{json,txt}.
     #[arg(long)]
     pub audit: bool,
+    /// Internal: the child side of the memcheck probe (runs only under valgrind).
+    #[arg(long, hide = true)]
+    pub memcheck_probe: Option<String>,
     /// Which penalties stage to audit: llama.cpp's own (builtin) or ledger-penalties (ledger).
     #[arg(long, default_value = "builtin", value_parser = ["builtin", "ledger"])]
     pub sampler: String,
@@ -69,8 +78,12 @@ fn parse_ids(text: &str) -> Result<IdList, String> {
 pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
     let scenario_flags = args.last_n.is_some() || args.history.is_some() || args.then.is_some();
     anyhow::ensure!(
-        !(args.audit && scenario_flags),
-        "--audit runs fixed cases; it does not take --last-n, --history or --then"
+        !((args.audit || args.stateful) && scenario_flags),
+        "--audit and --stateful run fixed cases; they do not take --last-n, --history or --then"
+    );
+    anyhow::ensure!(
+        !(args.stateful && args.sampler != "builtin"),
+        "--stateful audits llama.cpp's own samplers; it does not take --sampler"
     );
     let published = minimal::published();
     let last_n = args.last_n.unwrap_or(published.last_n.0 as i64);
@@ -94,45 +107,62 @@ pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
 /// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cli::run(argv, |args: Args| {
+        if let Some(name) = &args.memcheck_probe {
+            cli::refuse(stateful::probe_main(name))?;
+            return Ok(String::new());
+        }
+        let build = cli::refuse(subject::BuildInfo::verified())?;
         let scenario = cli::refuse(scenario(&args))?;
-        cli::fail(run(&args, &scenario))
+        cli::fail(run(&args, &scenario, &build))
     })
 }
 
-fn run(args: &Args, scenario: &minimal::Scenario) -> Result<String> {
+fn render(report: &report::Report, json: bool) -> String {
+    if json {
+        report.to_json_text()
+    } else {
+        report.to_text()
+    }
+}
+
+fn run(args: &Args, scenario: &minimal::Scenario, build: &subject::BuildInfo) -> Result<String> {
     let cp = CountProbe::STANDARD;
     let kind = if args.sampler == "ledger" {
         SamplerKind::Ledger
     } else {
         SamplerKind::Builtin
     };
+    let exe = std::env::current_exe().context("locating this binary for the memcheck probe")?;
+    if args.stateful {
+        return Ok(render(&stateful::run(&exe)?.report(), args.json));
+    }
     if !args.audit {
         let outcome = minimal::run(scenario, cp, kind)?;
-        let build = subject::BuildInfo::current();
-        return Ok(if args.json {
-            format!("{}\n", minimal::to_json(scenario, &outcome, &build, cp))
-        } else {
-            minimal::to_text(scenario, &outcome, &build, cp)
-        });
+        return Ok(render(
+            &minimal::report(scenario, &outcome, cp, kind, build)?,
+            args.json,
+        ));
     }
-    let report = audit::run(cp, kind)?;
-    eprintln!("{}", report.timing_text());
-    std::fs::create_dir_all(&args.results)
-        .with_context(|| format!("creating {}", args.results.display()))?;
-    let tag = report.build.tag().to_string();
-    let json = serde_json::to_string_pretty(&report.to_json())? + "\n";
+    let audit = audit::run(cp, kind)?;
+    eprintln!("{}", audit.timing_text());
+    let report = audit.report();
     // The fix's results sit beside the finding's: clone-ledger.<build>.json.
     let stem = match kind {
         SamplerKind::Builtin => "clone",
         SamplerKind::Ledger => "clone-ledger",
     };
-    let path = args.results.join(format!("{stem}.{tag}.json"));
-    std::fs::write(&path, &json).with_context(|| format!("writing {}", path.display()))?;
-    let timing = args.results.join(format!("{stem}.{tag}.timing.json"));
+    report.write(&args.results, stem)?;
+    if kind == SamplerKind::Builtin {
+        stateful::run(&exe)?.write(&args.results)?;
+    }
+    let timing_dir = args.results.join("timing");
+    std::fs::create_dir_all(&timing_dir)
+        .with_context(|| format!("creating {}", timing_dir.display()))?;
+    let timing = timing_dir.join(format!("{stem}.{}.json", build.tag()));
     std::fs::write(
         &timing,
-        serde_json::to_string_pretty(&report.timing_json())? + "\n",
+        serde_json::to_string_pretty(&audit.timing_json())? + "\n",
     )
     .with_context(|| format!("writing {}", timing.display()))?;
-    Ok(if args.json { json } else { report.to_text() })
+    Ok(render(&report, args.json))
 }

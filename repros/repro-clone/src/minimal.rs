@@ -1,11 +1,19 @@
-//! The minimal reproduction (F1 a/b): one window, one history, one clone, one continuation.
+//! The minimal reproduction (F1 a/b): one window, one history, one clone, one continuation,
+//! with the controls that let it judge: the readout checked on its own and on the subject, and
+//! two planted shadow ledgers run through the same scenario (one whose clone keeps the counts,
+//! which must read `absent`, and one whose clone drops them, which must read `present`).
 
-use crate::ledger::{Ledger, PenaltiesLedger, SamplerKind};
+use crate::ledger::{Defect, Ledger, PenaltiesLedger, SamplerKind, ShadowLedger};
 use anyhow::{bail, Result};
 use oracle::penalty::CountProbe;
 use oracle::window::{histogram, WindowLen};
 use oracle::TokenId;
+use report::{Control, Report, Verdict};
 use serde_json::{json, Map, Value};
+use subject::BuildInfo;
+
+/// Counts the oracle's probe must invert exactly before anything is judged.
+pub const PROBE_SELF_CHECK_RANGE: i64 = 1 << 12;
 
 /// The published case: window 4, history 5,5,6, then 7,8.
 pub fn published() -> Scenario {
@@ -33,7 +41,7 @@ impl Scenario {
     }
 }
 
-/// Counts per id (aligned with [`Scenario::ids`]) at the three moments, from the subject and
+/// Counts per id (aligned with [`Scenario::ids`]) at the three moments, from a ledger and
 /// from the oracle.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -43,8 +51,8 @@ pub struct Outcome {
     pub clone_after: Vec<i64>,
     pub oracle_original: Vec<i64>,
     pub oracle_clone_after: Vec<i64>,
-    /// Subject calibration: `k` accepts of one id in a fresh sampler read back as `k`,
-    /// for every `k` the window can hold.
+    /// Calibration: `k` accepts of one id in a fresh ledger read back as `k`, for every `k`
+    /// the window can hold.
     pub calibration_ok: bool,
 }
 
@@ -69,17 +77,15 @@ fn counts_for(ids: &[TokenId], history: &[TokenId], last_n: WindowLen) -> Vec<i6
         .collect()
 }
 
-/// Checks the readout on the real subject: a fresh sampler that accepted one id `k` times
-/// must read `k`, for `k` in `0..=last_n`.
-fn calibrate(
+/// A fresh ledger that accepted one id `k` times must read `k`, for `k` in `0..=last_n`.
+fn calibrate<L: Ledger>(
     ids: &[TokenId],
     last_n: WindowLen,
-    cp: CountProbe,
-    kind: SamplerKind,
+    make: &dyn Fn(&[TokenId], WindowLen) -> Result<L>,
 ) -> Result<bool> {
     let mut got = vec![0; ids.len()];
     for k in 0..=last_n.0 {
-        let mut ledger = PenaltiesLedger::new(ids, last_n, cp, kind)?;
+        let mut ledger = make(ids, last_n)?;
         for _ in 0..k {
             ledger.accept(ids[0])?;
         }
@@ -91,19 +97,22 @@ fn calibrate(
     Ok(true)
 }
 
-/// Runs the scenario on the penalties stage of `kind`.
-pub fn run(s: &Scenario, cp: CountProbe, kind: SamplerKind) -> Result<Outcome> {
+/// Runs the scenario on any ledger: the subject's penalties stage, or a planted shadow.
+pub fn run_with<L: Ledger>(
+    s: &Scenario,
+    make: &dyn Fn(&[TokenId], WindowLen) -> Result<L>,
+) -> Result<Outcome> {
     if s.history.is_empty() {
         bail!("the history must name at least one token id");
     }
     let ids = s.ids();
-    let calibration_ok = calibrate(&ids, s.last_n, cp, kind)?;
-    let mut original = PenaltiesLedger::new(&ids, s.last_n, cp, kind)?;
+    let calibration_ok = calibrate(&ids, s.last_n, make)?;
+    let mut original = make(&ids, s.last_n)?;
     for &t in &s.history {
         original.accept(t)?;
     }
     let mut clone = original.fork()?;
-    let read = |l: &mut PenaltiesLedger| -> Result<Vec<i64>> {
+    let read = |l: &mut L| -> Result<Vec<i64>> {
         let mut out = vec![0; ids.len()];
         l.read(&mut out)?;
         Ok(out)
@@ -126,6 +135,105 @@ pub fn run(s: &Scenario, cp: CountProbe, kind: SamplerKind) -> Result<Outcome> {
     })
 }
 
+/// Runs the scenario on the penalties stage of `kind`.
+pub fn run(s: &Scenario, cp: CountProbe, kind: SamplerKind) -> Result<Outcome> {
+    run_with(s, &|ids: &[TokenId], n| {
+        PenaltiesLedger::new(ids, n, cp, kind)
+    })
+}
+
+/// The same scenario through a planted shadow ledger.
+pub fn run_shadow(s: &Scenario, defect: Defect) -> Result<Outcome> {
+    run_with(s, &|ids: &[TokenId], n| {
+        Ok(ShadowLedger::new(ids, n, defect))
+    })
+}
+
+/// The controls of the minimal case: the readout on its own and on the subject, and the two
+/// planted shadows through the same scenario and the same comparison.
+pub fn controls(s: &Scenario, subject: &Outcome, cp: CountProbe) -> Result<Vec<Control>> {
+    let exact = cp.self_check(PROBE_SELF_CHECK_RANGE).is_ok();
+    let clean = run_shadow(s, Defect::None)?;
+    let dropping = run_shadow(s, Defect::CloneDropsCounts)?;
+    Ok(vec![
+        Control::oracle_check(
+            "readout round trip",
+            exact,
+            format!(
+                "counts -{r}..{r} through logit' = {} - count * {} and back: {}",
+                cp.base_logit,
+                cp.freq,
+                if exact { "bit-exact" } else { "NOT exact" },
+                r = PROBE_SELF_CHECK_RANGE
+            ),
+        ),
+        Control::oracle_check(
+            "readout calibrated on the subject",
+            subject.calibration_ok,
+            format!(
+                "a fresh sampler that accepted one id k times reads k, k = 0..={}: {}",
+                s.last_n.0,
+                if subject.calibration_ok { "yes" } else { "NO" }
+            ),
+        ),
+        Control::positive(
+            "shadow ledger whose clone drops the counts",
+            dropping.clone_defect_present(),
+            format!(
+                "same scenario: clone reads {} -> {}",
+                fmt_counts(&dropping.ids, &dropping.clone),
+                fmt_counts(&dropping.ids, &dropping.clone_after)
+            ),
+        ),
+        Control::negative(
+            "shadow ledger whose clone copies the counts",
+            !clean.clone_defect_present(),
+            format!(
+                "same scenario: clone reads {} -> {}",
+                fmt_counts(&clean.ids, &clean.clone),
+                fmt_counts(&clean.ids, &clean.clone_after)
+            ),
+        ),
+    ])
+}
+
+/// The verdict's name: the finding, and the fix when it is the one under test.
+pub fn verdict_name(kind: SamplerKind) -> &'static str {
+    match kind {
+        SamplerKind::Builtin => "clone-drops-token-count",
+        SamplerKind::Ledger => "clone-drops-token-count+ledger",
+    }
+}
+
+pub fn fmt_ids(ids: &[TokenId]) -> String {
+    ids.iter()
+        .map(|t| t.0.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+pub fn fmt_counts(ids: &[TokenId], counts: &[i64]) -> String {
+    ids.iter()
+        .zip(counts)
+        .map(|(id, c)| format!("{}:{}", id.0, c))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The case in one line: every id's count in the clone, then and as the oracle has it.
+pub fn evidence(s: &Scenario, o: &Outcome) -> String {
+    format!(
+        "window {} history {} then {}: clone reads {} -> {} (oracle {} -> {})",
+        s.last_n.0,
+        fmt_ids(&s.history),
+        fmt_ids(&s.then),
+        fmt_counts(&o.ids, &o.clone),
+        fmt_counts(&o.ids, &o.clone_after),
+        fmt_counts(&o.ids, &o.oracle_original),
+        fmt_counts(&o.ids, &o.oracle_clone_after),
+    )
+}
+
 fn as_map(ids: &[TokenId], counts: &[i64]) -> Value {
     let m: Map<String, Value> = ids
         .iter()
@@ -135,20 +243,9 @@ fn as_map(ids: &[TokenId], counts: &[i64]) -> Value {
     Value::Object(m)
 }
 
-pub fn verdict_word(present: bool) -> &'static str {
-    if present {
-        "present"
-    } else {
-        "absent"
-    }
-}
-
-/// The `--json` object: required keys plus the oracle's view of every moment.
-pub fn to_json(s: &Scenario, o: &Outcome, build: &subject::BuildInfo, cp: CountProbe) -> Value {
+/// The case's data, every count the subject and the oracle gave.
+pub fn to_json(s: &Scenario, o: &Outcome, cp: CountProbe) -> Value {
     json!({
-        "build": build.tag(),
-        "build_detail": build.describe(),
-        "finding": "clone-drops-token-count",
         "last_n": s.last_n.0,
         "history": s.history.iter().map(|t| t.0).collect::<Vec<_>>(),
         "then": s.then.iter().map(|t| t.0).collect::<Vec<_>>(),
@@ -160,32 +257,21 @@ pub fn to_json(s: &Scenario, o: &Outcome, build: &subject::BuildInfo, cp: CountP
         "oracle_clone": as_map(&o.ids, &o.oracle_original),
         "oracle_clone_after": as_map(&o.ids, &o.oracle_clone_after),
         "original_matches_oracle": o.original_ok(),
-        "verdict": verdict_word(o.clone_defect_present()),
     })
 }
 
-/// The human-readable table and verdict line.
-pub fn to_text(s: &Scenario, o: &Outcome, build: &subject::BuildInfo, cp: CountProbe) -> String {
-    let list = |v: &[TokenId]| {
-        v.iter()
-            .map(|t| t.0.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
+/// The human-readable table.
+pub fn to_text(s: &Scenario, o: &Outcome, cp: CountProbe) -> String {
     let mut out = String::new();
-    out += &format!("build: {}\n", build.describe());
     out += &format!(
         "case: penalty_last_n={} history=[{}] then=[{}]\n",
         s.last_n.0,
-        list(&s.history),
-        list(&s.then)
+        fmt_ids(&s.history),
+        fmt_ids(&s.then)
     );
     out += &format!(
-        "readout: count = ({} - logit') / {}; subject calibration (k accepts read as k, k=0..={}): {}\n",
-        cp.base_logit,
-        cp.freq,
-        s.last_n.0,
-        if o.calibration_ok { "exact" } else { "FAILED" }
+        "readout: count = ({} - logit') / {}\n",
+        cp.base_logit, cp.freq
     );
     out += "id    original  oracle  clone  oracle  clone+then  oracle\n";
     for (i, id) in o.ids.iter().enumerate() {
@@ -203,10 +289,24 @@ pub fn to_text(s: &Scenario, o: &Outcome, build: &subject::BuildInfo, cp: CountP
     if !o.original_ok() {
         out += "note: the original itself disagrees with the oracle (an accept-path defect)\n";
     }
-    out += &format!(
-        "clone-drops-token-count: {} on {}\n",
-        verdict_word(o.clone_defect_present()),
-        build.tag()
-    );
     out
+}
+
+/// The minimal mode's report: the case, judged under its controls.
+pub fn report(
+    s: &Scenario,
+    o: &Outcome,
+    cp: CountProbe,
+    kind: SamplerKind,
+    build: &BuildInfo,
+) -> Result<Report> {
+    Ok(Report::new(
+        build.report_subject(crate::FINDING, verdict_name(kind)),
+        Verdict::found(o.clone_defect_present()),
+        evidence(s, o),
+        controls(s, o, cp)?,
+    )
+    .with_body(json!({ "sampler": kind.as_str() }))
+    .with_body(to_json(s, o, cp))
+    .with_text(to_text(s, o, cp)))
 }

@@ -4,7 +4,9 @@
 use oracle::penalty::CountProbe;
 use oracle::window::WindowLen;
 use oracle::TokenId;
+use report::{Header, Verdict};
 use repro_clone::ledger::{Defect, Ledger, SamplerKind, ShadowLedger};
+use repro_clone::stateful::{self, Memcheck};
 use repro_clone::{audit, minimal};
 use std::process::Command;
 use subject::BuildInfo;
@@ -27,8 +29,51 @@ fn minimal_published_case() {
         o.original_ok(),
         "the original follows the oracle on every build"
     );
-    let text = minimal::to_text(&s, &o, &BuildInfo::current(), CP);
-    insta::assert_snapshot!(format!("minimal_{}", slug()), text);
+    let report = minimal::report(&s, &o, CP, SamplerKind::Builtin, &BuildInfo::current()).unwrap();
+    assert!(
+        report.controls().iter().all(|c| c.passed),
+        "{}",
+        report.to_text()
+    );
+    insta::assert_snapshot!(format!("minimal_{}", slug()), report.to_text());
+}
+
+/// The minimal detector must flag the planted clone that drops its counts and pass the one
+/// that keeps them, on the published case and on every unseen scenario below that can show
+/// the defect at all.
+#[test]
+fn minimal_detector_flags_the_planted_clone_and_passes_the_clean_one() {
+    let s = minimal::published();
+    assert!(minimal::run_shadow(&s, Defect::CloneDropsCounts)
+        .unwrap()
+        .clone_defect_present());
+    assert!(!minimal::run_shadow(&s, Defect::None)
+        .unwrap()
+        .clone_defect_present());
+    for s in scenarios(200) {
+        let clean = minimal::run_shadow(&s, Defect::None).unwrap();
+        assert!(!clean.clone_defect_present(), "{s:?}");
+        // With a window the history reaches, dropping the counts is visible right after the clone.
+        let dropping = minimal::run_shadow(&s, Defect::CloneDropsCounts).unwrap();
+        if clean.clone.iter().any(|&c| c != 0) {
+            assert!(dropping.clone_defect_present(), "{s:?}");
+        }
+    }
+}
+
+/// A scenario whose window is 0 cannot show a clone defect, so its positive control cannot
+/// fire and the verdict must be inconclusive rather than absent.
+#[test]
+fn a_scenario_that_cannot_show_the_defect_is_inconclusive() {
+    let s = minimal::Scenario {
+        last_n: WindowLen(0),
+        history: vec![TokenId(1), TokenId(1)],
+        then: vec![TokenId(2)],
+    };
+    let o = minimal::run(&s, CP, SamplerKind::Builtin).unwrap();
+    let r = minimal::report(&s, &o, CP, SamplerKind::Builtin, &BuildInfo::current()).unwrap();
+    assert_eq!(r.measured(), Verdict::Absent);
+    assert_eq!(r.verdict(), Verdict::Inconclusive);
 }
 
 /// A small deterministic generator for scenarios the snapshots do not cover.
@@ -101,9 +146,70 @@ fn full_audit() {
     let a = audit::run(CP, SamplerKind::Builtin).unwrap();
     assert!(a.controls_passed(), "{}", a.controls_text());
     assert!(a.sweep.sequences >= 3_010_612);
+    let r = a.report();
+    assert_ne!(r.verdict(), Verdict::Inconclusive);
+    Header::from_json(&r.to_json()).unwrap();
     insta::assert_snapshot!(format!("controls_{}", slug()), a.controls_text());
     insta::assert_snapshot!(format!("sweep_{}", slug()), a.sweep_text());
-    insta::assert_snapshot!(format!("stateful_{}", slug()), a.stateful_text());
+}
+
+/// The clone-then-continue detector on the planted samplers, through the same `check` as the
+/// built-ins: the clone that forgets must differ (and look like a fresh sampler), the complete
+/// one must not. Disabling the comparison fails this test.
+#[test]
+fn stateful_detector_flags_the_forgetful_planted_clone() {
+    let [forgetful, complete] = stateful::planted();
+    match stateful::check(&forgetful).unwrap() {
+        stateful::Equivalence::Differs {
+            step, like_fresh, ..
+        } => {
+            assert_eq!(step, 0);
+            assert!(like_fresh);
+        }
+        other => panic!("the forgetful clone was not flagged: {other:?}"),
+    }
+    assert_eq!(
+        stateful::check(&complete).unwrap(),
+        stateful::Equivalence::Equivalent
+    );
+}
+
+/// Every stateful sampler's clone on this build, with the planted controls, as one report.
+#[test]
+fn stateful_rows_per_build() {
+    let a = stateful::run(bin()).unwrap();
+    let r = a.report();
+    assert!(r.controls().iter().all(|c| c.passed), "{}", r.to_text());
+    let present: Vec<&str> = r
+        .rows()
+        .iter()
+        .filter(|row| row.verdict() == Verdict::Present)
+        .map(|row| row.name.as_str())
+        .collect();
+    assert!(
+        present.contains(&"clone-incomplete-adaptive_p"),
+        "{present:?}"
+    );
+    let legacy = BuildInfo::current().crate_version == "0.1.154";
+    for name in ["clone-incomplete-penalties", "clone-incomplete-mirostat"] {
+        assert_eq!(present.contains(&name), legacy, "{name}: {present:?}");
+    }
+    insta::assert_snapshot!(format!("stateful_{}", slug()), r.to_text());
+}
+
+/// The memcheck probe flags the planted read past a heap buffer and passes the complete
+/// planted clone (both run under valgrind in a child process).
+#[test]
+fn memcheck_probe_flags_a_planted_read_past_the_end() {
+    let bad = stateful::memcheck(bin(), "planted-reads-past-end");
+    if let Memcheck::NotRun(why) = &bad {
+        panic!("the memcheck probe did not run: {why}");
+    }
+    assert!(matches!(bad, Memcheck::Error { .. }), "{bad:?}");
+    assert_eq!(
+        stateful::memcheck(bin(), "planted-tally-complete-clone"),
+        Memcheck::Clean
+    );
 }
 
 #[test]
@@ -114,15 +220,16 @@ fn ledger_penalties_pass_the_whole_audit() {
     assert!(a.controls_passed(), "{}", a.controls_text());
     assert!(a.ledger_exact(), "{}", a.sweep_text());
     assert!(!a.clone_defect_present(), "{}", a.sweep_text());
-    assert_eq!(a.verdict(), "absent");
+    assert_eq!(a.verdict(), Verdict::Absent);
     insta::assert_snapshot!(format!("ledger_sweep_{}", slug()), a.sweep_text());
 }
 
+fn bin() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_BIN_EXE_repro-clone"))
+}
+
 fn run_bin(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_repro-clone"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = Command::new(bin()).args(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stdout).unwrap(),
@@ -142,6 +249,9 @@ fn bad_input_is_one_line_and_exit_2() {
         &["--last-n", "99999999999"],
         &["--no-such-flag"],
         &["--audit", "--history", "1,2"],
+        &["--stateful", "--last-n", "3"],
+        &["--stateful", "--sampler", "ledger"],
+        &["--memcheck-probe", "adaptive_p"],
     ] {
         let (code, stdout, stderr) = run_bin(args);
         assert_eq!(code, 2, "{args:?}: {stderr}");
@@ -164,7 +274,9 @@ fn json_output_has_the_required_keys() {
     ]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(v["build"], BuildInfo::current().crate_version.as_str());
+    let h = Header::from_json(&v).unwrap();
+    assert_eq!(h.subject.build, BuildInfo::current().crate_version);
+    assert_eq!(h.subject.name, "clone-drops-token-count");
     for key in ["original", "clone", "clone_after", "oracle_clone_after"] {
         let m = v[key].as_object().unwrap();
         let keys: Vec<&str> = m.keys().map(String::as_str).collect();
@@ -182,4 +294,25 @@ fn same_command_prints_the_same_bytes() {
     let a = run_bin(&["--history", "1,2,1,3", "--then", "2,2", "--last-n", "3"]);
     let b = run_bin(&["--history", "1,2,1,3", "--then", "2,2", "--last-n", "3"]);
     assert_eq!(a, b);
+}
+
+#[test]
+fn stateful_json_lists_one_row_per_sampler_with_controls() {
+    let (code, stdout, stderr) = run_bin(&["--stateful", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let h = Header::from_json(&v).unwrap();
+    assert_eq!(h.subject.name, "clone-incomplete");
+    let names: Vec<&str> = h.rows.iter().map(|r| r.0.as_str()).collect();
+    for s in stateful::subjects() {
+        assert!(
+            names.contains(&format!("clone-incomplete-{}", s.name).as_str()),
+            "{names:?}"
+        );
+    }
+    for row in v["rows"].as_array().unwrap() {
+        let differs = row["verdict"] == "present";
+        assert_eq!(row["first_differing_step"].is_null(), !differs, "{row}");
+    }
+    assert!(h.controls.iter().all(|c| c.passed));
 }
