@@ -1,17 +1,23 @@
-//! `--audit`: every part of F2 in a fixed order, each gate checked before the next judges.
+//! `--audit`: every part of F2 in a fixed order, each detector with its controls.
 //!
-//! 1. The oracle check (the oracle agrees with llama.cpp on honestly flagged input).
-//! 2. The permutation audit with its negative and positive controls.
-//! 3. The injector census.
+//! 1. The oracle gate: single stages through llama.cpp on honestly flagged input, survivor
+//!    sets and surviving logits compared; and the same gate on an oracle with a planted
+//!    arithmetic error, which it must fail.
+//! 2. The permutation audit of llama.cpp's truncators, with planted Rust truncators that do
+//!    and do not trust the flag through the same audit.
+//! 3. The injector census, with planted injectors through the same rows.
 //! 4. The chain fuzzer and its minimized cases.
-//! 5. The published chain, whose verdict is the finding's verdict on this build.
+//! 5. The published chain, whose verdict is the finding's verdict on this build, with planted
+//!    truncators through the same chain comparison.
 
-use crate::census::{self, Census};
+use crate::census::{self, Census, Class};
 use crate::chain::{self, ChainCase, ChainReport, Verdict};
 use crate::fuzz::{self, FuzzReport, OracleCheck};
 use crate::perm::{self, PermAudit};
-use anyhow::{ensure, Result};
-use serde_json::{json, Value};
+use crate::planted;
+use anyhow::Result;
+use report::{Control, Report};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use subject::{BuildInfo, Vocab};
 
@@ -28,6 +34,8 @@ pub fn default_vocab_model() -> PathBuf {
 pub struct Audit {
     pub build: BuildInfo,
     pub oracle_check: OracleCheck,
+    /// The same gate on the oracle with a planted arithmetic error.
+    pub planted_gate: OracleCheck,
     pub perm: PermAudit,
     pub census: Census,
     pub fuzz: FuzzReport,
@@ -35,15 +43,20 @@ pub struct Audit {
     pub published_report: ChainReport,
     /// The published chain with `sorted_guard` before its truncation stage.
     pub guarded_report: ChainReport,
+    pub chain_controls: Vec<Control>,
 }
 
 pub fn run(fuzz_chains: usize, vocab_model: &Path) -> Result<Audit> {
-    let oracle_check = fuzz::oracle_check(fuzz::ORACLE_CHECK_SEED, ORACLE_CHECK_INPUTS)?;
-    ensure!(
-        oracle_check.passed(),
-        "the oracle disagrees with llama.cpp on honestly flagged input; no verdict:\n{}",
-        oracle_check.to_text()
-    );
+    let oracle_check = fuzz::oracle_check(
+        fuzz::ORACLE_CHECK_SEED,
+        ORACLE_CHECK_INPUTS,
+        &fuzz::real_oracle,
+    )?;
+    let planted_gate = fuzz::oracle_check(
+        fuzz::ORACLE_CHECK_SEED,
+        ORACLE_CHECK_INPUTS,
+        &planted::oracle_with_reciprocal_temp,
+    )?;
     let perm = perm::run()?;
     let vocab = Vocab::load(vocab_model).map_err(|e| {
         e.context(format!(
@@ -59,38 +72,95 @@ pub fn run(fuzz_chains: usize, vocab_model: &Path) -> Result<Audit> {
     Ok(Audit {
         build: BuildInfo::current(),
         oracle_check,
+        planted_gate,
         perm,
         census,
         fuzz,
         published,
         published_report,
         guarded_report,
+        chain_controls: chain::controls()?,
     })
 }
 
 impl Audit {
-    /// The controls that must hold before the published verdict means anything.
-    pub fn controls_pass(&self) -> bool {
-        self.oracle_check.passed()
-            && self.perm.rows.iter().all(|r| r.honest_ok)
-            && self.perm.positive_control.fired()
-    }
-
-    pub fn verdict(&self) -> &'static str {
-        if !self.controls_pass() {
-            return "invalid";
-        }
-        self.published_report.verdict.as_str()
-    }
-
-    pub fn evidence(&self) -> String {
-        let r = &self.published_report;
-        let ids = |v: &[oracle::TokenId]| {
-            v.iter()
-                .map(|i| i.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
+    /// Every control of every detector the verdicts rest on.
+    pub fn controls(&self) -> Vec<Control> {
+        let gate = &self.oracle_check;
+        let planted = &self.planted_gate;
+        let planted_stages = planted.mismatching_stages();
+        let rows = |rs: &[perm::Row], f: fn(&perm::Row) -> bool| rs.iter().all(f);
+        let shadows = |trusting: bool| -> Vec<&perm::Row> {
+            self.perm
+                .shadows
+                .iter()
+                .filter(|r| r.sampler.ends_with(":trusting") == trusting)
+                .collect()
         };
+        let shadow_detail = |rs: &[&perm::Row]| {
+            rs.iter()
+                .map(|r| {
+                    format!(
+                        "{}: max {} distinct sets, {} of {} orders differ from the oracle",
+                        r.sampler, r.max_distinct, r.differing, r.permutations
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let trusting = shadows(true);
+        let honest = shadows(false);
+        let mut c = vec![
+            Control::oracle_check("oracle gate", gate.passed(), gate.summary()),
+            Control::positive(
+                "oracle gate on a planted arithmetic error (temp as z * (1/t))",
+                !planted.passed() && planted_stages.keys().all(|k| k == "temp"),
+                format!(
+                    "{}; mismatching stages: {:?}",
+                    planted.summary(),
+                    planted_stages
+                ),
+            ),
+            Control::oracle_check(
+                "honest flag: llama.cpp's truncators give one set, the oracle's",
+                rows(&self.perm.rows, |r| r.honest_ok),
+                format!(
+                    "{} permutations with sorted = false",
+                    self.perm.rows.iter().map(|r| r.permutations).sum::<usize>()
+                ),
+            ),
+            Control::positive(
+                "permutation audit on planted truncators that trust the flag",
+                trusting.iter().all(|r| r.flagged()),
+                shadow_detail(&trusting),
+            ),
+            Control::negative(
+                "permutation audit on planted truncators that always sort",
+                honest.iter().all(|r| r.sound()),
+                shadow_detail(&honest),
+            ),
+        ];
+        c.extend(self.chain_controls.iter().cloned());
+        c.push(Control::positive(
+            "census on a planted injector that keeps the flag",
+            self.census.planted_ok(Class::KeepsStale),
+            self.census.planted_text(Class::KeepsStale),
+        ));
+        c.push(Control::negative(
+            "census on planted samplers that clear the flag or change nothing",
+            self.census.planted_ok(Class::ResetsFlag)
+                && self.census.planted_ok(Class::NeverReorders),
+            format!(
+                "{}; {}",
+                self.census.planted_text(Class::ResetsFlag),
+                self.census.planted_text(Class::NeverReorders)
+            ),
+        ));
+        c
+    }
+
+    /// Every row of the permutation table and the fuzzer's totals.
+    fn sweep_evidence(&self) -> String {
         let distinct: Vec<String> = self
             .perm
             .rows
@@ -98,73 +168,81 @@ impl Audit {
             .map(|r| format!("{} {}", r.sampler, r.max_distinct))
             .collect();
         format!(
-            "top_k=4 -> logit_bias=3:+6 -> top_p=0.8 keeps {{{}}} (oracle {{{}}}, flag {}); max distinct sets {}; fuzzer {} of {} chains unsound",
-            ids(&r.subject.survivors),
-            ids(&r.oracle),
-            r.subject.sorted_flag,
+            "max distinct sets over orders {}; fuzzer {} of {} chains unsound, {} undecided",
             distinct.join(", "),
             self.fuzz.unsound,
-            self.fuzz.tried
+            self.fuzz.tried,
+            self.fuzz.undecided
         )
     }
 
-    /// The fix's row: `absent` when, with `sorted_guard` before each flag-reading stage, the
-    /// permutation audit gives one set (the oracle's) everywhere, the fuzzer finds no unsound
-    /// chain and the published chain is sound.
-    pub fn guard_verdict(&self) -> &'static str {
-        if !self.controls_pass() {
-            return "invalid";
-        }
-        let clean = self.perm.rows.iter().all(|r| r.guarded_ok)
-            && self.fuzz.guarded_unsound == 0
-            && self.guarded_report.verdict == Verdict::Absent;
-        if clean {
-            "absent"
-        } else {
-            "present"
-        }
+    pub fn evidence(&self) -> String {
+        let r = &self.published_report;
+        format!(
+            "top_k=4 -> logit_bias=3:+6 -> top_p=0.8 keeps {} (oracle {}, flag {}); {}",
+            chain::ids_text(&r.subject.survivors),
+            chain::ids_text(&r.oracle),
+            r.subject.sorted_flag,
+            self.sweep_evidence()
+        )
     }
 
-    pub fn guard_json(&self) -> Value {
-        json!({
-            "finding": "F2",
-            "name": "stale-sorted-truncation+sorted_guard",
-            "build": self.build.tag(),
-            "verdict": self.guard_verdict(),
-            "evidence": format!(
-                "with sorted_guard: published chain keeps {:?}; permutation audit one set = oracle: {}; fuzzer {} of {} chains unsound",
-                self.guarded_report.subject.survivors.iter().map(|i| i.0).collect::<Vec<_>>(),
-                self.perm.rows.iter().all(|r| r.guarded_ok),
-                self.fuzz.guarded_unsound,
-                self.fuzz.tried
-            ),
-            "published_chain": chain::to_json(&fuzz::guarded(&self.published), &self.guarded_report, &self.build),
-        })
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "finding": "F2",
-            "name": "stale-sorted-truncation",
-            "build": self.build.tag(),
-            "build_detail": self.build.describe(),
-            "verdict": self.verdict(),
-            "evidence": self.evidence(),
-            "controls_pass": self.controls_pass(),
+    pub fn report(&self) -> Report {
+        Report::new(
+            self.build.report_subject(crate::FINDING, chain::NAME),
+            self.published_report.verdict,
+            self.evidence(),
+            self.controls(),
+        )
+        .with_body(json!({
             "oracle_check": self.oracle_check.to_json(),
+            "planted_oracle_check": self.planted_gate.to_json(),
             "permutation_audit": self.perm.to_json(),
             "census": self.census.to_json(),
             "fuzzer": self.fuzz.to_json(),
-            "published_chain": chain::to_json(&self.published, &self.published_report, &self.build),
-        })
+            "published_chain": chain::to_json(&self.published, &self.published_report),
+        }))
+        .with_text(self.to_text())
     }
 
-    pub fn to_text(&self) -> String {
-        let mut out = format!(
-            "F2 stale-sorted-truncation on {}\n\n",
-            self.build.describe()
+    /// The fix's measured answer: `absent` when, with `sorted_guard` before each flag-reading
+    /// stage, the permutation audit gives one set (the oracle's) everywhere, the fuzzer finds no
+    /// unsound chain and the published chain is sound.
+    pub fn guard_measured(&self) -> Verdict {
+        let clean = self.perm.rows.iter().all(|r| r.guarded_ok)
+            && self.fuzz.guarded_unsound == 0
+            && self.guarded_report.verdict == Verdict::Absent;
+        Verdict::found(!clean)
+    }
+
+    pub fn guard_report(&self) -> Report {
+        let guarded = fuzz::guarded(&self.published);
+        let evidence = format!(
+            "with sorted_guard: published chain keeps {}; permutation audit one set = oracle in every case: {}; fuzzer {} of {} chains unsound, {} undecided",
+            chain::ids_text(&self.guarded_report.subject.survivors),
+            self.perm.rows.iter().all(|r| r.guarded_ok),
+            self.fuzz.guarded_unsound,
+            self.fuzz.tried,
+            self.fuzz.guarded_undecided
         );
+        Report::new(
+            self.build
+                .report_subject(crate::FINDING, &format!("{}+sorted_guard", chain::NAME)),
+            self.guard_measured(),
+            evidence,
+            self.controls(),
+        )
+        .with_body(json!({
+            "published_chain": chain::to_json(&guarded, &self.guarded_report),
+        }))
+        .with_text(chain::to_text(&guarded, &self.guarded_report))
+    }
+
+    fn to_text(&self) -> String {
+        let mut out = String::new();
         out.push_str(&self.oracle_check.to_text());
+        out.push_str("the same gate with a planted arithmetic error in the oracle's temp stage:\n");
+        out.push_str(&format!("  {}\n", self.planted_gate.summary()));
         out.push('\n');
         out.push_str(&self.perm.to_text());
         out.push('\n');
@@ -172,22 +250,12 @@ impl Audit {
         out.push('\n');
         out.push_str(&self.fuzz.to_text());
         out.push('\n');
-        out.push_str(&chain::to_text(
-            &self.published,
-            &self.published_report,
-            &self.build,
-        ));
-        if self.published_report.verdict != Verdict::Present && self.controls_pass() {
-            out.push_str("(the published chain is sound on this build)\n");
-        }
+        out.push_str("published chain:\n");
+        out.push_str(&chain::to_text(&self.published, &self.published_report));
         out.push_str(&format!(
-            "with sorted_guard (ledger crate) before each flag-reading stage: {} on {}\n",
-            self.guard_verdict(),
-            self.build.tag()
+            "with sorted_guard (ledger crate) before each flag-reading stage: {}\n",
+            self.guard_measured()
         ));
-        if !self.controls_pass() {
-            out.push_str("CONTROLS FAILED: the verdict above is not valid\n");
-        }
         out
     }
 }

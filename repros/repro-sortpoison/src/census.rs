@@ -9,8 +9,13 @@
 //!
 //! A second pass hands each sampler an unsorted array flagged `false` and records whether it
 //! sets the flag, and whether the array it leaves is then really sorted.
+//!
+//! Controls, through the same `census_row`: a planted Rust injector that leaves the flag
+//! alone must be classed "keeps it stale", one that clears it "resets the flag", and a
+//! planted identity "never reorders".
 
 use crate::chain::really_sorted;
+use crate::planted::Injector;
 use crate::rng::Rng;
 use anyhow::{Context, Result};
 use oracle::TokenId;
@@ -382,6 +387,8 @@ pub fn census_row(subject: &Subject, inputs: &[Input]) -> Result<Row> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Census {
     pub rows: Vec<Row>,
+    /// The planted injectors through the same rows: what each must be classed, and its row.
+    pub planted: Vec<(Class, Row)>,
     /// Why grammar and infill are missing, if they are.
     pub vocab_note: Option<String>,
 }
@@ -400,13 +407,59 @@ pub fn run(vocab: Result<Arc<Vocab>>) -> Result<Census> {
         .iter()
         .map(|s| census_row(s, if s.needs_vocab { &lettered } else { &plain }))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Census { rows, vocab_note })
+    let planted = [
+        (Injector::KeepsFlag, Class::KeepsStale),
+        (Injector::ClearsFlag, Class::ResetsFlag),
+        (Injector::Identity, Class::NeverReorders),
+    ]
+    .into_iter()
+    .map(|(injector, want)| {
+        let s = Subject {
+            label: subject::CustomSampler::name(&injector)
+                .to_string_lossy()
+                .into_owned(),
+            build: Box::new(move |_| Sampler::custom(injector)),
+            history: Box::new(|_| Vec::new()),
+            needs_vocab: false,
+        };
+        Ok((want, census_row(&s, &plain)?))
+    })
+    .collect::<Result<Vec<_>>>()?;
+    Ok(Census {
+        rows,
+        planted,
+        vocab_note,
+    })
 }
 
 impl Census {
+    /// Each planted injector was classed as it must be.
+    pub fn planted_ok(&self, want: Class) -> bool {
+        self.planted
+            .iter()
+            .filter(|(w, _)| *w == want)
+            .all(|(w, r)| r.class == *w)
+    }
+
+    pub fn planted_text(&self, want: Class) -> String {
+        self.planted
+            .iter()
+            .filter(|(w, _)| *w == want)
+            .map(|(w, r)| {
+                format!(
+                    "{} classed '{}' (must be '{}')",
+                    r.label,
+                    r.class.as_str(),
+                    w.as_str()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
     pub fn to_json(&self) -> Value {
-        json!({
-            "rows": self.rows.iter().map(|r| json!({
+        let row = |r: &Row| {
+            json!({
                 "sampler": r.label,
                 "llama_name": r.name,
                 "on_sorted_input": r.class.as_str(),
@@ -415,18 +468,26 @@ impl Census {
                 "witness_after": r.witness.as_ref().map(|w| w.1.clone()),
                 "unsorted_input_sets_flag": r.sets_flag,
                 "unsorted_input_sets_flag_on_unsorted_output": r.sets_flag_falsely,
-            })).collect::<Vec<_>>(),
+            })
+        };
+        json!({
+            "rows": self.rows.iter().map(row).collect::<Vec<_>>(),
+            "planted_controls": self.planted.iter().map(|(w, r)| {
+                let mut v = row(r);
+                v["must_be"] = json!(w.as_str());
+                v
+            }).collect::<Vec<_>>(),
             "vocab_note": self.vocab_note,
         })
     }
 
     pub fn to_text(&self) -> String {
         let mut out = String::from(
-            "injector census: each sampler on really sorted arrays flagged sorted = true; last column: runs on\nunsorted arrays flagged false that left the flag set (and how many of those left an unsorted array)\n  sampler                                   llama.cpp name  on sorted input   sets flag on unsorted input\n",
+            "injector census: each sampler on really sorted arrays flagged sorted = true; last column: runs on\nunsorted arrays flagged false that left the flag set (and how many of those left an unsorted array)\n  sampler                                   llama.cpp name               on sorted input   sets flag on unsorted input\n",
         );
-        for r in &self.rows {
+        for r in self.rows.iter().chain(self.planted.iter().map(|(_, r)| r)) {
             out.push_str(&format!(
-                "  {:<41} {:<15} {:<17} {} of {}{}\n",
+                "  {:<41} {:<28} {:<17} {} of {}{}\n",
                 r.label,
                 r.name,
                 r.class.as_str(),

@@ -1,10 +1,12 @@
 //! One chain of built-in samplers, run twice: through llama.cpp's real chain API and through
 //! the oracle's composition of the same stages on the true multiset.
 
+use crate::planted::{ShadowRule, ShadowTruncator};
 use crate::stage::StageDef;
 use anyhow::{ensure, Context, Result};
 use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
+use report::{Control, Report};
 use serde_json::{json, Value};
 use subject::{BuildInfo, Candidates, Sampler};
 
@@ -43,25 +45,9 @@ pub struct SubjectRun {
     pub trace: Vec<TraceStep>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// The subject's set differs from the oracle's on a tie-free input.
-    Present,
-    /// The sets are equal.
-    Absent,
-    /// The sets differ but the oracle's answer rests on a tie or a rounding-level margin.
-    Undecided,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Present => "present",
-            Verdict::Absent => "absent",
-            Verdict::Undecided => "undecided",
-        }
-    }
-}
+/// A chain's verdict: `present` (the sets differ on a tie-free input), `absent` (equal), or
+/// `undecided` (they differ but the oracle's answer rests on a tie or a rounding margin).
+pub use report::Verdict;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChainReport {
@@ -241,11 +227,9 @@ fn ids_json(ids: &[TokenId]) -> Value {
     json!(ids.iter().map(|i| i.0).collect::<Vec<_>>())
 }
 
-pub fn to_json(case: &ChainCase, r: &ChainReport, build: &BuildInfo) -> Value {
+/// The chain's data: the case, both sets, the flag and the per-stage trace.
+pub fn to_json(case: &ChainCase, r: &ChainReport) -> Value {
     json!({
-        "finding": "F2",
-        "name": "stale-sorted-truncation",
-        "build": build.tag(),
         "logits": case.logits,
         "stages": case.stages.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
         "history": ids_json(&case.history),
@@ -262,22 +246,19 @@ pub fn to_json(case: &ChainCase, r: &ChainReport, build: &BuildInfo) -> Value {
             "really_sorted": t.really_sorted,
         })).collect::<Vec<_>>(),
         "knife_edges": r.knife_edges,
-        "verdict": r.verdict.as_str(),
+        "chain_verdict": r.verdict.as_str(),
     })
 }
 
-fn ids_text(ids: &[TokenId]) -> String {
+pub fn ids_text(ids: &[TokenId]) -> String {
     let v: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
     format!("{{{}}}", v.join(","))
 }
 
-pub fn to_text(case: &ChainCase, r: &ChainReport, build: &BuildInfo) -> String {
+/// The chain and its trace as text.
+pub fn to_text(case: &ChainCase, r: &ChainReport) -> String {
     let mut out = String::new();
-    out.push_str(&format!(
-        "chain on {}: {}\n",
-        build.describe(),
-        case.command()
-    ));
+    out.push_str(&format!("chain: {}\n", case.command()));
     out.push_str("  after stage                         size  sorted flag  really sorted\n");
     for t in &r.subject.trace {
         let stale = if t.sorted_flag && !t.really_sorted {
@@ -298,10 +279,68 @@ pub fn to_text(case: &ChainCase, r: &ChainReport, build: &BuildInfo) -> String {
     for e in &r.knife_edges {
         out.push_str(&format!("  knife edge: {e}\n"));
     }
-    out.push_str(&format!(
-        "stale-sorted-truncation: {} on {}\n",
-        r.verdict.as_str(),
-        build.tag()
-    ));
+    out.push_str(&format!("  chain verdict: {}\n", r.verdict));
     out
+}
+
+/// The published chain with its truncator replaced by a planted shadow top_p.
+pub fn shadow_published(trusts_flag: bool) -> ChainCase {
+    let mut case = crate::cli::published();
+    let last = case.stages.len() - 1;
+    case.stages[last] = StageDef::Shadow(ShadowTruncator {
+        rule: ShadowRule::TopP { p: 0.8 },
+        trusts_flag,
+    });
+    case
+}
+
+/// The chain comparison's controls: the published chain ending in a planted top_p that trusts
+/// the flag must be `present`; the same chain ending in one that sorts must be `absent`.
+pub fn controls() -> Result<Vec<Control>> {
+    let trusting = shadow_published(true);
+    let honest = shadow_published(false);
+    let (t, h) = (run(&trusting)?, run(&honest)?);
+    let detail = |c: &ChainCase, r: &ChainReport| {
+        format!(
+            "{}: keeps {}, oracle {} ({})",
+            c.command(),
+            ids_text(&r.subject.survivors),
+            ids_text(&r.oracle),
+            r.verdict
+        )
+    };
+    Ok(vec![
+        Control::positive(
+            "chain comparison on a planted top_p that trusts the flag",
+            t.verdict == Verdict::Present,
+            detail(&trusting, &t),
+        ),
+        Control::negative(
+            "chain comparison on a planted top_p that always sorts",
+            h.verdict == Verdict::Absent,
+            detail(&honest, &h),
+        ),
+    ])
+}
+
+/// The verdict's name.
+pub const NAME: &str = "stale-sorted-truncation";
+
+/// One chain's report: its verdict under the chain comparison's controls.
+pub fn report(case: &ChainCase, r: &ChainReport, build: &BuildInfo) -> Result<Report> {
+    let evidence = format!(
+        "{} keeps {} (oracle {}, flag {})",
+        case.command(),
+        ids_text(&r.subject.survivors),
+        ids_text(&r.oracle),
+        r.subject.sorted_flag
+    );
+    Ok(Report::new(
+        build.report_subject(crate::FINDING, NAME),
+        r.verdict,
+        evidence,
+        controls()?,
+    )
+    .with_body(to_json(case, r))
+    .with_text(to_text(case, r)))
 }

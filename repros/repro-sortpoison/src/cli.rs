@@ -128,40 +128,34 @@ pub fn case_from_line(line: &str) -> Result<ChainCase> {
 /// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cli::run(argv, |args: Args| {
+        let build = cli::refuse(subject::BuildInfo::verified())?;
         let case = cli::refuse(case(&args))?;
-        cli::fail(run(&args, &case))
+        cli::fail(run(&args, &case, &build))
     })
 }
 
-fn run(args: &Args, case: &ChainCase) -> Result<String> {
-    let build = subject::BuildInfo::current();
+fn render(report: &report::Report, json: bool) -> String {
+    if json {
+        report.to_json_text()
+    } else {
+        report.to_text()
+    }
+}
+
+fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<String> {
     if !args.audit {
-        let report = chain::run(case)?;
-        return Ok(if args.json {
-            format!("{}\n", chain::to_json(case, &report, &build))
-        } else {
-            chain::to_text(case, &report, &build)
-        });
+        let r = chain::run(case)?;
+        return Ok(render(&chain::report(case, &r, build)?, args.json));
     }
     let vocab_path = args
         .vocab_model
         .clone()
         .unwrap_or_else(audit::default_vocab_model);
-    let report = audit::run(args.fuzz_chains, &vocab_path)?;
-    std::fs::create_dir_all(&args.results)
-        .with_context(|| format!("creating {}", args.results.display()))?;
-    let json = serde_json::to_string_pretty(&report.to_json())? + "\n";
-    let path = args
-        .results
-        .join(format!("sortpoison.{}.json", build.tag()));
-    std::fs::write(&path, &json).with_context(|| format!("writing {}", path.display()))?;
-    let guard = args
-        .results
-        .join(format!("sortpoison-guard.{}.json", build.tag()));
-    std::fs::write(
-        &guard,
-        serde_json::to_string_pretty(&report.guard_json())? + "\n",
-    )
-    .with_context(|| format!("writing {}", guard.display()))?;
-    Ok(if args.json { json } else { report.to_text() })
+    let audit = audit::run(args.fuzz_chains, &vocab_path)?;
+    let report = audit.report();
+    report.write(&args.results, "sortpoison")?;
+    audit
+        .guard_report()
+        .write(&args.results, "sortpoison-guard")?;
+    Ok(render(&report, args.json))
 }

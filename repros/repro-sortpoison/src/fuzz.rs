@@ -14,7 +14,7 @@ use crate::chain::{self, ChainCase, Verdict};
 use crate::rng::Rng;
 use crate::stage::StageDef;
 use anyhow::Result;
-use oracle::truncation::{compose, Pool};
+use oracle::truncation::{Pool, Stage as OracleStage, Step};
 use oracle::TokenId;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -130,6 +130,8 @@ pub fn role(stage: &StageDef, last: bool) -> &'static str {
         StageDef::Temp { .. } | StageDef::TempExt { .. } | StageDef::TopNSigma { .. } => "monotone",
         StageDef::Greedy => "selector",
         StageDef::SortedGuard => "guard",
+        StageDef::Shadow(_) if last => "truncator",
+        StageDef::Shadow(_) => "sorter",
     }
 }
 
@@ -162,6 +164,7 @@ fn reads_flag(stage: &StageDef) -> bool {
         | StageDef::Typical { .. }
         | StageDef::Xtc { .. } => true,
         StageDef::TempExt { delta, .. } => *delta > 0.0,
+        StageDef::Shadow(s) => s.trusts_flag,
         _ => false,
     }
 }
@@ -386,12 +389,13 @@ pub fn fuzz(seed: u64, chains: usize) -> Result<FuzzReport> {
         r.tried += 1;
         match chain::run(&guarded(&case))?.verdict {
             Verdict::Present => r.guarded_unsound += 1,
-            Verdict::Undecided => r.guarded_undecided += 1,
+            // The chain comparison never returns inconclusive; count it with the undecided.
+            Verdict::Undecided | Verdict::Inconclusive => r.guarded_undecided += 1,
             Verdict::Absent => {}
         }
         match chain::run(&case)?.verdict {
             Verdict::Absent => r.sound += 1,
-            Verdict::Undecided => r.undecided += 1,
+            Verdict::Undecided | Verdict::Inconclusive => r.undecided += 1,
             Verdict::Present => {
                 r.unsound += 1;
                 let small = shrink(&case);
@@ -455,20 +459,79 @@ impl FuzzReport {
     }
 }
 
+/// An oracle to gate: how a single stage acts on a pool. The real one is
+/// [`oracle::truncation::Stage::apply`]; a control plants an error in a copy.
+pub type OracleFn = dyn Fn(&OracleStage, &Pool) -> Step;
+
+/// The oracle's own stages.
+pub fn real_oracle(stage: &OracleStage, pool: &Pool) -> Step {
+    stage.apply(pool)
+}
+
+/// Distance between two f32 values in units in the last place (0 when equal, `-inf`
+/// included; `u64::MAX` when only one is finite).
+pub fn ulps(a: f32, b: f32) -> u64 {
+    if a == b {
+        return 0;
+    }
+    if !a.is_finite() || !b.is_finite() {
+        return u64::MAX;
+    }
+    // Map the bit patterns onto a line where adjacent floats are adjacent integers.
+    let key = |x: f32| {
+        let bits = x.to_bits() as i32;
+        (if bits < 0 { i32::MIN - bits } else { bits }) as i64
+    };
+    key(a).abs_diff(key(b))
+}
+
+/// How far a surviving logit may be from the oracle's, in ulps, for a stage on `n` entries.
+/// Every stage's arithmetic is the subject's own f32 arithmetic (0 ulps) except temp_ext with
+/// delta > 0: the subject derives its temperature in f32 from an entropy summed over `n`
+/// probabilities, the oracle in f64, so the two temperatures, and the logits divided by them,
+/// may differ by the slack of an f32 sum of `n` terms, `8 (n + 2)` ulps.
+pub fn ulp_bound(stage: &StageDef, n: usize) -> u64 {
+    match stage {
+        StageDef::TempExt { delta, .. } if *delta > 0.0 => 8 * (n as u64 + 2),
+        _ => 0,
+    }
+}
+
+/// One input whose subject and oracle disagree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateMismatch {
+    pub stage: String,
+    /// The array in the order it was handed over, as `id:logit`.
+    pub array: String,
+    /// `set` (different survivors) or `value` (a surviving logit off by more than the bound).
+    pub kind: &'static str,
+    pub detail: String,
+}
+
+/// Per stage: inputs, inputs where the stage removed entries, logits compared, largest ulps.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StageTally {
+    pub inputs: usize,
+    pub removing: usize,
+    pub values: usize,
+    pub max_ulps: u64,
+}
+
 /// The oracle check: one stage, a random order, the honest flag.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OracleCheck {
     pub seed: u64,
     pub inputs: usize,
     pub knife_edges: usize,
-    pub per_stage: BTreeMap<&'static str, usize>,
-    /// `(stage, array order as "id:logit", subject, oracle)` for every disagreement.
-    pub mismatches: Vec<(String, String, Vec<TokenId>, Vec<TokenId>)>,
+    pub per_stage: BTreeMap<&'static str, StageTally>,
+    pub mismatches: Vec<GateMismatch>,
 }
 
 pub const ORACLE_CHECK_SEED: u64 = 0x0AC1E;
 
-pub fn oracle_check(seed: u64, inputs: usize) -> Result<OracleCheck> {
+/// Runs `inputs` single stages through llama.cpp (honest flag, random order) and through
+/// `oracle`, and compares the survivor sets and every surviving logit.
+pub fn oracle_check(seed: u64, inputs: usize, oracle: &OracleFn) -> Result<OracleCheck> {
     let mut rng = Rng::new(seed);
     let mut out = OracleCheck {
         seed,
@@ -487,9 +550,10 @@ pub fn oracle_check(seed: u64, inputs: usize) -> Result<OracleCheck> {
         let mut order: Vec<usize> = (0..n).collect();
         rng.shuffle(&mut order);
         out.inputs += 1;
-        *out.per_stage.entry(stage.name()).or_insert(0) += 1;
-        let comp = compose(&[stage.oracle(&history)], &Pool::from_logits(&logits));
-        if !comp.edges.is_empty() {
+        let tally = out.per_stage.entry(stage.name()).or_default();
+        tally.inputs += 1;
+        let step = oracle(&stage.oracle(&history), &Pool::from_logits(&logits));
+        if step.edge.is_some() {
             out.knife_edges += 1;
             continue;
         }
@@ -501,25 +565,65 @@ pub fn oracle_check(seed: u64, inputs: usize) -> Result<OracleCheck> {
         }
         let mut c = Candidates::new(order.iter().map(|&i| (TokenId(i as i32), logits[i])));
         s.apply(&mut c)?;
-        let mut subject: Vec<TokenId> = c
-            .entries
-            .iter()
-            .filter(|e| e.logit > f32::NEG_INFINITY)
-            .map(|e| e.id)
-            .collect();
-        subject.sort();
-        let oracle = comp.pool.survivors();
-        if subject != oracle {
-            let arr = order
+        let subject = survivors(&c);
+        let want = step.pool.survivors();
+        if want.len() < n {
+            tally.removing += 1;
+        }
+        let array = || {
+            order
                 .iter()
                 .map(|&i| format!("{i}:{}", logits[i]))
                 .collect::<Vec<_>>()
-                .join(" ");
-            out.mismatches
-                .push((stage.to_string(), arr, subject, oracle));
+                .join(" ")
+        };
+        if subject != want {
+            out.mismatches.push(GateMismatch {
+                stage: stage.to_string(),
+                array: array(),
+                kind: "set",
+                detail: format!("subject keeps {subject:?}, oracle {want:?}"),
+            });
+            continue;
+        }
+        let bound = ulp_bound(&stage, n);
+        for e in step
+            .pool
+            .entries()
+            .iter()
+            .filter(|e| e.logit > f32::NEG_INFINITY)
+        {
+            let got = c.logit_of(e.id).expect("the sets are equal");
+            let d = ulps(got, e.logit);
+            tally.values += 1;
+            tally.max_ulps = tally.max_ulps.max(d);
+            if d > bound {
+                out.mismatches.push(GateMismatch {
+                    stage: stage.to_string(),
+                    array: array(),
+                    kind: "value",
+                    detail: format!(
+                        "id {}: subject logit {got:?}, oracle {:?} ({d} ulps, bound {bound})",
+                        e.id, e.logit
+                    ),
+                });
+                break;
+            }
         }
     }
     Ok(out)
+}
+
+/// Ids left in the array with a logit above `-inf`, ascending.
+pub fn survivors(c: &Candidates) -> Vec<TokenId> {
+    let mut ids: Vec<TokenId> = c
+        .entries
+        .iter()
+        .filter(|e| e.logit > f32::NEG_INFINITY)
+        .map(|e| e.id)
+        .collect();
+    ids.sort();
+    ids
 }
 
 impl OracleCheck {
@@ -527,34 +631,65 @@ impl OracleCheck {
         self.mismatches.is_empty()
     }
 
+    /// Stages whose inputs produced a mismatch, with how many.
+    pub fn mismatching_stages(&self) -> BTreeMap<String, usize> {
+        let mut m = BTreeMap::new();
+        for x in &self.mismatches {
+            let name = x.stage.split('=').next().unwrap_or(&x.stage).to_string();
+            *m.entry(name).or_insert(0) += 1;
+        }
+        m
+    }
+
+    /// One line: inputs, comparisons and mismatches per kind.
+    pub fn summary(&self) -> String {
+        let values: usize = self.per_stage.values().map(|t| t.values).sum();
+        let sets = self.inputs - self.knife_edges;
+        let per = |kind: &str| self.mismatches.iter().filter(|m| m.kind == kind).count();
+        format!(
+            "{} single stages ({} knife edges skipped): {} survivor sets and {} surviving logits compared; {} set and {} value mismatches",
+            self.inputs,
+            self.knife_edges,
+            sets,
+            values,
+            per("set"),
+            per("value")
+        )
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "seed": self.seed,
             "inputs": self.inputs,
             "knife_edges_skipped": self.knife_edges,
-            "per_stage": self.per_stage,
-            "mismatches": self.mismatches.iter().map(|(s, a, x, y)| json!({
-                "stage": s, "array": a,
-                "subject": x.iter().map(|i| i.0).collect::<Vec<_>>(),
-                "oracle": y.iter().map(|i| i.0).collect::<Vec<_>>(),
+            "per_stage": self.per_stage.iter().map(|(k, t)| (k.to_string(), json!({
+                "inputs": t.inputs,
+                "inputs_where_entries_were_removed": t.removing,
+                "surviving_logits_compared": t.values,
+                "max_ulps": t.max_ulps,
+            }))).collect::<serde_json::Map<_, _>>(),
+            "mismatches": self.mismatches.iter().map(|m| json!({
+                "stage": m.stage, "array": m.array, "kind": m.kind, "detail": m.detail,
             })).collect::<Vec<_>>(),
         })
     }
 
     pub fn to_text(&self) -> String {
         let mut out = format!(
-            "oracle check (seed {:#x}): {} single stages on random orders with the honest flag, {} knife edges skipped, {} mismatches\n",
-            self.seed, self.inputs, self.knife_edges, self.mismatches.len()
+            "oracle check (seed {:#x}): single stages on random orders with the honest flag; survivor sets and every surviving logit compared (bit for bit; temp_ext within 8(n+2) ulps)\n  {}\n  stage          inputs  removed entries  logits compared  max ulps\n",
+            self.seed,
+            self.summary()
         );
-        let per: Vec<String> = self
-            .per_stage
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        out.push_str(&format!("  inputs per stage: {}\n", per.join(", ")));
-        for (s, a, x, y) in &self.mismatches {
+        for (k, t) in &self.per_stage {
             out.push_str(&format!(
-                "  MISMATCH {s} on [{a}]: subject {x:?}, oracle {y:?}\n"
+                "  {:<13} {:>7} {:>16} {:>16} {:>9}\n",
+                k, t.inputs, t.removing, t.values, t.max_ulps
+            ));
+        }
+        for m in &self.mismatches {
+            out.push_str(&format!(
+                "  MISMATCH ({}) {} on [{}]: {}\n",
+                m.kind, m.stage, m.array, m.detail
             ));
         }
         out

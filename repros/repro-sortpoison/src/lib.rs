@@ -7,5 +7,9 @@ pub mod chain;
 pub mod cli;
 pub mod fuzz;
 pub mod perm;
+pub mod planted;
 pub mod rng;
 pub mod stage;
+
+/// The finding these reports belong to.
+pub const FINDING: &str = "F2";

@@ -4,9 +4,14 @@
 //! A survivor set must be a function of the multiset and the parameter. So more than one
 //! distinct set across the orders of one multiset proves the sampler unsound, with no oracle
 //! needed; the oracle then says which set is right.
+//!
+//! The detector's controls run through the same `run_case`: planted Rust truncators (top_k
+//! and top_p) that trust the flag must be flagged, the same truncators that always sort must
+//! give one set, the oracle's, in every case.
 
+use crate::planted::{ShadowRule, ShadowTruncator};
 use crate::stage::StageDef;
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context, Result};
 use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
 use serde_json::{json, Value};
@@ -187,13 +192,17 @@ pub struct Row {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermAudit {
+    /// llama.cpp's truncators: top_k, top_p, min_p, typical.
     pub rows: Vec<Row>,
-    /// Positive control: top_p on a reverse-sorted array flagged `sorted = true`.
-    pub positive_control: PositiveControl,
+    /// The planted shadow truncators through the same audit: trusting top_k and top_p (must
+    /// be flagged), honest top_k and top_p (must give the oracle's set everywhere).
+    pub shadows: Vec<Row>,
+    /// A measurement on llama.cpp: top_p on a reverse-sorted array flagged `sorted = true`.
+    pub reverse_sorted: ReverseSorted,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct PositiveControl {
+pub struct ReverseSorted {
     pub stage: StageDef,
     pub logits: Vec<f32>,
     pub order: Vec<usize>,
@@ -201,28 +210,25 @@ pub struct PositiveControl {
     pub oracle: u64,
 }
 
-impl PositiveControl {
-    pub fn fired(&self) -> bool {
+impl ReverseSorted {
+    pub fn differs(&self) -> bool {
         self.subject != self.oracle
     }
 }
 
-pub fn positive_control() -> Result<PositiveControl> {
+pub fn reverse_sorted() -> Result<ReverseSorted> {
     let logits = family()[0].clone();
     let stage = StageDef::TopP {
         p: 0.8,
         min_keep: 1,
     };
     let comp = compose(&[stage.oracle(&[])], &Pool::from_logits(&logits));
-    ensure!(
-        comp.edges.is_empty(),
-        "the positive control must be tie-free"
-    );
+    ensure!(comp.edges.is_empty(), "the measurement must be tie-free");
     let mut order: Vec<usize> = (0..logits.len()).collect();
     order.sort_by(|&a, &b| logits[a].total_cmp(&logits[b]));
     let mut sampler = stage.build(logits.len() as i32)?;
     let subject = survivors_bits(&mut sampler, &logits, &order, true)?;
-    Ok(PositiveControl {
+    Ok(ReverseSorted {
         stage,
         logits,
         order,
@@ -231,50 +237,89 @@ pub fn positive_control() -> Result<PositiveControl> {
     })
 }
 
-pub fn run() -> Result<PermAudit> {
-    let mut rows: Vec<Row> = Vec::new();
-    for name in ["top_k", "top_p", "min_p", "typical"] {
-        let mut row: Option<Row> = None;
-        let mut skipped = 0;
-        for logits in family() {
-            for stage in truncators(logits.len())
-                .into_iter()
-                .filter(|s| s.name() == name)
-            {
-                let Some(case) = run_case(&stage, &logits)? else {
-                    skipped += 1;
-                    continue;
-                };
-                let r = row.get_or_insert_with(|| Row {
-                    sampler: stage.name(),
-                    cases: 0,
-                    skipped: 0,
-                    max_distinct: 0,
-                    permutations: 0,
-                    differing: 0,
-                    honest_ok: true,
-                    guarded_ok: true,
-                    worst: case.clone(),
-                });
-                r.cases += 1;
-                r.permutations += case.permutations;
-                r.differing += case.stale_differing();
-                r.honest_ok &= case.honest_ok();
-                r.guarded_ok &= case.guarded_ok();
-                if case.stale.len() > r.max_distinct {
-                    r.max_distinct = case.stale.len();
-                    r.worst = case;
-                }
+/// The shadow truncators at every top_k and top_p parameter the built-ins are audited at.
+fn shadow_stages(logits: &[f32], trusts_flag: bool, top_p: bool) -> Vec<StageDef> {
+    truncators(logits.len())
+        .into_iter()
+        .filter_map(|s| match s {
+            StageDef::TopK { k } if !top_p => Some(ShadowRule::TopK { k: k as usize }),
+            StageDef::TopP { p, .. } if top_p => Some(ShadowRule::TopP { p }),
+            _ => None,
+        })
+        .map(|rule| StageDef::Shadow(ShadowTruncator { rule, trusts_flag }))
+        .collect()
+}
+
+/// Every case of `stages(multiset)` over the family, summarized as one row.
+fn audit_row(label: &'static str, stages: impl Fn(&[f32]) -> Vec<StageDef>) -> Result<Row> {
+    let mut row: Option<Row> = None;
+    let mut skipped = 0;
+    for logits in family() {
+        for stage in stages(&logits) {
+            let Some(case) = run_case(&stage, &logits)? else {
+                skipped += 1;
+                continue;
+            };
+            let r = row.get_or_insert_with(|| Row {
+                sampler: label,
+                cases: 0,
+                skipped: 0,
+                max_distinct: 0,
+                permutations: 0,
+                differing: 0,
+                honest_ok: true,
+                guarded_ok: true,
+                worst: case.clone(),
+            });
+            r.cases += 1;
+            r.permutations += case.permutations;
+            r.differing += case.stale_differing();
+            r.honest_ok &= case.honest_ok();
+            r.guarded_ok &= case.guarded_ok();
+            if case.stale.len() > r.max_distinct {
+                r.max_distinct = case.stale.len();
+                r.worst = case;
             }
         }
-        let mut r = row.expect("every sampler has tie-free cases in the family");
-        r.skipped = skipped;
-        rows.push(r);
     }
+    let mut r = row.with_context(|| format!("{label} has no tie-free case in the family"))?;
+    r.skipped = skipped;
+    Ok(r)
+}
+
+pub fn run() -> Result<PermAudit> {
+    let mut rows = Vec::new();
+    for name in ["top_k", "top_p", "min_p", "typical"] {
+        rows.push(audit_row(name, |logits| {
+            truncators(logits.len())
+                .into_iter()
+                .filter(|s| s.name() == name)
+                .collect()
+        })?);
+    }
+    let shadows = vec![
+        audit_row("shadow_top_k:trusting", |l| shadow_stages(l, true, false))?,
+        audit_row("shadow_top_p:trusting", |l| shadow_stages(l, true, true))?,
+        audit_row("shadow_top_k:honest", |l| shadow_stages(l, false, false))?,
+        audit_row("shadow_top_p:honest", |l| shadow_stages(l, false, true))?,
+    ];
     Ok(PermAudit {
         rows,
-        positive_control: positive_control()?,
+        shadows,
+        reverse_sorted: reverse_sorted()?,
     })
+}
+
+impl Row {
+    /// The detector flags this sampler: some tie-free case gives more than one set.
+    pub fn flagged(&self) -> bool {
+        self.max_distinct > 1 && self.differing > 0
+    }
+
+    /// The detector passes this sampler: one set per case, the oracle's.
+    pub fn sound(&self) -> bool {
+        self.max_distinct == 1 && self.differing == 0
+    }
 }
 
 fn set_text(bits: u64) -> String {
@@ -292,9 +337,8 @@ fn order_text(order: &[usize]) -> String {
 
 impl PermAudit {
     pub fn to_json(&self) -> Value {
-        json!({
-            "family": family(),
-            "rows": self.rows.iter().map(|r| json!({
+        let row = |r: &Row| {
+            json!({
                 "sampler": r.sampler,
                 "cases": r.cases,
                 "skipped_knife_edges": r.skipped,
@@ -311,14 +355,19 @@ impl PermAudit {
                     "order": r.worst.worst_order,
                     "subject": bits_to_ids(r.worst.worst_set),
                 },
-            })).collect::<Vec<_>>(),
-            "positive_control": {
-                "stage": self.positive_control.stage.to_string(),
-                "logits": self.positive_control.logits,
-                "order": self.positive_control.order,
-                "subject": bits_to_ids(self.positive_control.subject),
-                "oracle": bits_to_ids(self.positive_control.oracle),
-                "fired": self.positive_control.fired(),
+            })
+        };
+        json!({
+            "family": family(),
+            "rows": self.rows.iter().map(row).collect::<Vec<_>>(),
+            "shadow_controls": self.shadows.iter().map(row).collect::<Vec<_>>(),
+            "reverse_sorted_measurement": {
+                "stage": self.reverse_sorted.stage.to_string(),
+                "logits": self.reverse_sorted.logits,
+                "order": self.reverse_sorted.order,
+                "subject": bits_to_ids(self.reverse_sorted.subject),
+                "oracle": bits_to_ids(self.reverse_sorted.oracle),
+                "differs": self.reverse_sorted.differs(),
             },
         })
     }
@@ -334,10 +383,10 @@ impl PermAudit {
                 crate::chain::join_numbers(m)
             ));
         }
-        out.push_str("  sampler   cases  skipped  max distinct sets  orders differing from oracle  honest flag: 1 set = oracle  with sorted_guard: 1 set = oracle\n");
-        for r in &self.rows {
-            out.push_str(&format!(
-                "  {:<8} {:>6} {:>8} {:>18} {:>17} of {:>9}  {:<29} {}\n",
+        out.push_str("  sampler                cases  skipped  max distinct sets  orders differing from oracle  honest flag: 1 set = oracle  with sorted_guard: 1 set = oracle\n");
+        let line = |r: &Row| {
+            format!(
+                "  {:<21} {:>6} {:>8} {:>18} {:>17} of {:>9}  {:<29} {}\n",
                 r.sampler,
                 r.cases,
                 r.skipped,
@@ -346,9 +395,16 @@ impl PermAudit {
                 r.permutations,
                 if r.honest_ok { "yes" } else { "NO" },
                 if r.guarded_ok { "yes" } else { "NO" }
-            ));
-        }
+            )
+        };
         for r in &self.rows {
+            out.push_str(&line(r));
+        }
+        out.push_str("  planted controls through the same audit (Rust truncators that trust the flag, or always sort):\n");
+        for r in &self.shadows {
+            out.push_str(&line(r));
+        }
+        for r in self.rows.iter().chain(&self.shadows) {
             let w = &r.worst;
             out.push_str(&format!(
                 "  worst {}: {} on {}: {} distinct sets; order [{}] keeps {}, the oracle keeps {}\n",
@@ -361,14 +417,13 @@ impl PermAudit {
                 set_text(w.oracle)
             ));
         }
-        let pc = &self.positive_control;
+        let m = &self.reverse_sorted;
         out.push_str(&format!(
-            "  positive control: {} on the ascending order [{}] flagged sorted keeps {}, the oracle keeps {}: {}\n",
-            pc.stage,
-            order_text(&pc.order),
-            set_text(pc.subject),
-            set_text(pc.oracle),
-            if pc.fired() { "flagged" } else { "NOT FLAGGED" }
+            "  measurement: llama.cpp {} on the ascending order [{}] flagged sorted keeps {}, the oracle keeps {}\n",
+            m.stage,
+            order_text(&m.order),
+            set_text(m.subject),
+            set_text(m.oracle),
         ));
         out
     }

@@ -6,7 +6,13 @@
 //! `temp_ext=T:DELTA:EXPONENT`, `xtc=PROBABILITY:THRESHOLD[:MIN_KEEP]` (probability 0 or 1),
 //! `top_n_sigma=N`, `logit_bias=ID:BIAS[/ID:BIAS...]`, `penalties=LAST_N:REPEAT[:FREQ[:PRESENT]]`
 //! (counts come from `--history`), `greedy`. `MIN_KEEP` defaults to 1.
+//!
+//! Two planted stages exist for the controls (see [`crate::planted`]), and can be named on the
+//! command line to rerun a control: `shadow_top_k=K:trusting|honest` and
+//! `shadow_top_p=P:trusting|honest`, Rust truncators that do (trusting) or do not (honest) rely
+//! on the `sorted` flag. The oracle reads them as `top_k` and `top_p`.
 
+use crate::planted::{ShadowRule, ShadowTruncator};
 use anyhow::{bail, ensure, Context, Result};
 use oracle::penalty::PenaltyParams;
 use oracle::truncation::Stage as OracleStage;
@@ -28,6 +34,8 @@ pub const STAGE_NAMES: &[&str] = &[
     "penalties",
     "greedy",
     "sorted_guard",
+    "shadow_top_k",
+    "shadow_top_p",
 ];
 
 /// Smallest positive temperature accepted: with logits within +-1e4 no chain overflows f32.
@@ -92,6 +100,8 @@ pub enum StageDef {
     Greedy,
     /// `ledger::sorted_guard`: clears a `sorted` flag the array does not honour.
     SortedGuard,
+    /// A planted Rust truncator (a control, not a subject).
+    Shadow(ShadowTruncator),
 }
 
 fn number(name: &str, text: &str) -> Result<f32> {
@@ -172,6 +182,30 @@ impl StageDef {
         }
         ensure!(!args.is_empty(), "stage '{name}' needs a value: {name}=...");
         Ok(match name {
+            "shadow_top_k" | "shadow_top_p" => {
+                let f = fields(name, args, 2, 2)?;
+                let trusts_flag = match f[1].trim() {
+                    "trusting" => true,
+                    "honest" => false,
+                    other => bail!("{name}: '{other}' is neither 'trusting' nor 'honest'"),
+                };
+                let rule = if name == "shadow_top_k" {
+                    let k: usize = f[0].trim().parse().map_err(|_| {
+                        anyhow::anyhow!("shadow_top_k: '{}' is not a positive integer", f[0])
+                    })?;
+                    ensure!(
+                        (1..=subject::MAX_WINDOW as usize).contains(&k),
+                        "shadow_top_k must be in 1..={}, got {k}",
+                        subject::MAX_WINDOW
+                    );
+                    ShadowRule::TopK { k }
+                } else {
+                    ShadowRule::TopP {
+                        p: unit("shadow_top_p p", number(name, f[0])?)?,
+                    }
+                };
+                StageDef::Shadow(ShadowTruncator { rule, trusts_flag })
+            }
             "top_k" => {
                 let k: i32 = args
                     .parse()
@@ -318,13 +352,22 @@ impl StageDef {
             StageDef::Penalties { .. } => "penalties",
             StageDef::Greedy => "greedy",
             StageDef::SortedGuard => "sorted_guard",
+            StageDef::Shadow(ShadowTruncator {
+                rule: ShadowRule::TopK { .. },
+                ..
+            }) => "shadow_top_k",
+            StageDef::Shadow(ShadowTruncator {
+                rule: ShadowRule::TopP { .. },
+                ..
+            }) => "shadow_top_p",
         }
     }
 
-    /// The sampler that runs this stage: llama.cpp's built-in one, or the guard.
+    /// The sampler that runs this stage: llama.cpp's built-in one, the guard, or a shadow.
     pub fn build(&self, n_vocab: i32) -> Result<Sampler> {
         match self {
             StageDef::SortedGuard => ledger::sorted_guard(),
+            StageDef::Shadow(s) => Sampler::custom(*s),
             builtin => builtin.subject(n_vocab).build(),
         }
     }
@@ -379,7 +422,9 @@ impl StageDef {
                 present: *present,
             },
             StageDef::Greedy => SamplerSpec::Greedy,
-            StageDef::SortedGuard => unreachable!("the guard is not a built-in sampler"),
+            StageDef::SortedGuard | StageDef::Shadow(_) => {
+                unreachable!("the guard and the shadows are not built-in samplers")
+            }
         }
     }
 
@@ -434,6 +479,12 @@ impl StageDef {
             },
             StageDef::Greedy => OracleStage::Greedy,
             StageDef::SortedGuard => OracleStage::SortedGuard,
+            StageDef::Shadow(ShadowTruncator { rule, .. }) => match rule {
+                ShadowRule::TopK { k } => OracleStage::TopK {
+                    k: i32::try_from(*k).unwrap_or(i32::MAX),
+                },
+                ShadowRule::TopP { p } => OracleStage::TopP { p: *p, min_keep: 1 },
+            },
         }
     }
 }
@@ -492,6 +543,13 @@ impl std::fmt::Display for StageDef {
             }
             StageDef::Greedy => write!(f, "greedy"),
             StageDef::SortedGuard => write!(f, "sorted_guard"),
+            StageDef::Shadow(ShadowTruncator { rule, trusts_flag }) => {
+                let how = if *trusts_flag { "trusting" } else { "honest" };
+                match rule {
+                    ShadowRule::TopK { k } => write!(f, "shadow_top_k={k}:{how}"),
+                    ShadowRule::TopP { p } => write!(f, "shadow_top_p={p}:{how}"),
+                }
+            }
         }
     }
 }
@@ -513,6 +571,8 @@ mod tests {
             "penalties=64:1.3:0:0",
             "greedy",
             "min_p=0.05:3",
+            "shadow_top_p=0.8:trusting",
+            "shadow_top_k=2:honest",
         ] {
             let s = StageDef::parse(text).unwrap();
             assert_eq!(s.to_string(), text);
@@ -538,6 +598,9 @@ mod tests {
             "dist=1",
             "greedy=1",
             "temp_ext=1:0.5:-1",
+            "shadow_top_p=0.8",
+            "shadow_top_p=0.8:sometimes",
+            "shadow_top_k=0:honest",
         ] {
             assert!(StageDef::parse(bad).is_err(), "{bad} should be refused");
         }

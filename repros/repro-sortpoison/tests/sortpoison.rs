@@ -2,9 +2,11 @@
 //! Snapshots are named per build, so a change upstream shows up as a reviewed snapshot diff.
 
 use oracle::TokenId;
+use report::Header;
 use repro_sortpoison::chain::{self, Verdict};
+use repro_sortpoison::planted::{Injector, ShadowRule, ShadowTruncator};
 use repro_sortpoison::stage::StageDef;
-use repro_sortpoison::{audit, census, cli, fuzz, perm};
+use repro_sortpoison::{audit, census, cli, fuzz, perm, planted};
 use std::process::Command;
 use subject::{BuildInfo, Vocab};
 
@@ -26,16 +28,66 @@ fn published_chain_keeps_four_where_one_is_right() {
     assert_eq!(r.verdict, Verdict::Present);
     insta::assert_snapshot!(
         format!("published_chain_{}", slug()),
-        chain::to_text(&case, &r, &BuildInfo::current())
+        chain::report(&case, &r, &BuildInfo::current())
+            .unwrap()
+            .to_text()
     );
+}
+
+/// The chain comparison on the planted truncators: the one that trusts the flag must be
+/// flagged in the published chain, the one that sorts must pass.
+#[test]
+fn chain_comparison_flags_a_planted_truncator_that_trusts_the_flag() {
+    let t = chain::run(&chain::shadow_published(true)).unwrap();
+    assert_eq!(t.verdict, Verdict::Present);
+    assert_eq!(t.subject.survivors, ids(&[0, 1, 2, 3]));
+    let h = chain::run(&chain::shadow_published(false)).unwrap();
+    assert_eq!(h.verdict, Verdict::Absent);
+    assert!(chain::controls().unwrap().iter().all(|c| c.passed));
 }
 
 #[test]
 fn oracle_agrees_with_llama_cpp_on_honest_input() {
-    // The gate before any verdict: single stages, random orders, sorted = false.
-    let check = fuzz::oracle_check(0xC0FFEE, 5_000).unwrap();
+    // The gate before any verdict: single stages, random orders, sorted = false; survivor
+    // sets and every surviving logit.
+    let check = fuzz::oracle_check(0xC0FFEE, 5_000, &fuzz::real_oracle).unwrap();
     assert!(check.passed(), "{}", check.to_text());
     assert!(check.knife_edges < check.inputs / 20, "{}", check.to_text());
+    // Truncating stages were exercised where they remove entries, and value-only stages had
+    // their logits compared.
+    for stage in ["top_k", "top_p", "min_p", "typical", "xtc", "top_n_sigma"] {
+        assert!(
+            check.per_stage[stage].removing > 0,
+            "{stage}: {}",
+            check.to_text()
+        );
+    }
+    for stage in ["logit_bias", "penalties", "temp", "temp_ext"] {
+        assert!(check.per_stage[stage].values > 0, "{stage}");
+    }
+}
+
+/// An arithmetic error planted in a copy of the oracle's temp stage changes no survivor set,
+/// so a set-only gate could not see it; the value gate must.
+#[test]
+fn oracle_gate_fails_on_a_planted_arithmetic_error() {
+    let check = fuzz::oracle_check(0xC0FFEE, 5_000, &planted::oracle_with_reciprocal_temp).unwrap();
+    assert!(!check.passed(), "the planted error went unnoticed");
+    assert!(check.mismatches.iter().all(|m| m.kind == "value"));
+    assert_eq!(
+        check.mismatching_stages().keys().collect::<Vec<_>>(),
+        ["temp"]
+    );
+}
+
+#[test]
+fn ulps_count_representable_steps() {
+    assert_eq!(fuzz::ulps(1.0, 1.0), 0);
+    assert_eq!(fuzz::ulps(1.0, f32::from_bits(1.0f32.to_bits() + 3)), 3);
+    assert_eq!(fuzz::ulps(-0.0, 0.0), 0);
+    assert_eq!(fuzz::ulps(f32::from_bits(1), -f32::from_bits(1)), 2);
+    assert_eq!(fuzz::ulps(f32::NEG_INFINITY, f32::NEG_INFINITY), 0);
+    assert_eq!(fuzz::ulps(f32::NEG_INFINITY, 1.0), u64::MAX);
 }
 
 #[test]
@@ -50,10 +102,13 @@ fn permutation_table_with_controls() {
         );
         assert_eq!(row.skipped, 0, "the family is chosen tie-free");
     }
-    assert!(
-        audit.positive_control.fired(),
-        "the positive control must fire"
-    );
+    for row in &audit.shadows {
+        if row.sampler.ends_with(":trusting") {
+            assert!(row.flagged(), "{} was not flagged", row.sampler);
+        } else {
+            assert!(row.sound(), "{} was flagged", row.sampler);
+        }
+    }
     insta::assert_snapshot!(format!("permutation_{}", slug()), audit.to_text());
 }
 
@@ -77,6 +132,21 @@ fn permutation_detector_is_quiet_on_a_sound_sampler_and_fires_on_a_prefix_reader
     // A stale top_k keeps whichever two entries come first: all C(4,2) = 6 pairs occur.
     assert_eq!(top_k.stale.len(), 6);
     assert_eq!(top_k.permutations, 24);
+    // The same detector on planted Rust truncators: trusting the flag gives the same 6 pairs,
+    // always sorting gives one set.
+    let shadow = |trusts_flag| {
+        perm::run_case(
+            &StageDef::Shadow(ShadowTruncator {
+                rule: ShadowRule::TopK { k: 2 },
+                trusts_flag,
+            }),
+            &logits[..4],
+        )
+        .unwrap()
+        .unwrap()
+    };
+    assert_eq!(shadow(true).stale.len(), 6);
+    assert_eq!(shadow(false).stale.len(), 1);
 }
 
 #[test]
@@ -102,6 +172,18 @@ fn injector_census() {
     assert_eq!(class("dry"), census::Class::ResetsFlag);
     assert_eq!(class("typical"), census::Class::ResetsFlag);
     assert_eq!(class("temp 0.5"), census::Class::NeverReorders);
+    // The planted injectors through the same rows.
+    let planted = |i: Injector| {
+        c.planted
+            .iter()
+            .find(|(_, r)| r.label == subject::CustomSampler::name(&i).to_string_lossy())
+            .unwrap()
+            .1
+            .class
+    };
+    assert_eq!(planted(Injector::KeepsFlag), census::Class::KeepsStale);
+    assert_eq!(planted(Injector::ClearsFlag), census::Class::ResetsFlag);
+    assert_eq!(planted(Injector::Identity), census::Class::NeverReorders);
     insta::assert_snapshot!(format!("census_{}", slug()), c.to_text());
 }
 
@@ -184,7 +266,9 @@ fn json_of_the_published_chain() {
     ]);
     assert_eq!(code, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(v["build"], BuildInfo::current().tag());
+    let h = Header::from_json(&v).unwrap();
+    assert_eq!(h.subject.build, BuildInfo::current().tag());
+    assert!(h.controls.iter().all(|c| c.passed));
     assert_eq!(v["subject"], serde_json::json!([0, 1, 2, 3]));
     assert_eq!(v["oracle"], serde_json::json!([3]));
     assert_eq!(v["sorted_flag_after"], true);
@@ -259,6 +343,7 @@ fn bad_input_is_one_line_and_exit_2() {
             "5",
         ],
         &["--audit", "--stage", "top_k=1"],
+        &["--stage", "shadow_top_p=0.8:maybe"],
         &["--no-such-flag"],
     ] {
         let (code, stdout, stderr) = run_bin(args);
