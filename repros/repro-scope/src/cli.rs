@@ -93,6 +93,7 @@ pub fn published_config() -> RunConfig {
 /// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cli::run(argv, |args: Args| {
+        cli::refuse(subject::BuildInfo::verified())?;
         let cfg = cli::refuse(config(&args))?;
         let loaded = cli::refuse(models::resolve(&args.model).and_then(LoadedModel::load))?;
         cli::fail(execute(&args, &cfg, &loaded))
@@ -100,19 +101,16 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
 }
 
 fn execute(args: &Args, cfg: &RunConfig, m: &LoadedModel) -> Result<String> {
-    if !args.audit {
-        let r = run::run(m, cfg)?;
-        return Ok(if args.json {
-            format!("{}\n", r.to_json())
-        } else {
-            r.to_text()
-        });
-    }
-    let a = audit::run(m, cfg, audit::SweepPlan::full())?;
-    a.write(&args.results)?;
-    Ok(if args.json {
-        serde_json::to_string_pretty(&a.to_json())? + "\n"
+    let report = if args.audit {
+        let a = audit::run(m, cfg, audit::SweepPlan::full())?;
+        a.write(&args.results)?;
+        a.report()
     } else {
-        a.to_text()
+        run::run(m, cfg)?.report()
+    };
+    Ok(if args.json {
+        report.to_json_text()
+    } else {
+        report.to_text()
     })
 }

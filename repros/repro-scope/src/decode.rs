@@ -1,30 +1,116 @@
 //! Greedy decoding with a repetition penalty over one scope, on [`harness::Session`] (every
-//! trajectory from a cleared context, so two trajectories see bit-identical logits for as
-//! long as their tokens agree). The greedy choice is the first maximum in id order, which is
-//! what llama.cpp's greedy sampler picks on an id-ordered array.
+//! trajectory from a cleared context, so two trajectories see bit-identical logits for as long
+//! as their tokens agree). The greedy choice is the first maximum in id order, which is what
+//! llama.cpp's greedy sampler picks on an id-ordered array.
+//!
+//! Every step of every scope computes the penalty twice, once through the oracle and once
+//! through llama.cpp's penalties sampler over the same tokens (`all` and `N`: a window of that
+//! length with the prompt accepted; `gen:N`: window N, prompt not accepted; `llama:N`: the real
+//! chain, against the oracle's `N`), and counts the steps where the two logit rows differ in
+//! any bit. Planted scopes (controls) have no llama.cpp twin.
+//!
+//! Given a reference trajectory (`all`), the step where a scope first chooses differently is
+//! explained: the top-2 margin under both scopes, and the ids of the two scopes' symmetric
+//! difference that decide it (only the two chosen ids can: every other logit is below both
+//! maxima).
 
-use crate::scope::ScopeSpec;
+use crate::scope::{PlantedScope, ScopeSpec};
 use anyhow::{Context as _, Result};
 use harness::Session;
-use oracle::scope::{apply_repetition, penalized_ids};
+use oracle::scope::{apply_repetition, penalized_ids, Scope};
 use oracle::TokenId;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use subject::{Candidates, Model, Sampler, SamplerSpec};
 
 pub use harness::{argmax, Stop};
 
-/// The cross-checks counted along a trajectory (all must stay 0).
+/// The checks counted along a trajectory.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StepChecks {
     pub steps: usize,
-    /// Steps where the number of logits the penalty changed was not the number of distinct
-    /// ids in scope with a non-zero logit.
-    pub changed_count_mismatches: usize,
-    /// `all` only: steps where llama.cpp's penalties sampler, window covering the sequence,
-    /// did not give bit-identical logits to the oracle.
-    pub llama_full_window_mismatches: usize,
+    /// Steps where llama.cpp's twin was compared with the oracle.
+    pub twin_steps: usize,
+    /// Of those, steps whose logit rows differed in any bit.
+    pub twin_mismatches: usize,
     /// `llama:N` only: steps where llama.cpp's greedy choice was not the first maximum.
     pub greedy_mismatches: usize,
+}
+
+/// One id that decides a divergence: in one scope's penalized set and not the other's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cause {
+    pub id: TokenId,
+    pub raw: f32,
+    pub under_reference: f32,
+    pub under_scope: f32,
+    /// Which scope penalizes it: `reference` or `scope`.
+    pub penalized_by: &'static str,
+}
+
+/// The first step where a scope chose differently from the reference, explained.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Divergence {
+    pub step: usize,
+    pub reference_token: TokenId,
+    pub token: TokenId,
+    /// Top-1 minus top-2 of the penalized logits under the reference scope and under this one.
+    pub margin_reference: f32,
+    pub margin_scope: f32,
+    /// Size of the symmetric difference of the two scopes' penalized sets at this step.
+    pub symmetric_difference: usize,
+    /// The ids of that difference that decide the choice (a subset of the two chosen ids).
+    pub causes: Vec<Cause>,
+}
+
+impl Divergence {
+    /// Neither choice rests on an exact tie, and an id of the symmetric difference explains it.
+    pub fn decisive(&self) -> bool {
+        self.margin_reference > 0.0 && self.margin_scope > 0.0 && !self.causes.is_empty()
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "step": self.step,
+            "reference_token": self.reference_token.0,
+            "token": self.token.0,
+            "top2_margin_reference": self.margin_reference,
+            "top2_margin_scope": self.margin_scope,
+            "symmetric_difference": self.symmetric_difference,
+            "decisive": self.decisive(),
+            "causes": self.causes.iter().map(|c| json!({
+                "id": c.id.0,
+                "raw": c.raw,
+                "under_reference": c.under_reference,
+                "under_scope": c.under_scope,
+                "penalized_by": c.penalized_by,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        let causes: Vec<String> = self
+            .causes
+            .iter()
+            .map(|c| {
+                format!(
+                    "id {} (raw {}, penalized only by {}: {} vs {})",
+                    c.id, c.raw, c.penalized_by, c.under_reference, c.under_scope
+                )
+            })
+            .collect();
+        format!(
+            "step {}: {} instead of {}; top-2 margin {} under all, {} under the scope; {} ids in the symmetric difference, decided by {}",
+            self.step,
+            self.token,
+            self.reference_token,
+            self.margin_reference,
+            self.margin_scope,
+            self.symmetric_difference,
+            if causes.is_empty() { "none".to_string() } else { causes.join(", ") }
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +120,11 @@ pub struct Trajectory {
     pub tokens: Vec<TokenId>,
     pub stop: Stop,
     pub checks: StepChecks,
+    /// Against the reference given to [`Decoder::greedy`], if it differs.
+    pub divergence: Option<Divergence>,
+    /// `all` only: the first step at which unpenalizing one seen id would change the choice,
+    /// and that id (the largest raw logit among them, smallest id on a tie).
+    pub first_mattering: Option<(usize, TokenId)>,
 }
 
 impl Trajectory {
@@ -73,12 +164,60 @@ pub fn through_llama(penalties: &mut Sampler, logits: &[f32]) -> Result<Vec<f32>
     penalties.apply_in_id_order(logits)
 }
 
+/// The ids a scope penalizes after `prompt ++ generated`.
+pub fn ids_of(scope: ScopeSpec, prompt: &[TokenId], generated: &[TokenId]) -> BTreeSet<TokenId> {
+    match scope {
+        ScopeSpec::Oracle(s) => penalized_ids(s, prompt, generated),
+        ScopeSpec::Llama(n) => penalized_ids(Scope::Last(n), prompt, generated),
+        ScopeSpec::Planted(PlantedScope::SameAsAll) => {
+            // Written apart from `penalized_ids`: the prompt's ids joined with the generated ones.
+            let mut ids: BTreeSet<TokenId> = prompt.iter().copied().collect();
+            ids.extend(generated.iter().copied());
+            ids
+        }
+        ScopeSpec::Planted(PlantedScope::DropOne(d)) => {
+            let mut ids = penalized_ids(Scope::All, prompt, generated);
+            ids.remove(&d);
+            ids
+        }
+    }
+}
+
+/// Top-1 minus top-2 of a logit row (0 on an exact tie; `inf` with a single entry).
+pub fn top2_margin(z: &[f32]) -> f32 {
+    let a = argmax(z).0 as usize;
+    let second = z
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != a)
+        .map(|(_, &x)| x)
+        .fold(f32::NEG_INFINITY, f32::max);
+    z[a] - second
+}
+
+/// The first seen id whose penalty decides the choice: with the penalty lifted from it alone,
+/// it would beat the chosen token. `None` if no seen id does.
+fn mattering_id(raw: &[f32], z: &[f32], ids: &BTreeSet<TokenId>) -> Option<TokenId> {
+    let a = argmax(z);
+    let top = z[a.0 as usize];
+    ids.iter()
+        .copied()
+        .filter(|&d| d != a && raw[d.0 as usize] > top)
+        .max_by(|x, y| {
+            raw[x.0 as usize]
+                .total_cmp(&raw[y.0 as usize])
+                .then(y.cmp(x))
+        })
+}
+
 /// A session and a theta, shared by every trajectory of one run.
 pub struct Decoder {
     pub model: Arc<Model>,
     pub session: Session,
     pub prompt: Vec<TokenId>,
     pub theta: f32,
+    /// The longest generation, so `all`'s twin window covers every sequence.
+    pub max_new: usize,
 }
 
 impl Decoder {
@@ -95,6 +234,7 @@ impl Decoder {
             session,
             prompt,
             theta,
+            max_new,
         })
     }
 
@@ -103,67 +243,112 @@ impl Decoder {
         self.session.logits_after(generated)
     }
 
-    /// Greedy decoding of up to `max_new` tokens with the penalty over `scope`.
-    pub fn greedy(&mut self, scope: ScopeSpec, max_new: usize) -> Result<Trajectory> {
+    /// llama.cpp's computation of `scope`'s penalty: (window, whether the prompt is accepted).
+    /// Planted scopes have none.
+    fn llama_window(&self, scope: ScopeSpec) -> Option<(usize, bool)> {
+        match scope {
+            ScopeSpec::Oracle(Scope::All) => Some((self.prompt.len() + self.max_new, true)),
+            ScopeSpec::Oracle(Scope::Last(n)) | ScopeSpec::Llama(n) => Some((n, true)),
+            ScopeSpec::Oracle(Scope::Generated(n)) => Some((n, false)),
+            ScopeSpec::Planted(_) => None,
+        }
+    }
+
+    /// Greedy decoding of up to `max_new` tokens with the penalty over `scope`. With a
+    /// `reference`, the first step that chooses differently is explained.
+    pub fn greedy(
+        &mut self,
+        scope: ScopeSpec,
+        max_new: usize,
+        reference: Option<&Trajectory>,
+    ) -> Result<Trajectory> {
         let mut checks = StepChecks::default();
-        // llama:N runs the real chain; `all` carries a full-window llama.cpp stage beside it.
-        let mut chain = match scope {
-            ScopeSpec::Llama(n) => {
-                let mut c = Sampler::chain(vec![
-                    llama_penalties(&self.model, n, self.theta)?,
-                    SamplerSpec::Greedy.build()?,
-                ])?;
-                for &t in &self.prompt {
-                    c.accept(t)?;
+        // llama.cpp's side: the real chain for llama:N, the penalties stage as a twin otherwise.
+        let mut llama = match self.llama_window(scope) {
+            Some((window, with_prompt)) => {
+                let penalties = llama_penalties(&self.model, window, self.theta)?;
+                let mut s = if matches!(scope, ScopeSpec::Llama(_)) {
+                    Sampler::chain(vec![penalties, SamplerSpec::Greedy.build()?])?
+                } else {
+                    penalties
+                };
+                if with_prompt {
+                    for &t in &self.prompt {
+                        s.accept(t)?;
+                    }
                 }
-                Some(c)
+                Some(s)
             }
-            _ => None,
+            None => None,
         };
-        let mut full = if scope.is_all() {
-            let mut s = llama_penalties(&self.model, self.prompt.len() + max_new, self.theta)?;
-            for &t in &self.prompt {
-                s.accept(t)?;
-            }
-            Some(s)
-        } else {
-            None
-        };
+        let mut divergence = None;
+        let mut first_mattering = None;
         let (prompt, theta) = (&self.prompt, self.theta);
         let (tokens, stop) = self.session.generate(max_new, |raw, tokens| {
-            let next = match (&scope, chain.as_mut()) {
-                (ScopeSpec::Llama(_), Some(c)) => {
+            let ids = ids_of(scope, prompt, tokens);
+            let mut z = raw.to_vec();
+            apply_repetition(&mut z, &ids, theta);
+            let next = match (scope, llama.as_mut()) {
+                (ScopeSpec::Llama(_), Some(chain)) => {
                     let mut cand = Candidates::from_logits(raw);
-                    c.apply(&mut cand)?;
+                    chain.apply(&mut cand)?;
                     let chosen = cand.selected_id().context("greedy selected nothing")?;
                     let logits: Vec<f32> = cand.entries.iter().map(|e| e.logit).collect();
                     if argmax(&logits) != chosen {
                         checks.greedy_mismatches += 1;
                     }
-                    c.accept(chosen)?;
+                    checks.twin_steps += 1;
+                    checks.twin_mismatches += usize::from(count_changed(&logits, &z) != 0);
                     chosen
                 }
-                (ScopeSpec::Oracle(s), _) => {
-                    let ids = penalized_ids(*s, prompt, tokens);
-                    let mut z = raw.to_vec();
-                    apply_repetition(&mut z, &ids, theta);
-                    let nonzero = ids.iter().filter(|id| raw[id.0 as usize] != 0.0).count();
-                    if count_changed(raw, &z) != nonzero {
-                        checks.changed_count_mismatches += 1;
-                    }
-                    if let Some(f) = full.as_mut() {
-                        let via_llama = f.apply_in_id_order(raw)?;
-                        if count_changed(&via_llama, &z) != 0 {
-                            checks.llama_full_window_mismatches += 1;
-                        }
-                    }
+                (_, Some(twin)) => {
+                    checks.twin_steps += 1;
+                    checks.twin_mismatches +=
+                        usize::from(count_changed(&twin.apply_in_id_order(raw)?, &z) != 0);
                     argmax(&z)
                 }
-                _ => unreachable!("a llama scope always has its chain"),
+                (_, None) => argmax(&z),
             };
+            if scope == ScopeSpec::Oracle(Scope::All) && first_mattering.is_none() {
+                first_mattering = mattering_id(raw, &z, &ids).map(|d| (tokens.len(), d));
+            }
+            if let Some(r) = reference {
+                let t = tokens.len();
+                let same_prefix = divergence.is_none() && r.tokens.get(..t) == Some(tokens);
+                if same_prefix && r.tokens.get(t) != Some(&next) {
+                    let ref_ids = ids_of(r.scope, prompt, tokens);
+                    let mut z_ref = raw.to_vec();
+                    apply_repetition(&mut z_ref, &ref_ids, theta);
+                    let a = argmax(&z_ref);
+                    let causes = [a, next]
+                        .into_iter()
+                        .filter(|id| ref_ids.contains(id) != ids.contains(id))
+                        .map(|id| Cause {
+                            id,
+                            raw: raw[id.0 as usize],
+                            under_reference: z_ref[id.0 as usize],
+                            under_scope: z[id.0 as usize],
+                            penalized_by: if ref_ids.contains(&id) {
+                                "reference"
+                            } else {
+                                "scope"
+                            },
+                        })
+                        .collect();
+                    divergence = Some(Divergence {
+                        step: t,
+                        reference_token: a,
+                        token: next,
+                        margin_reference: top2_margin(&z_ref),
+                        margin_scope: top2_margin(&z),
+                        symmetric_difference: ref_ids.symmetric_difference(&ids).count(),
+                        causes,
+                    });
+                }
+            }
             checks.steps += 1;
-            if let Some(f) = full.as_mut() {
-                f.accept(next)?;
+            if let Some(s) = llama.as_mut() {
+                s.accept(next)?;
             }
             Ok(next)
         })?;
@@ -172,6 +357,8 @@ impl Decoder {
             tokens,
             stop,
             checks,
+            divergence,
+            first_mattering,
         })
     }
 }

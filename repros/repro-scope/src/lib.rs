@@ -3,9 +3,13 @@
 
 pub mod audit;
 pub mod cli;
+pub mod controls;
 pub mod decode;
 pub mod plot;
 pub mod run;
 pub mod scope;
 pub mod sweep;
 pub mod vector;
+
+/// The finding these reports belong to.
+pub const FINDING: &str = "F3";

@@ -90,7 +90,7 @@ pub fn svg(s: &Sweep, title: &str) -> String {
         for (j, r) in s.rows.iter().enumerate() {
             let dx = col_w * 0.6 * ((j as f64 + 0.5) / n - 0.5);
             let c = colour(&r.kind);
-            match r.cells[i].diverges_at {
+            match r.cells[i].diverges_at() {
                 Some(d) => o.push_str(&format!(
                     "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4.5\" fill=\"{c}\"><title>{}: {}</title></circle>\n",
                     cx + dx,

@@ -1,7 +1,18 @@
-//! A `--scopes` entry: `all`, `N`, `gen:N` or `llama:N`.
+//! A `--scopes` entry: `all`, `N`, `gen:N` or `llama:N`; and the planted scopes the controls
+//! use (never parsed from the command line).
 
 use anyhow::{bail, ensure, Result};
 use oracle::scope::Scope;
+use oracle::TokenId;
+
+/// A scope written to test the divergence detector, not to model any stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PlantedScope {
+    /// Every id `all` penalizes except one: must be flagged where that id decides a choice.
+    DropOne(TokenId),
+    /// The same ids as `all`, collected by separate code: must never be flagged.
+    SameAsAll,
+}
 
 /// One penalty scope as the command line names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -11,6 +22,8 @@ pub enum ScopeSpec {
     /// llama.cpp's own penalties sampler with `penalty_last_n = N`, the prompt accepted into
     /// it (as llama-server does), followed by its greedy sampler.
     Llama(usize),
+    /// A control (see [`PlantedScope`]).
+    Planted(PlantedScope),
 }
 
 impl ScopeSpec {
@@ -52,6 +65,8 @@ impl std::fmt::Display for ScopeSpec {
             ScopeSpec::Oracle(Scope::Last(n)) => write!(f, "{n}"),
             ScopeSpec::Oracle(Scope::Generated(n)) => write!(f, "gen:{n}"),
             ScopeSpec::Llama(n) => write!(f, "llama:{n}"),
+            ScopeSpec::Planted(PlantedScope::DropOne(id)) => write!(f, "planted:all-without-{id}"),
+            ScopeSpec::Planted(PlantedScope::SameAsAll) => write!(f, "planted:same-as-all"),
         }
     }
 }

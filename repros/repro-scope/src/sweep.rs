@@ -1,7 +1,10 @@
 //! The scope sweep: windows of several lengths over a corpus of prompts, each compared with
-//! `all` (how often and how early does a window part ways?).
+//! `all` (how often and how early does a window part ways?). Every window carries llama.cpp's
+//! penalties stage of the same length as a twin, compared bit for bit at every step, and every
+//! prompt runs the two planted scopes of [`crate::controls`].
 
-use crate::decode::{Decoder, Stop};
+use crate::controls::PlantedRuns;
+use crate::decode::{Decoder, Divergence, Stop, Trajectory};
 use crate::run::LoadedModel;
 use crate::scope::ScopeSpec;
 use anyhow::{ensure, Result};
@@ -41,9 +44,15 @@ impl SweepPlan {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
-    pub diverges_at: Option<usize>,
+    pub divergence: Option<Divergence>,
     pub stopped_at: usize,
     pub stop: Stop,
+}
+
+impl Cell {
+    pub fn diverges_at(&self) -> Option<usize> {
+        self.divergence.as_ref().map(|d| d.step)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -54,9 +63,20 @@ pub struct PromptRow {
     pub all_stopped_at: usize,
     pub all_stop: Stop,
     pub cells: Vec<Cell>,
-    /// Cross-checks on this prompt: oracle `all` = llama.cpp full window on every step,
-    /// changed = non-zero ids in scope on every step, windows covering the sequence = `all`.
-    pub checks_pass: bool,
+    /// `all` and every window, with their twin checks.
+    pub trajectories: Vec<Trajectory>,
+    pub planted: PlantedRuns,
+}
+
+impl PromptRow {
+    /// llama.cpp's twin agreed at every step and both planted scopes behaved.
+    pub fn checks_pass(&self) -> bool {
+        self.trajectories
+            .iter()
+            .all(|t| t.checks.twin_mismatches == 0)
+            && self.planted.drop_one_flagged()
+            && self.planted.same_quiet()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,7 +91,6 @@ pub fn run(m: &LoadedModel, plan: &SweepPlan, theta: f32, threads: i32) -> Resul
     let mut rows = Vec::new();
     for (kind, prompt) in &plan.prompts {
         let ids = m.chat_ids(prompt)?;
-        let whole = ids.len() + plan.max_new;
         let mut dec = Decoder::new(
             Arc::clone(&m.model),
             ids.clone(),
@@ -79,26 +98,19 @@ pub fn run(m: &LoadedModel, plan: &SweepPlan, theta: f32, threads: i32) -> Resul
             plan.max_new,
             threads,
         )?;
-        let all = dec.greedy(ScopeSpec::Oracle(Scope::All), plan.max_new)?;
+        let all = dec.greedy(ScopeSpec::Oracle(Scope::All), plan.max_new, None)?;
         let mut cells = Vec::new();
-        let mut ok = all.checks.llama_full_window_mismatches == 0
-            && all.checks.changed_count_mismatches == 0;
+        let mut trajectories = vec![all.clone()];
         for &w in &plan.windows {
-            let t = dec.greedy(ScopeSpec::Oracle(Scope::Last(w)), plan.max_new)?;
-            ok &= t.checks.changed_count_mismatches == 0;
+            let t = dec.greedy(ScopeSpec::Oracle(Scope::Last(w)), plan.max_new, Some(&all))?;
             cells.push(Cell {
-                diverges_at: t.diverges_from(&all),
+                divergence: t.divergence.clone(),
                 stopped_at: t.stopped_at(),
                 stop: t.stop,
             });
+            trajectories.push(t);
         }
-        for s in [
-            ScopeSpec::Oracle(Scope::Last(whole)),
-            ScopeSpec::Llama(whole),
-        ] {
-            let t = dec.greedy(s, plan.max_new)?;
-            ok &= t.tokens == all.tokens && t.checks.greedy_mismatches == 0;
-        }
+        let planted = PlantedRuns::run(&mut dec, &all, plan.max_new)?;
         rows.push(PromptRow {
             kind: kind.clone(),
             prompt: prompt.clone(),
@@ -106,7 +118,8 @@ pub fn run(m: &LoadedModel, plan: &SweepPlan, theta: f32, threads: i32) -> Resul
             all_stopped_at: all.stopped_at(),
             all_stop: all.stop,
             cells,
-            checks_pass: ok,
+            trajectories,
+            planted,
         });
     }
     Ok(Sweep {
@@ -121,13 +134,15 @@ pub fn run(m: &LoadedModel, plan: &SweepPlan, theta: f32, threads: i32) -> Resul
 pub struct WindowSummary {
     pub window: usize,
     pub diverged: usize,
+    /// Of those, divergences that rest on an exact tie (not decisive).
+    pub undecided: usize,
     pub earliest: Option<usize>,
     pub median: Option<usize>,
 }
 
 impl Sweep {
     pub fn checks_pass(&self) -> bool {
-        self.rows.iter().all(|r| r.checks_pass)
+        self.rows.iter().all(PromptRow::checks_pass)
     }
 
     pub fn summary(&self) -> Vec<WindowSummary> {
@@ -139,12 +154,22 @@ impl Sweep {
                 let mut d: Vec<usize> = self
                     .rows
                     .iter()
-                    .filter_map(|r| r.cells[i].diverges_at)
+                    .filter_map(|r| r.cells[i].diverges_at())
                     .collect();
                 d.sort();
                 WindowSummary {
                     window,
                     diverged: d.len(),
+                    undecided: self
+                        .rows
+                        .iter()
+                        .filter(|r| {
+                            r.cells[i]
+                                .divergence
+                                .as_ref()
+                                .is_some_and(|d| !d.decisive())
+                        })
+                        .count(),
                     earliest: d.first().copied(),
                     // Lower median: an actual observed index, never an average of two.
                     median: (!d.is_empty()).then(|| d[(d.len() - 1) / 2]),
@@ -163,6 +188,7 @@ impl Sweep {
                 "window": s.window,
                 "prompts": self.rows.len(),
                 "diverged": s.diverged,
+                "undecided": s.undecided,
                 "earliest": s.earliest,
                 "median": s.median,
             })).collect::<Vec<_>>(),
@@ -172,10 +198,17 @@ impl Sweep {
                 "prompt_tokens": r.prompt_tokens,
                 "all_stopped_at": r.all_stopped_at,
                 "all_stop": r.all_stop.as_str(),
-                "checks_pass": r.checks_pass,
+                "checks_pass": r.checks_pass(),
+                "llama_twin": r.trajectories.iter().map(|t| json!({
+                    "scope": t.scope.to_string(),
+                    "steps": t.checks.twin_steps,
+                    "mismatching_steps": t.checks.twin_mismatches,
+                })).collect::<Vec<_>>(),
+                "planted": r.planted.to_json(),
                 "windows": self.plan.windows.iter().zip(&r.cells).map(|(w, c)| json!({
                     "window": w,
-                    "diverges_at": c.diverges_at,
+                    "diverges_at": c.diverges_at(),
+                    "divergence": c.divergence.as_ref().map(|d| d.to_json()),
                     "stopped_at": c.stopped_at,
                     "stop": c.stop.as_str(),
                 })).collect::<Vec<_>>(),
@@ -185,7 +218,7 @@ impl Sweep {
 
     pub fn to_text(&self) -> String {
         let mut out = format!(
-            "scope sweep: last-N windows vs all, penalty {}, up to {} new tokens, {} prompts\n  first index where the window differs from all ('-' = never; stop of all in brackets)\n  {:<6} {:>6} {:>10}",
+            "scope sweep: last-N windows vs all, penalty {}, up to {} new tokens, {} prompts\n  first index where the window differs from all ('-' = never, '?' = rests on a tie; stop of all in brackets); checks = llama.cpp twin bit for bit at every step and both planted scopes\n  {:<6} {:>6} {:>10}",
             self.theta,
             self.plan.max_new,
             self.rows.len(),
@@ -207,21 +240,26 @@ impl Sweep {
             for c in &r.cells {
                 out.push_str(&format!(
                     " {:>6}",
-                    c.diverges_at.map_or("-".to_string(), |d| d.to_string())
+                    c.divergence.as_ref().map_or("-".to_string(), |d| format!(
+                        "{}{}",
+                        d.step,
+                        if d.decisive() { "" } else { "?" }
+                    ))
                 ));
             }
             out.push_str(&format!(
                 "  {}  {:?}\n",
-                if r.checks_pass { "ok" } else { "FAIL" },
+                if r.checks_pass() { "ok" } else { "FAIL" },
                 r.prompt
             ));
         }
         for s in self.summary() {
             out.push_str(&format!(
-                "  N={:<4} diverged on {:>2} of {} prompts; earliest {}, median {}\n",
+                "  N={:<4} diverged on {:>2} of {} prompts ({} resting on a tie); earliest {}, median {}\n",
                 s.window,
                 s.diverged,
                 self.rows.len(),
+                s.undecided,
                 s.earliest.map_or("-".to_string(), |d| d.to_string()),
                 s.median.map_or("-".to_string(), |d| d.to_string())
             ));

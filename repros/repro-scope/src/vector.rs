@@ -1,13 +1,14 @@
 //! One logits vector, every scope: how many logits each scope's penalty changes, how far
 //! they end up from `all`, and which ids `all` penalizes that the scope does not.
 
-use crate::decode::{count_changed, llama_penalties, through_llama, Decoder, Stop, Trajectory};
+use crate::decode::{
+    count_changed, ids_of, llama_penalties, through_llama, Decoder, Stop, Trajectory,
+};
 use crate::scope::ScopeSpec;
 use anyhow::Result;
-use oracle::scope::{apply_repetition, penalized_ids, Scope};
+use oracle::scope::{apply_repetition, Scope};
 use oracle::TokenId;
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Missing {
@@ -21,7 +22,7 @@ pub struct Missing {
 pub struct Row {
     pub scope: ScopeSpec,
     pub changed: usize,
-    /// Distinct ids in scope whose raw logit is non-zero (must equal `changed`).
+    /// Distinct ids in scope whose raw logit is non-zero (the penalty moves exactly these).
     pub nonzero_in_scope: usize,
     pub max_abs_diff_vs_all: f32,
     pub missing: Vec<Missing>,
@@ -37,17 +38,6 @@ pub struct VectorTable {
 impl VectorTable {
     pub fn context_len(&self) -> usize {
         self.prompt_tokens + self.generated_used
-    }
-
-    pub fn rule_holds(&self) -> bool {
-        self.rows.iter().all(|r| r.changed == r.nonzero_in_scope)
-    }
-}
-
-fn ids_of(scope: ScopeSpec, prompt: &[TokenId], generated: &[TokenId]) -> BTreeSet<TokenId> {
-    match scope {
-        ScopeSpec::Oracle(s) => penalized_ids(s, prompt, generated),
-        ScopeSpec::Llama(n) => penalized_ids(Scope::Last(n), prompt, generated),
     }
 }
 
@@ -70,7 +60,7 @@ pub fn table(
     for &scope in scopes {
         let ids = ids_of(scope, &prompt, &generated);
         let z = match scope {
-            ScopeSpec::Oracle(_) => {
+            ScopeSpec::Oracle(_) | ScopeSpec::Planted(_) => {
                 let mut z = raw.clone();
                 apply_repetition(&mut z, &ids, dec.theta);
                 z
@@ -124,7 +114,6 @@ impl VectorTable {
             "prompt_tokens": self.prompt_tokens,
             "generated_tokens": self.generated_used,
             "context_tokens": self.context_len(),
-            "changed_equals_nonzero_ids_in_scope": self.rule_holds(),
             "rows": self.rows.iter().map(|r| json!({
                 "scope": r.scope.to_string(),
                 "changed": r.changed,

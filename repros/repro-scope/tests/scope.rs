@@ -2,9 +2,13 @@
 //! with SmolLM2 from `make models`. Greedy decoding on a fixed thread count is deterministic on
 //! this machine kind, so trajectories and the single-vector table are pinned per build.
 
+use oracle::scope::Scope;
+use report::Header;
 use repro_scope::cli;
+use repro_scope::controls::PlantedRuns;
+use repro_scope::decode::Decoder;
 use repro_scope::run::{self, LoadedModel};
-use repro_scope::scope::ScopeSpec;
+use repro_scope::scope::{PlantedScope, ScopeSpec};
 use repro_scope::sweep::{self, SweepPlan};
 use std::process::Command;
 use subject::BuildInfo;
@@ -36,16 +40,23 @@ fn published_prompt_with_cross_checks() {
         39,
         "the published run has 39 prompt tokens"
     );
-    let c = r.cross_checks();
-    assert!(c.pass(), "{c:?}");
-    assert_eq!(c.all_vs_llama_full_window_steps, r.all().tokens.len());
+    let report = r.report();
+    assert!(
+        report.controls().iter().all(|c| c.passed),
+        "{}",
+        report.to_text()
+    );
+    for t in &r.trajectories {
+        assert_eq!(t.checks.twin_steps, t.tokens.len(), "{}", t.scope);
+        assert_eq!(t.checks.twin_mismatches, 0, "{}", t.scope);
+    }
     // llama.cpp's own window of 64 and the oracle's last-64 are the same scope.
     let by = |s: &str| {
         let spec = ScopeSpec::parse(s).unwrap();
         r.trajectories.iter().find(|t| t.scope == spec).unwrap()
     };
     assert_eq!(by("64").tokens, by("llama:64").tokens);
-    insta::assert_snapshot!(format!("published_{}", slug()), r.to_text());
+    insta::assert_snapshot!(format!("published_{}", slug()), report.to_text());
 }
 
 #[test]
@@ -64,6 +75,12 @@ fn sweep_subset() {
     };
     let s = sweep::run(&m, &plan, 1.3, 2).unwrap();
     assert!(s.checks_pass(), "{}", s.to_text());
+    for r in &s.rows {
+        // Every window ran with its llama.cpp twin at every step.
+        for t in &r.trajectories {
+            assert_eq!(t.checks.twin_steps, t.tokens.len(), "{}", t.scope);
+        }
+    }
     let svg = repro_scope::plot::svg(&s, "test");
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     insta::assert_snapshot!(format!("sweep_subset_{}", slug()), s.to_text());
@@ -98,7 +115,8 @@ fn json_shape_and_windows_longer_than_the_sequence() {
     let (code, stdout, stderr) = run_bin(&args, &[]);
     assert_eq!(code, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(v["build"], BuildInfo::current().tag());
+    let h = Header::from_json(&v).unwrap();
+    assert_eq!(h.subject.build, BuildInfo::current().tag());
     assert_eq!(v["model"], "smollm2");
     assert!(v["prompt_tokens"].as_u64().unwrap() > 0);
     for s in ["all", "4", "gen:4", "llama:4", "100000", "llama:5000"] {
@@ -111,7 +129,9 @@ fn json_shape_and_windows_longer_than_the_sequence() {
     // Windows longer than the sequence are the whole sequence.
     assert!(v["scopes"]["100000"]["diverges_at"].is_null());
     assert!(v["scopes"]["llama:5000"]["diverges_at"].is_null());
-    assert_eq!(v["cross_checks"]["pass"], true);
+    for s in ["all", "4", "gen:4", "llama:4", "100000", "llama:5000"] {
+        assert_eq!(v["scopes"][s]["llama_twin"]["mismatching_steps"], 0, "{s}");
+    }
     // Same command, same bytes.
     assert_eq!(run_bin(&args, &[]).1, stdout);
 }
@@ -165,4 +185,37 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(stderr.starts_with("error"), "{args:?}: {stderr}");
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
+}
+
+/// The divergence detector on the planted scopes, through the same decoder as every scope: the
+/// scope that drops the id deciding a step must be flagged at exactly that step, and the scope
+/// identical to all never. Disabling the detector fails this test.
+#[test]
+fn divergence_detector_flags_a_planted_dropped_id_and_not_a_copy_of_all() {
+    let _serial = one_at_a_time();
+    let m = smollm2();
+    let prompt = m.chat_ids("List ten fruits that are red.").unwrap();
+    let mut dec = Decoder::new(std::sync::Arc::clone(&m.model), prompt, 1.3, 48, 2).unwrap();
+    let all = dec.greedy(ScopeSpec::Oracle(Scope::All), 48, None).unwrap();
+    let (step, id) = all.first_mattering.expect("some seen id decides a step");
+    let planted = PlantedRuns::run(&mut dec, &all, 48).unwrap();
+    assert!(planted.drop_one_flagged(), "{}", planted.drop_one_detail());
+    assert!(planted.same_quiet(), "{}", planted.same_detail());
+    let d = planted.drop_one.unwrap().divergence.unwrap();
+    assert_eq!((d.step, d.token), (step, id));
+    assert_eq!(d.causes.len(), 1);
+    assert_eq!(d.causes[0].penalized_by, "reference");
+    // Dropping an id that never occurs leaves the scope equal to all: never flagged.
+    let unseen = (0..m.model.n_vocab())
+        .map(oracle::TokenId)
+        .find(|t| !dec.prompt.contains(t) && !all.tokens.contains(t))
+        .unwrap();
+    let quiet = dec
+        .greedy(
+            ScopeSpec::Planted(PlantedScope::DropOne(unseen)),
+            48,
+            Some(&all),
+        )
+        .unwrap();
+    assert!(quiet.divergence.is_none());
 }

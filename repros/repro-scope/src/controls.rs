@@ -1,0 +1,197 @@
+//! The divergence detector's controls on one prompt, decoded through the same path as every
+//! scope: a planted scope that drops one id `all` penalizes (chosen where that id decides a
+//! choice, so the detector must flag exactly that step) and a planted scope identical to `all`
+//! (collected by separate code, so the detector must never flag it).
+
+use crate::decode::{Decoder, Trajectory};
+use crate::scope::{PlantedScope, ScopeSpec};
+use anyhow::Result;
+use oracle::TokenId;
+use report::Control;
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlantedRuns {
+    /// Where the dropped id decides a choice along `all`, if any id ever does.
+    pub mattering: Option<(usize, TokenId)>,
+    pub drop_one: Option<Trajectory>,
+    pub same_as_all: Trajectory,
+}
+
+impl PlantedRuns {
+    /// Decodes both planted scopes against `all` (which must carry `first_mattering`).
+    pub fn run(dec: &mut Decoder, all: &Trajectory, max_new: usize) -> Result<PlantedRuns> {
+        let drop_one = match all.first_mattering {
+            Some((_, id)) => Some(dec.greedy(
+                ScopeSpec::Planted(PlantedScope::DropOne(id)),
+                max_new,
+                Some(all),
+            )?),
+            None => None,
+        };
+        let same_as_all = dec.greedy(
+            ScopeSpec::Planted(PlantedScope::SameAsAll),
+            max_new,
+            Some(all),
+        )?;
+        Ok(PlantedRuns {
+            mattering: all.first_mattering,
+            drop_one,
+            same_as_all,
+        })
+    }
+
+    /// The detector flagged the dropped id at the step where it matters, decisively.
+    pub fn drop_one_flagged(&self) -> bool {
+        match (&self.mattering, &self.drop_one) {
+            (Some((step, id)), Some(t)) => t.divergence.as_ref().is_some_and(|d| {
+                d.step == *step && d.decisive() && d.causes.iter().any(|c| c.id == *id)
+            }),
+            _ => false,
+        }
+    }
+
+    /// The detector never flagged the scope identical to `all`.
+    pub fn same_quiet(&self) -> bool {
+        self.same_as_all.divergence.is_none()
+    }
+
+    pub fn drop_one_detail(&self) -> String {
+        match (&self.mattering, &self.drop_one) {
+            (Some((step, id)), Some(t)) => format!(
+                "id {id} decides step {step} of all; the planted scope {}",
+                t.divergence
+                    .as_ref()
+                    .map_or("never diverges".to_string(), |d| format!("diverges at {}", d.describe()))
+            ),
+            _ => "no seen id decides any choice along all, so no planted divergence exists (and no scope that drops ids can diverge)".to_string(),
+        }
+    }
+
+    pub fn same_detail(&self) -> String {
+        match &self.same_as_all.divergence {
+            None => format!(
+                "identical to all for all {} tokens",
+                self.same_as_all.tokens.len()
+            ),
+            Some(d) => format!("diverges at {}", d.describe()),
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "drop_one": {
+                "id": self.mattering.map(|m| m.1 .0),
+                "matters_at": self.mattering.map(|m| m.0),
+                "divergence": self.drop_one.as_ref().and_then(|t| t.divergence.as_ref()).map(|d| d.to_json()),
+                "flagged": self.drop_one_flagged(),
+            },
+            "same_as_all": {
+                "divergence": self.same_as_all.divergence.as_ref().map(|d| d.to_json()),
+                "quiet": self.same_quiet(),
+            },
+        })
+    }
+}
+
+/// The two controls over every prompt that ran (the published one, then the sweep's).
+pub fn planted_controls<'a>(
+    runs: impl IntoIterator<Item = (&'a str, &'a PlantedRuns)>,
+) -> Vec<Control> {
+    let runs: Vec<(&str, &PlantedRuns)> = runs.into_iter().collect();
+    let detail = |f: fn(&PlantedRuns) -> String| {
+        runs.iter()
+            .map(|(label, r)| format!("[{label}] {}", f(r)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    vec![
+        Control::positive(
+            "planted scope that drops one id all penalizes",
+            runs.iter().all(|(_, r)| r.drop_one_flagged()),
+            detail(PlantedRuns::drop_one_detail),
+        ),
+        Control::negative(
+            "planted scope identical to all",
+            runs.iter().all(|(_, r)| r.same_quiet()),
+            detail(PlantedRuns::same_detail),
+        ),
+    ]
+}
+
+/// llama.cpp against the oracle: the penalty bit for bit at every step of every scope with a
+/// twin, and the greedy rule, totalled over `trajectories`.
+pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>) -> Vec<Control> {
+    let (mut steps, mut mismatches, mut greedy_steps, mut greedy_mismatches) = (0, 0, 0, 0);
+    for t in trajectories {
+        steps += t.checks.twin_steps;
+        mismatches += t.checks.twin_mismatches;
+        if matches!(t.scope, ScopeSpec::Llama(_)) {
+            greedy_steps += t.checks.steps;
+            greedy_mismatches += t.checks.greedy_mismatches;
+        }
+    }
+    vec![
+        Control::oracle_check(
+            "llama.cpp's penalties = the oracle's scope penalty, bit for bit",
+            steps > 0 && mismatches == 0,
+            format!("{mismatches} of {steps} steps differ in some logit (all, N, gen:N and llama:N, every prompt)"),
+        ),
+        Control::oracle_check(
+            "llama.cpp's greedy = the first maximum",
+            greedy_mismatches == 0,
+            format!("{greedy_mismatches} of {greedy_steps} llama:N steps differ"),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{StepChecks, Stop};
+    use oracle::scope::Scope;
+
+    fn trajectory(scope: ScopeSpec) -> Trajectory {
+        Trajectory {
+            scope,
+            tokens: vec![TokenId(1)],
+            stop: Stop::Limit,
+            checks: StepChecks::default(),
+            divergence: None,
+            first_mattering: None,
+        }
+    }
+
+    /// A run where no seen id decides any choice cannot show the detector firing, so its
+    /// positive control fails and the report cannot say absent.
+    #[test]
+    fn without_a_deciding_id_the_positive_control_fails() {
+        let runs = PlantedRuns {
+            mattering: None,
+            drop_one: None,
+            same_as_all: trajectory(ScopeSpec::Planted(PlantedScope::SameAsAll)),
+        };
+        let c = planted_controls([("short", &runs)]);
+        assert!(!c[0].passed);
+        assert!(c[1].passed);
+        assert_eq!(
+            report::judge(report::Verdict::Absent, &c),
+            report::Verdict::Inconclusive
+        );
+    }
+
+    #[test]
+    fn twin_mismatches_fail_the_oracle_check() {
+        let mut t = trajectory(ScopeSpec::Oracle(Scope::All));
+        t.checks.twin_steps = 3;
+        assert!(twin_controls([&t])[0].passed);
+        t.checks.twin_mismatches = 1;
+        assert!(!twin_controls([&t])[0].passed);
+        t.checks.twin_steps = 0;
+        t.checks.twin_mismatches = 0;
+        assert!(
+            !twin_controls([&t])[0].passed,
+            "a twin that never ran proves nothing"
+        );
+    }
+}
