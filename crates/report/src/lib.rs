@@ -249,6 +249,9 @@ pub struct Subject {
     pub build_detail: String,
 }
 
+/// The key under which a report lists its verdict rows (after the header and `measured`).
+pub const ROWS_KEY: &str = "verdict_rows";
+
 /// A verdict with its evidence and controls, plus the finding's own data and text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
@@ -321,11 +324,12 @@ impl Report {
         });
     }
 
-    /// Finding-specific JSON: an object whose keys follow the header (and the rows).
+    /// Finding-specific JSON: an object whose keys follow the header (and the verdict rows).
+    /// Keys that would shadow the header are dropped: the header is computed, never supplied.
     pub fn with_body(mut self, body: Value) -> Report {
         if let Value::Object(m) = body {
             for (k, v) in m {
-                if !HEADER_KEYS.contains(&k.as_str()) && k != "rows" {
+                if !HEADER_KEYS.contains(&k.as_str()) && k != ROWS_KEY && k != "measured" {
                     self.body.insert(k, v);
                 }
             }
@@ -376,7 +380,7 @@ impl Report {
         m.insert("measured".into(), json!(self.measured.as_str()));
         if !self.rows.is_empty() {
             m.insert(
-                "rows".into(),
+                ROWS_KEY.into(),
                 Value::Array(self.rows.iter().map(Row::to_json).collect()),
             );
         }
@@ -499,8 +503,8 @@ impl Header {
             }
         }
         let mut rows = Vec::new();
-        if let Some(list) = obj.get("rows") {
-            for r in list.as_array().context("'rows' is not a list")? {
+        if let Some(list) = obj.get(ROWS_KEY) {
+            for r in list.as_array().context("'verdict_rows' is not a list")? {
                 let field = |k: &str| {
                     r.get(k)
                         .and_then(Value::as_str)
@@ -601,7 +605,7 @@ mod tests {
         let v = r.to_json();
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
         assert_eq!(&keys[..7], HEADER_KEYS);
-        assert_eq!(keys[7..], ["measured", "rows", "zeta", "alpha"]);
+        assert_eq!(keys[7..], ["measured", "verdict_rows", "zeta", "alpha"]);
         assert_eq!(v["verdict"], "absent");
         let h = Header::from_json(&serde_json::from_str(&r.to_json_text()).unwrap()).unwrap();
         assert_eq!(h.verdict, Verdict::Absent);

@@ -310,7 +310,7 @@ fn stateful_json_lists_one_row_per_sampler_with_controls() {
             "{names:?}"
         );
     }
-    for row in v["rows"].as_array().unwrap() {
+    for row in v["verdict_rows"].as_array().unwrap() {
         let differs = row["verdict"] == "present";
         assert_eq!(row["first_differing_step"].is_null(), !differs, "{row}");
     }

@@ -1,6 +1,7 @@
 //! `--audit`: the gauge table for SmolLM2 and Gemma3, then the structured-output corpus on
-//! SmolLM2, with both plots. F4 is `present` on a build when the sign-branched operator flips
-//! some choice under a shift while both gauge-free operators stay exactly invariant.
+//! SmolLM2, with both plots. F4 is `present` on a build when the sign-branched sampler changes
+//! some greedy choice under a shift; the planted controls show the flip detector firing on a
+//! known case and staying quiet on a known gauge-free sampler.
 
 use crate::json::{self, JsonReport};
 use crate::plot;
@@ -8,17 +9,24 @@ use crate::shift::{self, GaugeConfig, GaugeReport, SamplerKind};
 use anyhow::{Context, Result};
 use harness::LoadedModel;
 use oracle::gauge::Operator;
-use serde_json::{json, Value};
+use report::{Control, Report, Verdict};
+use serde_json::json;
 use std::path::Path;
 use subject::BuildInfo;
 
 pub const AUDIT_PROMPT: &str = "Write a short paragraph about why people enjoy walking by the sea.";
 pub const JSON_MAX_NEW: usize = 256;
 
+/// The verdict's name, and the fix's.
+pub const NAME: &str = "penalty-gauge-dependence";
+pub const LEDGER_NAME: &str = "penalty-gauge-dependence+ledger-normalized";
+
 pub struct Audit {
     pub build: BuildInfo,
     pub gauge: Vec<GaugeReport>,
+    /// The structured-output measurement (no verdict of its own; empty for the ledger rerun).
     pub json: JsonReport,
+    pub planted: Vec<Control>,
 }
 
 /// `models`: the gauge models (all of them), then the JSON corpus on the first; `json_limit`
@@ -41,151 +49,139 @@ pub fn run(models: &[LoadedModel], cfg: &GaugeConfig, json_limit: Option<usize>)
         build: BuildInfo::current(),
         gauge,
         json,
+        planted: shift::planted_controls()?,
     })
 }
 
-impl Audit {
-    pub fn controls_pass(&self) -> bool {
-        self.gauge
-            .iter()
-            .all(|g| g.gauge_free_exact() && g.sign_mismatches == 0)
-    }
+/// The gauge reports' controls: the sampler's sign branch against the oracle's, and the
+/// planted flip cases.
+pub fn controls(gauge: &[GaugeReport], planted: &[Control]) -> Vec<Control> {
+    let (mm, steps): (usize, usize) = gauge.iter().fold((0, 0), |(a, b), g| {
+        (a + g.sign_mismatches, b + g.sign_steps)
+    });
+    let mut c = vec![Control::oracle_check(
+        "sign-branched sampler = the oracle's sign branch",
+        steps > 0 && mm == 0,
+        format!("{mm} of {steps} unshifted steps choose differently (every model and theta)"),
+    )];
+    c.extend(planted.iter().cloned());
+    c
+}
 
-    pub fn sign_flips(&self) -> bool {
-        self.gauge.iter().any(|g| {
-            g.rows
+/// Per model: positive share, and per operator how many (theta, shift) cells changed a choice
+/// and the largest teacher-forced flip rate.
+pub fn gauge_evidence(gauge: &[GaugeReport]) -> String {
+    gauge
+        .iter()
+        .map(|g| {
+            let per: Vec<String> = Operator::ALL
                 .iter()
-                .any(|r| r.operator == Operator::Sign && r.flips > 0)
+                .map(|&op| {
+                    let rows: Vec<&shift::Row> =
+                        g.rows.iter().filter(|r| r.operator() == op).collect();
+                    let max = rows.iter().map(|r| r.flip_rate()).fold(0.0, f64::max);
+                    let by_construction = rows
+                        .iter()
+                        .all(|r| r.implementation.invariant_by_construction());
+                    format!(
+                        "{} {} of {} cells flip (max {:.1}%){}",
+                        op.as_str(),
+                        g.flagged(op),
+                        rows.len(),
+                        100.0 * max,
+                        if by_construction {
+                            " by construction"
+                        } else {
+                            ""
+                        }
+                    )
+                })
+                .collect();
+            format!(
+                "{}: {:.0}% of seen ids positive; {}",
+                g.model_label,
+                100.0 * g.positive_share(),
+                per.join(", ")
+            )
         })
-    }
+        .collect::<Vec<_>>()
+        .join("; ")
+}
 
+impl Audit {
     fn ledger(&self) -> bool {
         self.gauge
             .first()
             .is_some_and(|g| g.sampler == SamplerKind::Ledger)
     }
 
-    pub fn verdict(&self) -> &'static str {
-        if self.ledger() {
-            // The fix's row: normalized mode through a real llama.cpp chain must never flip.
-            return if self.controls_pass() {
-                "absent"
-            } else {
-                "present"
-            };
-        }
-        match (self.controls_pass(), self.sign_flips()) {
-            (false, _) => "invalid",
-            (true, true) => "present",
-            (true, false) => "absent",
-        }
+    /// Built-ins: `present` when the sign-branched sampler changes a choice somewhere. The
+    /// fix's rerun: `present` when the normalized ledger sampler does.
+    pub fn measured(&self) -> Verdict {
+        let op = if self.ledger() {
+            Operator::Normalized
+        } else {
+            Operator::Sign
+        };
+        Verdict::found(self.gauge.iter().any(|g| g.flagged(op) > 0))
     }
 
     pub fn evidence(&self) -> String {
-        let per: Vec<String> = self
-            .gauge
-            .iter()
-            .map(|g| {
-                let max = g
-                    .rows
-                    .iter()
-                    .filter(|r| r.operator == Operator::Sign)
-                    .map(|r| r.flip_rate())
-                    .fold(0.0, f64::max);
-                let free_max = g
-                    .rows
-                    .iter()
-                    .filter(|r| r.operator != Operator::Sign)
-                    .map(|r| r.flip_rate())
-                    .fold(0.0, f64::max);
-                format!(
-                    "{}: {:.0}% of seen ids positive, sign flips up to {:.0}%, subtractive/normalized {:.0}%",
-                    g.model_label,
-                    100.0 * g.positive_share(),
-                    100.0 * max,
-                    100.0 * free_max
-                )
-            })
-            .collect();
-        let t = self.json.totals();
-        let n = self.json.prompts.len().max(1) as f64;
-        let share = |label: &str| {
-            t.iter()
-                .find(|x| x.label == label)
-                .map_or("?".to_string(), |x| {
-                    format!("{:.0}%", 100.0 * x.schema_valid as f64 / n)
-                })
-        };
+        let gauge = gauge_evidence(&self.gauge);
         if self.ledger() {
-            return per.join("; ").replace(
-                "subtractive/normalized",
-                "subtractive (oracle)/normalized (ledger chain)",
-            );
+            return gauge;
         }
+        let n = self.json.prompts.len();
+        let rows: Vec<String> = self
+            .json
+            .totals()
+            .iter()
+            .map(|t| format!("{} {}/{}", t.label, t.schema_valid, n))
+            .collect();
         format!(
-            "{}; schema-valid JSON none {} / llama 1.3 whole {} / normalized 1.3 {}",
-            per.join("; "),
-            share("none"),
-            share("llama 1.3 whole"),
-            share("normalized 1.3")
+            "{gauge}; schema-valid JSON per variant (SmolLM2, no threshold): {}",
+            rows.join(", ")
         )
     }
 
-    pub fn gauge_json(&self) -> Value {
-        json!({
-            "finding": "F4",
-            "name": if self.ledger() { "penalty-gauge-dependence+ledger-normalized" } else { "penalty-gauge-dependence" },
-            "build": self.build.tag(),
-            "build_detail": self.build.describe(),
-            "verdict": self.verdict(),
-            "evidence": self.evidence(),
-            "controls_pass": self.controls_pass(),
+    pub fn report(&self) -> Report {
+        let name = if self.ledger() { LEDGER_NAME } else { NAME };
+        let mut body = json!({
             "models": self.gauge.iter().map(|g| g.to_json()).collect::<Vec<_>>(),
-        })
+        });
+        if !self.ledger() {
+            body["json_corpus"] = self.json.to_json();
+        }
+        Report::new(
+            self.build.report_subject(crate::FINDING, name),
+            self.measured(),
+            self.evidence(),
+            controls(&self.gauge, &self.planted),
+        )
+        .with_body(body)
+        .with_text(self.text())
     }
 
-    pub fn json_json(&self) -> Value {
-        let mut v = self.json.to_json();
-        v["build"] = json!(self.build.tag());
-        v
-    }
-
-    pub fn to_text(&self) -> String {
-        let mut out = format!(
-            "F4 penalty-gauge-dependence on {}\n\n",
-            self.build.describe()
-        );
+    fn text(&self) -> String {
+        let mut out = String::new();
         for g in &self.gauge {
             out.push_str(&g.to_text());
             out.push('\n');
         }
-        out.push_str(&self.json.to_text());
-        out.push_str(&format!(
-            "penalty-gauge-dependence: {} on {}\n",
-            self.verdict(),
-            self.build.tag()
-        ));
+        if !self.ledger() {
+            out.push_str(&self.json.to_text());
+        }
         out
     }
 
     pub fn write(&self, dir: &Path) -> Result<()> {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let tag = self.build.tag();
         if self.ledger() {
-            let p = dir.join(format!("gauge-ledger.{tag}.json"));
-            std::fs::write(&p, serde_json::to_string_pretty(&self.gauge_json())? + "\n")
-                .with_context(|| format!("writing {}", p.display()))?;
+            self.report().write(dir, "gauge-ledger")?;
             return Ok(());
         }
+        self.report().write(dir, "gauge")?;
         let files = [
-            (
-                format!("gauge.{tag}.json"),
-                serde_json::to_string_pretty(&self.gauge_json())? + "\n",
-            ),
-            (
-                format!("json.{tag}.json"),
-                serde_json::to_string_pretty(&self.json_json())? + "\n",
-            ),
             (
                 format!("gauge-flips.{tag}.svg"),
                 plot::flips_svg(
@@ -210,4 +206,27 @@ impl Audit {
         }
         Ok(())
     }
+}
+
+/// A single gauge run's report (no corpus).
+pub fn single_report(g: GaugeReport, build: &BuildInfo) -> Result<Report> {
+    let name = if g.sampler == SamplerKind::Ledger {
+        LEDGER_NAME
+    } else {
+        NAME
+    };
+    let op = if g.sampler == SamplerKind::Ledger {
+        Operator::Normalized
+    } else {
+        Operator::Sign
+    };
+    let gauge = [g];
+    Ok(Report::new(
+        build.report_subject(crate::FINDING, name),
+        Verdict::found(gauge[0].flagged(op) > 0),
+        gauge_evidence(&gauge),
+        controls(&gauge, &shift::planted_controls()?),
+    )
+    .with_body(gauge[0].to_json())
+    .with_text(gauge[0].to_text()))
 }

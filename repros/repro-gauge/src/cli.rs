@@ -116,6 +116,7 @@ pub fn config(args: &Args) -> Result<GaugeConfig> {
 /// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cli::run(argv, |args: Args| {
+        let build = cli::refuse(BuildInfo::verified())?;
         let cfg = cli::refuse(config(&args))?;
         let names: Vec<String> = if args.audit {
             models::KNOWN.iter().map(|k| k.name.to_string()).collect()
@@ -128,27 +129,26 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
                 .map(|n| LoadedModel::load(models::resolve(n)?))
                 .collect::<Result<Vec<_>>>(),
         )?;
-        cli::fail(execute(&args, &cfg, &loaded))
+        cli::fail(execute(&args, &cfg, &loaded, &build))
     })
 }
 
-fn execute(args: &Args, cfg: &GaugeConfig, loaded: &[LoadedModel]) -> Result<String> {
-    let build = BuildInfo::current();
-    if !args.audit {
-        let r = shift::run(&loaded[0], cfg)?;
-        return Ok(if args.json {
-            let mut v = r.to_json();
-            v["build"] = serde_json::json!(build.tag());
-            format!("{v}\n")
-        } else {
-            format!("{} on {}\n{}", "F4 gauge", build.describe(), r.to_text())
-        });
-    }
-    let a = audit::run(loaded, cfg, args.json_prompts)?;
-    a.write(&args.results)?;
-    Ok(if args.json {
-        serde_json::to_string_pretty(&a.gauge_json())? + "\n"
+fn execute(
+    args: &Args,
+    cfg: &GaugeConfig,
+    loaded: &[LoadedModel],
+    build: &BuildInfo,
+) -> Result<String> {
+    let report = if args.audit {
+        let a = audit::run(loaded, cfg, args.json_prompts)?;
+        a.write(&args.results)?;
+        a.report()
     } else {
-        a.to_text()
+        audit::single_report(shift::run(&loaded[0], cfg)?, build)?
+    };
+    Ok(if args.json {
+        report.to_json_text()
+    } else {
+        report.to_text()
     })
 }

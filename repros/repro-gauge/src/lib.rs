@@ -7,3 +7,6 @@ pub mod json;
 pub mod plot;
 pub mod schema;
 pub mod shift;
+
+/// The finding these reports belong to.
+pub const FINDING: &str = "F4";

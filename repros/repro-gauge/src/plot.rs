@@ -63,7 +63,7 @@ pub fn flips_svg(reports: &[GaugeReport], title: &str) -> String {
             top + ph + 40.0
         ));
         let mut series: Vec<(Operator, f32)> =
-            r.rows.iter().map(|x| (x.operator, x.theta)).collect();
+            r.rows.iter().map(|x| (x.operator(), x.theta)).collect();
         series.dedup();
         for (i, (op, theta)) in series.iter().enumerate() {
             let colour = COLOURS[i % COLOURS.len()];
@@ -71,7 +71,7 @@ pub fn flips_svg(reports: &[GaugeReport], title: &str) -> String {
             let mut pts: Vec<(f64, f64)> = r
                 .rows
                 .iter()
-                .filter(|x| x.operator == *op && x.theta == *theta)
+                .filter(|x| x.operator() == *op && x.theta == *theta)
                 .map(|x| (x.shift as f64, x.flip_rate()))
                 .collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));

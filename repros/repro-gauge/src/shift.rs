@@ -1,29 +1,36 @@
 //! Greedy runs under each operator with the logits shifted by a constant.
 //!
-//! How the shift is applied: the model's raw logits row `z` is never changed. For the
-//! sign-branched operator, llama.cpp's penalties sampler is handed the f32 array `z + c`
-//! (what a model whose zero point sits `c` higher would produce). The subtractive and
-//! normalized operators get `z` and `c` separately and add them in f64 (see
-//! `oracle::gauge`). Seen ids are every distinct id of the prompt and of the tokens generated
-//! so far (llama.cpp: a window covering the whole sequence, prompt accepted).
+//! How the shift is applied: the raw logits row `z` is never changed. An operator that runs as
+//! a llama.cpp sampler (llama.cpp's penalties stage, or `ledger-penalties` in a real chain) is
+//! handed the f32 array `z + c` (what a model whose zero point sits `c` higher would produce).
+//! The oracle's subtractive and normalized operators get `z` and `c` separately, add them in
+//! f64 and work relative to the maximum, so they see identical numbers at every shift: their 0
+//! flips are 0 by construction and are reported as such, not as evidence. Seen ids are every
+//! distinct id of the prompt and of the tokens generated so far (llama.cpp: a window covering
+//! the whole sequence, prompt accepted).
+//!
+//! The flip detector (teacher-forced choices under a shift, and free-running divergence) runs
+//! on any [`Source`] of logits: a model's session, or a planted two-token case where the answer
+//! is known. The controls run the same [`measure`] on the planted case.
 
 use anyhow::{ensure, Result};
-use harness::{argmax, divergence, LoadedModel, Session};
+use harness::{argmax, divergence, LoadedModel, Session, Stop};
 use ledger::Mode;
 use oracle::gauge::{self, Operator};
 use oracle::TokenId;
+use report::Control;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use subject::{Model, Sampler, SamplerSpec};
+use subject::{Sampler, SamplerSpec};
 
-/// Where the sign-branched and normalized operators run.
+/// Which implementations run the operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SamplerKind {
-    /// Sign through llama.cpp's penalties stage; normalized through the oracle.
+    /// Sign through llama.cpp's penalties stage; subtractive and normalized through the oracle.
     #[default]
     Builtin,
-    /// Both through `ledger-penalties` in a real llama.cpp chain (default mode for sign,
-    /// normalized mode for normalized); subtractive stays with the oracle.
+    /// Sign and normalized through `ledger-penalties` in a real llama.cpp chain (default and
+    /// normalized mode); subtractive through the oracle.
     Ledger,
 }
 
@@ -35,6 +42,126 @@ impl SamplerKind {
         }
     }
 }
+
+/// One implementation of one operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Implementation {
+    /// llama.cpp's penalties stage (the subject), handed `z + c` in f32.
+    LlamaSign,
+    /// `ledger-penalties`, default mode, in a chain, handed `z + c` in f32.
+    LedgerSign,
+    /// `ledger-penalties`, normalized mode, in a chain, handed `z + c` in f32.
+    LedgerNormalized,
+    /// The oracle's operator, shift added in f64 (gauge-free operators: invariant by construction).
+    Oracle(Operator),
+}
+
+impl Implementation {
+    pub fn of(kind: SamplerKind, op: Operator) -> Implementation {
+        match (kind, op) {
+            (SamplerKind::Builtin, Operator::Sign) => Implementation::LlamaSign,
+            (SamplerKind::Ledger, Operator::Sign) => Implementation::LedgerSign,
+            (SamplerKind::Ledger, Operator::Normalized) => Implementation::LedgerNormalized,
+            (_, op) => Implementation::Oracle(op),
+        }
+    }
+
+    pub fn operator(self) -> Operator {
+        match self {
+            Implementation::LlamaSign | Implementation::LedgerSign => Operator::Sign,
+            Implementation::LedgerNormalized => Operator::Normalized,
+            Implementation::Oracle(op) => op,
+        }
+    }
+
+    /// Whether a 0 from this implementation is 0 by construction (same bits at every shift).
+    pub fn invariant_by_construction(self) -> bool {
+        matches!(self, Implementation::Oracle(op) if op != Operator::Sign)
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Implementation::LlamaSign => "llama.cpp penalties",
+            Implementation::LedgerSign => "ledger-penalties default",
+            Implementation::LedgerNormalized => "ledger-penalties normalized",
+            Implementation::Oracle(_) => "oracle (f64 shift)",
+        }
+    }
+}
+
+/// Where logits come from: a model, or a planted script.
+pub trait Source {
+    fn prompt(&self) -> &[TokenId];
+    fn n_vocab(&self) -> i32;
+    /// Up to `max_new` steps; `choose(raw, generated_so_far)` picks each token.
+    fn generate(
+        &mut self,
+        max_new: usize,
+        choose: &mut dyn FnMut(&[f32], &[TokenId]) -> Result<TokenId>,
+    ) -> Result<(Vec<TokenId>, Stop)>;
+}
+
+impl Source for Session {
+    fn prompt(&self) -> &[TokenId] {
+        &self.prompt
+    }
+
+    fn n_vocab(&self) -> i32 {
+        self.model.n_vocab()
+    }
+
+    fn generate(
+        &mut self,
+        max_new: usize,
+        choose: &mut dyn FnMut(&[f32], &[TokenId]) -> Result<TokenId>,
+    ) -> Result<(Vec<TokenId>, Stop)> {
+        Session::generate(self, max_new, choose)
+    }
+}
+
+/// A planted source: the same logits row at every step, whatever was chosen.
+pub struct Scripted {
+    pub prompt: Vec<TokenId>,
+    pub row: Vec<f32>,
+}
+
+impl Source for Scripted {
+    fn prompt(&self) -> &[TokenId] {
+        &self.prompt
+    }
+
+    fn n_vocab(&self) -> i32 {
+        self.row.len() as i32
+    }
+
+    fn generate(
+        &mut self,
+        max_new: usize,
+        choose: &mut dyn FnMut(&[f32], &[TokenId]) -> Result<TokenId>,
+    ) -> Result<(Vec<TokenId>, Stop)> {
+        let mut tokens = Vec::new();
+        while tokens.len() < max_new {
+            let t = choose(&self.row, &tokens)?;
+            tokens.push(t);
+        }
+        Ok((tokens, Stop::Limit))
+    }
+}
+
+/// The planted case: id 0 seen, logits (1, 0.75, -8, -8). At c = 0 the sign branch keeps id 0
+/// on top (1 / theta > 0.75 for theta 1.1 and 1.3); at c = +5 it hands the top to id 1
+/// ((1 + 5) / theta < 5.75), and at c = -5 too ((1 - 5) * theta < -4.25). Every value and
+/// shift is exact in f32, so a gauge-free operator must never flip here.
+pub fn planted_source() -> Scripted {
+    Scripted {
+        prompt: vec![TokenId(0)],
+        row: vec![1.0, 0.75, -8.0, -8.0],
+    }
+}
+
+/// The shifts and theta the planted controls use, whatever the run's own.
+pub const PLANTED_SHIFTS: [f32; 2] = [-5.0, 5.0];
+pub const PLANTED_THETA: f32 = 1.3;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct GaugeConfig {
@@ -48,7 +175,7 @@ pub struct GaugeConfig {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
-    pub operator: Operator,
+    pub implementation: Implementation,
     pub theta: f32,
     pub shift: f32,
     /// Teacher-forced along the unshifted trajectory.
@@ -61,11 +188,18 @@ pub struct Row {
 }
 
 impl Row {
+    pub fn operator(&self) -> Operator {
+        self.implementation.operator()
+    }
     pub fn flip_rate(&self) -> f64 {
         self.flips as f64 / self.steps.max(1) as f64
     }
     pub fn differing_share(&self) -> f64 {
         self.differing as f64 / self.compared.max(1) as f64
+    }
+    /// Some choice changed under the shift, teacher-forced or free-running.
+    pub fn flagged(&self) -> bool {
+        self.flips > 0 || self.diverges_at.is_some()
     }
 }
 
@@ -82,7 +216,7 @@ pub struct GaugeReport {
     pub positive_seen: (usize, usize),
     pub positive_vocab: (usize, usize),
     pub rows: Vec<Row>,
-    /// Steps where llama.cpp's sign-branched stage and the oracle's disagreed (must be 0).
+    /// Steps where the sign-branched sampler and the oracle's sign branch disagreed.
     pub sign_mismatches: usize,
     pub sign_steps: usize,
 }
@@ -94,100 +228,90 @@ impl GaugeReport {
     pub fn positive_share_vocab(&self) -> f64 {
         self.positive_vocab.0 as f64 / self.positive_vocab.1.max(1) as f64
     }
-    /// The control: both gauge-free operators never flip and never diverge.
-    pub fn gauge_free_exact(&self) -> bool {
+    /// Rows of `op` that changed some choice.
+    pub fn flagged(&self, op: Operator) -> usize {
         self.rows
             .iter()
-            .filter(|r| r.operator != Operator::Sign)
-            .all(|r| r.flips == 0 && r.diverges_at.is_none())
+            .filter(|r| r.operator() == op && r.flagged())
+            .count()
     }
 }
 
-/// llama.cpp's penalties stage with only `penalty_repeat` set and a window covering the
-/// sequence, prompt accepted.
-fn llama_sign(model: &Model, prompt: &[TokenId], window: usize, theta: f32) -> Result<Sampler> {
-    let mut s = SamplerSpec::Penalties {
-        n_vocab: model.n_vocab(),
-        last_n: window as i32,
-        repeat: theta,
-        freq: 0.0,
-        present: 0.0,
-    }
-    .build()?;
-    for &t in prompt {
-        s.accept(t)?;
-    }
-    Ok(s)
-}
-
-/// `ledger-penalties` in a one-stage llama.cpp chain, prompt accepted.
-fn ledger_stage(
-    model: &Model,
+/// A penalties stage as a llama.cpp sampler, prompt accepted.
+fn sampler_stage(
+    imp: Implementation,
+    n_vocab: i32,
     prompt: &[TokenId],
     window: usize,
     theta: f32,
-    mode: Mode,
-) -> Result<Sampler> {
-    let stage = ledger::ledger_penalties(ledger::PenaltyConfig {
-        n_vocab: model.n_vocab(),
-        last_n: window as i32,
-        repeat: theta,
-        freq: 0.0,
-        present: 0.0,
-        mode,
-    })?;
-    let mut chain = Sampler::chain(vec![stage])?;
+) -> Result<Option<Sampler>> {
+    let ledger_stage = |mode| -> Result<Sampler> {
+        Sampler::chain(vec![ledger::ledger_penalties(ledger::PenaltyConfig {
+            n_vocab,
+            last_n: window as i32,
+            repeat: theta,
+            freq: 0.0,
+            present: 0.0,
+            mode,
+        })?])
+    };
+    let mut s = match imp {
+        Implementation::LlamaSign => SamplerSpec::Penalties {
+            n_vocab,
+            last_n: window as i32,
+            repeat: theta,
+            freq: 0.0,
+            present: 0.0,
+        }
+        .build()?,
+        Implementation::LedgerSign => ledger_stage(Mode::Default)?,
+        Implementation::LedgerNormalized => ledger_stage(Mode::Normalized)?,
+        Implementation::Oracle(_) => return Ok(None),
+    };
     for &t in prompt {
-        chain.accept(t)?;
+        s.accept(t)?;
     }
-    Ok(chain)
+    Ok(Some(s))
 }
 
-/// The operator's choice on `raw` shifted by `c`. The sign-branched one runs llama.cpp's own
-/// stage (the caller keeps its state in step with the tokens seen).
+/// An implementation's choice on `raw` shifted by `c`; a sampler keeps its own state in step
+/// with the tokens the caller accepts.
 struct Chooser {
-    op: Operator,
+    imp: Implementation,
     theta: f32,
-    llama: Option<Sampler>,
+    sampler: Option<Sampler>,
 }
 
 impl Chooser {
     fn new(
-        op: Operator,
+        imp: Implementation,
         theta: f32,
-        model: &Model,
+        n_vocab: i32,
         prompt: &[TokenId],
         window: usize,
-        kind: SamplerKind,
     ) -> Result<Chooser> {
-        let llama = match (kind, op) {
-            (SamplerKind::Builtin, Operator::Sign) => {
-                Some(llama_sign(model, prompt, window, theta)?)
-            }
-            (SamplerKind::Ledger, Operator::Sign) => {
-                Some(ledger_stage(model, prompt, window, theta, Mode::Default)?)
-            }
-            (SamplerKind::Ledger, Operator::Normalized) => Some(ledger_stage(
-                model,
-                prompt,
-                window,
-                theta,
-                Mode::Normalized,
-            )?),
-            _ => None,
-        };
-        Ok(Chooser { op, theta, llama })
+        Ok(Chooser {
+            imp,
+            theta,
+            sampler: sampler_stage(imp, n_vocab, prompt, window, theta)?,
+        })
     }
 
     fn choose(&mut self, raw: &[f32], shift: f32, seen: &BTreeSet<TokenId>) -> Result<TokenId> {
-        Ok(match self.llama.as_mut() {
+        Ok(match self.sampler.as_mut() {
             Some(s) => argmax(&s.apply_in_id_order(&gauge::shifted_f32(raw, shift))?),
-            None => gauge::argmax(&gauge::apply(self.op, raw, shift, seen, self.theta)),
+            None => gauge::argmax(&gauge::apply(
+                self.imp.operator(),
+                raw,
+                shift,
+                seen,
+                self.theta,
+            )),
         })
     }
 
     fn accept(&mut self, id: TokenId) -> Result<()> {
-        if let Some(s) = self.llama.as_mut() {
+        if let Some(s) = self.sampler.as_mut() {
             s.accept(id)?;
         }
         Ok(())
@@ -203,13 +327,80 @@ fn seen_set(prompt: &[TokenId], generated: &[TokenId]) -> BTreeSet<TokenId> {
     prompt.iter().chain(generated).copied().collect()
 }
 
+/// The flip detector for one implementation and theta on one source: one row per shift, and
+/// (for sign branches) the steps where the implementation and the oracle's sign branch chose
+/// differently on the unshifted run.
+pub fn measure<S: Source>(
+    src: &mut S,
+    imp: Implementation,
+    theta: f32,
+    shifts: &[f32],
+    max_new: usize,
+) -> Result<(Vec<Row>, usize, usize)> {
+    let prompt = src.prompt().to_vec();
+    let n_vocab = src.n_vocab();
+    let window = prompt.len() + max_new;
+    let (mut mismatches, mut steps) = (0, 0);
+    // The unshifted trajectory, keeping each step's raw logits for teacher forcing.
+    let mut chooser = Chooser::new(imp, theta, n_vocab, &prompt, window)?;
+    let mut rows_raw: Vec<Vec<f32>> = Vec::new();
+    let (base, _) = src.generate(max_new, &mut |raw, gen| {
+        let seen = seen_set(&prompt, gen);
+        let t = chooser.choose(raw, 0.0, &seen)?;
+        if imp.operator() == Operator::Sign {
+            steps += 1;
+            if t != gauge::argmax(&gauge::sign(raw, 0.0, &seen, theta)) {
+                mismatches += 1;
+            }
+        }
+        chooser.accept(t)?;
+        rows_raw.push(raw.to_vec());
+        Ok(t)
+    })?;
+    // Teacher forcing: the same contexts, every shift.
+    let mut forced = Chooser::new(imp, theta, n_vocab, &prompt, window)?;
+    let mut flips = vec![0usize; shifts.len()];
+    for (t, raw) in rows_raw.iter().enumerate() {
+        let seen = seen_set(&prompt, &base[..t]);
+        for (k, &c) in shifts.iter().enumerate() {
+            if forced.choose(raw, c, &seen)? != base[t] {
+                flips[k] += 1;
+            }
+        }
+        forced.accept(base[t])?;
+    }
+    // Free running under each shift.
+    let mut rows = Vec::new();
+    for (k, &c) in shifts.iter().enumerate() {
+        let mut free = Chooser::new(imp, theta, n_vocab, &prompt, window)?;
+        let (tokens, _) = src.generate(max_new, &mut |raw, gen| {
+            let t = free.choose(raw, c, &seen_set(&prompt, gen))?;
+            free.accept(t)?;
+            Ok(t)
+        })?;
+        let compared = base.len().max(tokens.len());
+        rows.push(Row {
+            implementation: imp,
+            theta,
+            shift: c,
+            flips: flips[k],
+            steps: base.len(),
+            diverges_at: divergence(&base, &tokens),
+            differing: (0..compared)
+                .filter(|&i| base.get(i) != tokens.get(i))
+                .count(),
+            compared,
+        });
+    }
+    Ok((rows, mismatches, steps))
+}
+
 pub fn run(m: &LoadedModel, cfg: &GaugeConfig) -> Result<GaugeReport> {
     ensure!(
         !cfg.thetas.is_empty() && !cfg.shifts.is_empty(),
         "need at least one theta and one shift"
     );
     let prompt = m.chat_ids(&cfg.prompt)?;
-    let window = prompt.len() + cfg.max_new;
     let mut session = Session::new(&m.model, prompt.clone(), cfg.max_new, cfg.threads)?;
 
     // The model's own gauge, along the unpenalized greedy trajectory.
@@ -227,58 +418,11 @@ pub fn run(m: &LoadedModel, cfg: &GaugeConfig) -> Result<GaugeReport> {
     let (mut sign_mismatches, mut sign_steps) = (0, 0);
     for &theta in &cfg.thetas {
         for op in Operator::ALL {
-            // The unshifted trajectory, keeping each step's raw logits for teacher forcing.
-            let mut chooser = Chooser::new(op, theta, &m.model, &prompt, window, cfg.sampler)?;
-            let mut rows_raw: Vec<Vec<f32>> = Vec::new();
-            let (base, _) = session.generate(cfg.max_new, |raw, gen| {
-                let seen = seen_set(&prompt, gen);
-                let t = chooser.choose(raw, 0.0, &seen)?;
-                if op == Operator::Sign {
-                    // llama.cpp's stage (or the ledger's default mode) against the oracle.
-                    sign_steps += 1;
-                    if t != gauge::argmax(&gauge::sign(raw, 0.0, &seen, theta)) {
-                        sign_mismatches += 1;
-                    }
-                }
-                chooser.accept(t)?;
-                rows_raw.push(raw.to_vec());
-                Ok(t)
-            })?;
-            // Teacher forcing: the same contexts, every shift.
-            let mut forced = Chooser::new(op, theta, &m.model, &prompt, window, cfg.sampler)?;
-            let mut flips = vec![0usize; cfg.shifts.len()];
-            for (t, raw) in rows_raw.iter().enumerate() {
-                let seen = seen_set(&prompt, &base[..t]);
-                for (k, &c) in cfg.shifts.iter().enumerate() {
-                    if forced.choose(raw, c, &seen)? != base[t] {
-                        flips[k] += 1;
-                    }
-                }
-                forced.accept(base[t])?;
-            }
-            // Free running under each shift.
-            for (k, &c) in cfg.shifts.iter().enumerate() {
-                let mut free = Chooser::new(op, theta, &m.model, &prompt, window, cfg.sampler)?;
-                let (tokens, _) = session.generate(cfg.max_new, |raw, gen| {
-                    let t = free.choose(raw, c, &seen_set(&prompt, gen))?;
-                    free.accept(t)?;
-                    Ok(t)
-                })?;
-                let compared = base.len().max(tokens.len());
-                let differing = (0..compared)
-                    .filter(|&i| base.get(i) != tokens.get(i))
-                    .count();
-                rows.push(Row {
-                    operator: op,
-                    theta,
-                    shift: c,
-                    flips: flips[k],
-                    steps: base.len(),
-                    diverges_at: divergence(&base, &tokens),
-                    differing,
-                    compared,
-                });
-            }
+            let imp = Implementation::of(cfg.sampler, op);
+            let (r, mm, st) = measure(&mut session, imp, theta, &cfg.shifts, cfg.max_new)?;
+            rows.extend(r);
+            sign_mismatches += mm;
+            sign_steps += st;
         }
     }
     Ok(GaugeReport {
@@ -296,6 +440,46 @@ pub fn run(m: &LoadedModel, cfg: &GaugeConfig) -> Result<GaugeReport> {
     })
 }
 
+/// The flip detector on the planted case: our own sign-branched sampler (`ledger-penalties`
+/// default mode, bit-identical to llama.cpp's) must be flagged, and our normalized one must not,
+/// both through a real llama.cpp chain handed `z + c` in f32, as the subject is.
+pub fn planted_controls() -> Result<Vec<Control>> {
+    let mut src = planted_source();
+    let mut run = |imp| -> Result<Vec<Row>> {
+        Ok(measure(&mut src, imp, PLANTED_THETA, &PLANTED_SHIFTS, 4)?.0)
+    };
+    let sign = run(Implementation::LedgerSign)?;
+    let normalized = run(Implementation::LedgerNormalized)?;
+    let detail = |rows: &[Row]| {
+        rows.iter()
+            .map(|r| {
+                format!(
+                    "c={}: {} of {} teacher-forced choices flip, free-running {}",
+                    r.shift,
+                    r.flips,
+                    r.steps,
+                    r.diverges_at
+                        .map_or("never diverges".to_string(), |d| format!("diverges at {d}"))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let case = "logits (1, 0.75, -8, -8), id 0 seen, theta 1.3";
+    Ok(vec![
+        Control::positive(
+            "planted case where our sign-branched sampler must flip",
+            sign.iter().all(Row::flagged),
+            format!("{case}: {}", detail(&sign)),
+        ),
+        Control::negative(
+            "planted case where our normalized sampler must not flip",
+            normalized.iter().all(|r| !r.flagged()),
+            format!("{case}: {}", detail(&normalized)),
+        ),
+    ])
+}
+
 impl GaugeReport {
     pub fn to_json(&self) -> Value {
         json!({
@@ -307,10 +491,11 @@ impl GaugeReport {
             "max_new": self.max_new,
             "positive_share": self.positive_share(),
             "positive_share_vocabulary": self.positive_share_vocab(),
-            "sign_llama_vs_oracle": {"steps": self.sign_steps, "mismatching_steps": self.sign_mismatches},
-            "gauge_free_exact": self.gauge_free_exact(),
+            "sign_sampler_vs_oracle": {"steps": self.sign_steps, "mismatching_steps": self.sign_mismatches},
             "rows": self.rows.iter().map(|r| json!({
-                "operator": r.operator.as_str(),
+                "operator": r.operator().as_str(),
+                "implementation": r.implementation.label(),
+                "zero_by_construction": r.implementation.invariant_by_construction(),
                 "theta": short(r.theta),
                 "shift": short(r.shift),
                 "flip_rate": r.flip_rate(),
@@ -324,7 +509,7 @@ impl GaugeReport {
 
     pub fn to_text(&self) -> String {
         let mut out = format!(
-            "{} ({}), prompt {:?} ({} tokens), up to {} new tokens, sampler {}\n  positive logits: {:.3} of seen ids, {:.3} of the vocabulary (unpenalized greedy run)\n  sign branch through llama.cpp = oracle on {} of {} steps\n  operator     theta  shift  flip rate (teacher-forced)  diverges at  differing share (free-running)\n",
+            "{} ({}), prompt {:?} ({} tokens), up to {} new tokens, sampler {}\n  positive logits: {:.3} of seen ids, {:.3} of the vocabulary (unpenalized greedy run)\n  sign branch through the sampler = oracle on {} of {} steps\n  operator     implementation               theta  shift  flip rate (teacher-forced)  diverges at  differing share (free-running)\n",
             self.model_label,
             self.model_desc,
             self.prompt,
@@ -338,8 +523,9 @@ impl GaugeReport {
         );
         for r in &self.rows {
             out.push_str(&format!(
-                "  {:<12} {:>5} {:>6}  {:>6.3} ({:>3}/{:<3})            {:>11}  {:.3}\n",
-                r.operator.as_str(),
+                "  {:<12} {:<28} {:>5} {:>6}  {:>6.3} ({:>3}/{:<3})            {:>11}  {:.3}\n",
+                r.operator().as_str(),
+                r.implementation.label(),
                 r.theta,
                 r.shift,
                 r.flip_rate(),
@@ -348,6 +534,13 @@ impl GaugeReport {
                 r.diverges_at.map_or("-".to_string(), |d| d.to_string()),
                 r.differing_share()
             ));
+        }
+        if self
+            .rows
+            .iter()
+            .any(|r| r.implementation.invariant_by_construction())
+        {
+            out.push_str("  (oracle rows: the shift is added in f64 and removed with the maximum, so every shift gives the same bits; their 0 is by construction, not evidence)\n");
         }
         out
     }
