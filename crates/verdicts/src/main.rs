@@ -1,70 +1,134 @@
-//! Reads every `<finding>.<build>.json` in a results folder (default `results/`) and prints
-//! one row per finding and build: the verdict and the key evidence the repro recorded.
-//! It judges nothing itself; it only tabulates what the repros wrote.
+//! Reads every `<report>.<build>.json` in a results folder (default `results/`) and prints one
+//! row per verdict: finding, name, build, verdict, controls passed, evidence. A report with
+//! verdict rows (`clone-incomplete-<sampler>`, say) adds one line per row.
+//!
+//! It judges nothing itself: it tabulates what the repros wrote, after checking that every
+//! file keeps the report contract (`report::Header::from_json`). A file that breaks it stops
+//! the table with one line naming the file and exit 2.
 
 use anyhow::{Context, Result};
+use report::Header;
 use std::path::Path;
 
-struct Row {
+struct Line {
     finding: String,
     name: String,
     build: String,
     verdict: String,
+    controls: String,
     evidence: String,
 }
 
-fn read_rows(dir: &Path) -> Result<Vec<Row>> {
-    let mut rows = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let path = entry?.path();
-        let file = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if !file.ends_with(".json") || file.ends_with(".timing.json") {
+fn read_lines(dir: &Path) -> Result<Vec<Line>> {
+    let mut lines = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .collect::<std::io::Result<_>>()?;
+    entries.sort_by_key(|e| e.path());
+    for entry in entries {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
             continue;
         }
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
         let v: serde_json::Value =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        let field = |k: &str| v[k].as_str().unwrap_or("?").to_string();
-        if v.get("verdict").is_none() {
-            continue;
-        }
-        rows.push(Row {
-            finding: field("finding"),
-            name: field("name"),
-            build: field("build"),
-            verdict: field("verdict"),
-            evidence: field("evidence"),
+        let h = Header::from_json(&v).with_context(|| format!("{}", path.display()))?;
+        let passed = h.controls.iter().filter(|c| c.passed).count();
+        let controls = format!("{passed}/{}", h.controls.len());
+        let s = &h.subject;
+        lines.push(Line {
+            finding: s.finding.clone(),
+            name: s.name.clone(),
+            build: s.build.clone(),
+            verdict: h.verdict.as_str().to_string(),
+            controls: controls.clone(),
+            evidence: h.evidence.clone(),
         });
+        for (name, verdict, evidence) in &h.rows {
+            lines.push(Line {
+                finding: s.finding.clone(),
+                name: name.clone(),
+                build: s.build.clone(),
+                verdict: verdict.as_str().to_string(),
+                controls: controls.clone(),
+                evidence: evidence.clone(),
+            });
+        }
     }
-    rows.sort_by(|a, b| (&a.finding, &a.name, &a.build).cmp(&(&b.finding, &b.name, &b.build)));
-    Ok(rows)
+    lines.sort_by(|a, b| (&a.finding, &a.name, &a.build).cmp(&(&b.finding, &b.name, &b.build)));
+    Ok(lines)
+}
+
+fn table(lines: &[Line]) -> String {
+    let w = lines.iter().map(|l| l.name.len()).max().unwrap_or(0).max(7);
+    let mut out = format!(
+        "{:<4} {:<w$} {:<9} {:<12} {:<8} evidence\n",
+        "", "name", "build", "verdict", "controls"
+    );
+    for l in lines {
+        out.push_str(&format!(
+            "{:<4} {:<w$} {:<9} {:<12} {:<8} {}\n",
+            l.finding, l.name, l.build, l.verdict, l.controls, l.evidence
+        ));
+    }
+    out
 }
 
 fn main() {
     let dir = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "results".to_string());
-    match read_rows(Path::new(&dir)) {
-        Ok(rows) if rows.is_empty() => {
+    match read_lines(Path::new(&dir)) {
+        Ok(lines) if lines.is_empty() => {
             eprintln!("error: no results in {dir}; run `make audit` first");
             std::process::exit(2);
         }
-        Ok(rows) => {
-            println!(
-                "{:<4} {:<44} {:<9} {:<12} evidence",
-                "", "finding", "build", "verdict"
-            );
-            for r in rows {
-                println!(
-                    "{:<4} {:<44} {:<9} {:<12} {}",
-                    r.finding, r.name, r.build, r.verdict, r.evidence
-                );
-            }
-        }
+        Ok(lines) => print!("{}", table(&lines)),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
             std::process::exit(2);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    #[test]
+    fn a_results_file_without_the_header_stops_the_table() {
+        let dir = std::env::temp_dir().join(format!("verdicts-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = report::Report::new(
+            report::Subject {
+                finding: "F9".into(),
+                name: "planted".into(),
+                build: "0.0.1".into(),
+                build_detail: "test".into(),
+            },
+            report::Verdict::Present,
+            "e",
+            vec![
+                report::Control::positive("p", true, ""),
+                report::Control::negative("n", true, ""),
+            ],
+        );
+        write(&dir, "planted.0.0.1.json", &good.to_json_text());
+        let lines = read_lines(&dir).unwrap();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(
+            (lines[0].verdict.as_str(), lines[0].controls.as_str()),
+            ("present", "2/2")
+        );
+        write(&dir, "bare.0.0.1.json", "{\"rows\": []}");
+        let e = read_lines(&dir).err().unwrap();
+        assert!(format!("{e:#}").contains("bare.0.0.1.json"), "{e:#}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -14,7 +14,9 @@
 //!   llama.cpp's penalties at 1.1, ledger-penalties at 1.1 (window 64, prompt accepted),
 //!   interleaved per round; the median ms per token and the overhead over no penalty.
 //!
-//! Output: the tables on stdout, `results/penalty-cost.json` and `results/penalty-cost.svg`.
+//! Output: the tables on stdout, `results/bench/penalty-cost.json` and
+//! `results/bench/penalty-cost.svg`. A measurement, not a verdict: it sits under `bench/`, apart
+//! from the verdict reports in `results/*.json`.
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -40,7 +42,7 @@ struct Args {
     /// Tokens per end-to-end generation.
     #[arg(long, default_value_t = 48)]
     tokens: usize,
-    /// Where to write penalty-cost.json and penalty-cost.svg.
+    /// Where to write bench/penalty-cost.json and bench/penalty-cost.svg.
     #[arg(long, default_value = "results")]
     results: PathBuf,
 }
@@ -240,12 +242,7 @@ fn svg(rows: &[(usize, [f64; 3])]) -> String {
     o
 }
 
-fn run(args: &Args) -> Result<String> {
-    anyhow::ensure!(
-        args.rounds >= 1 && args.e2e_rounds >= 1 && args.tokens >= 1,
-        "rounds and tokens must be >= 1"
-    );
-    let build = BuildInfo::current();
+fn run(args: &Args, build: &BuildInfo) -> Result<String> {
     let mut out = format!("F5 penalty cost on {}\nper apply (median of {} interleaved rounds; the refill is timed apart and not included)\n  candidates   llama.cpp ms   ledger ms   ratio      normalized ms  refill ms\n", build.describe(), args.rounds);
     let mut rows = Vec::new();
     let mut json_rows = Vec::new();
@@ -289,18 +286,29 @@ fn run(args: &Args) -> Result<String> {
         },
         "note": "timings from one run on a shared 2-core machine; ratios within the run are the claim",
     });
-    std::fs::create_dir_all(&args.results)?;
+    let dir = args.results.join("bench");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::write(
-        args.results.join("penalty-cost.json"),
+        dir.join("penalty-cost.json"),
         serde_json::to_string_pretty(&v)? + "\n",
     )?;
-    std::fs::write(args.results.join("penalty-cost.svg"), svg(&rows))?;
+    std::fs::write(dir.join("penalty-cost.svg"), svg(&rows))?;
     Ok(out)
+}
+
+fn check_args(args: &Args) -> Result<()> {
+    anyhow::ensure!(
+        args.rounds >= 1 && args.e2e_rounds >= 1 && args.tokens >= 1,
+        "rounds and tokens must be >= 1"
+    );
+    Ok(())
 }
 
 fn main() {
     cli::one_line_panics();
     std::process::exit(cli::run(std::env::args_os(), |args: Args| {
-        cli::fail(run(&args))
+        let build = cli::refuse(BuildInfo::verified())?;
+        cli::refuse(check_args(&args))?;
+        cli::fail(run(&args, &build))
     }));
 }

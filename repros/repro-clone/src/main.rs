@@ -12,11 +12,14 @@
 //! `token_count`). `make run BUILD=0.1.154 REPRO=repro-clone` picks the build.
 //!
 //! Output: without flags, the published case (window 4, history 5,5,6, clone, then 7,8) as a
-//! table of subject counts beside the oracle's (a from-scratch histogram of the window) and
-//! one line `clone-drops-token-count: present|absent on <build>`. `--json` prints the same as
-//! one object. `--audit` adds the exhaustive sweep, clone equivalence at every prefix, the
-//! controls and the clone table for every stateful sampler, and writes
-//! `results/clone.<build>.json`; its timing goes to stderr only.
+//! table of subject counts beside the oracle's (a from-scratch histogram of the window), the
+//! controls (readout checks, planted shadow clones through the same scenario) and one line
+//! `clone-drops-token-count: <verdict> on <build>`. `--json` prints the same report as one
+//! object. `--stateful` checks every stateful sampler's clone instead: one verdict row
+//! `clone-incomplete-<sampler>` each (adaptive-p differs on both builds; mirostat and penalties
+//! too on 0.1.154). `--audit` adds the exhaustive sweep and clone equivalence at every prefix,
+//! and writes `results/clone.<build>.{json,txt}` and `results/clone-stateful.<build>.{json,txt}`;
+//! its timing goes to stderr and `results/timing/`.
 
 fn main() {
     cli::one_line_panics();

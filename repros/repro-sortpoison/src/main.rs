@@ -13,11 +13,14 @@
 //!
 //! Output: without `--audit`, one chain (default: the published `top_k=4 -> logit_bias=3:+6
 //! -> top_p=0.8` on logits 4..-3) run through the real `llama_sampler_chain_*` API, a per-stage
-//! trace of the flag, the subject's survivor set beside the oracle's, and one line
-//! `stale-sorted-truncation: present|absent|undecided on <build>` (`undecided`: the sets differ
-//! but the oracle's answer rests on a tie). `--json` prints one object. `--audit` runs the
-//! oracle check, the permutation audit with its controls, the injector census, the chain
-//! fuzzer and the published chain, and writes `results/sortpoison.<build>.json`.
+//! trace of the flag, the subject's survivor set beside the oracle's, the controls (the same
+//! chain ending in planted Rust truncators that do and do not trust the flag) and one line
+//! `stale-sorted-truncation: present|absent|undecided|inconclusive on <build>` (`undecided`:
+//! the sets differ but the oracle's answer rests on a tie; `inconclusive`: a control failed).
+//! `--json` prints the same report as one object. `--audit` runs the oracle gate (with a
+//! planted oracle error), the permutation audit and the census (with planted truncators and
+//! injectors), the chain fuzzer and the published chain, and writes
+//! `results/sortpoison.<build>.{json,txt}` and `results/sortpoison-guard.<build>.{json,txt}`.
 
 fn main() {
     cli::one_line_panics();
