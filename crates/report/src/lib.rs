@@ -502,6 +502,7 @@ impl Header {
                 bail!("verdict {verdict} although the controls do not allow one ({problem})");
             }
         }
+        let problem = controls_problem(&controls);
         let mut rows = Vec::new();
         if let Some(list) = obj.get(ROWS_KEY) {
             for r in list.as_array().context("'verdict_rows' is not a list")? {
@@ -510,9 +511,16 @@ impl Header {
                         .and_then(Value::as_str)
                         .with_context(|| format!("a row without a string '{k}'"))
                 };
+                let row_verdict = Verdict::parse(field("verdict")?)?;
+                if let (Some(p), Verdict::Present | Verdict::Absent) = (&problem, row_verdict) {
+                    bail!(
+                        "row {} is {row_verdict} although the controls do not allow one ({p})",
+                        field("name")?
+                    );
+                }
                 rows.push((
                     field("name")?.to_string(),
-                    Verdict::parse(field("verdict")?)?,
+                    row_verdict,
                     field("evidence")?.to_string(),
                 ));
             }
@@ -639,6 +647,15 @@ mod tests {
         assert!(
             Header::from_json(&unbacked).is_err(),
             "present with a failed control"
+        );
+        let mut row = Report::new(subject(), Verdict::Present, "e", both(true, true));
+        row.add_row("r", Verdict::Present, "e", Value::Null);
+        let mut row = row.to_json();
+        row["controls"][0]["passed"] = json!(false);
+        row["verdict"] = json!("inconclusive");
+        assert!(
+            Header::from_json(&row).is_err(),
+            "a present row under a failed control"
         );
         let mut kind = good;
         kind["controls"][0]["kind"] = json!("sanity");

@@ -109,7 +109,7 @@ pub const THREADS: usize = 2;
 pub fn run(cp: CountProbe, kind: SamplerKind) -> Result<Audit> {
     let published = minimal::published();
     let minimal = minimal::run(&published, cp, kind).context("published case")?;
-    let minimal_controls = minimal::controls(&published, &minimal, cp)?;
+    let minimal_controls = minimal::controls(&published, &minimal)?;
     let eviction = sweep::WINDOWS
         .iter()
         .map(|&n| eviction_control(n, cp, kind))

@@ -60,7 +60,7 @@ impl CustomSampler for Tally {
     }
 }
 
-/// A sampler whose `accept` reads 4 bytes past the end of a heap buffer: the positive control
+/// A sampler whose `accept` reads the 4 bytes just past the end of a heap buffer: the positive control
 /// for the memcheck probe. It is built only by the probe, which runs only under valgrind.
 #[derive(Debug, Clone)]
 pub struct ReadsPastEnd {
@@ -89,7 +89,7 @@ impl CustomSampler for ReadsPastEnd {
     fn accept(&mut self, _id: TokenId) {
         // SAFETY: none; this is the planted out-of-bounds read the memcheck probe must report.
         // It runs only in a child process under valgrind (see `stateful::probe_main`).
-        let x = unsafe { std::ptr::read_volatile(self.buf.as_ptr().add(self.buf.len() + 4)) };
+        let x = unsafe { std::ptr::read_volatile(self.buf.as_ptr().add(self.buf.len())) };
         std::hint::black_box(x);
     }
 

@@ -342,6 +342,8 @@ pub enum Memcheck {
     /// The first memcheck error (`Invalid read of size 4 in llama_sampler_adaptive_p_accept`)
     /// and how the process ended.
     Error { what: String, ended: String },
+    /// No memcheck error, but the probe did not exit cleanly (refused, or crashed otherwise).
+    Failed { ended: String },
     /// Not run, and why.
     NotRun(String),
 }
@@ -351,6 +353,7 @@ impl Memcheck {
         match self {
             Memcheck::Clean => "memcheck clean".to_string(),
             Memcheck::Error { what, ended } => format!("memcheck: {what}; {ended}"),
+            Memcheck::Failed { ended } => format!("no memcheck error, but the probe {ended}"),
             Memcheck::NotRun(why) => format!("not checked ({why})"),
         }
     }
@@ -361,6 +364,7 @@ impl Memcheck {
             Memcheck::Error { what, ended } => {
                 json!({"memcheck": "error", "first_error": what, "process": ended})
             }
+            Memcheck::Failed { ended } => json!({"memcheck": "probe failed", "process": ended}),
             Memcheck::NotRun(why) => json!({"memcheck": "not run", "why": why}),
         }
     }
@@ -452,10 +456,7 @@ fn memcheck_outcome(stderr: &str, code: Option<i32>) -> Memcheck {
             }
         }
         None if code == Some(0) => Memcheck::Clean,
-        None => Memcheck::Error {
-            what: "no memcheck error, but the probe did not exit cleanly".into(),
-            ended,
-        },
+        None => Memcheck::Failed { ended },
     }
 }
 
@@ -694,9 +695,10 @@ mod tests {
             }
         );
         assert_eq!(memcheck_outcome("", Some(0)), Memcheck::Clean);
+        // A probe that fails without a memcheck error is not a memcheck finding.
         assert!(matches!(
             memcheck_outcome("", Some(1)),
-            Memcheck::Error { .. }
+            Memcheck::Failed { .. }
         ));
     }
 }

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod cli;
 pub mod json;
+pub mod planted;
 pub mod plot;
 pub mod schema;
 pub mod shift;

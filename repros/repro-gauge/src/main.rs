@@ -12,7 +12,7 @@
 //! runs through llama.cpp's own penalties stage, handed the logits shifted by c in f32; the
 //! other two run through the oracle (`oracle::gauge`), whose 0 is 0 by construction and is
 //! labelled so. The controls run a planted two-token case through the same detector and chain
-//! path: our sign-branched sampler must flip there, our normalized one must not.
+//! path: our sign-branched sampler must flip there, a planted subtractive one must not.
 //!
 //! Output: per operator, theta and shift, the teacher-forced flip rate along the unshifted
 //! trajectory, where the free-running shifted trajectory diverges and the share of differing

@@ -52,6 +52,8 @@ pub enum Implementation {
     LedgerSign,
     /// `ledger-penalties`, normalized mode, in a chain, handed `z + c` in f32.
     LedgerNormalized,
+    /// The planted subtractive sampler (`crate::planted`), in a chain, handed `z + c` in f32.
+    PlantedSubtractive,
     /// The oracle's operator, shift added in f64 (gauge-free operators: invariant by construction).
     Oracle(Operator),
 }
@@ -70,6 +72,7 @@ impl Implementation {
         match self {
             Implementation::LlamaSign | Implementation::LedgerSign => Operator::Sign,
             Implementation::LedgerNormalized => Operator::Normalized,
+            Implementation::PlantedSubtractive => Operator::Subtractive,
             Implementation::Oracle(op) => op,
         }
     }
@@ -84,6 +87,7 @@ impl Implementation {
             Implementation::LlamaSign => "llama.cpp penalties",
             Implementation::LedgerSign => "ledger-penalties default",
             Implementation::LedgerNormalized => "ledger-penalties normalized",
+            Implementation::PlantedSubtractive => "planted subtractive",
             Implementation::Oracle(_) => "oracle (f64 shift)",
         }
     }
@@ -266,6 +270,9 @@ fn sampler_stage(
         .build()?,
         Implementation::LedgerSign => ledger_stage(Mode::Default)?,
         Implementation::LedgerNormalized => ledger_stage(Mode::Normalized)?,
+        Implementation::PlantedSubtractive => Sampler::chain(vec![Sampler::custom(
+            crate::planted::Subtractive::new(n_vocab as usize, theta),
+        )?])?,
         Implementation::Oracle(_) => return Ok(None),
     };
     for &t in prompt {
@@ -328,14 +335,15 @@ fn seen_set(prompt: &[TokenId], generated: &[TokenId]) -> BTreeSet<TokenId> {
 }
 
 /// The flip detector for one implementation and theta on one source: one row per shift, and
-/// (for sign branches) the steps where the implementation and the oracle's sign branch chose
-/// differently on the unshifted run.
+/// (with `compare_sign`) the steps where the implementation and the oracle's sign branch chose
+/// differently on the unshifted run, out of how many.
 pub fn measure<S: Source>(
     src: &mut S,
     imp: Implementation,
     theta: f32,
     shifts: &[f32],
     max_new: usize,
+    compare_sign: bool,
 ) -> Result<(Vec<Row>, usize, usize)> {
     let prompt = src.prompt().to_vec();
     let n_vocab = src.n_vocab();
@@ -347,7 +355,7 @@ pub fn measure<S: Source>(
     let (base, _) = src.generate(max_new, &mut |raw, gen| {
         let seen = seen_set(&prompt, gen);
         let t = chooser.choose(raw, 0.0, &seen)?;
-        if imp.operator() == Operator::Sign {
+        if compare_sign {
             steps += 1;
             if t != gauge::argmax(&gauge::sign(raw, 0.0, &seen, theta)) {
                 mismatches += 1;
@@ -419,7 +427,14 @@ pub fn run(m: &LoadedModel, cfg: &GaugeConfig) -> Result<GaugeReport> {
     for &theta in &cfg.thetas {
         for op in Operator::ALL {
             let imp = Implementation::of(cfg.sampler, op);
-            let (r, mm, st) = measure(&mut session, imp, theta, &cfg.shifts, cfg.max_new)?;
+            let (r, mm, st) = measure(
+                &mut session,
+                imp,
+                theta,
+                &cfg.shifts,
+                cfg.max_new,
+                op == Operator::Sign,
+            )?;
             rows.extend(r);
             sign_mismatches += mm;
             sign_steps += st;
@@ -440,16 +455,25 @@ pub fn run(m: &LoadedModel, cfg: &GaugeConfig) -> Result<GaugeReport> {
     })
 }
 
-/// The flip detector on the planted case: our own sign-branched sampler (`ledger-penalties`
-/// default mode, bit-identical to llama.cpp's) must be flagged, and our normalized one must not,
-/// both through a real llama.cpp chain handed `z + c` in f32, as the subject is.
+/// The detectors on the planted case, through the same `measure` and the same f32 chain path
+/// as the subject: our own sign-branched sampler (`ledger-penalties` default mode,
+/// bit-identical to llama.cpp's) must change a choice at every planted shift, teacher-forced
+/// and free-running; our planted subtractive sampler must change none; and the sign comparison
+/// must catch the planted subtractive sampler when it is compared with the sign branch.
 pub fn planted_controls() -> Result<Vec<Control>> {
     let mut src = planted_source();
-    let mut run = |imp| -> Result<Vec<Row>> {
-        Ok(measure(&mut src, imp, PLANTED_THETA, &PLANTED_SHIFTS, 4)?.0)
+    let mut run = |imp, compare_sign| {
+        measure(
+            &mut src,
+            imp,
+            PLANTED_THETA,
+            &PLANTED_SHIFTS,
+            4,
+            compare_sign,
+        )
     };
-    let sign = run(Implementation::LedgerSign)?;
-    let normalized = run(Implementation::LedgerNormalized)?;
+    let (sign, _, _) = run(Implementation::LedgerSign, false)?;
+    let (subtractive, caught, steps) = run(Implementation::PlantedSubtractive, true)?;
     let detail = |rows: &[Row]| {
         rows.iter()
             .map(|r| {
@@ -469,13 +493,18 @@ pub fn planted_controls() -> Result<Vec<Control>> {
     Ok(vec![
         Control::positive(
             "planted case where our sign-branched sampler must flip",
-            sign.iter().all(Row::flagged),
+            sign.iter().all(|r| r.flips > 0 && r.diverges_at.is_some()),
             format!("{case}: {}", detail(&sign)),
         ),
         Control::negative(
-            "planted case where our normalized sampler must not flip",
-            normalized.iter().all(|r| !r.flagged()),
-            format!("{case}: {}", detail(&normalized)),
+            "planted case where our subtractive sampler must not flip",
+            subtractive.iter().all(|r| !r.flagged()),
+            format!("{case}: {}", detail(&subtractive)),
+        ),
+        Control::positive(
+            "sign comparison on a sampler that is not the sign branch",
+            caught > 0,
+            format!("{case}: the planted subtractive sampler chooses differently from the sign branch on {caught} of {steps} steps"),
         ),
     ])
 }

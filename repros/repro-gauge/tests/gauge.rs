@@ -106,9 +106,16 @@ fn ledger_normalized_never_flips_through_a_real_chain() {
 #[test]
 fn flip_detector_fires_on_the_planted_case_and_not_on_a_gauge_free_sampler() {
     let run = |imp| {
-        shift::measure(&mut shift::planted_source(), imp, 1.3, &[-5.0, 5.0], 4)
-            .unwrap()
-            .0
+        shift::measure(
+            &mut shift::planted_source(),
+            imp,
+            1.3,
+            &[-5.0, 5.0],
+            4,
+            false,
+        )
+        .unwrap()
+        .0
     };
     let ours = run(Implementation::LedgerSign);
     assert!(ours
@@ -124,9 +131,22 @@ fn flip_detector_fires_on_the_planted_case_and_not_on_a_gauge_free_sampler() {
             .map(|r| (r.flips, r.diverges_at))
             .collect::<Vec<_>>()
     );
-    assert!(run(Implementation::LedgerNormalized)
-        .iter()
-        .all(|r| r.flips == 0 && r.diverges_at.is_none()));
+    for gauge_free in [
+        Implementation::LedgerNormalized,
+        Implementation::PlantedSubtractive,
+    ] {
+        assert!(run(gauge_free)
+            .iter()
+            .all(|r| r.flips == 0 && r.diverges_at.is_none()));
+    }
+    // The sign comparison catches a sampler that is not the sign branch, and passes ours.
+    let compared = |imp| {
+        shift::measure(&mut shift::planted_source(), imp, 1.3, &[5.0], 4, true)
+            .unwrap()
+            .1
+    };
+    assert!(compared(Implementation::PlantedSubtractive) > 0);
+    assert_eq!(compared(Implementation::LedgerSign), 0);
     assert!(shift::planted_controls().unwrap().iter().all(|c| c.passed));
 }
 

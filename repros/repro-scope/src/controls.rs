@@ -1,11 +1,15 @@
 //! The divergence detector's controls on one prompt, decoded through the same path as every
-//! scope: a planted scope that drops one id `all` penalizes (chosen where that id decides a
-//! choice, so the detector must flag exactly that step) and a planted scope identical to `all`
-//! (collected by separate code, so the detector must never flag it).
+//! scope: a planted scope that drops one id `all` penalizes, chosen where that id decides a
+//! choice (the detector must flag exactly that step), and a planted scope that drops a seen id
+//! whose unpenalized logit never reaches the chosen one (its penalized logits differ from
+//! `all`'s at every step, its choices never do: the detector must never flag it). And the twin
+//! comparison's own positive control: llama.cpp's penalties with theta one f32 step off must be
+//! caught beside `all`.
 
 use crate::decode::{Decoder, Trajectory};
 use crate::scope::{PlantedScope, ScopeSpec};
 use anyhow::Result;
+use oracle::scope::Scope;
 use oracle::TokenId;
 use report::Control;
 use serde_json::{json, Value};
@@ -15,7 +19,9 @@ pub struct PlantedRuns {
     /// Where the dropped id decides a choice along `all`, if any id ever does.
     pub mattering: Option<(usize, TokenId)>,
     pub drop_one: Option<Trajectory>,
-    pub same_as_all: Trajectory,
+    /// The quiet id `all` found, and the scope without it.
+    pub quiet: Option<TokenId>,
+    pub drop_quiet: Option<Trajectory>,
 }
 
 impl PlantedRuns {
@@ -29,15 +35,19 @@ impl PlantedRuns {
             )?),
             None => None,
         };
-        let same_as_all = dec.greedy(
-            ScopeSpec::Planted(PlantedScope::SameAsAll),
-            max_new,
-            Some(all),
-        )?;
+        let drop_quiet = match all.quiet_id {
+            Some(id) => Some(dec.greedy(
+                ScopeSpec::Planted(PlantedScope::DropQuiet(id)),
+                max_new,
+                Some(all),
+            )?),
+            None => None,
+        };
         Ok(PlantedRuns {
             mattering: all.first_mattering,
             drop_one,
-            same_as_all,
+            quiet: all.quiet_id,
+            drop_quiet,
         })
     }
 
@@ -51,9 +61,11 @@ impl PlantedRuns {
         }
     }
 
-    /// The detector never flagged the scope identical to `all`.
-    pub fn same_quiet(&self) -> bool {
-        self.same_as_all.divergence.is_none()
+    /// The detector never flagged the scope without the quiet id.
+    pub fn quiet_unflagged(&self) -> bool {
+        self.drop_quiet
+            .as_ref()
+            .is_some_and(|t| t.divergence.is_none())
     }
 
     pub fn drop_one_detail(&self) -> String {
@@ -68,13 +80,17 @@ impl PlantedRuns {
         }
     }
 
-    pub fn same_detail(&self) -> String {
-        match &self.same_as_all.divergence {
-            None => format!(
-                "identical to all for all {} tokens",
-                self.same_as_all.tokens.len()
+    pub fn quiet_detail(&self) -> String {
+        match (&self.quiet, &self.drop_quiet) {
+            (Some(id), Some(t)) => format!(
+                "prompt id {id} never reaches all's choice; the planted scope without it {}",
+                t.divergence.as_ref().map_or(
+                    format!("matches all for all {} tokens", t.tokens.len()),
+                    |d| format!("diverges at {}", d.describe())
+                )
             ),
-            Some(d) => format!("diverges at {}", d.describe()),
+            _ => "no prompt id stays below all's choice at every step, so no quiet scope exists"
+                .to_string(),
         }
     }
 
@@ -86,9 +102,10 @@ impl PlantedRuns {
                 "divergence": self.drop_one.as_ref().and_then(|t| t.divergence.as_ref()).map(|d| d.to_json()),
                 "flagged": self.drop_one_flagged(),
             },
-            "same_as_all": {
-                "divergence": self.same_as_all.divergence.as_ref().map(|d| d.to_json()),
-                "quiet": self.same_quiet(),
+            "drop_quiet": {
+                "id": self.quiet.map(|q| q.0),
+                "divergence": self.drop_quiet.as_ref().and_then(|t| t.divergence.as_ref()).map(|d| d.to_json()),
+                "unflagged": self.quiet_unflagged(),
             },
         })
     }
@@ -112,17 +129,19 @@ pub fn planted_controls<'a>(
             detail(PlantedRuns::drop_one_detail),
         ),
         Control::negative(
-            "planted scope identical to all",
-            runs.iter().all(|(_, r)| r.same_quiet()),
-            detail(PlantedRuns::same_detail),
+            "planted scope that drops one seen id that never decides",
+            runs.iter().all(|(_, r)| r.quiet_unflagged()),
+            detail(PlantedRuns::quiet_detail),
         ),
     ]
 }
 
 /// llama.cpp against the oracle: the penalty bit for bit at every step of every scope with a
-/// twin, and the greedy rule, totalled over `trajectories`.
+/// twin (with its planted positive control), and the greedy rule where `llama:N` ran, totalled
+/// over `trajectories`.
 pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>) -> Vec<Control> {
     let (mut steps, mut mismatches, mut greedy_steps, mut greedy_mismatches) = (0, 0, 0, 0);
+    let (mut planted_steps, mut planted_caught) = (0, 0);
     for t in trajectories {
         steps += t.checks.twin_steps;
         mismatches += t.checks.twin_mismatches;
@@ -130,26 +149,37 @@ pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>)
             greedy_steps += t.checks.steps;
             greedy_mismatches += t.checks.greedy_mismatches;
         }
+        if t.scope == ScopeSpec::Oracle(Scope::All) {
+            planted_steps += t.checks.steps;
+            planted_caught += t.checks.planted_twin_mismatches;
+        }
     }
-    vec![
+    let mut c = vec![
         Control::oracle_check(
             "llama.cpp's penalties = the oracle's scope penalty, bit for bit",
             steps > 0 && mismatches == 0,
             format!("{mismatches} of {steps} steps differ in some logit (all, N, gen:N and llama:N, every prompt)"),
         ),
-        Control::oracle_check(
+        Control::positive(
+            "twin comparison on llama.cpp's penalties with theta one f32 step higher",
+            planted_caught > 0,
+            format!("beside all: {planted_caught} of {planted_steps} steps caught"),
+        ),
+    ];
+    if greedy_steps > 0 {
+        c.push(Control::oracle_check(
             "llama.cpp's greedy = the first maximum",
             greedy_mismatches == 0,
             format!("{greedy_mismatches} of {greedy_steps} llama:N steps differ"),
-        ),
-    ]
+        ));
+    }
+    c
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::decode::{StepChecks, Stop};
-    use oracle::scope::Scope;
 
     fn trajectory(scope: ScopeSpec) -> Trajectory {
         Trajectory {
@@ -159,6 +189,7 @@ mod tests {
             checks: StepChecks::default(),
             divergence: None,
             first_mattering: None,
+            quiet_id: None,
         }
     }
 
@@ -169,7 +200,10 @@ mod tests {
         let runs = PlantedRuns {
             mattering: None,
             drop_one: None,
-            same_as_all: trajectory(ScopeSpec::Planted(PlantedScope::SameAsAll)),
+            quiet: Some(TokenId(5)),
+            drop_quiet: Some(trajectory(ScopeSpec::Planted(PlantedScope::DropQuiet(
+                TokenId(5),
+            )))),
         };
         let c = planted_controls([("short", &runs)]);
         assert!(!c[0].passed);

@@ -36,6 +36,9 @@ pub struct StepChecks {
     pub twin_mismatches: usize,
     /// `llama:N` only: steps where llama.cpp's greedy choice was not the first maximum.
     pub greedy_mismatches: usize,
+    /// `all` only: steps where a planted twin, llama.cpp's penalties with theta one f32 step
+    /// higher, differs from the oracle (the positive control of the twin comparison).
+    pub planted_twin_mismatches: usize,
 }
 
 /// One id that decides a divergence: in one scope's penalized set and not the other's.
@@ -125,6 +128,10 @@ pub struct Trajectory {
     /// `all` only: the first step at which unpenalizing one seen id would change the choice,
     /// and that id (the largest raw logit among them, smallest id on a tie).
     pub first_mattering: Option<(usize, TokenId)>,
+    /// `all` only: a prompt id with a non-zero raw logit at the first step whose unpenalized
+    /// logit never reaches the chosen one at any step, so dropping it changes logits but never
+    /// a choice (the smallest such id).
+    pub quiet_id: Option<TokenId>,
 }
 
 impl Trajectory {
@@ -169,13 +176,7 @@ pub fn ids_of(scope: ScopeSpec, prompt: &[TokenId], generated: &[TokenId]) -> BT
     match scope {
         ScopeSpec::Oracle(s) => penalized_ids(s, prompt, generated),
         ScopeSpec::Llama(n) => penalized_ids(Scope::Last(n), prompt, generated),
-        ScopeSpec::Planted(PlantedScope::SameAsAll) => {
-            // Written apart from `penalized_ids`: the prompt's ids joined with the generated ones.
-            let mut ids: BTreeSet<TokenId> = prompt.iter().copied().collect();
-            ids.extend(generated.iter().copied());
-            ids
-        }
-        ScopeSpec::Planted(PlantedScope::DropOne(d)) => {
+        ScopeSpec::Planted(PlantedScope::DropOne(d) | PlantedScope::DropQuiet(d)) => {
             let mut ids = penalized_ids(Scope::All, prompt, generated);
             ids.remove(&d);
             ids
@@ -208,6 +209,22 @@ fn mattering_id(raw: &[f32], z: &[f32], ids: &BTreeSet<TokenId>) -> Option<Token
                 .total_cmp(&raw[y.0 as usize])
                 .then(y.cmp(x))
         })
+}
+
+/// Seen ids (other than the choice) whose unpenalized logit reaches the chosen one's: lifting
+/// the penalty from any of them could change the choice or tie it.
+fn reaching_ids(raw: &[f32], z: &[f32], ids: &BTreeSet<TokenId>) -> Vec<TokenId> {
+    let a = argmax(z);
+    let top = z[a.0 as usize];
+    ids.iter()
+        .copied()
+        .filter(|&d| d != a && raw[d.0 as usize] >= top)
+        .collect()
+}
+
+/// The next f32 above `x` (for `x` > 0).
+fn next_up(x: f32) -> f32 {
+    f32::from_bits(x.to_bits() + 1)
 }
 
 /// A session and a theta, shared by every trajectory of one run.
@@ -281,6 +298,23 @@ impl Decoder {
             }
             None => None,
         };
+        // Beside `all`: the planted twin, and what the planted scopes need.
+        let is_all = scope == ScopeSpec::Oracle(Scope::All);
+        let mut planted_twin = if is_all {
+            let mut s = llama_penalties(
+                &self.model,
+                self.prompt.len() + self.max_new,
+                next_up(self.theta),
+            )?;
+            for &t in &self.prompt {
+                s.accept(t)?;
+            }
+            Some(s)
+        } else {
+            None
+        };
+        let mut reached: BTreeSet<TokenId> = BTreeSet::new();
+        let mut nonzero_at_start: Vec<TokenId> = Vec::new();
         let mut divergence = None;
         let mut first_mattering = None;
         let (prompt, theta) = (&self.prompt, self.theta);
@@ -309,8 +343,23 @@ impl Decoder {
                 }
                 (_, None) => argmax(&z),
             };
-            if scope == ScopeSpec::Oracle(Scope::All) && first_mattering.is_none() {
-                first_mattering = mattering_id(raw, &z, &ids).map(|d| (tokens.len(), d));
+            if is_all {
+                if first_mattering.is_none() {
+                    first_mattering = mattering_id(raw, &z, &ids).map(|d| (tokens.len(), d));
+                }
+                reached.extend(reaching_ids(raw, &z, &ids));
+                if tokens.is_empty() {
+                    nonzero_at_start = prompt
+                        .iter()
+                        .copied()
+                        .filter(|t| raw[t.0 as usize] != 0.0)
+                        .collect();
+                }
+            }
+            if let Some(p) = planted_twin.as_mut() {
+                checks.planted_twin_mismatches +=
+                    usize::from(count_changed(&p.apply_in_id_order(raw)?, &z) != 0);
+                p.accept(next)?;
             }
             if let Some(r) = reference {
                 let t = tokens.len();
@@ -352,6 +401,10 @@ impl Decoder {
             }
             Ok(next)
         })?;
+        let quiet_id = nonzero_at_start
+            .into_iter()
+            .filter(|t| !reached.contains(t) && !tokens.contains(t))
+            .min();
         Ok(Trajectory {
             scope,
             tokens,
@@ -359,6 +412,57 @@ impl Decoder {
             checks,
             divergence,
             first_mattering,
+            quiet_id: if is_all { quiet_id } else { None },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn divergence(margin_reference: f32, margin_scope: f32, caused: bool) -> Divergence {
+        Divergence {
+            step: 3,
+            reference_token: TokenId(1),
+            token: TokenId(2),
+            margin_reference,
+            margin_scope,
+            symmetric_difference: 1,
+            causes: if caused {
+                vec![Cause {
+                    id: TokenId(2),
+                    raw: 2.0,
+                    under_reference: 1.0,
+                    under_scope: 2.0,
+                    penalized_by: "reference",
+                }]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// A divergence that rests on an exact tie, or that nothing in the symmetric difference
+    /// explains, is not decisive.
+    #[test]
+    fn ties_and_unexplained_divergences_are_not_decisive() {
+        assert!(divergence(0.5, 0.25, true).decisive());
+        assert!(!divergence(0.0, 0.25, true).decisive());
+        assert!(!divergence(0.5, 0.0, true).decisive());
+        assert!(!divergence(0.5, 0.25, false).decisive());
+    }
+
+    #[test]
+    fn margins_and_deciding_ids() {
+        assert_eq!(top2_margin(&[1.0, 3.0, 2.5]), 0.5);
+        assert_eq!(top2_margin(&[2.0, 2.0]), 0.0);
+        let raw = [4.0, 3.0, 1.0];
+        let z = [2.0, 3.0 / 1.3, 1.0];
+        let ids: BTreeSet<TokenId> = [TokenId(0), TokenId(2)].into_iter().collect();
+        // Chosen: id 1 (2.31); id 0 unpenalized (4.0) would beat it, id 2 (1.0) never.
+        assert_eq!(mattering_id(&raw, &z, &ids), Some(TokenId(0)));
+        assert_eq!(reaching_ids(&raw, &z, &ids), vec![TokenId(0)]);
+        assert!(next_up(1.3) > 1.3);
     }
 }

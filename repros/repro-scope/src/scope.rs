@@ -8,10 +8,11 @@ use oracle::TokenId;
 /// A scope written to test the divergence detector, not to model any stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PlantedScope {
-    /// Every id `all` penalizes except one: must be flagged where that id decides a choice.
+    /// Every id `all` penalizes except one that decides a choice: must be flagged there.
     DropOne(TokenId),
-    /// The same ids as `all`, collected by separate code: must never be flagged.
-    SameAsAll,
+    /// Every id `all` penalizes except one that never reaches the chosen logit: the penalized
+    /// logits differ from `all`'s, the choices never do, so it must never be flagged.
+    DropQuiet(TokenId),
 }
 
 /// One penalty scope as the command line names it.
@@ -66,7 +67,9 @@ impl std::fmt::Display for ScopeSpec {
             ScopeSpec::Oracle(Scope::Generated(n)) => write!(f, "gen:{n}"),
             ScopeSpec::Llama(n) => write!(f, "llama:{n}"),
             ScopeSpec::Planted(PlantedScope::DropOne(id)) => write!(f, "planted:all-without-{id}"),
-            ScopeSpec::Planted(PlantedScope::SameAsAll) => write!(f, "planted:same-as-all"),
+            ScopeSpec::Planted(PlantedScope::DropQuiet(id)) => {
+                write!(f, "planted:all-without-quiet-{id}")
+            }
         }
     }
 }

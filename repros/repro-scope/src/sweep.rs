@@ -75,7 +75,7 @@ impl PromptRow {
             .iter()
             .all(|t| t.checks.twin_mismatches == 0)
             && self.planted.drop_one_flagged()
-            && self.planted.same_quiet()
+            && self.planted.quiet_unflagged()
     }
 }
 

@@ -200,7 +200,12 @@ fn divergence_detector_flags_a_planted_dropped_id_and_not_a_copy_of_all() {
     let (step, id) = all.first_mattering.expect("some seen id decides a step");
     let planted = PlantedRuns::run(&mut dec, &all, 48).unwrap();
     assert!(planted.drop_one_flagged(), "{}", planted.drop_one_detail());
-    assert!(planted.same_quiet(), "{}", planted.same_detail());
+    assert!(planted.quiet_unflagged(), "{}", planted.quiet_detail());
+    // The quiet scope really differs from all: its penalized logits are not all's.
+    let quiet = planted.quiet.expect("a prompt id stays below the choice");
+    assert!(dec.prompt.contains(&quiet));
+    // The twin comparison caught the planted one-step-off theta beside all.
+    assert!(all.checks.planted_twin_mismatches > 0);
     let d = planted.drop_one.unwrap().divergence.unwrap();
     assert_eq!((d.step, d.token), (step, id));
     assert_eq!(d.causes.len(), 1);

@@ -253,7 +253,7 @@ impl Audit {
         out.push_str("published chain:\n");
         out.push_str(&chain::to_text(&self.published, &self.published_report));
         out.push_str(&format!(
-            "with sorted_guard (ledger crate) before each flag-reading stage: {}\n",
+            "with sorted_guard (ledger crate) before each flag-reading stage, measured: {} (judged in the sortpoison-guard report)\n",
             self.guard_measured()
         ));
         out

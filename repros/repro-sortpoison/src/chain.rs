@@ -1,7 +1,7 @@
 //! One chain of built-in samplers, run twice: through llama.cpp's real chain API and through
 //! the oracle's composition of the same stages on the true multiset.
 
-use crate::planted::{ShadowRule, ShadowTruncator};
+use crate::planted::{ShadowBias, ShadowRule, ShadowTruncator};
 use crate::stage::StageDef;
 use anyhow::{ensure, Context, Result};
 use oracle::truncation::{compose, Pool};
@@ -246,7 +246,7 @@ pub fn to_json(case: &ChainCase, r: &ChainReport) -> Value {
             "really_sorted": t.really_sorted,
         })).collect::<Vec<_>>(),
         "knife_edges": r.knife_edges,
-        "chain_verdict": r.verdict.as_str(),
+        "chain_comparison": r.verdict.as_str(),
     })
 }
 
@@ -279,23 +279,37 @@ pub fn to_text(case: &ChainCase, r: &ChainReport) -> String {
     for e in &r.knife_edges {
         out.push_str(&format!("  knife edge: {e}\n"));
     }
-    out.push_str(&format!("  chain verdict: {}\n", r.verdict));
+    out.push_str(&format!(
+        "  chain comparison (before controls): {}\n",
+        r.verdict
+    ));
     out
 }
 
-/// The published chain with its truncator replaced by a planted shadow top_p.
+/// The published chain's shape built only from planted Rust stages: a top_k that sorts, a
+/// logit_bias that leaves the flag alone, and a top_p that does or does not trust the flag.
+/// No llama.cpp stage takes part, so the controls do not depend on the subject's behaviour.
 pub fn shadow_published(trusts_flag: bool) -> ChainCase {
     let mut case = crate::cli::published();
-    let last = case.stages.len() - 1;
-    case.stages[last] = StageDef::Shadow(ShadowTruncator {
-        rule: ShadowRule::TopP { p: 0.8 },
-        trusts_flag,
-    });
+    case.stages = vec![
+        StageDef::Shadow(ShadowTruncator {
+            rule: ShadowRule::TopK { k: 4 },
+            trusts_flag: false,
+        }),
+        StageDef::ShadowBias(ShadowBias {
+            id: TokenId(3),
+            bias: 6.0,
+        }),
+        StageDef::Shadow(ShadowTruncator {
+            rule: ShadowRule::TopP { p: 0.8 },
+            trusts_flag,
+        }),
+    ];
     case
 }
 
-/// The chain comparison's controls: the published chain ending in a planted top_p that trusts
-/// the flag must be `present`; the same chain ending in one that sorts must be `absent`.
+/// The chain comparison's controls: the planted chain ending in a top_p that trusts the flag
+/// must be `present`; the same chain ending in one that sorts must be `absent`.
 pub fn controls() -> Result<Vec<Control>> {
     let trusting = shadow_published(true);
     let honest = shadow_published(false);
@@ -311,12 +325,12 @@ pub fn controls() -> Result<Vec<Control>> {
     };
     Ok(vec![
         Control::positive(
-            "chain comparison on a planted top_p that trusts the flag",
+            "chain comparison on a planted chain whose top_p trusts the flag",
             t.verdict == Verdict::Present,
             detail(&trusting, &t),
         ),
         Control::negative(
-            "chain comparison on a planted top_p that always sorts",
+            "chain comparison on a planted chain whose top_p always sorts",
             h.verdict == Verdict::Absent,
             detail(&honest, &h),
         ),
@@ -326,8 +340,14 @@ pub fn controls() -> Result<Vec<Control>> {
 /// The verdict's name.
 pub const NAME: &str = "stale-sorted-truncation";
 
-/// One chain's report: its verdict under the chain comparison's controls.
-pub fn report(case: &ChainCase, r: &ChainReport, build: &BuildInfo) -> Result<Report> {
+/// One chain's report: its verdict under `controls` (the chain comparison's, and the oracle
+/// gate on the chain's own stages: see `cli`).
+pub fn report(
+    case: &ChainCase,
+    r: &ChainReport,
+    build: &BuildInfo,
+    controls: Vec<Control>,
+) -> Result<Report> {
     let evidence = format!(
         "{} keeps {} (oracle {}, flag {})",
         case.command(),
@@ -339,7 +359,7 @@ pub fn report(case: &ChainCase, r: &ChainReport, build: &BuildInfo) -> Result<Re
         build.report_subject(crate::FINDING, NAME),
         r.verdict,
         evidence,
-        controls()?,
+        controls,
     )
     .with_body(to_json(case, r))
     .with_text(to_text(case, r)))

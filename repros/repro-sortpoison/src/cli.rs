@@ -2,6 +2,7 @@
 
 use crate::audit;
 use crate::chain::{self, ChainCase};
+use crate::fuzz;
 use crate::stage::StageDef;
 use anyhow::{ensure, Context, Result};
 use clap::Parser;
@@ -75,6 +76,9 @@ fn parse_history(text: &str) -> Result<Vec<TokenId>> {
         .collect()
 }
 
+/// Random honest-flag inputs per stage for the oracle gate of a single chain.
+pub const CHAIN_GATE_INPUTS: usize = 200;
+
 /// The published chain: `top_k(4) -> logit_bias(+6 @ 3) -> top_p(0.8)` on 4..-3.
 pub fn published() -> ChainCase {
     ChainCase {
@@ -145,7 +149,20 @@ fn render(report: &report::Report, json: bool) -> String {
 fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<String> {
     if !args.audit {
         let r = chain::run(case)?;
-        return Ok(render(&chain::report(case, &r, build)?, args.json));
+        let mut controls = chain::controls()?;
+        let gate = fuzz::chain_gate(case, fuzz::ORACLE_CHECK_SEED, CHAIN_GATE_INPUTS)?;
+        controls.insert(
+            0,
+            report::Control::oracle_check(
+                "oracle gate on this chain's stages",
+                gate.passed(),
+                gate.summary(),
+            ),
+        );
+        return Ok(render(
+            &chain::report(case, &r, build, controls)?,
+            args.json,
+        ));
     }
     let vocab_path = args
         .vocab_model

@@ -130,6 +130,7 @@ pub fn role(stage: &StageDef, last: bool) -> &'static str {
         StageDef::Temp { .. } | StageDef::TempExt { .. } | StageDef::TopNSigma { .. } => "monotone",
         StageDef::Greedy => "selector",
         StageDef::SortedGuard => "guard",
+        StageDef::ShadowBias(_) => "injector",
         StageDef::Shadow(_) if last => "truncator",
         StageDef::Shadow(_) => "sorter",
     }
@@ -533,13 +534,7 @@ pub const ORACLE_CHECK_SEED: u64 = 0x0AC1E;
 /// `oracle`, and compares the survivor sets and every surviving logit.
 pub fn oracle_check(seed: u64, inputs: usize, oracle: &OracleFn) -> Result<OracleCheck> {
     let mut rng = Rng::new(seed);
-    let mut out = OracleCheck {
-        seed,
-        inputs: 0,
-        knife_edges: 0,
-        per_stage: BTreeMap::new(),
-        mismatches: Vec::new(),
-    };
+    let mut out = OracleCheck::empty(seed);
     for _ in 0..inputs {
         let n = rng.range(1, 24) as usize;
         let logits = random_logits(&mut rng, n);
@@ -549,17 +544,70 @@ pub fn oracle_check(seed: u64, inputs: usize, oracle: &OracleFn) -> Result<Oracl
             .collect();
         let mut order: Vec<usize> = (0..n).collect();
         rng.shuffle(&mut order);
-        out.inputs += 1;
-        let tally = out.per_stage.entry(stage.name()).or_default();
-        tally.inputs += 1;
-        let step = oracle(&stage.oracle(&history), &Pool::from_logits(&logits));
-        if step.edge.is_some() {
-            out.knife_edges += 1;
+        out.check(&stage, &history, &logits, &order, oracle)?;
+    }
+    Ok(out)
+}
+
+/// The same gate for one chain's own stages, at its own parameters and history: `per_stage`
+/// random arrays as long as the chain's logits, in random order, honest flag.
+pub fn chain_gate(case: &ChainCase, seed: u64, per_stage: usize) -> Result<OracleCheck> {
+    let mut rng = Rng::new(seed);
+    let mut out = OracleCheck::empty(seed);
+    let n = case.logits.len();
+    let mut seen = Vec::new();
+    for stage in &case.stages {
+        if seen.contains(stage) {
             continue;
+        }
+        seen.push(stage.clone());
+        for _ in 0..per_stage {
+            // Distinct quarter-integer logits from a grid wide enough for `n` of them.
+            let half = 24.max(n as i64);
+            let mut grid: Vec<i64> = (-half..=half).collect();
+            rng.shuffle(&mut grid);
+            let logits: Vec<f32> = grid[..n].iter().map(|&q| q as f32 / 4.0).collect();
+            let mut order: Vec<usize> = (0..n).collect();
+            rng.shuffle(&mut order);
+            out.check(stage, &case.history, &logits, &order, &real_oracle)?;
+        }
+    }
+    Ok(out)
+}
+
+impl OracleCheck {
+    fn empty(seed: u64) -> OracleCheck {
+        OracleCheck {
+            seed,
+            inputs: 0,
+            knife_edges: 0,
+            per_stage: BTreeMap::new(),
+            mismatches: Vec::new(),
+        }
+    }
+
+    /// One input: the stage through llama.cpp (honest flag, `order`) and through `oracle`;
+    /// survivor sets and every surviving logit compared.
+    fn check(
+        &mut self,
+        stage: &StageDef,
+        history: &[TokenId],
+        logits: &[f32],
+        order: &[usize],
+        oracle: &OracleFn,
+    ) -> Result<()> {
+        let n = logits.len();
+        self.inputs += 1;
+        let tally = self.per_stage.entry(stage.name()).or_default();
+        tally.inputs += 1;
+        let step = oracle(&stage.oracle(history), &Pool::from_logits(logits));
+        if step.edge.is_some() {
+            self.knife_edges += 1;
+            return Ok(());
         }
         let mut s = stage.build(n as i32)?;
         if matches!(stage, StageDef::Penalties { .. }) {
-            for &id in &history {
+            for &id in history {
                 s.accept(id)?;
             }
         }
@@ -578,15 +626,15 @@ pub fn oracle_check(seed: u64, inputs: usize, oracle: &OracleFn) -> Result<Oracl
                 .join(" ")
         };
         if subject != want {
-            out.mismatches.push(GateMismatch {
+            self.mismatches.push(GateMismatch {
                 stage: stage.to_string(),
                 array: array(),
                 kind: "set",
                 detail: format!("subject keeps {subject:?}, oracle {want:?}"),
             });
-            continue;
+            return Ok(());
         }
-        let bound = ulp_bound(&stage, n);
+        let bound = ulp_bound(stage, n);
         for e in step
             .pool
             .entries()
@@ -598,7 +646,7 @@ pub fn oracle_check(seed: u64, inputs: usize, oracle: &OracleFn) -> Result<Oracl
             tally.values += 1;
             tally.max_ulps = tally.max_ulps.max(d);
             if d > bound {
-                out.mismatches.push(GateMismatch {
+                self.mismatches.push(GateMismatch {
                     stage: stage.to_string(),
                     array: array(),
                     kind: "value",
@@ -610,8 +658,8 @@ pub fn oracle_check(seed: u64, inputs: usize, oracle: &OracleFn) -> Result<Oracl
                 break;
             }
         }
+        Ok(())
     }
-    Ok(out)
 }
 
 /// Ids left in the array with a logit above `-inf`, ascending.

@@ -4,6 +4,7 @@
 //! cannot fire, or fires on sound code, shows up as a failed control.
 
 use oracle::truncation::{self, Pool, Stage, Step};
+use oracle::TokenId;
 use std::ffi::CStr;
 use subject::{ArrayView, CustomSampler};
 
@@ -66,6 +67,33 @@ impl CustomSampler for ShadowTruncator {
             }
         };
         view.truncate(keep);
+    }
+
+    fn clone_sampler(&self) -> Box<dyn CustomSampler> {
+        Box::new(*self)
+    }
+}
+
+/// logit_bias written from scratch: adds `bias` to `id` and leaves the `sorted` flag as it
+/// found it (as llama.cpp's logit_bias does). The planted chain controls use it so that they
+/// rest on no llama.cpp stage at all.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShadowBias {
+    pub id: TokenId,
+    pub bias: f32,
+}
+
+impl CustomSampler for ShadowBias {
+    fn name(&self) -> &'static CStr {
+        c"shadow-logit-bias"
+    }
+
+    fn apply(&mut self, view: &mut ArrayView<'_>) {
+        for i in 0..view.len() {
+            if view.id(i) == self.id {
+                view.set_logit(i, view.logit(i) + self.bias);
+            }
+        }
     }
 
     fn clone_sampler(&self) -> Box<dyn CustomSampler> {

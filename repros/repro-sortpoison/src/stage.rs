@@ -7,12 +7,13 @@
 //! `top_n_sigma=N`, `logit_bias=ID:BIAS[/ID:BIAS...]`, `penalties=LAST_N:REPEAT[:FREQ[:PRESENT]]`
 //! (counts come from `--history`), `greedy`. `MIN_KEEP` defaults to 1.
 //!
-//! Two planted stages exist for the controls (see [`crate::planted`]), and can be named on the
+//! Planted stages exist for the controls (see [`crate::planted`]) and can be named on the
 //! command line to rerun a control: `shadow_top_k=K:trusting|honest` and
 //! `shadow_top_p=P:trusting|honest`, Rust truncators that do (trusting) or do not (honest) rely
-//! on the `sorted` flag. The oracle reads them as `top_k` and `top_p`.
+//! on the `sorted` flag, and `shadow_logit_bias=ID:BIAS`, a Rust logit_bias that leaves the flag
+//! alone. The oracle reads them as `top_k`, `top_p` and `logit_bias`.
 
-use crate::planted::{ShadowRule, ShadowTruncator};
+use crate::planted::{ShadowBias, ShadowRule, ShadowTruncator};
 use anyhow::{bail, ensure, Context, Result};
 use oracle::penalty::PenaltyParams;
 use oracle::truncation::Stage as OracleStage;
@@ -36,6 +37,7 @@ pub const STAGE_NAMES: &[&str] = &[
     "sorted_guard",
     "shadow_top_k",
     "shadow_top_p",
+    "shadow_logit_bias",
 ];
 
 /// Smallest positive temperature accepted: with logits within +-1e4 no chain overflows f32.
@@ -102,6 +104,8 @@ pub enum StageDef {
     SortedGuard,
     /// A planted Rust truncator (a control, not a subject).
     Shadow(ShadowTruncator),
+    /// A planted Rust logit_bias (a control, not a subject).
+    ShadowBias(ShadowBias),
 }
 
 fn number(name: &str, text: &str) -> Result<f32> {
@@ -182,6 +186,23 @@ impl StageDef {
         }
         ensure!(!args.is_empty(), "stage '{name}' needs a value: {name}=...");
         Ok(match name {
+            "shadow_logit_bias" => {
+                let f = fields(name, args, 2, 2)?;
+                let id: i32 = f[0].trim().parse().map_err(|_| {
+                    anyhow::anyhow!("shadow_logit_bias: '{}' is not a token id", f[0])
+                })?;
+                ensure!(id >= 0, "shadow_logit_bias: token id {id} is negative");
+                let bias = number("shadow_logit_bias bias", f[1])?;
+                ensure!(
+                    bias.abs() <= crate::chain::LOGIT_LIMIT,
+                    "shadow_logit_bias: bias {bias} is outside +-{}",
+                    crate::chain::LOGIT_LIMIT
+                );
+                StageDef::ShadowBias(ShadowBias {
+                    id: TokenId(id),
+                    bias,
+                })
+            }
             "shadow_top_k" | "shadow_top_p" => {
                 let f = fields(name, args, 2, 2)?;
                 let trusts_flag = match f[1].trim() {
@@ -325,6 +346,13 @@ impl StageDef {
 
     /// Checks the ids this stage names against the number of logits.
     pub fn check_ids(&self, n_logits: usize) -> Result<()> {
+        if let StageDef::ShadowBias(b) = self {
+            ensure!(
+                (b.id.0 as usize) < n_logits,
+                "shadow_logit_bias: id {} is out of range (--logits has {n_logits} entries)",
+                b.id
+            );
+        }
         if let StageDef::LogitBias { biases } = self {
             for (id, _) in biases {
                 ensure!(
@@ -360,6 +388,7 @@ impl StageDef {
                 rule: ShadowRule::TopP { .. },
                 ..
             }) => "shadow_top_p",
+            StageDef::ShadowBias(_) => "shadow_logit_bias",
         }
     }
 
@@ -368,6 +397,7 @@ impl StageDef {
         match self {
             StageDef::SortedGuard => ledger::sorted_guard(),
             StageDef::Shadow(s) => Sampler::custom(*s),
+            StageDef::ShadowBias(b) => Sampler::custom(*b),
             builtin => builtin.subject(n_vocab).build(),
         }
     }
@@ -422,7 +452,7 @@ impl StageDef {
                 present: *present,
             },
             StageDef::Greedy => SamplerSpec::Greedy,
-            StageDef::SortedGuard | StageDef::Shadow(_) => {
+            StageDef::SortedGuard | StageDef::Shadow(_) | StageDef::ShadowBias(_) => {
                 unreachable!("the guard and the shadows are not built-in samplers")
             }
         }
@@ -484,6 +514,9 @@ impl StageDef {
                     k: i32::try_from(*k).unwrap_or(i32::MAX),
                 },
                 ShadowRule::TopP { p } => OracleStage::TopP { p: *p, min_keep: 1 },
+            },
+            StageDef::ShadowBias(b) => OracleStage::LogitBias {
+                biases: vec![(b.id, b.bias)],
             },
         }
     }
@@ -550,6 +583,10 @@ impl std::fmt::Display for StageDef {
                     ShadowRule::TopP { p } => write!(f, "shadow_top_p={p}:{how}"),
                 }
             }
+            StageDef::ShadowBias(b) => {
+                let sign = if b.bias >= 0.0 { "+" } else { "" };
+                write!(f, "shadow_logit_bias={}:{sign}{}", b.id, b.bias)
+            }
         }
     }
 }
@@ -573,6 +610,7 @@ mod tests {
             "min_p=0.05:3",
             "shadow_top_p=0.8:trusting",
             "shadow_top_k=2:honest",
+            "shadow_logit_bias=3:+6",
         ] {
             let s = StageDef::parse(text).unwrap();
             assert_eq!(s.to_string(), text);

@@ -28,7 +28,7 @@ fn published_chain_keeps_four_where_one_is_right() {
     assert_eq!(r.verdict, Verdict::Present);
     insta::assert_snapshot!(
         format!("published_chain_{}", slug()),
-        chain::report(&case, &r, &BuildInfo::current())
+        chain::report(&case, &r, &BuildInfo::current(), chain::controls().unwrap())
             .unwrap()
             .to_text()
     );
@@ -41,6 +41,13 @@ fn chain_comparison_flags_a_planted_truncator_that_trusts_the_flag() {
     let t = chain::run(&chain::shadow_published(true)).unwrap();
     assert_eq!(t.verdict, Verdict::Present);
     assert_eq!(t.subject.survivors, ids(&[0, 1, 2, 3]));
+    // No llama.cpp stage takes part in the planted chains.
+    for trusting in [true, false] {
+        assert!(chain::shadow_published(trusting)
+            .stages
+            .iter()
+            .all(|s| s.name().starts_with("shadow_")));
+    }
     let h = chain::run(&chain::shadow_published(false)).unwrap();
     assert_eq!(h.verdict, Verdict::Absent);
     assert!(chain::controls().unwrap().iter().all(|c| c.passed));
@@ -64,6 +71,18 @@ fn oracle_agrees_with_llama_cpp_on_honest_input() {
     }
     for stage in ["logit_bias", "penalties", "temp", "temp_ext"] {
         assert!(check.per_stage[stage].values > 0, "{stage}");
+    }
+}
+
+/// The single-chain gate runs the chain's own stages at their own parameters: it passes for
+/// the published chain and every stage shows up in it.
+#[test]
+fn single_chain_gate_covers_the_chains_stages() {
+    let case = cli::published();
+    let gate = fuzz::chain_gate(&case, 7, 50).unwrap();
+    assert!(gate.passed(), "{}", gate.to_text());
+    for stage in ["top_k", "logit_bias", "top_p"] {
+        assert_eq!(gate.per_stage[stage].inputs, 50, "{stage}");
     }
 }
 
