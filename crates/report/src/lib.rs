@@ -396,6 +396,15 @@ impl Report {
             + "\n"
     }
 
+    /// The JSON (`json`) or the text: what a repro prints.
+    pub fn render(&self, json: bool) -> String {
+        if json {
+            self.to_json_text()
+        } else {
+            self.to_text()
+        }
+    }
+
     /// Title, the finding's text, the controls, the rows, the evidence and the verdict line.
     pub fn to_text(&self) -> String {
         let s = &self.subject;

@@ -117,14 +117,6 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     })
 }
 
-fn render(report: &report::Report, json: bool) -> String {
-    if json {
-        report.to_json_text()
-    } else {
-        report.to_text()
-    }
-}
-
 fn run(args: &Args, scenario: &minimal::Scenario, build: &subject::BuildInfo) -> Result<String> {
     let cp = CountProbe::STANDARD;
     let kind = if args.sampler == "ledger" {
@@ -134,14 +126,11 @@ fn run(args: &Args, scenario: &minimal::Scenario, build: &subject::BuildInfo) ->
     };
     let exe = std::env::current_exe().context("locating this binary for the memcheck probe")?;
     if args.stateful {
-        return Ok(render(&stateful::run(&exe)?.report(), args.json));
+        return Ok(stateful::run(&exe)?.report().render(args.json));
     }
     if !args.audit {
         let outcome = minimal::run(scenario, cp, kind)?;
-        return Ok(render(
-            &minimal::report(scenario, &outcome, cp, kind, build)?,
-            args.json,
-        ));
+        return Ok(minimal::report(scenario, &outcome, cp, kind, build)?.render(args.json));
     }
     let audit = audit::run(cp, kind)?;
     eprintln!("{}", audit.timing_text());
@@ -164,5 +153,5 @@ fn run(args: &Args, scenario: &minimal::Scenario, build: &subject::BuildInfo) ->
         serde_json::to_string_pretty(&audit.timing_json())? + "\n",
     )
     .with_context(|| format!("writing {}", timing.display()))?;
-    Ok(render(&report, args.json))
+    Ok(report.render(args.json))
 }

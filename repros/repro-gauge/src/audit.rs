@@ -163,15 +163,11 @@ impl Audit {
     }
 
     fn text(&self) -> String {
-        let mut out = String::new();
-        for g in &self.gauge {
-            out.push_str(&g.to_text());
-            out.push('\n');
-        }
+        let mut parts: Vec<String> = self.gauge.iter().map(GaugeReport::to_text).collect();
         if !self.ledger() {
-            out.push_str(&self.json.to_text());
+            parts.push(self.json.to_text());
         }
-        out
+        parts.join("\n")
     }
 
     pub fn write(&self, dir: &Path) -> Result<()> {

@@ -146,9 +146,5 @@ fn execute(
     } else {
         audit::single_report(shift::run(&loaded[0], cfg)?, build)?
     };
-    Ok(if args.json {
-        report.to_json_text()
-    } else {
-        report.to_text()
-    })
+    Ok(report.render(args.json))
 }

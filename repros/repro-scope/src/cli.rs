@@ -108,9 +108,5 @@ fn execute(args: &Args, cfg: &RunConfig, m: &LoadedModel) -> Result<String> {
     } else {
         run::run(m, cfg)?.report()
     };
-    Ok(if args.json {
-        report.to_json_text()
-    } else {
-        report.to_text()
-    })
+    Ok(report.render(args.json))
 }

@@ -19,8 +19,8 @@ pub struct PlantedRuns {
     /// Where the dropped id decides a choice along `all`, if any id ever does.
     pub mattering: Option<(usize, TokenId)>,
     pub drop_one: Option<Trajectory>,
-    /// The quiet id `all` found, and the scope without it.
-    pub quiet: Option<TokenId>,
+    /// The quiet id `all` found with its closest approach to the choice, and the scope without it.
+    pub quiet: Option<(TokenId, f32)>,
     pub drop_quiet: Option<Trajectory>,
 }
 
@@ -36,7 +36,7 @@ impl PlantedRuns {
             None => None,
         };
         let drop_quiet = match all.quiet_id {
-            Some(id) => Some(dec.greedy(
+            Some((id, _)) => Some(dec.greedy(
                 ScopeSpec::Planted(PlantedScope::DropQuiet(id)),
                 max_new,
                 Some(all),
@@ -82,8 +82,9 @@ impl PlantedRuns {
 
     pub fn quiet_detail(&self) -> String {
         match (&self.quiet, &self.drop_quiet) {
-            (Some(id), Some(t)) => format!(
-                "prompt id {id} never reaches all's choice; the planted scope without it {}",
+            (Some((id, gap)), Some(t)) => format!(
+                "prompt id {id} comes within {} of all's choice but never reaches it; the planted scope without it {}",
+                -gap,
                 t.divergence.as_ref().map_or(
                     format!("matches all for all {} tokens", t.tokens.len()),
                     |d| format!("diverges at {}", d.describe())
@@ -103,7 +104,8 @@ impl PlantedRuns {
                 "flagged": self.drop_one_flagged(),
             },
             "drop_quiet": {
-                "id": self.quiet.map(|q| q.0),
+                "id": self.quiet.map(|q| q.0 .0),
+                "closest_gap_below_choice": self.quiet.map(|q| -q.1),
                 "divergence": self.drop_quiet.as_ref().and_then(|t| t.divergence.as_ref()).map(|d| d.to_json()),
                 "unflagged": self.quiet_unflagged(),
             },
@@ -116,22 +118,37 @@ pub fn planted_controls<'a>(
     runs: impl IntoIterator<Item = (&'a str, &'a PlantedRuns)>,
 ) -> Vec<Control> {
     let runs: Vec<(&str, &PlantedRuns)> = runs.into_iter().collect();
-    let detail = |f: fn(&PlantedRuns) -> String| {
-        runs.iter()
-            .map(|(label, r)| format!("[{label}] {}", f(r)))
-            .collect::<Vec<_>>()
-            .join("; ")
+    // The rule over every prompt, the first prompt's case, and every prompt that broke it
+    // (each prompt's full record is in the report's data).
+    let detail = |ok: fn(&PlantedRuns) -> bool, f: fn(&PlantedRuns) -> String, rule: &str| {
+        let held = runs.iter().filter(|(_, r)| ok(r)).count();
+        let mut d = format!("{held} of {} prompts {rule}", runs.len());
+        if let Some((label, r)) = runs.first() {
+            d += &format!("; [{label}] {}", f(r));
+        }
+        for (label, r) in runs.iter().skip(1).filter(|(_, r)| !ok(r)) {
+            d += &format!("; FAILED [{label}] {}", f(r));
+        }
+        d
     };
     vec![
         Control::positive(
             "planted scope that drops one id all penalizes",
             runs.iter().all(|(_, r)| r.drop_one_flagged()),
-            detail(PlantedRuns::drop_one_detail),
+            detail(
+                PlantedRuns::drop_one_flagged,
+                PlantedRuns::drop_one_detail,
+                "flagged exactly at the step the dropped id decides",
+            ),
         ),
         Control::negative(
             "planted scope that drops one seen id that never decides",
             runs.iter().all(|(_, r)| r.quiet_unflagged()),
-            detail(PlantedRuns::quiet_detail),
+            detail(
+                PlantedRuns::quiet_unflagged,
+                PlantedRuns::quiet_detail,
+                "never flagged",
+            ),
         ),
     ]
 }
@@ -200,7 +217,7 @@ mod tests {
         let runs = PlantedRuns {
             mattering: None,
             drop_one: None,
-            quiet: Some(TokenId(5)),
+            quiet: Some((TokenId(5), -1.5)),
             drop_quiet: Some(trajectory(ScopeSpec::Planted(PlantedScope::DropQuiet(
                 TokenId(5),
             )))),

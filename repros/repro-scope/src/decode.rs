@@ -129,9 +129,10 @@ pub struct Trajectory {
     /// and that id (the largest raw logit among them, smallest id on a tie).
     pub first_mattering: Option<(usize, TokenId)>,
     /// `all` only: a prompt id with a non-zero raw logit at the first step whose unpenalized
-    /// logit never reaches the chosen one at any step, so dropping it changes logits but never
-    /// a choice (the smallest such id).
-    pub quiet_id: Option<TokenId>,
+    /// logit stays below the chosen one at every step, so dropping it changes logits but never a
+    /// choice; the one that comes closest (largest gap below the choice, smallest id on a tie),
+    /// with that gap.
+    pub quiet_id: Option<(TokenId, f32)>,
 }
 
 impl Trajectory {
@@ -211,15 +212,19 @@ fn mattering_id(raw: &[f32], z: &[f32], ids: &BTreeSet<TokenId>) -> Option<Token
         })
 }
 
-/// Seen ids (other than the choice) whose unpenalized logit reaches the chosen one's: lifting
-/// the penalty from any of them could change the choice or tie it.
-fn reaching_ids(raw: &[f32], z: &[f32], ids: &BTreeSet<TokenId>) -> Vec<TokenId> {
+/// For every id of `ids` other than the choice: how far its unpenalized logit lies below the
+/// chosen (penalized) one, `raw[d] - top` (negative while it cannot win or tie).
+fn gaps_to_choice<'a>(
+    raw: &'a [f32],
+    z: &[f32],
+    ids: impl IntoIterator<Item = &'a TokenId> + 'a,
+) -> impl Iterator<Item = (TokenId, f32)> + 'a {
     let a = argmax(z);
     let top = z[a.0 as usize];
-    ids.iter()
+    ids.into_iter()
         .copied()
-        .filter(|&d| d != a && raw[d.0 as usize] >= top)
-        .collect()
+        .filter(move |&d| d != a)
+        .map(move |d| (d, raw[d.0 as usize] - top))
 }
 
 /// The next f32 above `x` (for `x` > 0).
@@ -313,7 +318,10 @@ impl Decoder {
         } else {
             None
         };
-        let mut reached: BTreeSet<TokenId> = BTreeSet::new();
+        // Per prompt id, its closest approach to the choice (max of `raw - top` over the steps).
+        let prompt_ids: BTreeSet<TokenId> = self.prompt.iter().copied().collect();
+        let mut closest: std::collections::BTreeMap<TokenId, f32> =
+            std::collections::BTreeMap::new();
         let mut nonzero_at_start: Vec<TokenId> = Vec::new();
         let mut divergence = None;
         let mut first_mattering = None;
@@ -347,7 +355,10 @@ impl Decoder {
                 if first_mattering.is_none() {
                     first_mattering = mattering_id(raw, &z, &ids).map(|d| (tokens.len(), d));
                 }
-                reached.extend(reaching_ids(raw, &z, &ids));
+                for (d, gap) in gaps_to_choice(raw, &z, &prompt_ids) {
+                    let c = closest.entry(d).or_insert(f32::NEG_INFINITY);
+                    *c = c.max(gap);
+                }
                 if tokens.is_empty() {
                     nonzero_at_start = prompt
                         .iter()
@@ -403,8 +414,10 @@ impl Decoder {
         })?;
         let quiet_id = nonzero_at_start
             .into_iter()
-            .filter(|t| !reached.contains(t) && !tokens.contains(t))
-            .min();
+            .filter(|t| !tokens.contains(t))
+            .filter_map(|t| closest.get(&t).map(|&g| (t, g)))
+            .filter(|(_, g)| *g < 0.0)
+            .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)));
         Ok(Trajectory {
             scope,
             tokens,
@@ -462,7 +475,11 @@ mod tests {
         let ids: BTreeSet<TokenId> = [TokenId(0), TokenId(2)].into_iter().collect();
         // Chosen: id 1 (2.31); id 0 unpenalized (4.0) would beat it, id 2 (1.0) never.
         assert_eq!(mattering_id(&raw, &z, &ids), Some(TokenId(0)));
-        assert_eq!(reaching_ids(&raw, &z, &ids), vec![TokenId(0)]);
+        let gaps: Vec<(TokenId, f32)> = gaps_to_choice(&raw, &z, &ids).collect();
+        assert_eq!(
+            gaps,
+            vec![(TokenId(0), 4.0 - 3.0 / 1.3), (TokenId(2), 1.0 - 3.0 / 1.3)]
+        );
         assert!(next_up(1.3) > 1.3);
     }
 }

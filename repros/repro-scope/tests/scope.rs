@@ -202,8 +202,8 @@ fn divergence_detector_flags_a_planted_dropped_id_and_not_a_copy_of_all() {
     assert!(planted.drop_one_flagged(), "{}", planted.drop_one_detail());
     assert!(planted.quiet_unflagged(), "{}", planted.quiet_detail());
     // The quiet scope really differs from all: its penalized logits are not all's.
-    let quiet = planted.quiet.expect("a prompt id stays below the choice");
-    assert!(dec.prompt.contains(&quiet));
+    let (quiet, gap) = planted.quiet.expect("a prompt id stays below the choice");
+    assert!(dec.prompt.contains(&quiet) && gap < 0.0);
     // The twin comparison caught the planted one-step-off theta beside all.
     assert!(all.checks.planted_twin_mismatches > 0);
     let d = planted.drop_one.unwrap().divergence.unwrap();

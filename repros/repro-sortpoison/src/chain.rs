@@ -142,7 +142,8 @@ pub fn really_sorted(c: &Candidates) -> bool {
     c.entries.windows(2).all(|w| w[0].logit >= w[1].logit)
 }
 
-fn finite_ids(c: &Candidates) -> Vec<TokenId> {
+/// Ids left in the array with a logit above `-inf`, ascending: the survivor set.
+pub fn survivors(c: &Candidates) -> Vec<TokenId> {
     let mut ids: Vec<TokenId> = c
         .entries
         .iter()
@@ -179,7 +180,7 @@ pub fn run_subject(case: &ChainCase) -> Result<SubjectRun> {
         case.command()
     );
     Ok(SubjectRun {
-        survivors: finite_ids(&cur),
+        survivors: survivors(&cur),
         size: cur.len(),
         sorted_flag: cur.sorted,
         selected: cur.selected_id(),

@@ -138,14 +138,6 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     })
 }
 
-fn render(report: &report::Report, json: bool) -> String {
-    if json {
-        report.to_json_text()
-    } else {
-        report.to_text()
-    }
-}
-
 fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<String> {
     if !args.audit {
         let r = chain::run(case)?;
@@ -159,10 +151,7 @@ fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<Stri
                 gate.summary(),
             ),
         );
-        return Ok(render(
-            &chain::report(case, &r, build, controls)?,
-            args.json,
-        ));
+        return Ok(chain::report(case, &r, build, controls)?.render(args.json));
     }
     let vocab_path = args
         .vocab_model
@@ -174,5 +163,5 @@ fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<Stri
     audit
         .guard_report()
         .write(&args.results, "sortpoison-guard")?;
-    Ok(render(&report, args.json))
+    Ok(report.render(args.json))
 }

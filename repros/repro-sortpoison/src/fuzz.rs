@@ -613,7 +613,7 @@ impl OracleCheck {
         }
         let mut c = Candidates::new(order.iter().map(|&i| (TokenId(i as i32), logits[i])));
         s.apply(&mut c)?;
-        let subject = survivors(&c);
+        let subject = chain::survivors(&c);
         let want = step.pool.survivors();
         if want.len() < n {
             tally.removing += 1;
@@ -660,18 +660,6 @@ impl OracleCheck {
         }
         Ok(())
     }
-}
-
-/// Ids left in the array with a logit above `-inf`, ascending.
-pub fn survivors(c: &Candidates) -> Vec<TokenId> {
-    let mut ids: Vec<TokenId> = c
-        .entries
-        .iter()
-        .filter(|e| e.logit > f32::NEG_INFINITY)
-        .map(|e| e.id)
-        .collect();
-    ids.sort();
-    ids
 }
 
 impl OracleCheck {
