@@ -229,7 +229,8 @@ pub fn run(
             .collect::<Result<Vec<_>>>()?;
         let mut flips = vec![0usize; variants.len()];
         let mut structural_steps = 0;
-        session.generate(max_new, |raw, gen| {
+        // The baseline is the unpenalized greedy answer: the `none` variant's answer too.
+        let baseline = session.generate(max_new, |raw, gen| {
             let seen = seen_set(&prompt, gen);
             let base = argmax(raw);
             let base_structural = pieces.structural(base)?;
@@ -245,12 +246,16 @@ pub fn run(
         })?;
         let mut answers = Vec::new();
         for &v in &variants {
-            let mut c = Chooser::new(v, &m.model, &prompt, whole)?;
-            let (tokens, stop) = session.generate(max_new, |raw, gen| {
-                let t = c.choose(raw, &seen_set(&prompt, gen))?;
-                c.accept(t)?;
-                Ok(t)
-            })?;
+            let (tokens, stop) = if v == Variant::None {
+                baseline.clone()
+            } else {
+                let mut c = Chooser::new(v, &m.model, &prompt, whole)?;
+                session.generate(max_new, |raw, gen| {
+                    let t = c.choose(raw, &seen_set(&prompt, gen))?;
+                    c.accept(t)?;
+                    Ok(t)
+                })?
+            };
             let text = m.model.detokenize(&tokens)?;
             let value = extract(&text);
             answers.push(Answer {
