@@ -5,6 +5,8 @@
 //! one token per batch. Two generations therefore see bit-identical logits for as long as
 //! their tokens agree, which is what lets the repros compare trajectories token by token.
 
+pub mod fork;
+
 use anyhow::{ensure, Context as _, Result};
 use models::ModelChoice;
 use oracle::TokenId;

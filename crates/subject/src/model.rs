@@ -36,6 +36,11 @@ pub struct Message {
 }
 
 impl Model {
+    /// For the other wrappers in this crate; the pointer lives as long as `self`.
+    pub(crate) fn raw_ptr(&self) -> *mut sys::llama_model {
+        self.raw.as_ptr()
+    }
+
     /// Loads all weights of the GGUF file at `path` on the CPU.
     pub fn load(path: &Path) -> Result<Arc<Model>> {
         crate::sampler::quiet_logs();

@@ -1,0 +1,294 @@
+//! Many greedy runs of one prompt, decoded together, sharing a sequence while they agree.
+//!
+//! Each run chooses its own next token from the logits row of the sequence it sits on. Runs
+//! whose token histories are identical sit on one sequence of a [`MultiContext`] and are
+//! handed the same row (the same bits), so a run that would choose like its neighbours does
+//! so by its own arithmetic, never by being skipped. When the runs of a sequence choose
+//! differently, the sequence is forked once per extra choice and every branch goes on alone.
+//! One `llama_decode` per step advances every live sequence.
+//!
+//! Cost: the prompt once, then one token per live sequence per step, so runs that never part
+//! cost as much as one run.
+
+use crate::Stop;
+use anyhow::{ensure, Context as _, Result};
+use oracle::TokenId;
+use std::cell::OnceCell;
+use std::sync::Arc;
+use subject::{Append, Model, MultiContext, SeqId};
+
+/// One run's decision rule. `choose` sees the raw logits row after the run's own history
+/// and returns the run's next token (a sampler inside is expected to accept it).
+pub trait Run {
+    fn choose(&mut self, row: &Row<'_>) -> Result<TokenId>;
+}
+
+/// A logits row as the runs of one sequence see it, with quantities computed once for all
+/// of them.
+pub struct Row<'a> {
+    pub raw: &'a [f32],
+    lse: OnceCell<f64>,
+}
+
+impl<'a> Row<'a> {
+    pub fn new(raw: &'a [f32]) -> Row<'a> {
+        Row {
+            raw,
+            lse: OnceCell::new(),
+        }
+    }
+
+    /// `ln sum exp(raw)` in f64 (each term exact to f64 rounding), computed on first use.
+    pub fn log_sum_exp(&self) -> f64 {
+        *self.lse.get_or_init(|| {
+            let max = self.raw.iter().fold(f32::NEG_INFINITY, |m, &z| m.max(z)) as f64;
+            if !max.is_finite() {
+                return max;
+            }
+            max + self
+                .raw
+                .iter()
+                .map(|&z| (z as f64 - max).exp())
+                .sum::<f64>()
+                .ln()
+        })
+    }
+}
+
+/// What the fork loop needs from a decoder: sequences that can be extended, forked and
+/// removed, and the logits rows of the last decode. A model context is one; a planted source
+/// ([`Scripted`]) is another, so the controls run through the same loop as the models.
+pub trait Decoder {
+    /// Appends each item's token to its sequence, all in one step.
+    fn decode(&mut self, items: &[Append]) -> Result<()>;
+    /// The logits of the `k`-th item of the last decode that asked for logits.
+    fn logits(&self, k: usize) -> Result<&[f32]>;
+    fn fork(&mut self, src: SeqId, dst: SeqId) -> Result<()>;
+    fn is_end(&self, t: TokenId) -> bool;
+}
+
+/// A model's context.
+pub struct ModelDecoder {
+    ctx: MultiContext,
+}
+
+impl Decoder for ModelDecoder {
+    fn decode(&mut self, items: &[Append]) -> Result<()> {
+        self.ctx.decode(items)
+    }
+    fn logits(&self, k: usize) -> Result<&[f32]> {
+        self.ctx.logits(k)
+    }
+    fn fork(&mut self, src: SeqId, dst: SeqId) -> Result<()> {
+        self.ctx.fork(src, dst)
+    }
+    fn is_end(&self, t: TokenId) -> bool {
+        self.ctx.model().is_eog(t)
+    }
+}
+
+/// A planted decoder: the logits after a sequence are `row_after(its tokens)`, with no model.
+pub struct Scripted<F: Fn(&[TokenId]) -> Vec<f32>> {
+    row_after: F,
+    seqs: Vec<Vec<TokenId>>,
+    rows: Vec<Vec<f32>>,
+    end: Option<TokenId>,
+}
+
+impl<F: Fn(&[TokenId]) -> Vec<f32>> Scripted<F> {
+    /// `n_seq` sequences; `end` is the end-of-generation token, if any.
+    pub fn new(n_seq: usize, row_after: F, end: Option<TokenId>) -> Self {
+        Scripted {
+            row_after,
+            seqs: vec![Vec::new(); n_seq],
+            rows: Vec::new(),
+            end,
+        }
+    }
+}
+
+impl<F: Fn(&[TokenId]) -> Vec<f32>> Decoder for Scripted<F> {
+    fn decode(&mut self, items: &[Append]) -> Result<()> {
+        let mut rows = Vec::new();
+        for a in items {
+            let s = self
+                .seqs
+                .get_mut(a.seq.0 as usize)
+                .context("sequence out of range")?;
+            s.push(a.token);
+            if a.logits {
+                rows.push((self.row_after)(s));
+            }
+        }
+        self.rows = rows;
+        Ok(())
+    }
+    fn logits(&self, k: usize) -> Result<&[f32]> {
+        self.rows
+            .get(k)
+            .map(Vec::as_slice)
+            .context("no such logits row")
+    }
+    fn fork(&mut self, src: SeqId, dst: SeqId) -> Result<()> {
+        ensure!(
+            self.seqs[dst.0 as usize].is_empty(),
+            "sequence {} is not empty",
+            dst.0
+        );
+        self.seqs[dst.0 as usize] = self.seqs[src.0 as usize].clone();
+        Ok(())
+    }
+    fn is_end(&self, t: TokenId) -> bool {
+        self.end == Some(t)
+    }
+}
+
+/// What the runs produced, in the order they were given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Forked {
+    pub tokens: Vec<Vec<TokenId>>,
+    pub stops: Vec<Stop>,
+    /// Tokens decoded after the prompt (one per live sequence per step).
+    pub decoded: usize,
+    /// The most sequences alive at once.
+    pub max_live: usize,
+}
+
+struct Group {
+    seq: SeqId,
+    runs: Vec<usize>,
+}
+
+/// Runs every run greedily for up to `max_new` tokens after `prompt` (a run stops after an
+/// end-of-generation token, which it keeps).
+pub fn run_forked<R: Run>(
+    model: &Arc<Model>,
+    prompt: &[TokenId],
+    runs: &mut [R],
+    max_new: usize,
+    threads: i32,
+) -> Result<Forked> {
+    ensure!(!prompt.is_empty(), "the prompt has no tokens");
+    ensure!(!runs.is_empty(), "no runs");
+    ensure!(
+        runs.len() <= 256,
+        "at most 256 runs share a context, got {}",
+        runs.len()
+    );
+    ensure!(max_new >= 1, "max_new must be at least 1");
+    // Worst case: every run parts at once and each holds its own suffix.
+    let n_ctx = prompt.len() + runs.len() * max_new + 8;
+    let n_batch = prompt.len().max(runs.len());
+    let ctx = MultiContext::new(
+        model,
+        n_ctx as u32,
+        runs.len() as u32,
+        n_batch as u32,
+        threads,
+    )?;
+    run_on(&mut ModelDecoder { ctx }, prompt, runs, max_new)
+}
+
+/// The fork loop on any decoder with at least `runs.len()` sequences.
+pub fn run_on<D: Decoder, R: Run>(
+    ctx: &mut D,
+    prompt: &[TokenId],
+    runs: &mut [R],
+    max_new: usize,
+) -> Result<Forked> {
+    ensure!(!prompt.is_empty(), "the prompt has no tokens");
+    ensure!(!runs.is_empty(), "no runs");
+    let first = SeqId(0);
+    let items: Vec<Append> = prompt
+        .iter()
+        .enumerate()
+        .map(|(i, &token)| Append {
+            seq: first,
+            token,
+            logits: i + 1 == prompt.len(),
+        })
+        .collect();
+    ctx.decode(&items).context("decoding the prompt")?;
+
+    let mut tokens: Vec<Vec<TokenId>> = vec![Vec::new(); runs.len()];
+    let mut stops = vec![Stop::Limit; runs.len()];
+    let mut free: Vec<SeqId> = (1..runs.len() as i32).rev().map(SeqId).collect();
+    let mut groups = vec![Group {
+        seq: first,
+        runs: (0..runs.len()).collect(),
+    }];
+    let (mut decoded, mut max_live) = (0, 1);
+    while !groups.is_empty() {
+        // Every run chooses from its group's row; the context is only read here.
+        let mut parts: Vec<(SeqId, Vec<(TokenId, Vec<usize>)>)> = Vec::new();
+        for (row, g) in groups.iter().enumerate() {
+            let raw = Row::new(ctx.logits(row)?);
+            let mut by_token: Vec<(TokenId, Vec<usize>)> = Vec::new();
+            for &r in &g.runs {
+                let t = runs[r].choose(&raw)?;
+                tokens[r].push(t);
+                match by_token.iter_mut().find(|(u, _)| *u == t) {
+                    Some((_, members)) => members.push(r),
+                    None => by_token.push((t, vec![r])),
+                }
+            }
+            parts.push((g.seq, by_token));
+        }
+        // Then the sequences follow the choices.
+        let mut next = Vec::new();
+        let mut appends = Vec::new();
+        for (seq, by_token) in parts {
+            let mut own = Some(seq);
+            let mut continuing = Vec::new();
+            for (t, members) in by_token {
+                let end = ctx.is_end(t);
+                let done = end || tokens[members[0]].len() >= max_new;
+                if done {
+                    for &r in &members {
+                        stops[r] = if end { Stop::Eos } else { Stop::Limit };
+                    }
+                } else {
+                    continuing.push((t, members));
+                }
+            }
+            for (t, members) in continuing {
+                let s = match own.take() {
+                    Some(s) => s,
+                    None => {
+                        let s = free.pop().context("ran out of sequences")?;
+                        ctx.fork(seq, s)?;
+                        s
+                    }
+                };
+                appends.push(Append {
+                    seq: s,
+                    token: t,
+                    logits: true,
+                });
+                next.push(Group {
+                    seq: s,
+                    runs: members,
+                });
+            }
+            // A sequence whose runs all ended is left in the cache, never removed and its id
+            // never reused: on llama-cpp-sys-2 0.1.161, `llama_memory_seq_rm` of a forked
+            // sequence changed the next logits of the sequence it was forked from by up to 0.8
+            // (measured; the fork check in repro-gauge guards against its return). Groups only
+            // split, so a batch of n runs never needs more than n sequences.
+            let _ = own;
+        }
+        if appends.is_empty() {
+            break;
+        }
+        max_live = max_live.max(appends.len());
+        decoded += appends.len();
+        ctx.decode(&appends)?;
+        groups = next;
+    }
+    Ok(Forked {
+        tokens,
+        stops,
+        decoded,
+        max_live,
+    })
+}

@@ -1,0 +1,227 @@
+//! A decoding context that holds many sequences at once, for runs that share a prefix.
+//!
+//! Several greedy runs of one prompt differ only in how they choose; while their tokens agree
+//! they can share one sequence of the KV cache, and when their choices part, the sequence is
+//! forked (`llama_memory_seq_cp`) and each branch goes on alone. One `llama_decode` call then
+//! advances every live sequence by one token. The cache is unified (`kv_unified`), so a fork
+//! shares the cells of the common prefix instead of copying them.
+//!
+//! There is no way to remove one sequence: on llama-cpp-sys-2 0.1.161 removing a forked
+//! sequence (`llama_memory_seq_rm`) and decoding on changed the next logits of the sequence it
+//! was forked from by up to 0.8 (a probe of 2026-11-30), so finished sequences stay in the
+//! cache until [`MultiContext::clear`].
+//!
+//! Positions are assigned here, never by the caller: each sequence's next position is its
+//! length, so a batch can only extend sequences, which is what llama.cpp's batch checks
+//! require (they would otherwise fail the decode).
+
+use crate::model::Model;
+use anyhow::{ensure, Context as _, Result};
+use llama_cpp_sys_2 as sys;
+use oracle::TokenId;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// A sequence of the KV cache, `0..n_seq`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeqId(pub i32);
+
+/// One token to append to one sequence; `logits` asks for its next-token logits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Append {
+    pub seq: SeqId,
+    pub token: TokenId,
+    pub logits: bool,
+}
+
+/// Owns a `llama_batch` from `llama_batch_init` and frees it once.
+struct Batch {
+    raw: sys::llama_batch,
+    capacity: usize,
+}
+
+impl Batch {
+    fn new(capacity: usize) -> Batch {
+        // SAFETY: plain allocation; one sequence id per token; freed in Drop.
+        let raw = unsafe { sys::llama_batch_init(capacity as i32, 0, 1) };
+        Batch { raw, capacity }
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from llama_batch_init and is freed only here.
+        unsafe { sys::llama_batch_free(self.raw) }
+    }
+}
+
+/// A context of `n_ctx` cells shared by up to `n_seq` sequences.
+pub struct MultiContext {
+    raw: NonNull<sys::llama_context>,
+    model: Arc<Model>,
+    batch: Batch,
+    /// Each sequence's length (its next position).
+    len: Vec<usize>,
+    /// Batch index of each logits row the last decode kept, in the order asked.
+    rows: Vec<i32>,
+}
+
+impl Drop for MultiContext {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from llama_init_from_model and is freed only here, before the
+        // Arc to its model is released (fields drop after this body).
+        unsafe { sys::llama_free(self.raw.as_ptr()) }
+    }
+}
+
+impl MultiContext {
+    /// `n_ctx` cells in all, `n_seq` sequences, at most `n_batch` tokens per decode call.
+    pub fn new(
+        model: &Arc<Model>,
+        n_ctx: u32,
+        n_seq: u32,
+        n_batch: u32,
+        threads: i32,
+    ) -> Result<MultiContext> {
+        ensure!(n_ctx >= 8, "context size must be at least 8, got {n_ctx}");
+        ensure!(
+            (1..=256).contains(&n_seq),
+            "sequence count must be in 1..=256 (llama.cpp's LLAMA_MAX_SEQ), got {n_seq}"
+        );
+        ensure!(
+            (1..=n_ctx).contains(&n_batch),
+            "batch size must be in 1..={n_ctx}, got {n_batch}"
+        );
+        ensure!(
+            threads >= 1,
+            "thread count must be at least 1, got {threads}"
+        );
+        // SAFETY: params by value; live model. NULL means failure (exceptions are caught).
+        let raw = unsafe {
+            let mut p = sys::llama_context_default_params();
+            p.n_ctx = n_ctx;
+            p.n_batch = n_batch;
+            p.n_ubatch = n_batch;
+            p.n_seq_max = n_seq;
+            p.kv_unified = true;
+            p.n_threads = threads;
+            p.n_threads_batch = threads;
+            p.no_perf = true;
+            sys::llama_init_from_model(model.raw_ptr(), p)
+        };
+        let raw = NonNull::new(raw).context("llama.cpp could not create a context")?;
+        Ok(MultiContext {
+            raw,
+            model: Arc::clone(model),
+            batch: Batch::new(n_batch as usize),
+            len: vec![0; n_seq as usize],
+            rows: Vec::new(),
+        })
+    }
+
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+
+    pub fn n_seq(&self) -> usize {
+        self.len.len()
+    }
+
+    /// How many tokens `seq` holds.
+    pub fn seq_len(&self, seq: SeqId) -> Result<usize> {
+        Ok(self.len[self.index(seq)?])
+    }
+
+    fn index(&self, seq: SeqId) -> Result<usize> {
+        usize::try_from(seq.0)
+            .ok()
+            .filter(|&i| i < self.len.len())
+            .with_context(|| format!("sequence {} is outside 0..{}", seq.0, self.len.len()))
+    }
+
+    fn memory(&self) -> sys::llama_memory_t {
+        // SAFETY: live context; its memory handle lives as long as it.
+        unsafe { sys::llama_get_memory(self.raw.as_ptr()) }
+    }
+
+    /// Appends each item's token to its sequence, all in one `llama_decode`.
+    pub fn decode(&mut self, items: &[Append]) -> Result<()> {
+        ensure!(!items.is_empty(), "nothing to decode");
+        ensure!(
+            items.len() <= self.batch.capacity,
+            "{} tokens exceed the batch size {}",
+            items.len(),
+            self.batch.capacity
+        );
+        let n_vocab = self.model.n_vocab();
+        let mut len = self.len.clone();
+        let mut rows = Vec::new();
+        for (i, a) in items.iter().enumerate() {
+            ensure!(
+                a.token.0 >= 0 && a.token.0 < n_vocab,
+                "token id {} is outside the vocabulary",
+                a.token
+            );
+            let s = self.index(a.seq)?;
+            // SAFETY: `i` < capacity (checked above); llama_batch_init allocated every array
+            // for `capacity` tokens and one sequence id each.
+            unsafe {
+                *self.batch.raw.token.add(i) = a.token.0;
+                *self.batch.raw.pos.add(i) = len[s] as i32;
+                *self.batch.raw.n_seq_id.add(i) = 1;
+                **self.batch.raw.seq_id.add(i) = a.seq.0;
+                *self.batch.raw.logits.add(i) = a.logits as i8;
+            }
+            len[s] += 1;
+            if a.logits {
+                rows.push(i as i32);
+            }
+        }
+        self.batch.raw.n_tokens = items.len() as i32;
+        // SAFETY: live context; the batch is filled for n_tokens entries.
+        let rc = unsafe { sys::llama_decode(self.raw.as_ptr(), self.batch.raw) };
+        ensure!(
+            rc == 0,
+            "llama_decode failed with code {rc} (1: no room left in the cache)"
+        );
+        self.len = len;
+        self.rows = rows;
+        Ok(())
+    }
+
+    /// The logits of the `k`-th item of the last decode that asked for logits.
+    pub fn logits(&self, k: usize) -> Result<&[f32]> {
+        let i = *self.rows.get(k).with_context(|| {
+            format!(
+                "the last decode kept {} logits rows, not {}",
+                self.rows.len(),
+                k + 1
+            )
+        })?;
+        let n = self.model.n_vocab() as usize;
+        // SAFETY: batch index `i` asked for logits in the last decode; the row holds n_vocab
+        // floats and stays valid until the next decode, which needs `&mut self`.
+        let row = unsafe { sys::llama_get_logits_ith(self.raw.as_ptr(), i) };
+        ensure!(!row.is_null(), "llama.cpp returned no logits for row {i}");
+        Ok(unsafe { std::slice::from_raw_parts(row, n) })
+    }
+
+    /// Makes empty sequence `dst` a copy of `src` (sharing its cells).
+    pub fn fork(&mut self, src: SeqId, dst: SeqId) -> Result<()> {
+        let (s, d) = (self.index(src)?, self.index(dst)?);
+        ensure!(s != d, "cannot fork sequence {} onto itself", src.0);
+        ensure!(self.len[d] == 0, "sequence {} is not empty", dst.0);
+        // SAFETY: live memory handle; both ids are below n_seq_max.
+        unsafe { sys::llama_memory_seq_cp(self.memory(), src.0, dst.0, -1, -1) };
+        self.len[d] = self.len[s];
+        Ok(())
+    }
+
+    /// Forgets every sequence.
+    pub fn clear(&mut self) {
+        // SAFETY: live memory handle.
+        unsafe { sys::llama_memory_clear(self.memory(), true) };
+        self.len.iter_mut().for_each(|l| *l = 0);
+        self.rows.clear();
+    }
+}
