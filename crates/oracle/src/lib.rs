@@ -7,7 +7,9 @@
 
 pub mod gauge;
 pub mod penalty;
+pub mod rng;
 pub mod scope;
+pub mod stats;
 pub mod truncation;
 pub mod window;
 
