@@ -4,8 +4,9 @@
 //! - [`ledger_penalties`]: llama.cpp's penalties (same parameters; in [`Mode::Default`] the same
 //!   f32 arithmetic, bit for bit) with a complete clone, a complete reset, an apply that costs
 //!   O(distinct ids in the window) instead of O(vocabulary), a `sorted` flag cleared exactly
-//!   when the order may have broken, and a [`Mode::Normalized`] that penalizes log-probabilities
-//!   (which makes the penalty independent of the logits' zero point).
+//!   when the order may have broken, a [`Mode::Normalized`] that penalizes log-probabilities
+//!   and a [`Mode::Subtractive`] that subtracts `ln theta` (both independent of the logits'
+//!   zero point).
 //! - [`sorted_guard`]: a stage that checks, in one pass, that an array flagged sorted really is,
 //!   and clears the flag when it is not. Put it before each truncation stage in chains where a
 //!   reordering stage (logit_bias, grammar) may follow a sorter. A guard was chosen over

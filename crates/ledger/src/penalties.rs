@@ -15,6 +15,10 @@ pub enum Mode {
     /// `lse + theta * (z - lse)` (`lse` = log-sum-exp of the array), then the same `freq` and
     /// `present` terms. Independent of the logits' zero point.
     Normalized,
+    /// The repeat factor as a subtraction: a seen id's `z` becomes `z - ln(theta)` (the log
+    /// taken in f64, rounded once to f32), then the same `freq` and `present` terms. A
+    /// constant cut on the log-probability scale, so independent of the zero point too.
+    Subtractive,
 }
 
 /// The same knobs as `llama_sampler_init_penalties`.
@@ -34,6 +38,8 @@ pub struct PenaltyConfig {
 #[derive(Clone)]
 struct Ledger {
     cfg: PenaltyConfig,
+    /// `ln(repeat)` rounded to f32 (Subtractive mode).
+    ln_repeat: f32,
     ring: Vec<i32>,
     head: usize,
     len: usize,
@@ -52,6 +58,7 @@ impl Ledger {
         let w = cfg.last_n as usize;
         Ledger {
             cfg,
+            ln_repeat: (cfg.repeat as f64).ln() as f32,
             ring: vec![0; w],
             head: 0,
             len: 0,
@@ -128,6 +135,7 @@ impl Ledger {
                 }
             }
             Mode::Normalized => lse + c.repeat * (logit - lse),
+            Mode::Subtractive => logit - self.ln_repeat,
         };
         scaled - (count as f32 * c.freq + (count > 0) as u32 as f32 * c.present)
     }
@@ -139,7 +147,7 @@ impl Ledger {
         // SAFETY: llama.cpp hands a live array of `size` entries for the whole call.
         let data = unsafe { std::slice::from_raw_parts_mut(arr.data, arr.size) };
         let lse = match self.cfg.mode {
-            Mode::Default => 0.0,
+            Mode::Default | Mode::Subtractive => 0.0,
             Mode::Normalized => log_sum_exp(data),
         };
         self.touched.clear();

@@ -174,6 +174,51 @@ fn normalized_mode_chooses_like_the_oracle_at_every_shift() {
     }
 }
 
+/// Subtractive mode's values against the oracle's (`z - ln theta` in f64): within the f32
+/// rounding of `ln theta` and of the result, and exactly `z` for unseen ids.
+#[test]
+fn subtractive_mode_values_match_the_oracle() {
+    let mut rng = Rng(23);
+    for theta in [1.05f32, 1.15, 1.3, 2.0] {
+        let c = cfg(64, theta, 0.0, 0.0, Mode::Subtractive);
+        let mut s = ledger_penalties(c).unwrap();
+        let mut seen = BTreeSet::new();
+        for _ in 0..1 + rng.below(10) {
+            let id = TokenId(rng.below(V as u64) as i32);
+            s.accept(id).unwrap();
+            seen.insert(id);
+        }
+        let logits: Vec<f32> = (0..V)
+            .map(|_| (rng.below(4001) as f32 - 2000.0) / 97.0)
+            .collect();
+        for shift in [-5.0f32, 0.0, 3.0] {
+            let x: Vec<f32> = logits.iter().map(|z| z + shift).collect();
+            let out = s.apply_in_id_order(&x).unwrap();
+            let want = gauge::subtractive(&x, 0.0, &seen, theta);
+            let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)) as f64;
+            let ln = (theta as f64).ln();
+            for (i, (&got, &w)) in out.iter().zip(&want).enumerate() {
+                if seen.contains(&TokenId(i as i32)) {
+                    // One rounding of ln theta and one of the difference, each half an ulp.
+                    let tol = (ulp(ln as f32) + ulp(got)) as f64 / 2.0;
+                    assert!(
+                        (got as f64 - (w + max)).abs() <= tol,
+                        "theta {theta} id {i}: {got} vs {}",
+                        w + max
+                    );
+                } else {
+                    assert_eq!(got, x[i], "unseen id {i} moved");
+                }
+            }
+        }
+    }
+}
+
+fn ulp(x: f32) -> f32 {
+    let a = x.abs();
+    f32::from_bits(a.to_bits() + 1) - a
+}
+
 fn harness_argmax(x: &[f32]) -> TokenId {
     let mut best = 0;
     for (i, &v) in x.iter().enumerate() {
