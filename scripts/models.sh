@@ -47,3 +47,20 @@ else
     mv "$cache/gemma3.gguf.tmp" "$cache/gemma3.gguf"
     echo "models: gemma3 fetched and verified"
 fi
+
+# F4's teacher-forced text: every Markdown file of llama.cpp as vendored in the crate
+# llama-cpp-sys-2 0.1.161 (its checksum is pinned in Cargo.lock), concatenated in byte order
+# of their paths. Nothing is copied into the repository; the file is rebuilt from the crate.
+teacher_sha=adc40fb538b42668da2bf0e8381139582e2bfa9badeb50ec35b16c52508b4107
+if sha_ok "$cache/teacher-text.md" "$teacher_sha"; then
+    echo "models: teacher text cached ($cache/teacher-text.md)"
+else
+    root="$(cd "$(dirname "$0")/.." && pwd)"
+    manifest=$(cargo metadata --quiet --format-version 1 --locked --manifest-path "$root/Cargo.toml" \
+        | python3 -c 'import json,sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"] == "llama-cpp-sys-2"))')
+    (cd "$(dirname "$manifest")/llama.cpp" && find . -name '*.md' -type f -print0 | LC_ALL=C sort -z | xargs -0 cat) \
+        > "$cache/teacher-text.md.tmp"
+    sha_ok "$cache/teacher-text.md.tmp" "$teacher_sha" || { echo "models: teacher text sha256 mismatch" >&2; exit 1; }
+    mv "$cache/teacher-text.md.tmp" "$cache/teacher-text.md"
+    echo "models: teacher text built and verified"
+fi

@@ -55,6 +55,15 @@ pub fn cache_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models-cache"))
 }
 
+/// F4's teacher-forced text (`make models` builds it from the Markdown files vendored in
+/// llama-cpp-sys-2 0.1.161 and checks its sha256).
+pub fn teacher_text() -> PathBuf {
+    cache_dir().join("teacher-text.md")
+}
+
+/// Where the teacher-forced text comes from, for reports.
+pub const TEACHER_TEXT_SOURCE: &str = "every Markdown file under llama.cpp/ in the crate llama-cpp-sys-2 0.1.161 (checksum pinned in Cargo.lock), concatenated in byte order of their paths; sha256 adc40fb538b42668da2bf0e8381139582e2bfa9badeb50ec35b16c52508b4107";
+
 /// A resolved `--model` value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelChoice {
