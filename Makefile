@@ -15,11 +15,13 @@ BUILDS   := 0.1.161 0.1.154
 FINDINGS := clone sortpoison scope gauge
 # Findings rerun with the ledger samplers in place of the built-ins (F2's guard rows come
 # from its own audit).
-LEDGER_FINDINGS := clone gauge
-# F4's JSON corpus runs in full (54 prompts) on the default build and on its first prompts only
-# on the legacy one, so that a fresh-clone `make audit` stays under an hour on 2 cores
-# (SmolLM2's answers were identical on both builds; see PREREG, F4 addenda).
-LEGACY_JSON_PROMPTS := 12
+LEDGER_FINDINGS := clone
+# F4 runs its A1 design in full on the default build (16 prompts, 40,960 teacher-forced
+# positions per model) with the first 12 prompts of the JSON corpus, and a stated subset on the
+# legacy build, so that a fresh-clone `make audit` stays under an hour on 2 cores (PREREG, F4
+# addenda of 2026-11-30).
+GAUGE_ARGS_0.1.161 := --json-prompts 12
+GAUGE_ARGS_0.1.154 := --prompts 2 --positions 2048 --json-prompts 6
 BUILD    ?= 0.1.161
 REPRO    ?= repro-clone
 ARGS     ?=
@@ -68,7 +70,8 @@ audit: build models
 	  for f in $(FINDINGS); do \
 	    echo "running repro-$$f on $$b" >&2; \
 	    extra=""; \
-	    if [ "$$f" = gauge ] && [ "$$b" = 0.1.154 ]; then extra="--json-prompts $(LEGACY_JSON_PROMPTS)"; fi; \
+	    if [ "$$f" = gauge ] && [ "$$b" = 0.1.154 ]; then extra="$(GAUGE_ARGS_0.1.154)"; \
+	    elif [ "$$f" = gauge ]; then extra="$(GAUGE_ARGS_0.1.161)"; fi; \
 	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--audit --results $(RESULTS) $$extra" > /dev/null; \
 	  done; \
 	  for f in $(LEDGER_FINDINGS); do \

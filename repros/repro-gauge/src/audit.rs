@@ -1,11 +1,12 @@
-//! `--audit`: the gauge table for SmolLM2 and Gemma3, then the structured-output corpus on
-//! SmolLM2, with both plots. F4 is `present` on a build when the sign-branched sampler changes
-//! some greedy choice under a shift; the planted controls show the flip detector firing on a
-//! known case and staying quiet on a known gauge-free sampler.
+//! The F4 report: the A1 design on each model, the structured-output corpus, the controls and
+//! the two verdicts (the subject's, and the fix's `+ledger-normalized`), by the rules in
+//! PREREG.md (addendum 2026-11-30).
 
+use crate::a1::{self, Cell, Design, ModelRuns, ValueCheck};
 use crate::json::{self, JsonReport};
 use crate::plot;
-use crate::shift::{self, GaugeConfig, GaugeReport, SamplerKind};
+use crate::shift;
+use crate::tf::{self, TfReport};
 use anyhow::{Context, Result};
 use harness::LoadedModel;
 use oracle::gauge::Operator;
@@ -14,215 +15,488 @@ use serde_json::json;
 use std::path::Path;
 use subject::BuildInfo;
 
-pub const AUDIT_PROMPT: &str = "Write a short paragraph about why people enjoy walking by the sea.";
 pub const JSON_MAX_NEW: usize = 256;
 
 /// The verdict's name, and the fix's.
 pub const NAME: &str = "penalty-gauge-dependence";
 pub const LEDGER_NAME: &str = "penalty-gauge-dependence+ledger-normalized";
 
+/// The differing share the sign operator's interval must clear at the strongest cells.
+pub const THRESHOLD: f64 = 0.10;
+
+/// The prompts of the A1 design (one per line; `#` lines and blank lines skipped).
+pub const DEFAULT_PROMPTS: &str = include_str!("../prompts/a1.txt");
+
+pub fn parse_prompts(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
 pub struct Audit {
     pub build: BuildInfo,
-    pub gauge: Vec<GaugeReport>,
-    /// The structured-output measurement (no verdict of its own; empty for the ledger rerun).
-    pub json: JsonReport,
+    pub design: Design,
+    pub models: Vec<ModelRuns>,
+    /// Teacher-forced flips, one table per model.
+    pub tf: Vec<TfReport>,
+    /// The structured-output measurement (no verdict of its own; `None` outside `--audit`).
+    pub json: Option<JsonReport>,
     pub planted: Vec<Control>,
 }
 
-/// `models`: the gauge models (all of them), then the JSON corpus on the first; `json_limit`
-/// keeps the first prompts of the corpus only (the tests use a fixed subset).
-pub fn run(models: &[LoadedModel], cfg: &GaugeConfig, json_limit: Option<usize>) -> Result<Audit> {
-    let mut gauge = Vec::new();
-    for m in models {
-        gauge.push(shift::run(m, cfg).with_context(|| format!("gauge run on {}", m.choice.label))?);
-    }
-    let mut corpus = json::corpus()?;
-    if let Some(n) = json_limit {
-        corpus.truncate(n);
-    }
-    // The ledger audit is about the fix's gauge run; the corpus is the built-ins' consequence.
-    if cfg.sampler == SamplerKind::Ledger {
-        corpus.clear();
-    }
-    let json = json::run(&models[0], &corpus, JSON_MAX_NEW, cfg.threads)?;
+/// The design on every model; then, with `json_prompts`, the first that many prompts of the
+/// JSON corpus on the first model (`Some(usize::MAX)`: all of them).
+pub fn run(
+    models: &[LoadedModel],
+    design: &Design,
+    prompts: &[String],
+    (text, positions): (&str, usize),
+    json_prompts: Option<usize>,
+) -> Result<Audit> {
+    let runs = models
+        .iter()
+        .map(|m| {
+            ModelRuns::run(m, design, prompts)
+                .with_context(|| format!("the A1 design on {}", m.choice.label))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let tf = models
+        .iter()
+        .map(|m| {
+            tf::run(
+                m,
+                text,
+                positions,
+                &design.thetas,
+                &design.shifts,
+                design.threads,
+            )
+            .with_context(|| format!("teacher forcing on {}", m.choice.label))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let json = match json_prompts {
+        Some(n) => {
+            let mut corpus = json::corpus()?;
+            corpus.truncate(n);
+            Some(json::run(
+                &models[0],
+                &corpus,
+                JSON_MAX_NEW,
+                design.threads,
+            )?)
+        }
+        None => None,
+    };
     Ok(Audit {
         build: BuildInfo::current(),
-        gauge,
+        design: design.clone(),
+        models: runs,
+        tf,
         json,
         planted: shift::planted_controls()?,
     })
 }
 
-/// The gauge reports' controls: the sampler's sign branch against the oracle's, and the
-/// planted flip cases.
-pub fn controls(gauge: &[GaugeReport], planted: &[Control]) -> Vec<Control> {
-    let (mm, steps): (usize, usize) = gauge.iter().fold((0, 0), |(a, b), g| {
-        (a + g.sign_mismatches, b + g.sign_steps)
-    });
-    let mut c = vec![Control::oracle_check(
-        "sign-branched sampler = the oracle's sign branch",
-        steps > 0 && mm == 0,
-        format!("{mm} of {steps} unshifted steps choose differently (every model and theta)"),
-    )];
-    c.extend(planted.iter().cloned());
-    c
+/// The strongest cells of a model: the sign slot at the largest theta (if above 1) and at the
+/// shifts of largest magnitude (if not 0).
+pub fn strongest(cells: &[Cell]) -> Vec<&Cell> {
+    let theta = cells
+        .iter()
+        .map(|c| c.theta)
+        .fold(f32::NEG_INFINITY, f32::max);
+    let reach = cells.iter().map(|c| c.shift.abs()).fold(0.0f32, f32::max);
+    cells
+        .iter()
+        .filter(|c| {
+            c.operator() == Operator::Sign
+                && c.theta == theta
+                && theta > 1.0
+                && c.shift.abs() == reach
+                && reach > 0.0
+        })
+        .collect()
 }
 
-/// Per model: positive share, and per operator how many (theta, shift) cells changed a choice
-/// and the largest teacher-forced flip rate.
-pub fn gauge_evidence(gauge: &[GaugeReport]) -> String {
-    gauge
+/// Over the gauge-free slots' shifted cells: prompts that parted from c = 0, and how many of
+/// those at a knife edge, of how many prompt-cells.
+fn gauge_free_divergences(cells: &[Cell]) -> (usize, usize, usize) {
+    cells
         .iter()
-        .map(|g| {
-            let per: Vec<String> = Operator::ALL
-                .iter()
-                .map(|&op| {
-                    let rows: Vec<&shift::Row> =
-                        g.rows.iter().filter(|r| r.operator() == op).collect();
-                    let max = rows.iter().map(|r| r.flip_rate()).fold(0.0, f64::max);
-                    let by_construction = rows
-                        .iter()
-                        .all(|r| r.implementation.invariant_by_construction());
-                    format!(
-                        "{} {} of {} cells flip (max {:.1}%){}",
-                        op.as_str(),
-                        g.flagged(op),
-                        rows.len(),
-                        100.0 * max,
-                        if by_construction {
-                            " by construction"
-                        } else {
-                            ""
-                        }
-                    )
-                })
-                .collect();
-            format!(
-                "{}: {:.0}% of seen ids positive; {}",
-                g.model_label,
-                100.0 * g.positive_share(),
-                per.join(", ")
+        .filter(|c| c.operator() != Operator::Sign && !c.is_reference())
+        .fold((0, 0, 0), |(d, k, n), c| {
+            (
+                d + c.diverged(),
+                k + c.knife_edges(),
+                n + c.per_prompt.len(),
             )
         })
-        .collect::<Vec<_>>()
-        .join("; ")
+}
+
+/// The verdict rule of PREREG F4 (addendum 2026-11-30), before controls: `present` when on
+/// some model the sign slot's differing-share interval at a strongest cell lies above
+/// [`THRESHOLD`] and no gauge-free slot parted anywhere on any model; `absent` when every
+/// model has strongest cells, all with upper bounds at or below it, and the gauge-free slots
+/// never parted; `undecided` otherwise (including a design with no theta above 1 or no shift).
+pub fn verdict_of(models: &[ModelRuns]) -> Result<Verdict> {
+    let all = models
+        .iter()
+        .map(ModelRuns::cells)
+        .collect::<Result<Vec<_>>>()?;
+    let gauge_free_clean = all.iter().all(|cells| gauge_free_divergences(cells).0 == 0);
+    let present = all.iter().any(|cells| {
+        strongest(cells)
+            .iter()
+            .any(|c| c.differing().lo > THRESHOLD)
+    });
+    let absent = all.iter().all(|cells| {
+        !strongest(cells).is_empty()
+            && strongest(cells)
+                .iter()
+                .all(|c| c.differing().hi <= THRESHOLD)
+    });
+    Ok(if !gauge_free_clean {
+        Verdict::Undecided
+    } else if present {
+        Verdict::Present
+    } else if absent {
+        Verdict::Absent
+    } else {
+        Verdict::Undecided
+    })
 }
 
 impl Audit {
-    fn ledger(&self) -> bool {
-        self.gauge
-            .first()
-            .is_some_and(|g| g.sampler == SamplerKind::Ledger)
+    fn cells(&self) -> Result<Vec<Vec<Cell>>> {
+        self.models.iter().map(ModelRuns::cells).collect()
     }
 
-    /// Built-ins: `present` when the sign-branched sampler changes a choice somewhere. The
-    /// fix's rerun: `present` when the normalized ledger sampler does.
-    pub fn measured(&self) -> Verdict {
-        let op = if self.ledger() {
-            Operator::Normalized
+    /// The subject's verdict before controls.
+    pub fn measured(&self) -> Result<Verdict> {
+        verdict_of(&self.models)
+    }
+
+    /// The fix's verdict: does the normalized slot part from its c = 0 run anywhere?
+    pub fn fix_measured(&self) -> Result<Verdict> {
+        let (mut diverged, mut knife) = (0, 0);
+        for cells in self.cells()? {
+            for c in cells
+                .iter()
+                .filter(|c| c.operator() == Operator::Normalized)
+            {
+                diverged += c.diverged();
+                knife += c.knife_edges();
+            }
+        }
+        Ok(if diverged == 0 {
+            Verdict::Absent
+        } else if diverged == knife {
+            Verdict::Undecided
         } else {
-            Operator::Sign
-        };
-        Verdict::found(self.gauge.iter().any(|g| g.flagged(op) > 0))
+            Verdict::Present
+        })
     }
 
-    pub fn evidence(&self) -> String {
-        let gauge = gauge_evidence(&self.gauge);
-        if self.ledger() {
-            return gauge;
+    pub fn controls(&self) -> Vec<Control> {
+        let mut c = Vec::new();
+        let mut no_op = a1::NoOp::default();
+        let mut fork = a1::ForkCheck::default();
+        for m in &self.models {
+            let n = m.no_op_leg();
+            no_op.compared += n.compared;
+            no_op.failures += n.failures;
+            no_op.knife_edges += n.knife_edges;
+            no_op.first = no_op.first.or(n.first);
+            let f = m.fork_check();
+            fork.prompts += f.prompts;
+            fork.tokens += f.tokens;
+            fork.failures += f.failures;
+            fork.near_ties += f.near_ties;
+            fork.first = fork.first.or(f.first);
         }
-        let n = self.json.prompts.len();
-        let rows: Vec<String> = self
-            .json
-            .totals()
+        let (tf_flips, tf_positions) = self
+            .tf
             .iter()
-            .map(|t| format!("{} {}/{}", t.label, t.schema_valid, n))
+            .flat_map(|t| t.cells.iter().filter(|c| c.theta == 1.0))
+            .fold((0, 0), |(f, p), c| (f + c.flips, p + c.positions));
+        let tf_edges: usize = self
+            .tf
+            .iter()
+            .flat_map(|t| t.cells.iter().filter(|c| c.theta == 1.0))
+            .map(|c| c.knife_edge_flips)
+            .sum();
+        c.push(Control::negative(
+            "no-op leg: theta 1 runs identical to the unshifted one",
+            no_op.compared > 0 && no_op.failures == 0 && tf_flips == tf_edges,
+            format!(
+                "{} of {} theta-1 runs (every model, prompt, operator and shift, the reference itself excluded) differ from the sign slot's theta-1 c = 0 run, {} more at knife edges{}; teacher-forced at theta 1: {} flips in {tf_positions} position-cells, {tf_edges} of them at knife edges",
+                no_op.failures,
+                no_op.compared,
+                no_op.knife_edges,
+                no_op.first.map(|f| format!("; first: {f}")).unwrap_or_default(),
+                tf_flips,
+            ),
+        ));
+        c.push(Control::oracle_check(
+            "forked decoding = single-sequence decoding",
+            fork.prompts > 0 && fork.failures == 0,
+            format!(
+                "the theta-1, c = 0 run decoded in the shared batch against the same greedy run decoded alone: {} of {} prompts part where the single-sequence margin is >= {:e}, {} at near-ties ({} tokens){}",
+                fork.failures,
+                fork.prompts,
+                a1::BATCH_MARGIN,
+                fork.near_ties,
+                fork.tokens,
+                fork.first.map(|f| format!("; first: {f}")).unwrap_or_default()
+            ),
+        ));
+        for op in Operator::ALL {
+            let mut check = ValueCheck::default();
+            for m in &self.models {
+                for (o, v) in m.checks() {
+                    if o == op {
+                        check.merge(&v);
+                    }
+                }
+            }
+            let needs_values = self.design.thetas.iter().any(|&t| t != 1.0);
+            c.push(Control::oracle_check(
+                format!("{} = the oracle's arithmetic at every step", op.as_str()),
+                (check.compared > 0 || !needs_values) && check.untouched > 0 && check.clean(),
+                format!(
+                    "{} of {} seen-id values differ (largest deviation {:e}); {} of {} other ids moved{}",
+                    check.mismatches,
+                    check.compared,
+                    check.max_deviation,
+                    check.moved,
+                    check.untouched,
+                    check
+                        .first_mismatch
+                        .map(|f| format!("; first: {f}"))
+                        .unwrap_or_default()
+                ),
+            ));
+        }
+        c.extend(self.planted.iter().cloned());
+        c
+    }
+
+    /// Per model: the sign operator at the strongest cells with intervals, the gauge-free
+    /// operators' divergences, the throughput; then every JSON variant.
+    pub fn evidence(&self) -> Result<String> {
+        let mut parts: Vec<String> = self
+            .models
+            .iter()
+            .zip(self.cells()?)
+            .map(|(m, cells)| {
+                let strong: Vec<String> = strongest(&cells)
+                    .iter()
+                    .map(|c| {
+                        let d = c.differing();
+                        format!(
+                            "theta {} c={:+}: {:.2} [{:.2}, {:.2}]",
+                            c.theta, c.shift, d.mean, d.lo, d.hi
+                        )
+                    })
+                    .collect();
+                let (div, knife, runs) = gauge_free_divergences(&cells);
+                format!(
+                    "{}: sign differing share {} over {} prompts; subtractive and normalized parted from c = 0 in {div} of {runs} shifted prompt-cells ({knife} at knife edges)",
+                    m.model_label,
+                    strong.join(", "),
+                    m.prompts.len()
+                )
+            })
             .collect();
-        format!(
-            "{gauge}; schema-valid JSON per variant (SmolLM2, no threshold): {}",
-            rows.join(", ")
-        )
+        for t in &self.tf {
+            let (mut agree, mut n, mut knife) = (0, 0, 0);
+            let mut by_op: Vec<String> = Vec::new();
+            for op in Operator::ALL {
+                let (f, p) = t
+                    .cells
+                    .iter()
+                    .filter(|c| c.operator() == op && c.theta != 1.0 && c.shift != 0.0)
+                    .fold((0, 0), |(f, p), c| (f + c.flips, p + c.positions));
+                by_op.push(format!("{} {f}/{p}", op.as_str()));
+            }
+            for c in t.cells.iter().filter(|c| c.theta != 1.0 && c.shift != 0.0) {
+                agree += c.agree;
+                n += c.positions;
+                knife += c.knife_edge_disagreements;
+            }
+            parts.push(format!(
+                "{} teacher-forced at {} positions: flips over every shifted cell with theta > 1: {}; the predictor's choice is the chain's in {agree} of {n} shifted position-cells with theta > 1 ({} disagreements, {knife} at knife edges); natural gauge: {:.2} of seen logits > 0, raw vs mean-centred choices differ at {:.2} of positions",
+                t.model_label,
+                t.positions,
+                by_op.join(", "),
+                n - agree,
+                t.gauge.positive_share(),
+                t.gauge.centred_share()
+            ));
+        }
+        if let Some(j) = &self.json {
+            let n = j.prompts.len();
+            let rows: Vec<String> = j
+                .totals()
+                .iter()
+                .map(|t| format!("{} {}/{}", t.label, t.schema_valid, n))
+                .collect();
+            parts.push(format!(
+                "schema-valid JSON per variant ({}, no threshold): {}",
+                j.model_label,
+                rows.join(", ")
+            ));
+        }
+        Ok(parts.join("; "))
     }
 
-    pub fn report(&self) -> Report {
-        let name = if self.ledger() { LEDGER_NAME } else { NAME };
+    fn body(&self) -> Result<serde_json::Value> {
         let mut body = json!({
-            "models": self.gauge.iter().map(|g| g.to_json()).collect::<Vec<_>>(),
+            "design": {
+                "thetas": self.design.thetas.iter().map(|&t| shift::short(t)).collect::<Vec<_>>(),
+                "shifts": self.design.shifts.iter().map(|&c| shift::short(c)).collect::<Vec<_>>(),
+                "max_new": self.design.max_new,
+                "bootstrap": {"resamples": oracle::stats::BOOTSTRAP_RESAMPLES, "seed": oracle::stats::BOOTSTRAP_SEED, "level": 0.95},
+                "normalized_tolerance_at_theta_1_3": a1::NORMALIZED_TOLERANCE,
+                "knife_edge_ulps": a1::KNIFE_ULPS,
+            },
         });
-        if !self.ledger() {
-            body["json_corpus"] = self.json.to_json();
+        let models = self
+            .models
+            .iter()
+            .map(ModelRuns::to_json)
+            .collect::<Result<Vec<_>>>()?;
+        // One model (a single run): its fields at the top level; several: a list.
+        match models.as_slice() {
+            [serde_json::Value::Object(m)] => {
+                if let Some(b) = body.as_object_mut() {
+                    b.extend(m.clone());
+                }
+            }
+            _ => body["models"] = json!(models),
         }
-        Report::new(
-            self.build.report_subject(crate::FINDING, name),
-            self.measured(),
-            self.evidence(),
-            controls(&self.gauge, &self.planted),
-        )
-        .with_body(body)
-        .with_text(self.text())
+        match self.tf.as_slice() {
+            [one] => body["teacher_forced"] = one.to_json(),
+            many => {
+                body["teacher_forced"] =
+                    json!(many.iter().map(TfReport::to_json).collect::<Vec<_>>())
+            }
+        }
+        if let Some(j) = &self.json {
+            body["json_corpus"] = j.to_json();
+        }
+        Ok(body)
     }
 
-    fn text(&self) -> String {
-        let mut parts: Vec<String> = self.gauge.iter().map(GaugeReport::to_text).collect();
-        if !self.ledger() {
-            parts.push(self.json.to_text());
+    fn text(&self) -> Result<String> {
+        let mut parts = self
+            .models
+            .iter()
+            .map(a1::to_text)
+            .collect::<Result<Vec<_>>>()?;
+        parts.extend(self.tf.iter().map(TfReport::to_text));
+        if let Some(j) = &self.json {
+            parts.push(j.to_text());
         }
-        parts.join("\n")
+        Ok(parts.join("\n"))
+    }
+
+    pub fn report(&self) -> Result<Report> {
+        Ok(Report::new(
+            self.build.report_subject(crate::FINDING, NAME),
+            self.measured()?,
+            self.evidence()?,
+            self.controls(),
+        )
+        .with_body(self.body()?)
+        .with_text(self.text()?))
+    }
+
+    /// The fix's report, from the same runs.
+    pub fn fix_report(&self) -> Result<Report> {
+        let evidence: Vec<String> = self
+            .models
+            .iter()
+            .zip(self.cells()?)
+            .map(|(m, cells)| {
+                let (mut div, mut knife, mut n) = (0, 0, 0);
+                for c in cells
+                    .iter()
+                    .filter(|c| c.operator() == Operator::Normalized && !c.is_reference())
+                {
+                    div += c.diverged();
+                    knife += c.knife_edges();
+                    n += c.per_prompt.len();
+                }
+                format!(
+                    "{}: ledger-penalties normalized parted from its c = 0 run in {div} of {n} shifted prompt-cells ({knife} at knife edges)",
+                    m.model_label
+                )
+            })
+            .collect();
+        let models = self
+            .models
+            .iter()
+            .map(ModelRuns::to_json)
+            .collect::<Result<Vec<_>>>()?;
+        let text = self
+            .models
+            .iter()
+            .map(a1::to_text)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Report::new(
+            self.build.report_subject(crate::FINDING, LEDGER_NAME),
+            self.fix_measured()?,
+            evidence.join("; "),
+            self.controls(),
+        )
+        .with_body(json!({ "models": models }))
+        .with_text(text.join("\n")))
     }
 
     pub fn write(&self, dir: &Path) -> Result<()> {
         let tag = self.build.tag();
-        if self.ledger() {
-            self.report().write(dir, "gauge-ledger")?;
-            return Ok(());
-        }
-        self.report().write(dir, "gauge")?;
-        let files = [
+        self.report()?.write(dir, "gauge")?;
+        self.fix_report()?.write(dir, "gauge-ledger")?;
+        let mut files = vec![
             (
-                format!("gauge-flips.{tag}.svg"),
-                plot::flips_svg(
-                    &self.gauge,
-                    &format!("F4: greedy choices that flip when every logit moves by c ({tag})"),
-                ),
+                format!("gauge-differing.{tag}.svg"),
+                plot::curve_svg(
+                    &self.models,
+                    |c| c.differing(),
+                    "differing share against c = 0",
+                    true,
+                    &format!("F4: share of generated tokens that change when every logit moves by c ({tag})"),
+                )?,
             ),
             (
-                format!("json-valid.{tag}.svg"),
-                plot::json_svg(
-                    &self.json,
-                    &format!(
-                        "F4: JSON answers per penalty variant ({}, {tag})",
-                        self.json.model_label
-                    ),
-                ),
+                format!("gauge-distinct2.{tag}.svg"),
+                plot::curve_svg(
+                    &self.models,
+                    |c| c.distinct2(),
+                    "distinct-2",
+                    false,
+                    &format!("F4: distinct-2 of the generated tokens against c ({tag})"),
+                )?,
             ),
         ];
+        if let Some(j) = &self.json {
+            files.push((
+                format!("json-valid.{tag}.svg"),
+                plot::json_svg(
+                    j,
+                    &format!(
+                        "F4: JSON answers per penalty variant ({}, {tag})",
+                        j.model_label
+                    ),
+                ),
+            ));
+        }
         for (name, body) in files {
             let p = dir.join(&name);
             std::fs::write(&p, body).with_context(|| format!("writing {}", p.display()))?;
         }
         Ok(())
     }
-}
-
-/// A single gauge run's report (no corpus).
-pub fn single_report(g: GaugeReport, build: &BuildInfo) -> Result<Report> {
-    let name = if g.sampler == SamplerKind::Ledger {
-        LEDGER_NAME
-    } else {
-        NAME
-    };
-    let op = if g.sampler == SamplerKind::Ledger {
-        Operator::Normalized
-    } else {
-        Operator::Sign
-    };
-    let gauge = [g];
-    Ok(Report::new(
-        build.report_subject(crate::FINDING, name),
-        Verdict::found(gauge[0].flagged(op) > 0),
-        gauge_evidence(&gauge),
-        controls(&gauge, &shift::planted_controls()?),
-    )
-    .with_body(gauge[0].to_json())
-    .with_text(gauge[0].to_text()))
 }

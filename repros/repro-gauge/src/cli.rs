@@ -1,10 +1,11 @@
 //! Command-line parsing and the two modes: one gauge run (default) and `--audit`.
 
+use crate::a1::Design;
 use crate::audit;
-use crate::shift::{self, GaugeConfig, SamplerKind};
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context as _, Result};
 use clap::Parser;
 use harness::LoadedModel;
+use oracle::gauge::Operator;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use subject::BuildInfo;
@@ -14,23 +15,24 @@ pub use cli::{EXIT_BAD_INPUT, EXIT_FAILED};
 #[derive(Parser, Debug)]
 #[command(
     name = "repro-gauge",
-    about = "F4: does the repetition penalty depend on where the logits' zero sits?"
+    about = "F4: does the repetition penalty depend on where the logits' zero point sits?"
 )]
 pub struct Args {
     /// smollm2, gemma3 (the files `make models` caches) or a path to a GGUF file.
     #[arg(long, default_value = "smollm2")]
     pub model: String,
-    /// The user turn, sent through the model's chat template.
-    #[arg(long, default_value = audit::AUDIT_PROMPT)]
-    pub prompt: String,
-    /// Penalty strengths, comma-separated (each > 0).
-    #[arg(long, default_value = "1.1,1.3", allow_hyphen_values = true)]
+    /// One prompt per line (blank lines and lines starting with '#' skipped); each goes
+    /// through the model's chat template. Default: the 16 prompts of prompts/a1.txt.
+    #[arg(long)]
+    pub prompt_file: Option<PathBuf>,
+    /// Penalty strengths, comma-separated (each > 0); 1 (the no-op leg) is always added.
+    #[arg(long, default_value = "1.0,1.15,1.3", allow_hyphen_values = true)]
     pub theta: String,
-    /// Shifts added to every logit, comma-separated.
-    #[arg(long, default_value = "-5,-2,-1,1,2,5", allow_hyphen_values = true)]
+    /// Shifts added to every logit, comma-separated; 0 (the reference) is always added.
+    #[arg(long, default_value = "-5,-3,-1,0,1,3,5", allow_hyphen_values = true)]
     pub shifts: String,
-    /// Maximum number of generated tokens.
-    #[arg(long, default_value_t = 64, allow_negative_numbers = true)]
+    /// Maximum number of generated tokens per run.
+    #[arg(long, default_value_t = 200, allow_negative_numbers = true)]
     pub max_new: i64,
     /// CPU threads for decoding (fixed, so runs are byte-identical).
     #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
@@ -38,21 +40,31 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Gauge runs on SmolLM2 and Gemma3 and the JSON corpus; writes results/gauge.<build>.json,
-    /// results/json.<build>.json and the two plots.
+    /// The design on SmolLM2 and Gemma3 and the JSON corpus on SmolLM2; writes
+    /// results/gauge.<build>.{json,txt}, results/gauge-ledger.<build>.{json,txt} and the plots.
     #[arg(long)]
     pub audit: bool,
-    /// With --audit: only the first N prompts of the JSON corpus.
+    /// With --audit: only the first N prompts of the prompt file.
+    #[arg(long, allow_negative_numbers = true)]
+    pub prompts: Option<i64>,
+    /// With --audit: only the first N prompts of the JSON corpus (default: all 54).
+    #[arg(long, allow_negative_numbers = true)]
+    pub json_prompts: Option<i64>,
+    /// Teacher-forced positions per model (default 2048; with --audit 40960).
+    #[arg(long, allow_negative_numbers = true)]
+    pub positions: Option<i64>,
+    /// The teacher-forced text (default: the file `make models` builds in models-cache/).
     #[arg(long)]
-    pub json_prompts: Option<usize>,
-    /// builtin: the sign branch through llama.cpp's penalties stage; ledger: sign and
-    /// normalized through ledger-penalties in a real llama.cpp chain.
-    #[arg(long, default_value = "builtin", value_parser = ["builtin", "ledger"])]
-    pub sampler: String,
+    pub teacher_text: Option<PathBuf>,
     /// Where --audit writes.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
 }
+
+/// At most this many runs share one batch (llama.cpp's LLAMA_MAX_SEQ).
+pub const MAX_RUNS: usize = 256;
+/// Runs x `--max-new` per prompt, the worst-case KV cells of one batch.
+pub const MAX_CELLS: usize = 65_536;
 
 fn numbers(flag: &str, text: &str) -> Result<Vec<f32>> {
     let v = text
@@ -70,10 +82,21 @@ fn numbers(flag: &str, text: &str) -> Result<Vec<f32>> {
     Ok(v)
 }
 
-pub fn config(args: &Args) -> Result<GaugeConfig> {
+/// `v` with `must` added, sorted, without repeats.
+fn with(mut v: Vec<f32>, must: f32) -> Vec<f32> {
+    v.push(must);
+    v.sort_by(f32::total_cmp);
+    v.dedup();
+    v
+}
+
+pub fn design(args: &Args) -> Result<Design> {
     let thetas = numbers("--theta", &args.theta)?;
     for t in &thetas {
-        ensure!(*t > 0.0, "--theta must be > 0, got {t}");
+        ensure!(
+            *t > 0.0 && *t <= 100.0,
+            "--theta must be in (0, 100], got {t}"
+        );
     }
     let shifts = numbers("--shifts", &args.shifts)?;
     for c in &shifts {
@@ -94,30 +117,95 @@ pub fn config(args: &Args) -> Result<GaugeConfig> {
         "--threads must be in 1..=64, got {}",
         args.threads
     );
-    ensure!(!args.prompt.trim().is_empty(), "--prompt is empty");
+    let (thetas, shifts) = (with(thetas, 1.0), with(shifts, 0.0));
+    let runs = thetas.len() * shifts.len() * Operator::ALL.len();
     ensure!(
-        !(args.json_prompts.is_some() && !args.audit),
-        "--json-prompts only applies with --audit"
+        runs <= MAX_RUNS,
+        "{} thetas x {} shifts x 3 operators = {runs} runs per prompt; at most {MAX_RUNS} share a batch",
+        thetas.len(),
+        shifts.len()
     );
-    Ok(GaugeConfig {
-        sampler: if args.sampler == "ledger" {
-            SamplerKind::Ledger
-        } else {
-            SamplerKind::Builtin
-        },
-        prompt: args.prompt.clone(),
+    // Every run may hold its own suffix of the shared cache.
+    ensure!(
+        runs * args.max_new as usize <= MAX_CELLS,
+        "{runs} runs x --max-new {} exceed {MAX_CELLS} cache cells per prompt",
+        args.max_new
+    );
+    Ok(Design::standard(
         thetas,
         shifts,
-        max_new: args.max_new as usize,
-        threads: args.threads as i32,
-    })
+        args.max_new as usize,
+        args.threads as i32,
+    ))
+}
+
+/// Teacher-forced positions per model when --positions is not given.
+pub const POSITIONS: usize = 2048;
+pub const AUDIT_POSITIONS: usize = 40_960;
+pub const MAX_POSITIONS: i64 = 200_000;
+
+pub fn positions(args: &Args) -> Result<usize> {
+    match args.positions {
+        Some(n) => {
+            ensure!(
+                (1..=MAX_POSITIONS).contains(&n),
+                "--positions must be in 1..={MAX_POSITIONS}, got {n}"
+            );
+            Ok(n as usize)
+        }
+        None if args.audit => Ok(AUDIT_POSITIONS),
+        None => Ok(POSITIONS),
+    }
+}
+
+pub fn teacher_text(args: &Args) -> Result<String> {
+    let p = args
+        .teacher_text
+        .clone()
+        .unwrap_or_else(models::teacher_text);
+    let t = std::fs::read_to_string(&p).with_context(|| {
+        format!(
+            "cannot read the teacher text {} (run `make models`)",
+            p.display()
+        )
+    })?;
+    ensure!(
+        !t.trim().is_empty(),
+        "the teacher text {} is empty",
+        p.display()
+    );
+    Ok(t)
+}
+
+/// The prompts: the file's (or the default set), at most `--prompts` of them.
+pub fn prompts(args: &Args) -> Result<Vec<String>> {
+    let text = match &args.prompt_file {
+        Some(p) => std::fs::read_to_string(p)
+            .with_context(|| format!("--prompt-file: cannot read {}", p.display()))?,
+        None => audit::DEFAULT_PROMPTS.to_string(),
+    };
+    let mut v = audit::parse_prompts(&text);
+    ensure!(!v.is_empty(), "--prompt-file holds no prompt");
+    if let Some(n) = args.prompts {
+        ensure!(args.audit, "--prompts only applies with --audit");
+        ensure!(n >= 1, "--prompts must be at least 1, got {n}");
+        v.truncate(n as usize);
+    }
+    if let Some(n) = args.json_prompts {
+        ensure!(args.audit, "--json-prompts only applies with --audit");
+        ensure!(n >= 1, "--json-prompts must be at least 1, got {n}");
+    }
+    Ok(v)
 }
 
 /// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cli::run(argv, |args: Args| {
-        let build = cli::refuse(BuildInfo::verified())?;
-        let cfg = cli::refuse(config(&args))?;
+        cli::refuse(BuildInfo::verified())?;
+        let design = cli::refuse(design(&args))?;
+        let prompts = cli::refuse(prompts(&args))?;
+        let positions = cli::refuse(positions(&args))?;
+        let text = cli::refuse(teacher_text(&args))?;
         let names: Vec<String> = if args.audit {
             models::KNOWN.iter().map(|k| k.name.to_string()).collect()
         } else {
@@ -129,22 +217,32 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
                 .map(|n| LoadedModel::load(models::resolve(n)?))
                 .collect::<Result<Vec<_>>>(),
         )?;
-        cli::fail(execute(&args, &cfg, &loaded, &build))
+        for m in &loaded {
+            cli::refuse(crate::tf::check_text(m, &text, positions))?;
+        }
+        cli::fail(execute(
+            &args,
+            &design,
+            &prompts,
+            (&text, positions),
+            &loaded,
+        ))
     })
 }
 
 fn execute(
     args: &Args,
-    cfg: &GaugeConfig,
+    design: &Design,
+    prompts: &[String],
+    teacher: (&str, usize),
     loaded: &[LoadedModel],
-    build: &BuildInfo,
 ) -> Result<String> {
-    let report = if args.audit {
-        let a = audit::run(loaded, cfg, args.json_prompts)?;
+    let json_prompts = args
+        .audit
+        .then(|| args.json_prompts.map_or(usize::MAX, |n| n as usize));
+    let a = audit::run(loaded, design, prompts, teacher, json_prompts)?;
+    if args.audit {
         a.write(&args.results)?;
-        a.report()
-    } else {
-        audit::single_report(shift::run(&loaded[0], cfg)?, build)?
-    };
-    Ok(report.render(args.json))
+    }
+    Ok(a.report()?.render(args.json))
 }

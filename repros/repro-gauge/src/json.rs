@@ -8,11 +8,11 @@
 
 use crate::schema::{extract, is_structural, Schema};
 use anyhow::{Context as _, Result};
-use harness::{argmax, LoadedModel, Session};
-use oracle::gauge::{self, Operator};
+use harness::fork::{self, Row, Run};
+use harness::{argmax, LoadedModel};
 use oracle::TokenId;
 use serde_json::{json, Value};
-use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use subject::{Model, Sampler, SamplerSpec};
 
 /// The corpus: `(prompt, schema)`.
@@ -38,11 +38,11 @@ pub enum Variant {
         theta: f32,
         window: Option<usize>,
     },
-    /// The oracle's normalized operator over the whole sequence.
+    /// `ledger-penalties` normalized mode over the whole sequence.
     Normalized {
         theta: f32,
     },
-    /// The oracle's subtractive operator (`ln theta` off each seen id) over the whole sequence.
+    /// `ledger-penalties` subtractive mode (`ln theta` off each seen id) over the whole sequence.
     Subtractive {
         theta: f32,
     },
@@ -96,66 +96,83 @@ impl Variant {
     }
 }
 
-struct Chooser {
+/// One variant's sampler (none for the unpenalized baseline), prompt accepted.
+fn sampler(
     variant: Variant,
-    llama: Option<Sampler>,
-}
-
-fn penalties(
     model: &Model,
     prompt: &[TokenId],
-    last_n: usize,
-    repeat: f32,
-    freq: f32,
-) -> Result<Sampler> {
-    let mut s = SamplerSpec::Penalties {
-        n_vocab: model.n_vocab(),
-        last_n: last_n as i32,
-        repeat,
-        freq,
-        present: 0.0,
-    }
-    .build()?;
+    whole: usize,
+) -> Result<Option<Sampler>> {
+    let n_vocab = model.n_vocab();
+    let llama = |last_n: usize, repeat: f32, freq: f32| {
+        SamplerSpec::Penalties {
+            n_vocab,
+            last_n: last_n as i32,
+            repeat,
+            freq,
+            present: 0.0,
+        }
+        .build()
+    };
+    let ledger = |theta: f32, mode| {
+        ledger::ledger_penalties(ledger::PenaltyConfig {
+            n_vocab,
+            last_n: whole as i32,
+            repeat: theta,
+            freq: 0.0,
+            present: 0.0,
+            mode,
+        })
+    };
+    let stage = match variant {
+        Variant::None => return Ok(None),
+        Variant::Llama { theta, window } => llama(window.unwrap_or(whole), theta, 0.0)?,
+        Variant::Frequency { freq } => llama(whole, 1.0, freq)?,
+        Variant::Normalized { theta } => ledger(theta, ledger::Mode::Normalized)?,
+        Variant::Subtractive { theta } => ledger(theta, ledger::Mode::Subtractive)?,
+    };
+    let mut s = Sampler::chain(vec![stage])?;
     for &t in prompt {
         s.accept(t)?;
     }
-    Ok(s)
+    Ok(Some(s))
 }
 
-impl Chooser {
-    fn new(variant: Variant, model: &Model, prompt: &[TokenId], whole: usize) -> Result<Chooser> {
-        let llama = match variant {
-            Variant::Llama { theta, window } => Some(penalties(
-                model,
-                prompt,
-                window.unwrap_or(whole),
-                theta,
-                0.0,
-            )?),
-            Variant::Frequency { freq } => Some(penalties(model, prompt, whole, 1.0, freq)?),
-            _ => None,
+/// A variant's greedy run. Free-running, it follows its own choices; teacher-forced, it
+/// follows the unpenalized baseline (the first maximum of the raw row, which is what the
+/// `none` run chooses from the same row) and counts the steps where the baseline's token is
+/// structural and its own choice is not.
+struct VariantRun {
+    sampler: Option<Sampler>,
+    forced: bool,
+    structural: Arc<Vec<bool>>,
+    structural_steps: usize,
+    flips: usize,
+}
+
+impl Run for VariantRun {
+    fn choose(&mut self, row: &Row<'_>) -> Result<TokenId> {
+        let own = match self.sampler.as_mut() {
+            Some(s) => argmax(&s.apply_in_id_order(row.raw)?),
+            None => argmax(row.raw),
         };
-        Ok(Chooser { variant, llama })
-    }
-
-    fn choose(&mut self, raw: &[f32], seen: &BTreeSet<TokenId>) -> Result<TokenId> {
-        Ok(match (self.variant, self.llama.as_mut()) {
-            (_, Some(s)) => argmax(&s.apply_in_id_order(raw)?),
-            (Variant::Normalized { theta }, None) => {
-                gauge::argmax(&gauge::apply(Operator::Normalized, raw, 0.0, seen, theta))
+        let next = if self.forced {
+            let base = argmax(row.raw);
+            let is = |t: TokenId| self.structural.get(t.0 as usize) == Some(&true);
+            if is(base) {
+                self.structural_steps += 1;
+                if !is(own) {
+                    self.flips += 1;
+                }
             }
-            (Variant::Subtractive { theta }, None) => {
-                gauge::argmax(&gauge::apply(Operator::Subtractive, raw, 0.0, seen, theta))
-            }
-            _ => argmax(raw),
-        })
-    }
-
-    fn accept(&mut self, id: TokenId) -> Result<()> {
-        if let Some(s) = self.llama.as_mut() {
-            s.accept(id)?;
+            base
+        } else {
+            own
+        };
+        if let Some(s) = self.sampler.as_mut() {
+            s.accept(next)?;
         }
-        Ok(())
+        Ok(next)
     }
 }
 
@@ -186,26 +203,19 @@ pub struct JsonReport {
     pub prompts: Vec<PromptResult>,
 }
 
-struct Pieces<'a> {
-    model: &'a Model,
-    cache: HashMap<TokenId, bool>,
+/// Which vocabulary ids are structural (only JSON delimiters and whitespace).
+fn structural_ids(model: &Model) -> Result<Vec<bool>> {
+    (0..model.n_vocab())
+        .map(|i| {
+            Ok(is_structural(&String::from_utf8_lossy(
+                &model.token_bytes(TokenId(i))?,
+            )))
+        })
+        .collect()
 }
 
-impl Pieces<'_> {
-    fn structural(&mut self, id: TokenId) -> Result<bool> {
-        if let Some(&b) = self.cache.get(&id) {
-            return Ok(b);
-        }
-        let b = is_structural(&String::from_utf8_lossy(&self.model.token_bytes(id)?));
-        self.cache.insert(id, b);
-        Ok(b)
-    }
-}
-
-fn seen_set(prompt: &[TokenId], generated: &[TokenId]) -> BTreeSet<TokenId> {
-    prompt.iter().chain(generated).copied().collect()
-}
-
+/// Every variant free-running and teacher-forced on the baseline, per prompt, decoded
+/// together ([`harness::fork`]): the forced runs and the `none` run share one sequence.
 pub fn run(
     m: &LoadedModel,
     corpus: &[(String, Schema)],
@@ -213,64 +223,43 @@ pub fn run(
     threads: i32,
 ) -> Result<JsonReport> {
     let variants = Variant::all();
-    let mut pieces = Pieces {
-        model: &m.model,
-        cache: HashMap::new(),
-    };
+    let structural = Arc::new(structural_ids(&m.model)?);
     let mut prompts = Vec::new();
     for (prompt_text, schema) in corpus {
         let prompt = m.chat_ids(prompt_text)?;
         let whole = prompt.len() + max_new;
-        let mut session = Session::new(&m.model, prompt.clone(), max_new, threads)?;
-        // Baseline with every variant teacher-forced beside it.
-        let mut forced = variants
-            .iter()
-            .map(|&v| Chooser::new(v, &m.model, &prompt, whole))
-            .collect::<Result<Vec<_>>>()?;
-        let mut flips = vec![0usize; variants.len()];
-        let mut structural_steps = 0;
-        // The baseline is the unpenalized greedy answer: the `none` variant's answer too.
-        let baseline = session.generate(max_new, |raw, gen| {
-            let seen = seen_set(&prompt, gen);
-            let base = argmax(raw);
-            let base_structural = pieces.structural(base)?;
-            structural_steps += usize::from(base_structural);
-            for (k, c) in forced.iter_mut().enumerate() {
-                let choice = c.choose(raw, &seen)?;
-                if base_structural && !pieces.structural(choice)? {
-                    flips[k] += 1;
-                }
-                c.accept(base)?;
+        let mut runs = Vec::new();
+        for forced in [false, true] {
+            for &v in &variants {
+                runs.push(VariantRun {
+                    sampler: sampler(v, &m.model, &prompt, whole)?,
+                    forced,
+                    structural: Arc::clone(&structural),
+                    structural_steps: 0,
+                    flips: 0,
+                });
             }
-            Ok(base)
-        })?;
+        }
+        let out = fork::run_forked(&m.model, &prompt, &mut runs, max_new, threads)
+            .with_context(|| format!("decoding JSON prompt {prompt_text:?}"))?;
         let mut answers = Vec::new();
-        for &v in &variants {
-            let (tokens, stop) = if v == Variant::None {
-                baseline.clone()
-            } else {
-                let mut c = Chooser::new(v, &m.model, &prompt, whole)?;
-                session.generate(max_new, |raw, gen| {
-                    let t = c.choose(raw, &seen_set(&prompt, gen))?;
-                    c.accept(t)?;
-                    Ok(t)
-                })?
-            };
-            let text = m.model.detokenize(&tokens)?;
+        for (k, tokens) in out.tokens.iter().take(variants.len()).enumerate() {
+            let text = m.model.detokenize(tokens)?;
             let value = extract(&text);
             answers.push(Answer {
                 tokens: tokens.len(),
-                eos: stop == harness::Stop::Eos,
+                eos: out.stops[k] == harness::Stop::Eos,
                 parses: value.is_some(),
                 schema_valid: value.is_some_and(|v| schema.accepts(&v)),
                 text,
             });
         }
+        let forced = &runs[variants.len()..];
         prompts.push(PromptResult {
             prompt: prompt_text.clone(),
             answers,
-            structural_steps,
-            delimiter_flips: flips,
+            structural_steps: forced[0].structural_steps,
+            delimiter_flips: forced.iter().map(|r| r.flips).collect(),
         });
     }
     Ok(JsonReport {

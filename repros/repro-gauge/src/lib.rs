@@ -1,6 +1,7 @@
 //! F4: the zero-point dependence of the sign-branched repetition penalty. The binary is a
 //! thin shell over these modules so the tests can call every part directly.
 
+pub mod a1;
 pub mod audit;
 pub mod cli;
 pub mod json;
@@ -8,6 +9,7 @@ pub mod planted;
 pub mod plot;
 pub mod schema;
 pub mod shift;
+pub mod tf;
 
 /// The finding these reports belong to.
 pub const FINDING: &str = "F4";

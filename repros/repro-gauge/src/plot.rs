@@ -1,9 +1,10 @@
-//! Two SVG charts: flip rate against shift (one panel per model, one line per operator and
-//! theta) and the share of valid JSON per penalty variant.
+//! SVG charts: a measure of the A1 design against shift (one panel per model, one line per
+//! operator and theta, interval bands), and the share of valid JSON per penalty variant.
 
+use crate::a1::{Cell, ModelRuns};
 use crate::json::JsonReport;
-use crate::shift::GaugeReport;
 use oracle::gauge::Operator;
+use oracle::stats::Estimate;
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -15,39 +16,63 @@ const COLOURS: [&str; 6] = [
     "#D55E00", "#E69F00", "#0072B2", "#56B4E9", "#009E73", "#CC79A7",
 ];
 
-/// Flip rate (teacher-forced) against shift.
-pub fn flips_svg(reports: &[GaugeReport], title: &str) -> String {
+/// A measure against shift, one panel per model, one line per operator and theta, with its
+/// 95% interval as a band. `unit`: the measure is a share, drawn from 0 to 100%.
+pub fn curve_svg(
+    models: &[ModelRuns],
+    metric: impl Fn(&Cell) -> Estimate,
+    label: &str,
+    unit: bool,
+    title: &str,
+) -> anyhow::Result<String> {
     let (pw, ph, left, top, gap) = (330.0, 260.0, 60.0, 60.0, 70.0);
-    let width = left + reports.len() as f64 * (pw + gap) + 150.0;
+    let width = left + models.len() as f64 * (pw + gap) + 190.0;
     let height = top + ph + 70.0;
     let mut o = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{left}\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
         esc(title)
     );
+    let all = models
+        .iter()
+        .map(ModelRuns::cells)
+        .collect::<anyhow::Result<Vec<Vec<Cell>>>>()?;
+    // One vertical scale for every panel: 0..1 for shares, else 0..the largest upper bound.
+    let ymax = if unit {
+        1.0
+    } else {
+        all.iter()
+            .flatten()
+            .map(|c| metric(c).hi)
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max)
+            .max(1e-9)
+    };
     let mut legend: Vec<(String, &str, bool)> = Vec::new();
-    for (m, r) in reports.iter().enumerate() {
+    for (m, (r, cells)) in models.iter().zip(&all).enumerate() {
         let x0 = left + m as f64 * (pw + gap);
-        let shifts: Vec<f32> = {
-            let mut s: Vec<f32> = r.rows.iter().map(|x| x.shift).collect();
-            s.sort_by(|a, b| a.total_cmp(b));
-            s.dedup();
-            s
-        };
-        let (lo, hi) = (shifts[0] as f64, *shifts.last().unwrap() as f64);
+        let mut shifts: Vec<f32> = cells.iter().map(|c| c.shift).collect();
+        shifts.sort_by(|a, b| a.total_cmp(b));
+        shifts.dedup();
+        let (lo, hi) = (shifts[0] as f64, *shifts.last().unwrap_or(&0.0) as f64);
         let span = if hi > lo { hi - lo } else { 1.0 };
         let x = |c: f64| x0 + pw * (c - lo) / span;
-        let y = |f: f64| top + ph * (1.0 - f);
+        let y = |f: f64| top + ph * (1.0 - f / ymax);
         o.push_str(&format!(
-            "<text x=\"{x0}\" y=\"{:.1}\" font-weight=\"bold\">{} ({:.0}% of seen ids positive)</text>\n",
+            "<text x=\"{x0}\" y=\"{:.1}\" font-weight=\"bold\">{} ({} prompts)</text>\n",
             top - 12.0,
             esc(&r.model_label),
-            100.0 * r.positive_share()
+            r.prompts.len()
         ));
         for k in 0..=4 {
-            let f = k as f64 / 4.0;
+            let f = ymax * k as f64 / 4.0;
+            let tick = if unit {
+                format!("{:.0}%", 100.0 * f)
+            } else {
+                format!("{f:.2}")
+            };
             o.push_str(&format!(
-                "<line x1=\"{x0}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{:.0}%</text>\n",
-                y(f), x0 + pw, y(f), x0 - 6.0, y(f) + 4.0, 100.0 * f
+                "<line x1=\"{x0}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{tick}</text>\n",
+                y(f), x0 + pw, y(f), x0 - 6.0, y(f) + 4.0
             ));
         }
         for c in &shifts {
@@ -58,47 +83,61 @@ pub fn flips_svg(reports: &[GaugeReport], title: &str) -> String {
             ));
         }
         o.push_str(&format!(
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">shift c added to every logit</text>\n",
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">shift c added to every logit; y: {}</text>\n",
             x0 + pw / 2.0,
-            top + ph + 40.0
+            top + ph + 40.0,
+            esc(label)
         ));
         let mut series: Vec<(Operator, f32)> =
-            r.rows.iter().map(|x| (x.operator(), x.theta)).collect();
+            cells.iter().map(|c| (c.operator(), c.theta)).collect();
         series.dedup();
         for (i, (op, theta)) in series.iter().enumerate() {
             let colour = COLOURS[i % COLOURS.len()];
             let dashed = *op != Operator::Sign;
-            let mut pts: Vec<(f64, f64)> = r
-                .rows
+            let mut pts: Vec<(f64, Estimate)> = cells
                 .iter()
-                .filter(|x| x.operator() == *op && x.theta == *theta)
-                .map(|x| (x.shift as f64, x.flip_rate()))
+                .filter(|c| c.operator() == *op && c.theta == *theta)
+                .map(|c| (c.shift as f64, metric(c)))
                 .collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let upper: Vec<String> = pts
+                .iter()
+                .map(|(c, e)| format!("{:.1},{:.1}", x(*c), y(e.hi)))
+                .collect();
+            let lower: Vec<String> = pts
+                .iter()
+                .rev()
+                .map(|(c, e)| format!("{:.1},{:.1}", x(*c), y(e.lo)))
+                .collect();
+            o.push_str(&format!(
+                "<polygon points=\"{} {}\" fill=\"{colour}\" fill-opacity=\"0.15\" stroke=\"none\"/>\n",
+                upper.join(" "),
+                lower.join(" ")
+            ));
             let path: Vec<String> = pts
                 .iter()
-                .map(|(c, f)| format!("{:.1},{:.1}", x(*c), y(*f)))
+                .map(|(c, e)| format!("{:.1},{:.1}", x(*c), y(e.mean)))
                 .collect();
             o.push_str(&format!(
                 "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"{}/>\n",
                 path.join(" "),
                 if dashed { " stroke-dasharray=\"6 3\"" } else { "" }
             ));
-            for (c, f) in &pts {
+            for (c, e) in &pts {
                 o.push_str(&format!(
                     "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>\n",
                     x(*c),
-                    y(*f)
+                    y(e.mean)
                 ));
             }
-            let label = format!("{} theta {}", op.as_str(), theta);
-            if !legend.iter().any(|(l, _, _)| *l == label) {
-                legend.push((label, colour, dashed));
+            let name = format!("{} theta {}", op.as_str(), theta);
+            if !legend.iter().any(|(l, _, _)| *l == name) {
+                legend.push((name, colour, dashed));
             }
         }
     }
-    let lx = left + reports.len() as f64 * (pw + gap) - 40.0;
-    for (i, (label, colour, dashed)) in legend.iter().enumerate() {
+    let lx = left + models.len() as f64 * (pw + gap) - 40.0;
+    for (i, (name, colour, dashed)) in legend.iter().enumerate() {
         let ly = top + 10.0 + 18.0 * i as f64;
         o.push_str(&format!(
             "<line x1=\"{lx}\" y1=\"{ly}\" x2=\"{:.1}\" y2=\"{ly}\" stroke=\"{colour}\" stroke-width=\"2\"{}/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
@@ -106,14 +145,14 @@ pub fn flips_svg(reports: &[GaugeReport], title: &str) -> String {
             if *dashed { " stroke-dasharray=\"6 3\"" } else { "" },
             lx + 28.0,
             ly + 4.0,
-            esc(label)
+            esc(name)
         ));
     }
     o.push_str(&format!(
-        "<text x=\"{lx}\" y=\"{:.1}\" fill=\"#555\">dashed lines lie on 0%</text>\n</svg>\n",
+        "<text x=\"{lx}\" y=\"{:.1}\" fill=\"#555\">bands: 95% bootstrap over prompts</text>\n</svg>\n",
         top + 20.0 + 18.0 * legend.len() as f64
     ));
-    o
+    Ok(o)
 }
 
 /// Share of answers that parse and that are schema-valid, per variant.

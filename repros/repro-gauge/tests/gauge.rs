@@ -4,8 +4,8 @@
 use oracle::gauge::{self, Operator};
 use oracle::TokenId;
 use report::Header;
-use repro_gauge::shift::{self, GaugeConfig, Implementation};
-use repro_gauge::{json, schema};
+use repro_gauge::shift::{self, Implementation};
+use repro_gauge::{a1, json, schema};
 use std::collections::BTreeSet;
 use std::process::Command;
 use subject::BuildInfo;
@@ -50,104 +50,148 @@ fn oracle_examples() {
     insta::assert_snapshot!("oracle_examples", out);
 }
 
+/// The fork plumbing: runs with different rules decode together, and every choice a run
+/// made is its rule applied to the logits of its own history decoded alone (up to rounding:
+/// the batched and the single-sequence logits may differ in the last bits, so a step whose
+/// top-2 margin is below 1e-3 is skipped).
 #[test]
-fn short_gauge_run_on_both_models() {
+fn forked_runs_choose_from_their_own_history() {
     let _serial = one_at_a_time();
-    let cfg = GaugeConfig {
-        sampler: shift::SamplerKind::Builtin,
-        prompt: "Name three colours.".into(),
-        thetas: vec![1.3],
-        shifts: vec![-5.0, 5.0],
-        max_new: 16,
-        threads: 2,
-    };
+    struct Rule {
+        /// At this step take the second-best token, else the best.
+        second_at: Option<usize>,
+        step: usize,
+    }
+    fn ranked(raw: &[f32]) -> (TokenId, TokenId, f32) {
+        let mut idx: Vec<usize> = (0..raw.len()).collect();
+        idx.sort_by(|&a, &b| raw[b].total_cmp(&raw[a]).then(a.cmp(&b)));
+        (
+            TokenId(idx[0] as i32),
+            TokenId(idx[1] as i32),
+            raw[idx[0]] - raw[idx[1]],
+        )
+    }
+    impl Rule {
+        fn pick(&self, raw: &[f32], step: usize) -> TokenId {
+            let (a, b, _) = ranked(raw);
+            if self.second_at == Some(step) {
+                b
+            } else {
+                a
+            }
+        }
+    }
+    impl harness::fork::Run for Rule {
+        fn choose(&mut self, row: &harness::fork::Row<'_>) -> anyhow::Result<TokenId> {
+            let t = self.pick(row.raw, self.step);
+            self.step += 1;
+            Ok(t)
+        }
+    }
+    let m = load("smollm2");
+    let prompt = m.chat_ids("Name three colours.").unwrap();
+    let mut runs: Vec<Rule> = [None, Some(1), Some(3), None]
+        .into_iter()
+        .map(|second_at| Rule { second_at, step: 0 })
+        .collect();
+    let out = harness::fork::run_forked(&m.model, &prompt, &mut runs, 8, 2).unwrap();
+    // Runs 0 and 3 never part; 1 and 2 part at their steps: three sequences at most.
+    assert_eq!(out.tokens[0], out.tokens[3]);
+    assert_eq!(out.max_live, 3);
+    assert!(out.decoded < 4 * 8);
+    let mut session = harness::Session::new(&m.model, prompt.clone(), 8, 2).unwrap();
+    let mut checked = 0;
+    for (r, tokens) in runs.iter().zip(&out.tokens) {
+        for t in 0..tokens.len() {
+            let raw = session.logits_after(&tokens[..t]).unwrap();
+            if ranked(&raw).2 < 1e-3 {
+                continue;
+            }
+            assert_eq!(r.pick(&raw, t), tokens[t], "run {:?} step {t}", r.second_at);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 24, "only {checked} steps had a clear margin");
+}
+
+fn short_design() -> a1::Design {
+    a1::Design::standard(vec![1.0, 1.3], vec![-5.0, 0.0, 5.0], 16, 2)
+}
+
+/// The design on two prompts of both models: the no-op leg is identical, the value checks
+/// find no mismatch, and the table is pinned per build.
+#[test]
+fn short_design_on_both_models() {
+    let _serial = one_at_a_time();
+    let prompts = vec![
+        "Name three colours.".to_string(),
+        "Write a haiku about rain.".into(),
+    ];
     let mut text = String::new();
     for name in ["smollm2", "gemma3"] {
-        let r = shift::run(&load(name), &cfg).unwrap();
-        assert_eq!(
-            r.sign_mismatches, 0,
-            "llama.cpp's sign branch must equal the oracle's"
-        );
-        text.push_str(&r.to_text());
+        let r = a1::ModelRuns::run(&load(name), &short_design(), &prompts).unwrap();
+        let n = r.no_op_leg();
+        // 2 prompts x (3 operators x 3 shifts - the reference itself).
+        assert_eq!((n.compared, n.failures), (2 * 8, 0), "{:?}", n.first);
+        let f = r.fork_check();
+        assert_eq!((f.prompts, f.failures), (2, 0), "{:?}", f.first);
+        for (op, c) in r.checks() {
+            assert!(c.compared > 0 && c.clean(), "{op:?}: {c:?}");
+        }
+        // Drop the throughput (a timing) from the pinned text.
+        let t = a1::to_text(&r).unwrap();
+        let (head, rest) = t.split_once('\n').unwrap();
+        text.push_str(head.split(';').next().unwrap());
+        text.push('\n');
+        text.push_str(rest);
     }
-    insta::assert_snapshot!(format!("gauge_short_{}", slug()), text);
+    insta::assert_snapshot!(format!("design_short_{}", slug()), text);
 }
 
+/// Each detector on planted cases, through the same fork loop, runs, cells and verdict rule
+/// as the models: the sign-branched sampler makes the verdict `present`, the planted
+/// subtractive one in its place makes it `absent`, the value check flags three wrong
+/// arithmetics and passes llama.cpp's and our sign branch. Disabling any of these detectors
+/// fails this test.
 #[test]
-fn ledger_normalized_never_flips_through_a_real_chain() {
-    let _serial = one_at_a_time();
-    let cfg = GaugeConfig {
-        sampler: shift::SamplerKind::Ledger,
-        prompt: "Name three colours.".into(),
-        thetas: vec![1.3],
-        shifts: vec![-5.0, -1.0, 2.0, 5.0],
-        max_new: 16,
-        threads: 2,
-    };
-    for name in ["smollm2", "gemma3"] {
-        let r = shift::run(&load(name), &cfg).unwrap();
-        // Measured through the chain in f32, not by construction.
-        assert!(r
-            .rows
-            .iter()
-            .filter(|x| x.operator() == Operator::Normalized)
-            .all(|x| x.implementation == Implementation::LedgerNormalized));
-        assert_eq!(r.flagged(Operator::Normalized), 0, "{}", r.to_text());
-        // The ledger's default mode is bit-identical to llama.cpp's, so the sign branch still
-        // equals the oracle's at every step.
-        assert_eq!(r.sign_mismatches, 0);
+fn detectors_fire_on_planted_cases_and_stay_quiet_on_clean_ones() {
+    let controls = shift::planted_controls().unwrap();
+    assert_eq!(controls.len(), 5);
+    assert!(controls.iter().all(|c| c.passed), "{controls:#?}");
+    // The value check alone: llama.cpp's stage and ours pass as the sign branch.
+    for imp in [Implementation::LlamaSign, Implementation::LedgerSign] {
+        let design = shift::planted_design(imp, Implementation::PlantedSubtractive);
+        let runs = shift::planted_runs(&design, "check").unwrap();
+        for (op, c) in runs.checks() {
+            if op == Operator::Sign {
+                assert!(c.compared > 0 && c.clean(), "{imp:?}: {c:?}");
+            }
+        }
+        // The planted rows depend on the history, and forks happened.
+        assert!(runs.prompts.iter().all(|p| p.max_live > 1));
     }
+    // The value check's arithmetic by hand: sign at x = 6 divides, at x = -4 multiplies.
+    assert!(a1::value_ok(Operator::Sign, 6.0, 6.0 / 1.3, 1.3, 0.0).0);
+    assert!(!a1::value_ok(Operator::Sign, 6.0, 6.0 * 1.3, 1.3, 0.0).0);
+    assert!(a1::value_ok(Operator::Sign, -4.0, -4.0 * 1.3, 1.3, 0.0).0);
+    assert!(!a1::value_ok(Operator::Subtractive, 6.0, 6.0 - 0.25, 1.3, 0.0).0);
+    assert!(a1::value_ok(Operator::Normalized, -3.0, -10.0 + 1.3 * 7.0, 1.3, -10.0).0);
+    assert!(!a1::value_ok(Operator::Normalized, -3.0, -10.0 + 1.29 * 7.0, 1.3, -10.0).0);
 }
 
-/// The flip detector on the planted case, through the same `measure` and the same f32 chain
-/// path as the subject: our sign-branched sampler must flip, our normalized one must not, and
-/// llama.cpp's stage on the same case flips exactly like ours. Disabling the detector fails
-/// this test.
+/// The verdict rule on planted designs: no theta above 1 is `undecided`, not `absent`.
 #[test]
-fn flip_detector_fires_on_the_planted_case_and_not_on_a_gauge_free_sampler() {
-    let run = |imp| {
-        shift::measure(
-            &mut shift::planted_source(),
-            imp,
-            1.3,
-            &[-5.0, 5.0],
-            4,
-            false,
-        )
-        .unwrap()
-        .0
-    };
-    let ours = run(Implementation::LedgerSign);
-    assert!(ours
-        .iter()
-        .all(|r| r.flips == 4 && r.diverges_at == Some(0)));
-    let theirs = run(Implementation::LlamaSign);
-    assert_eq!(
-        ours.iter()
-            .map(|r| (r.flips, r.diverges_at))
-            .collect::<Vec<_>>(),
-        theirs
-            .iter()
-            .map(|r| (r.flips, r.diverges_at))
-            .collect::<Vec<_>>()
-    );
-    for gauge_free in [
-        Implementation::LedgerNormalized,
+fn a_design_without_a_penalty_is_undecided() {
+    let mut design = shift::planted_design(
+        Implementation::LedgerSign,
         Implementation::PlantedSubtractive,
-    ] {
-        assert!(run(gauge_free)
-            .iter()
-            .all(|r| r.flips == 0 && r.diverges_at.is_none()));
-    }
-    // The sign comparison catches a sampler that is not the sign branch, and passes ours.
-    let compared = |imp| {
-        shift::measure(&mut shift::planted_source(), imp, 1.3, &[5.0], 4, true)
-            .unwrap()
-            .1
-    };
-    assert!(compared(Implementation::PlantedSubtractive) > 0);
-    assert_eq!(compared(Implementation::LedgerSign), 0);
-    assert!(shift::planted_controls().unwrap().iter().all(|c| c.passed));
+    );
+    design.thetas = vec![1.0];
+    let runs = shift::planted_runs(&design, "no penalty").unwrap();
+    assert_eq!(
+        repro_gauge::audit::verdict_of(&[runs]).unwrap(),
+        report::Verdict::Undecided
+    );
 }
 
 #[test]
@@ -182,46 +226,101 @@ fn run_bin(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+fn prompt_file(name: &str, text: &str) -> String {
+    let p = std::env::temp_dir().join(format!("sampler-audit-gauge-{name}.txt"));
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
 #[test]
 fn json_output_shape() {
     let _serial = one_at_a_time();
+    let file = prompt_file("shape", "# two prompts\nSay hello.\n\nCount to three.\n");
     let (code, stdout, stderr) = run_bin(&[
         "--model",
         "gemma3",
-        "--prompt",
-        "Say hello.",
+        "--prompt-file",
+        &file,
         "--theta",
         "1.3",
         "--shifts",
         "-5,5",
         "--max-new",
         "8",
+        "--positions",
+        "300",
         "--json",
     ]);
     assert_eq!(code, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let h = Header::from_json(&v).unwrap();
     assert_eq!(h.subject.build, BuildInfo::current().tag());
-    assert!(h.controls.iter().all(|c| c.passed));
+    assert!(h.controls.iter().all(|c| c.passed), "{:#?}", h.controls);
     assert_eq!(v["model"], "gemma3");
-    assert!(v["positive_share"].is_f64());
+    assert_eq!(v["prompts"], 2);
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 6);
+    // theta 1 and 0 are added: 2 thetas x 3 operators x 3 shifts.
+    assert_eq!(rows.len(), 18);
     for r in rows {
         assert!(["sign", "subtractive", "normalized"].contains(&r["operator"].as_str().unwrap()));
-        assert!(r["shift"] == -5.0 || r["shift"] == 5.0);
-        assert!(r["flip_rate"].is_f64() && r["differing_share"].is_f64());
-        if r["operator"] != "sign" {
-            assert_eq!(r["flip_rate"], 0.0);
-            assert!(r["diverges_at"].is_null());
-            assert_eq!(r["zero_by_construction"], true);
+        assert!([-5.0, 0.0, 5.0].contains(&r["shift"].as_f64().unwrap()));
+        assert!([1.0, 1.3].contains(&r["theta"].as_f64().unwrap()));
+        let ci = r["ci"].as_array().unwrap();
+        let d = r["differing_share"].as_f64().unwrap();
+        assert!(ci[0].as_f64().unwrap() <= d && d <= ci[1].as_f64().unwrap());
+        assert!(r["distinct2"].is_f64() && r["rep_rate"].is_f64());
+        if r["operator"] != "sign" || r["theta"] == 1.0 {
+            assert_eq!(r["differing_share"], 0.0, "{r}");
         }
     }
+    let tf = &v["teacher_forced"];
+    assert_eq!(tf["positions"], 300);
+    let tf_rows = tf["rows"].as_array().unwrap();
+    assert_eq!(tf_rows.len(), 18);
+    for r in tf_rows {
+        assert!(r["flips"].as_u64().unwrap() <= r["positions"].as_u64().unwrap());
+        assert!(r["predictor_agreement"].is_f64() && r["flip_rate"].is_f64());
+    }
+    assert!(tf["natural_gauge"]["seen_positive_share"].is_f64());
+}
+
+/// Teacher forcing on a short stretch of the text: theta 1 and the gauge-free operators never
+/// flip, the sign branch does, and the predictor agrees with the chain wherever the chain's
+/// margin is not within rounding.
+#[test]
+fn teacher_forced_short() {
+    let _serial = one_at_a_time();
+    let text = std::fs::read_to_string(models::teacher_text()).expect("run `make models` first");
+    let m = load("smollm2");
+    let r = repro_gauge::tf::run(&m, &text, 1024, &[1.0, 1.3], &[-5.0, 0.0, 5.0], 2).unwrap();
+    assert_eq!(r.normalized_stride, 6, "SmolLM2's 49,152 ids over 8,192");
+    for c in &r.cells {
+        if c.operator() == Operator::Normalized && c.theta != 1.0 {
+            // Every 6th position of each 512-token chunk.
+            assert!(
+                c.positions >= 1024 / 6 && c.positions <= 1024 / 6 + 2,
+                "{c:?}"
+            );
+        } else {
+            assert_eq!(c.positions, 1024, "{c:?}");
+        }
+        if c.theta == 1.0 || c.operator() != Operator::Sign || c.shift == 0.0 {
+            assert_eq!(c.flips, 0, "{c:?}");
+        }
+        assert_eq!(c.agree + c.knife_edge_disagreements, c.positions, "{c:?}");
+        assert_eq!(c.knife_edge_flips, 0, "{c:?}");
+    }
+    assert!(r
+        .cells
+        .iter()
+        .any(|c| c.operator() == Operator::Sign && c.flips > 0));
+    insta::assert_snapshot!(format!("teacher_forced_short_{}", slug()), r.to_text());
 }
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let _serial = one_at_a_time();
+    let empty = prompt_file("empty", "# nothing but a comment\n\n");
     for args in [
         &["--theta", "0"][..],
         &["--theta", "-1.3"],
@@ -229,10 +328,21 @@ fn bad_input_is_one_line_and_exit_2() {
         &["--shifts", "nan"],
         &["--shifts", "1,,2"],
         &["--shifts", "1e9"],
-        &["--prompt", ""],
+        &["--prompt-file", "/no/such/prompts.txt"],
+        &["--prompt-file", &empty],
         &["--max-new", "0"],
+        &["--max-new", "-3"],
         &["--model", "/no/such/model.gguf"],
-        &["--json-prompts", "3"],
+        &["--prompts", "3"],
+        &["--positions", "0"],
+        &["--positions", "199999"],
+        &["--teacher-text", "/no/such/text.md"],
+        &[
+            "--theta",
+            "1.1,1.2,1.3,1.4,1.5,1.6,1.7,1.8,1.9,2",
+            "--shifts",
+            "-9,-8,-7,-6,-5,-4,-3,-2,-1,1",
+        ],
     ] {
         let (code, stdout, stderr) = run_bin(args);
         assert_eq!(code, 2, "{args:?}: {stderr}");
