@@ -16,12 +16,12 @@ FINDINGS := clone sortpoison scope gauge
 # Findings rerun with the ledger samplers in place of the built-ins (F2's guard rows come
 # from its own audit).
 LEDGER_FINDINGS := clone
-# F4 runs its A1 design in full on the default build (16 prompts, 40,960 teacher-forced
-# positions per model) with the first 12 prompts of the JSON corpus, and a stated subset on the
-# legacy build, so that a fresh-clone `make audit` stays under an hour on 2 cores (PREREG, F4
-# addenda of 2026-11-30).
-GAUGE_ARGS_0.1.161 := --json-prompts 12
-GAUGE_ARGS_0.1.154 := --prompts 2 --positions 2048 --json-prompts 6
+# F4 runs its A1 design in full on the default build (both models, 16 prompts, 40,960
+# teacher-forced positions per model) with the first 8 prompts of the JSON corpus, and a stated
+# subset on the legacy build (SmolLM2, 4 prompts, 2,048 positions, 4 JSON prompts), so that a
+# fresh-clone `make audit` stays under an hour on 2 cores (PREREG, F4 addenda of 2026-11-30).
+GAUGE_ARGS_0.1.161 := --json-prompts 8
+GAUGE_ARGS_0.1.154 := --models smollm2 --prompts 4 --positions 2048 --json-prompts 4
 BUILD    ?= 0.1.161
 REPRO    ?= repro-clone
 ARGS     ?=

@@ -176,8 +176,8 @@ pub fn run_forked<R: Run>(
         runs.len()
     );
     ensure!(max_new >= 1, "max_new must be at least 1");
-    // Worst case: every run parts at once and each holds its own suffix.
-    let n_ctx = prompt.len() + runs.len() * max_new + 8;
+    // One stream per sequence, each long enough for the prompt and every new token.
+    let n_ctx = runs.len() * (prompt.len() + max_new + 8);
     let n_batch = prompt.len().max(runs.len());
     let ctx = MultiContext::new(
         model,
@@ -273,7 +273,7 @@ pub fn run_on<D: Decoder, R: Run>(
             // A sequence whose runs all ended is left in the cache, never removed and its id
             // never reused: on llama-cpp-sys-2 0.1.161, `llama_memory_seq_rm` of a forked
             // sequence changed the next logits of the sequence it was forked from by up to 0.8
-            // (measured; the fork check in repro-gauge guards against its return). Groups only
+            // (measured with a unified cache; the fork check in repro-gauge guards against its return). Groups only
             // split, so a batch of n runs never needs more than n sequences.
             let _ = own;
         }

@@ -150,21 +150,32 @@ fn sorted_flag_is_cleared_exactly_when_the_order_breaks() {
     assert_eq!(y.logit_of(TokenId(2)), Some(-2.0));
 }
 
+/// A stage of `mode` at `theta` that accepted 1 to 10 random ids, those ids, and random logits
+/// in steps of `1 / scale`.
+fn random_case(
+    rng: &mut Rng,
+    theta: f32,
+    mode: Mode,
+    scale: f32,
+) -> (Sampler, BTreeSet<TokenId>, Vec<f32>) {
+    let mut s = ledger_penalties(cfg(64, theta, 0.0, 0.0, mode)).unwrap();
+    let mut seen = BTreeSet::new();
+    for _ in 0..1 + rng.below(10) {
+        let id = TokenId(rng.below(V as u64) as i32);
+        s.accept(id).unwrap();
+        seen.insert(id);
+    }
+    let logits = (0..V)
+        .map(|_| (rng.below(4001) as f32 - 2000.0) / scale)
+        .collect();
+    (s, seen, logits)
+}
+
 #[test]
 fn normalized_mode_chooses_like_the_oracle_at_every_shift() {
     let mut rng = Rng(11);
     for _ in 0..200 {
-        let c = cfg(64, 1.3, 0.0, 0.0, Mode::Normalized);
-        let mut s = ledger_penalties(c).unwrap();
-        let mut seen = BTreeSet::new();
-        for _ in 0..1 + rng.below(10) {
-            let id = TokenId(rng.below(V as u64) as i32);
-            s.accept(id).unwrap();
-            seen.insert(id);
-        }
-        let logits: Vec<f32> = (0..V)
-            .map(|_| (rng.below(4001) as f32 - 2000.0) / 211.0)
-            .collect();
+        let (mut s, seen, logits) = random_case(&mut rng, 1.3, Mode::Normalized, 211.0);
         let want = gauge::argmax(&gauge::normalized(&logits, 0.0, &seen, 1.3));
         for shift in [-5.0f32, 0.0, 5.0] {
             let shifted: Vec<f32> = logits.iter().map(|z| z + shift).collect();
@@ -180,17 +191,7 @@ fn normalized_mode_chooses_like_the_oracle_at_every_shift() {
 fn subtractive_mode_values_match_the_oracle() {
     let mut rng = Rng(23);
     for theta in [1.05f32, 1.15, 1.3, 2.0] {
-        let c = cfg(64, theta, 0.0, 0.0, Mode::Subtractive);
-        let mut s = ledger_penalties(c).unwrap();
-        let mut seen = BTreeSet::new();
-        for _ in 0..1 + rng.below(10) {
-            let id = TokenId(rng.below(V as u64) as i32);
-            s.accept(id).unwrap();
-            seen.insert(id);
-        }
-        let logits: Vec<f32> = (0..V)
-            .map(|_| (rng.below(4001) as f32 - 2000.0) / 97.0)
-            .collect();
+        let (mut s, seen, logits) = random_case(&mut rng, theta, Mode::Subtractive, 97.0);
         for shift in [-5.0f32, 0.0, 3.0] {
             let x: Vec<f32> = logits.iter().map(|z| z + shift).collect();
             let out = s.apply_in_id_order(&x).unwrap();

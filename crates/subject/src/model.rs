@@ -36,11 +36,6 @@ pub struct Message {
 }
 
 impl Model {
-    /// For the other wrappers in this crate; the pointer lives as long as `self`.
-    pub(crate) fn raw_ptr(&self) -> *mut sys::llama_model {
-        self.raw.as_ptr()
-    }
-
     /// Loads all weights of the GGUF file at `path` on the CPU.
     pub fn load(path: &Path) -> Result<Arc<Model>> {
         crate::sampler::quiet_logs();
@@ -192,6 +187,47 @@ impl Model {
     }
 }
 
+/// A llama.cpp context over `model`: `n_ctx` cells, at most `n_batch` tokens per decode,
+/// `n_seq` sequences (in one unified cache when `unified`), `threads` CPU threads.
+pub(crate) fn init_context(
+    model: &Model,
+    n_ctx: u32,
+    n_batch: u32,
+    n_seq: u32,
+    unified: bool,
+    threads: i32,
+) -> Result<NonNull<sys::llama_context>> {
+    ensure!(n_ctx >= 8, "context size must be at least 8, got {n_ctx}");
+    ensure!(
+        (1..=n_ctx).contains(&n_batch),
+        "batch size must be in 1..={n_ctx}, got {n_batch}"
+    );
+    ensure!(
+        (1..=256).contains(&n_seq),
+        "sequence count must be in 1..=256 (llama.cpp's LLAMA_MAX_SEQ), got {n_seq}"
+    );
+    ensure!(
+        threads >= 1,
+        "thread count must be at least 1, got {threads}"
+    );
+    // SAFETY: params by value; live model. NULL means failure (exceptions are caught).
+    let raw = unsafe {
+        let mut p = sys::llama_context_default_params();
+        p.n_ctx = n_ctx;
+        p.n_batch = n_batch;
+        p.n_ubatch = n_batch;
+        p.n_seq_max = n_seq;
+        if unified {
+            p.kv_unified = true;
+        }
+        p.n_threads = threads;
+        p.n_threads_batch = threads;
+        p.no_perf = true;
+        sys::llama_init_from_model(model.raw.as_ptr(), p)
+    };
+    NonNull::new(raw).context("llama.cpp could not create a context")
+}
+
 /// A decoding context over one model: a KV cache of `n_ctx` positions.
 #[derive(Debug)]
 pub struct Context {
@@ -213,24 +249,7 @@ impl Drop for Context {
 impl Context {
     /// A context of `n_ctx` positions decoding on `threads` CPU threads.
     pub fn new(model: &Arc<Model>, n_ctx: u32, threads: i32) -> Result<Context> {
-        ensure!(n_ctx >= 8, "context size must be at least 8, got {n_ctx}");
-        ensure!(
-            threads >= 1,
-            "thread count must be at least 1, got {threads}"
-        );
-        // SAFETY: params by value; live model. NULL means failure (exceptions are caught).
-        let raw = unsafe {
-            let mut p = sys::llama_context_default_params();
-            p.n_ctx = n_ctx;
-            p.n_batch = n_ctx;
-            p.n_ubatch = n_ctx;
-            p.n_seq_max = 1;
-            p.n_threads = threads;
-            p.n_threads_batch = threads;
-            p.no_perf = true;
-            sys::llama_init_from_model(model.raw.as_ptr(), p)
-        };
-        let raw = NonNull::new(raw).context("llama.cpp could not create a context")?;
+        let raw = init_context(model, n_ctx, n_ctx, 1, false, threads)?;
         Ok(Context {
             raw,
             model: Arc::clone(model),

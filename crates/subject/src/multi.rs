@@ -3,19 +3,22 @@
 //! Several greedy runs of one prompt differ only in how they choose; while their tokens agree
 //! they can share one sequence of the KV cache, and when their choices part, the sequence is
 //! forked (`llama_memory_seq_cp`) and each branch goes on alone. One `llama_decode` call then
-//! advances every live sequence by one token. The cache is unified (`kv_unified`), so a fork
-//! shares the cells of the common prefix instead of copying them.
+//! advances every live sequence by one token.
 //!
-//! There is no way to remove one sequence: on llama-cpp-sys-2 0.1.161 removing a forked
-//! sequence (`llama_memory_seq_rm`) and decoding on changed the next logits of the sequence it
-//! was forked from by up to 0.8 (a probe of 2026-11-30), so finished sequences stay in the
-//! cache until [`MultiContext::clear`].
+//! Each sequence has its own stream of the cache (`kv_unified = false`, `n_ctx / n_seq` cells
+//! each), and a fork copies the stream. The unified cache was tried first and dropped: in
+//! probes of 2026-11-30 on llama-cpp-sys-2 0.1.161, a forked sequence's logits differed from
+//! the same tokens decoded alone by up to 0.95 on Gemma3 (whose sliding-window layers keep a
+//! second cache), and removing a forked sequence (`llama_memory_seq_rm`) changed the next
+//! logits of its parent by up to 0.8 on SmolLM2. With one stream per sequence both were
+//! bit-identical to decoding alone. There is still no way to remove one sequence: finished
+//! sequences stay until [`MultiContext::clear`].
 //!
 //! Positions are assigned here, never by the caller: each sequence's next position is its
 //! length, so a batch can only extend sequences, which is what llama.cpp's batch checks
 //! require (they would otherwise fail the decode).
 
-use crate::model::Model;
+use crate::model::{init_context, Model};
 use anyhow::{ensure, Context as _, Result};
 use llama_cpp_sys_2 as sys;
 use oracle::TokenId;
@@ -55,7 +58,7 @@ impl Drop for Batch {
     }
 }
 
-/// A context of `n_ctx` cells shared by up to `n_seq` sequences.
+/// A context of `n_ctx` cells split evenly among `n_seq` sequences.
 pub struct MultiContext {
     raw: NonNull<sys::llama_context>,
     model: Arc<Model>,
@@ -83,33 +86,7 @@ impl MultiContext {
         n_batch: u32,
         threads: i32,
     ) -> Result<MultiContext> {
-        ensure!(n_ctx >= 8, "context size must be at least 8, got {n_ctx}");
-        ensure!(
-            (1..=256).contains(&n_seq),
-            "sequence count must be in 1..=256 (llama.cpp's LLAMA_MAX_SEQ), got {n_seq}"
-        );
-        ensure!(
-            (1..=n_ctx).contains(&n_batch),
-            "batch size must be in 1..={n_ctx}, got {n_batch}"
-        );
-        ensure!(
-            threads >= 1,
-            "thread count must be at least 1, got {threads}"
-        );
-        // SAFETY: params by value; live model. NULL means failure (exceptions are caught).
-        let raw = unsafe {
-            let mut p = sys::llama_context_default_params();
-            p.n_ctx = n_ctx;
-            p.n_batch = n_batch;
-            p.n_ubatch = n_batch;
-            p.n_seq_max = n_seq;
-            p.kv_unified = true;
-            p.n_threads = threads;
-            p.n_threads_batch = threads;
-            p.no_perf = true;
-            sys::llama_init_from_model(model.raw_ptr(), p)
-        };
-        let raw = NonNull::new(raw).context("llama.cpp could not create a context")?;
+        let raw = init_context(model, n_ctx, n_batch, n_seq, false, threads)?;
         Ok(MultiContext {
             raw,
             model: Arc::clone(model),

@@ -16,7 +16,7 @@
 use crate::shift::{short, Implementation};
 use anyhow::{ensure, Context as _, Result};
 use harness::fork::{self, Decoder, Forked, Row as LogitsRow, Run};
-use harness::{argmax, divergence, LoadedModel, Session, Stop};
+use harness::{divergence, LoadedModel, Session, Stop};
 use oracle::gauge::Operator;
 use oracle::stats::{self, Estimate};
 use oracle::TokenId;
@@ -323,7 +323,7 @@ impl Design {
         v
     }
 
-    fn runs(&self, n_vocab: i32, prompt: &[TokenId]) -> Result<Vec<GaugeRun>> {
+    pub fn runs(&self, n_vocab: i32, prompt: &[TokenId]) -> Result<Vec<GaugeRun>> {
         let window = prompt.len() + self.max_new;
         self.cells()
             .into_iter()
@@ -346,8 +346,8 @@ pub struct RunRecord {
     pub check: ValueCheck,
 }
 
-/// One prompt's runs, and (on a model) the unpenalized greedy run decoded alone, which the
-/// forked theta-1, c = 0 run must reproduce.
+/// One prompt's runs, and (on a model) a few of them decoded again alone, which the forked
+/// ones must reproduce: `(index into runs, tokens, per-step margins)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PromptRuns {
     pub prompt: String,
@@ -355,7 +355,7 @@ pub struct PromptRuns {
     pub runs: Vec<RunRecord>,
     pub decoded: usize,
     pub max_live: usize,
-    pub single: Option<(Vec<TokenId>, Vec<f32>)>,
+    pub alone: Vec<(usize, Vec<TokenId>, Vec<f32>)>,
 }
 
 pub fn records(runs: Vec<GaugeRun>, out: Forked) -> Vec<RunRecord> {
@@ -375,26 +375,45 @@ pub fn records(runs: Vec<GaugeRun>, out: Forked) -> Vec<RunRecord> {
         .collect()
 }
 
-/// The unpenalized greedy run of `ids`, decoded alone (one sequence, one token per decode),
-/// with each step's top-2 margin.
-fn single_sequence(
+/// The runs decoded again alone: the sign slot at the largest theta, at c = 0 (the headline
+/// cells' reference) and at the largest shift. Both sit on forked sequences in the batch
+/// (their tokens part from the theta-1 runs early), so they check forked decoding.
+pub fn recheck_indices(design: &Design) -> Vec<usize> {
+    let theta = design
+        .thetas
+        .iter()
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max);
+    let reach = design
+        .shifts
+        .iter()
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max);
+    design
+        .cells()
+        .iter()
+        .enumerate()
+        .filter(|(_, ((op, _), t, c))| {
+            *op == Operator::Sign && *t == theta && (*c == 0.0 || *c == reach)
+        })
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// A fresh copy of run `k` of the design, decoded alone (one sequence, one token per decode).
+fn decode_alone(
     m: &LoadedModel,
     ids: &[TokenId],
     design: &Design,
+    k: usize,
 ) -> Result<(Vec<TokenId>, Vec<f32>)> {
+    let (slot, theta, c) = design.cells()[k];
+    let window = ids.len() + design.max_new;
+    let mut run = GaugeRun::new(slot, theta, c, m.model.n_vocab(), ids, window)?;
     let mut session = Session::new(&m.model, ids.to_vec(), design.max_new, design.threads)?;
-    let mut margins = Vec::new();
-    let (tokens, _) = session.generate(design.max_new, |raw, _| {
-        let t = argmax(raw);
-        let second = raw
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != t.0 as usize)
-            .fold(f32::NEG_INFINITY, |m, (_, &z)| m.max(z));
-        margins.push(raw[t.0 as usize] - second);
-        Ok(t)
-    })?;
-    Ok((tokens, margins))
+    let (tokens, _) =
+        session.generate(design.max_new, |raw, _| run.choose(&LogitsRow::new(raw)))?;
+    Ok((tokens, run.margins))
 }
 
 /// Every run of the design on one prompt of one model.
@@ -403,14 +422,17 @@ pub fn run_prompt(m: &LoadedModel, design: &Design, prompt: &str) -> Result<Prom
     let mut runs = design.runs(m.model.n_vocab(), &ids)?;
     let out = fork::run_forked(&m.model, &ids, &mut runs, design.max_new, design.threads)
         .with_context(|| format!("decoding prompt {prompt:?}"))?;
-    let single = single_sequence(m, &ids, design)?;
+    let alone = recheck_indices(design)
+        .into_iter()
+        .map(|k| decode_alone(m, &ids, design, k).map(|(t, g)| (k, t, g)))
+        .collect::<Result<Vec<_>>>()?;
     Ok(PromptRuns {
         prompt: prompt.to_string(),
         prompt_tokens: ids.len(),
         decoded: out.decoded,
         max_live: out.max_live,
         runs: records(runs, out),
-        single: Some(single),
+        alone,
     })
 }
 
@@ -429,7 +451,7 @@ pub fn run_planted<D: Decoder>(
         decoded: out.decoded,
         max_live: out.max_live,
         runs: records(runs, out),
-        single: None,
+        alone: Vec::new(),
     })
 }
 
@@ -655,34 +677,29 @@ impl ModelRuns {
         out
     }
 
-    /// The forked theta-1, c = 0 sign run against the same greedy run decoded alone, per
+    /// The forked runs of [`recheck_indices`] against the same runs decoded alone, per
     /// prompt. Batching changes the order of floating-point sums, so the two may part where
-    /// the single-sequence top-2 margin is below [`BATCH_MARGIN`]; elsewhere they must agree.
+    /// the lone run's top-2 margin is below [`BATCH_MARGIN`]; elsewhere they must agree.
     pub fn fork_check(&self) -> ForkCheck {
         let mut out = ForkCheck::default();
         for (pi, p) in self.prompts.iter().enumerate() {
-            let (Some((single, margins)), Some(forked)) = (
-                &p.single,
-                p.runs
-                    .iter()
-                    .find(|r| r.theta == 1.0 && r.shift == 0.0 && r.op == Operator::Sign),
-            ) else {
-                continue;
-            };
-            out.prompts += 1;
-            out.tokens += single.len().max(forked.tokens.len());
-            if let Some(i) = divergence(single, &forked.tokens) {
-                let m = margins.get(i).copied().unwrap_or(f32::INFINITY);
-                if m < BATCH_MARGIN {
-                    out.near_ties += 1;
-                } else {
-                    out.failures += 1;
-                }
-                if out.first.is_none() {
-                    out.first = Some(format!(
-                        "{}: prompt {pi} parts at token {i} (single-sequence margin {m:e})",
-                        self.model_label
-                    ));
+            for (k, alone, margins) in &p.alone {
+                let forked = &p.runs[*k];
+                out.runs += 1;
+                out.tokens += alone.len().max(forked.tokens.len());
+                if let Some(i) = divergence(alone, &forked.tokens) {
+                    let m = margins.get(i).copied().unwrap_or(f32::INFINITY);
+                    if m < BATCH_MARGIN {
+                        out.near_ties += 1;
+                    } else {
+                        out.failures += 1;
+                    }
+                    if out.first.is_none() {
+                        out.first = Some(format!(
+                            "{}: prompt {pi}, sign theta {} c={}: parts at token {i} (lone margin {m:e})",
+                            self.model_label, forked.theta, forked.shift
+                        ));
+                    }
                 }
             }
         }
@@ -726,7 +743,7 @@ pub struct NoOp {
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ForkCheck {
-    pub prompts: usize,
+    pub runs: usize,
     pub tokens: usize,
     pub failures: usize,
     pub near_ties: usize,

@@ -119,12 +119,13 @@ pub fn strongest(cells: &[Cell]) -> Vec<&Cell> {
         .collect()
 }
 
-/// Over the gauge-free slots' shifted cells: prompts that parted from c = 0, and how many of
-/// those at a knife edge, of how many prompt-cells.
+/// Over the gauge-free slots' shifted cells with theta above 1 (at theta 1 every operator is
+/// the identity, which the no-op leg covers): prompts that parted from c = 0, how many of those
+/// at a knife edge, and of how many prompt-cells.
 fn gauge_free_divergences(cells: &[Cell]) -> (usize, usize, usize) {
     cells
         .iter()
-        .filter(|c| c.operator() != Operator::Sign && !c.is_reference())
+        .filter(|c| c.operator() != Operator::Sign && !c.is_reference() && c.theta > 1.0)
         .fold((0, 0, 0), |(d, k, n), c| {
             (
                 d + c.diverged(),
@@ -134,17 +135,22 @@ fn gauge_free_divergences(cells: &[Cell]) -> (usize, usize, usize) {
         })
 }
 
-/// The verdict rule of PREREG F4 (addendum 2026-11-30), before controls: `present` when on
+/// The verdict rule of PREREG F4 (addenda 2026-11-30), before controls: `present` when on
 /// some model the sign slot's differing-share interval at a strongest cell lies above
-/// [`THRESHOLD`] and no gauge-free slot parted anywhere on any model; `absent` when every
-/// model has strongest cells, all with upper bounds at or below it, and the gauge-free slots
-/// never parted; `undecided` otherwise (including a design with no theta above 1 or no shift).
+/// [`THRESHOLD`] and no gauge-free slot parted (theta above 1, beyond a knife edge) on any
+/// model; `absent` when every model has strongest cells, all with upper bounds at or below
+/// it, and the gauge-free slots never parted so; `undecided` otherwise (including a design
+/// with no theta above 1 or no shift).
 pub fn verdict_of(models: &[ModelRuns]) -> Result<Verdict> {
     let all = models
         .iter()
         .map(ModelRuns::cells)
         .collect::<Result<Vec<_>>>()?;
-    let gauge_free_clean = all.iter().all(|cells| gauge_free_divergences(cells).0 == 0);
+    // Partings at knife edges rest on rounding: reported, not counted against the rule.
+    let gauge_free_clean = all.iter().all(|cells| {
+        let (d, k, _) = gauge_free_divergences(cells);
+        d == k
+    });
     let present = all.iter().any(|cells| {
         strongest(cells)
             .iter()
@@ -167,6 +173,29 @@ pub fn verdict_of(models: &[ModelRuns]) -> Result<Verdict> {
     })
 }
 
+/// The fix's rule: `absent` when the normalized slot (theta above 1) never parts from its
+/// c = 0 run, `undecided` when it parts only at knife edges, `present` otherwise.
+pub fn fix_verdict_of(models: &[ModelRuns]) -> Result<Verdict> {
+    let (mut diverged, mut knife) = (0, 0);
+    for m in models {
+        for c in m
+            .cells()?
+            .iter()
+            .filter(|c| c.operator() == Operator::Normalized && c.theta > 1.0 && !c.is_reference())
+        {
+            diverged += c.diverged();
+            knife += c.knife_edges();
+        }
+    }
+    Ok(if diverged == 0 {
+        Verdict::Absent
+    } else if diverged == knife {
+        Verdict::Undecided
+    } else {
+        Verdict::Present
+    })
+}
+
 impl Audit {
     fn cells(&self) -> Result<Vec<Vec<Cell>>> {
         self.models.iter().map(ModelRuns::cells).collect()
@@ -177,25 +206,9 @@ impl Audit {
         verdict_of(&self.models)
     }
 
-    /// The fix's verdict: does the normalized slot part from its c = 0 run anywhere?
+    /// The fix's verdict from these runs.
     pub fn fix_measured(&self) -> Result<Verdict> {
-        let (mut diverged, mut knife) = (0, 0);
-        for cells in self.cells()? {
-            for c in cells
-                .iter()
-                .filter(|c| c.operator() == Operator::Normalized)
-            {
-                diverged += c.diverged();
-                knife += c.knife_edges();
-            }
-        }
-        Ok(if diverged == 0 {
-            Verdict::Absent
-        } else if diverged == knife {
-            Verdict::Undecided
-        } else {
-            Verdict::Present
-        })
+        fix_verdict_of(&self.models)
     }
 
     pub fn controls(&self) -> Vec<Control> {
@@ -209,7 +222,7 @@ impl Audit {
             no_op.knife_edges += n.knife_edges;
             no_op.first = no_op.first.or(n.first);
             let f = m.fork_check();
-            fork.prompts += f.prompts;
+            fork.runs += f.runs;
             fork.tokens += f.tokens;
             fork.failures += f.failures;
             fork.near_ties += f.near_ties;
@@ -240,11 +253,11 @@ impl Audit {
         ));
         c.push(Control::oracle_check(
             "forked decoding = single-sequence decoding",
-            fork.prompts > 0 && fork.failures == 0,
+            fork.runs > 0 && fork.failures == 0,
             format!(
-                "the theta-1, c = 0 run decoded in the shared batch against the same greedy run decoded alone: {} of {} prompts part where the single-sequence margin is >= {:e}, {} at near-ties ({} tokens){}",
+                "the sign runs at the largest theta, c = 0 and the largest c, decoded on forked sequences of the shared batch, against the same runs decoded alone: {} of {} part where the lone run's margin is >= {:e}, {} at near-ties ({} tokens){}",
                 fork.failures,
-                fork.prompts,
+                fork.runs,
                 a1::BATCH_MARGIN,
                 fork.near_ties,
                 fork.tokens,
@@ -302,7 +315,7 @@ impl Audit {
                     .collect();
                 let (div, knife, runs) = gauge_free_divergences(&cells);
                 format!(
-                    "{}: sign differing share {} over {} prompts; subtractive and normalized parted from c = 0 in {div} of {runs} shifted prompt-cells ({knife} at knife edges)",
+                    "{}: sign differing share {} over {} prompts; subtractive and normalized parted from c = 0 in {div} of {runs} shifted prompt-cells with theta > 1 ({knife} at knife edges)",
                     m.model_label,
                     strong.join(", "),
                     m.prompts.len()
@@ -421,16 +434,16 @@ impl Audit {
             .zip(self.cells()?)
             .map(|(m, cells)| {
                 let (mut div, mut knife, mut n) = (0, 0, 0);
-                for c in cells
-                    .iter()
-                    .filter(|c| c.operator() == Operator::Normalized && !c.is_reference())
+                for c in cells.iter().filter(|c| {
+                    c.operator() == Operator::Normalized && !c.is_reference() && c.theta > 1.0
+                })
                 {
                     div += c.diverged();
                     knife += c.knife_edges();
                     n += c.per_prompt.len();
                 }
                 format!(
-                    "{}: ledger-penalties normalized parted from its c = 0 run in {div} of {n} shifted prompt-cells ({knife} at knife edges)",
+                    "{}: ledger-penalties normalized parted from its c = 0 run in {div} of {n} shifted prompt-cells with theta > 1 ({knife} at knife edges)",
                     m.model_label
                 )
             })

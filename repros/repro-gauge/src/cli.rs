@@ -44,6 +44,9 @@ pub struct Args {
     /// results/gauge.<build>.{json,txt}, results/gauge-ledger.<build>.{json,txt} and the plots.
     #[arg(long)]
     pub audit: bool,
+    /// With --audit: the models, comma-separated (default: smollm2,gemma3).
+    #[arg(long)]
+    pub models: Option<String>,
     /// With --audit: only the first N prompts of the prompt file.
     #[arg(long, allow_negative_numbers = true)]
     pub prompts: Option<i64>,
@@ -108,8 +111,8 @@ pub fn design(args: &Args) -> Result<Design> {
         );
     }
     ensure!(
-        (1..=4096).contains(&args.max_new),
-        "--max-new must be in 1..=4096, got {}",
+        (1..=MAX_SEQUENCE as i64).contains(&args.max_new),
+        "--max-new must be in 1..={MAX_SEQUENCE}, got {}",
         args.max_new
     );
     ensure!(
@@ -137,6 +140,42 @@ pub fn design(args: &Args) -> Result<Design> {
         args.max_new as usize,
         args.threads as i32,
     ))
+}
+
+/// The models to run: `--models` with `--audit` (default: every known model), else `--model`.
+pub fn model_names(args: &Args) -> Result<Vec<String>> {
+    match (&args.models, args.audit) {
+        (Some(_), false) => anyhow::bail!("--models only applies with --audit"),
+        (Some(list), true) => {
+            let v: Vec<String> = list
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect();
+            ensure!(!v.is_empty(), "--models is empty");
+            Ok(v)
+        }
+        (None, true) => Ok(models::KNOWN.iter().map(|k| k.name.to_string()).collect()),
+        (None, false) => Ok(vec![args.model.clone()]),
+    }
+}
+
+/// Prompt tokens plus `--max-new` per sequence. Gemma3 attends within a sliding window of 512
+/// positions; beyond it llama.cpp recycles cells per sequence, which the fork loop does not
+/// trust (see `subject::MultiContext`).
+pub const MAX_SEQUENCE: usize = 512;
+
+fn check_lengths(m: &LoadedModel, prompts: &[String], design: &Design) -> Result<()> {
+    for p in prompts {
+        let n = m.chat_ids(p)?.len();
+        ensure!(
+            n + design.max_new <= MAX_SEQUENCE,
+            "a prompt of {n} tokens on {} plus --max-new {} exceeds {MAX_SEQUENCE} positions",
+            m.choice.label,
+            design.max_new
+        );
+    }
+    Ok(())
 }
 
 /// Teacher-forced positions per model when --positions is not given.
@@ -206,11 +245,7 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
         let prompts = cli::refuse(prompts(&args))?;
         let positions = cli::refuse(positions(&args))?;
         let text = cli::refuse(teacher_text(&args))?;
-        let names: Vec<String> = if args.audit {
-            models::KNOWN.iter().map(|k| k.name.to_string()).collect()
-        } else {
-            vec![args.model.clone()]
-        };
+        let names = cli::refuse(model_names(&args))?;
         let loaded = cli::refuse(
             names
                 .iter()
@@ -219,6 +254,7 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
         )?;
         for m in &loaded {
             cli::refuse(crate::tf::check_text(m, &text, positions))?;
+            cli::refuse(check_lengths(m, &prompts, &design))?;
         }
         cli::fail(execute(
             &args,

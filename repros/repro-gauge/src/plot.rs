@@ -149,7 +149,7 @@ pub fn curve_svg(
         ));
     }
     o.push_str(&format!(
-        "<text x=\"{lx}\" y=\"{:.1}\" fill=\"#555\">bands: 95% bootstrap over prompts</text>\n</svg>\n",
+        "<text x=\"{lx}\" y=\"{:.1}\" fill=\"#555\">bands: 95% bootstrap over prompts; c = 0 is each line's own reference</text>\n</svg>\n",
         top + 20.0 + 18.0 * legend.len() as f64
     ));
     Ok(o)

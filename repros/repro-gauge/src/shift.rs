@@ -90,8 +90,16 @@ const PLANTED_STEPS: usize = 8;
 
 /// The planted design with the given implementations in the sign and subtractive slots.
 pub fn planted_design(sign: Implementation, subtractive: Implementation) -> Design {
+    planted_slots(vec![
+        (Operator::Sign, sign),
+        (Operator::Subtractive, subtractive),
+    ])
+}
+
+/// The planted design with the given slots.
+pub fn planted_slots(slots: Vec<(Operator, Implementation)>) -> Design {
     Design {
-        slots: vec![(Operator::Sign, sign), (Operator::Subtractive, subtractive)],
+        slots,
         thetas: PLANTED_THETAS.to_vec(),
         shifts: PLANTED_SHIFTS.to_vec(),
         max_new: PLANTED_STEPS,
@@ -162,6 +170,26 @@ pub fn planted_controls() -> Result<Vec<Control>> {
         "planted subtractive",
     )?;
     let clean_verdict = crate::audit::verdict_of(std::slice::from_ref(&clean))?;
+    // A sign-branched sampler in a gauge-free slot: the subject's rule must refuse to decide,
+    // and the fix's rule must say present.
+    let broken = planted_runs(
+        &planted_slots(vec![
+            (Operator::Sign, Implementation::LedgerSign),
+            (Operator::Subtractive, Implementation::LedgerSign),
+            (Operator::Normalized, Implementation::LedgerSign),
+        ]),
+        "planted sign in the gauge-free slots",
+    )?;
+    let broken_verdict = crate::audit::verdict_of(std::slice::from_ref(&broken))?;
+    let broken_fix = crate::audit::fix_verdict_of(std::slice::from_ref(&broken))?;
+    let fixed = planted_runs(
+        &planted_slots(vec![
+            (Operator::Sign, Implementation::LedgerSign),
+            (Operator::Normalized, Implementation::LedgerNormalized),
+        ]),
+        "planted with the fix",
+    )?;
+    let fixed_fix = crate::audit::fix_verdict_of(std::slice::from_ref(&fixed))?;
     // The value check, told the wrong arithmetic.
     let wrong = |slot: (Operator, Implementation),
                  theta: f32,
@@ -221,6 +249,21 @@ pub fn planted_controls() -> Result<Vec<Control>> {
             ),
         ),
     ];
+    controls.push(Control::positive(
+        "planted sign-branched sampler in the gauge-free slots: the rule refuses to decide",
+        broken_verdict == Verdict::Undecided,
+        format!("{case}: -> {}", broken_verdict.as_str()),
+    ));
+    controls.push(Control::positive(
+        "planted sign-branched sampler in the normalized slot: the fix's rule says present",
+        broken_fix == Verdict::Present,
+        format!("{case}: -> {}", broken_fix.as_str()),
+    ));
+    controls.push(Control::negative(
+        "ledger-penalties normalized on the planted case: the fix's rule says absent",
+        fixed_fix == Verdict::Absent,
+        format!("{case}: -> {}", fixed_fix.as_str()),
+    ));
     for (what, c) in checks {
         controls.push(Control::positive(
             format!("value check catches {what}"),

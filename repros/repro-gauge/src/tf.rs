@@ -510,6 +510,7 @@ impl TfReport {
                 "predicted_flips": c.predicted_flips,
                 "predictor_agreement": c.agreement(),
                 "knife_edge_disagreements": c.knife_edge_disagreements,
+                "knife_edge_flips": c.knife_edge_flips,
             })).collect::<Vec<_>>(),
         })
     }

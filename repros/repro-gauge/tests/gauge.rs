@@ -134,7 +134,8 @@ fn short_design_on_both_models() {
         // 2 prompts x (3 operators x 3 shifts - the reference itself).
         assert_eq!((n.compared, n.failures), (2 * 8, 0), "{:?}", n.first);
         let f = r.fork_check();
-        assert_eq!((f.prompts, f.failures), (2, 0), "{:?}", f.first);
+        // Two prompts x (sign at theta 1.3, c = 0 and c = +5) decoded alone.
+        assert_eq!((f.runs, f.failures), (4, 0), "{:?}", f.first);
         for (op, c) in r.checks() {
             assert!(c.compared > 0 && c.clean(), "{op:?}: {c:?}");
         }
@@ -156,7 +157,7 @@ fn short_design_on_both_models() {
 #[test]
 fn detectors_fire_on_planted_cases_and_stay_quiet_on_clean_ones() {
     let controls = shift::planted_controls().unwrap();
-    assert_eq!(controls.len(), 5);
+    assert_eq!(controls.len(), 8);
     assert!(controls.iter().all(|c| c.passed), "{controls:#?}");
     // The value check alone: llama.cpp's stage and ours pass as the sign branch.
     for imp in [Implementation::LlamaSign, Implementation::LedgerSign] {
@@ -335,6 +336,8 @@ fn bad_input_is_one_line_and_exit_2() {
         &["--model", "/no/such/model.gguf"],
         &["--prompts", "3"],
         &["--positions", "0"],
+        &["--max-new", "600"],
+        &["--models", "smollm2"],
         &["--positions", "199999"],
         &["--teacher-text", "/no/such/text.md"],
         &[
