@@ -270,12 +270,9 @@ pub fn run_on<D: Decoder, R: Run>(
                     runs: members,
                 });
             }
-            // A sequence whose runs all ended is left in the cache, never removed and its id
-            // never reused: on llama-cpp-sys-2 0.1.161, `llama_memory_seq_rm` of a forked
-            // sequence changed the next logits of the sequence it was forked from by up to 0.8
-            // (measured with a unified cache; the fork check in repro-gauge guards against its return). Groups only
-            // split, so a batch of n runs never needs more than n sequences.
-            let _ = own;
+            // A sequence whose runs all ended stays in the cache, its id never reused (see
+            // `subject::MultiContext` for why nothing is removed). Groups only split, so a
+            // batch of n runs never needs more than n sequences.
         }
         if appends.is_empty() {
             break;

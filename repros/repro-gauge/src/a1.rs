@@ -741,6 +741,15 @@ pub struct NoOp {
     pub first: Option<String>,
 }
 
+impl NoOp {
+    pub fn merge(&mut self, o: NoOp) {
+        self.compared += o.compared;
+        self.failures += o.failures;
+        self.knife_edges += o.knife_edges;
+        self.first = self.first.take().or(o.first);
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ForkCheck {
     pub runs: usize,
@@ -748,6 +757,16 @@ pub struct ForkCheck {
     pub failures: usize,
     pub near_ties: usize,
     pub first: Option<String>,
+}
+
+impl ForkCheck {
+    pub fn merge(&mut self, o: ForkCheck) {
+        self.runs += o.runs;
+        self.tokens += o.tokens;
+        self.failures += o.failures;
+        self.near_ties += o.near_ties;
+        self.first = self.first.take().or(o.first);
+    }
 }
 
 fn interval(e: &Estimate) -> Value {

@@ -216,17 +216,8 @@ impl Audit {
         let mut no_op = a1::NoOp::default();
         let mut fork = a1::ForkCheck::default();
         for m in &self.models {
-            let n = m.no_op_leg();
-            no_op.compared += n.compared;
-            no_op.failures += n.failures;
-            no_op.knife_edges += n.knife_edges;
-            no_op.first = no_op.first.or(n.first);
-            let f = m.fork_check();
-            fork.runs += f.runs;
-            fork.tokens += f.tokens;
-            fork.failures += f.failures;
-            fork.near_ties += f.near_ties;
-            fork.first = fork.first.or(f.first);
+            no_op.merge(m.no_op_leg());
+            fork.merge(m.fork_check());
         }
         let (tf_flips, tf_positions) = self
             .tf
