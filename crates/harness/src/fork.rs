@@ -13,8 +13,8 @@
 use crate::Stop;
 use anyhow::{ensure, Context as _, Result};
 use oracle::TokenId;
-use std::cell::OnceCell;
 use std::sync::Arc;
+use std::sync::OnceLock;
 use subject::{Append, Model, MultiContext, SeqId};
 
 /// One run's decision rule. `choose` sees the raw logits row after the run's own history
@@ -27,14 +27,14 @@ pub trait Run {
 /// of them.
 pub struct Row<'a> {
     pub raw: &'a [f32],
-    lse: OnceCell<f64>,
+    lse: OnceLock<f64>,
 }
 
 impl<'a> Row<'a> {
     pub fn new(raw: &'a [f32]) -> Row<'a> {
         Row {
             raw,
-            lse: OnceCell::new(),
+            lse: OnceLock::new(),
         }
     }
 
@@ -161,7 +161,7 @@ struct Group {
 
 /// Runs every run greedily for up to `max_new` tokens after `prompt` (a run stops after an
 /// end-of-generation token, which it keeps).
-pub fn run_forked<R: Run>(
+pub fn run_forked<R: Run + Send>(
     model: &Arc<Model>,
     prompt: &[TokenId],
     runs: &mut [R],
@@ -190,7 +190,7 @@ pub fn run_forked<R: Run>(
 }
 
 /// The fork loop on any decoder with at least `runs.len()` sequences.
-pub fn run_on<D: Decoder, R: Run>(
+pub fn run_on<D: Decoder, R: Run + Send>(
     ctx: &mut D,
     prompt: &[TokenId],
     runs: &mut [R],
@@ -220,12 +220,21 @@ pub fn run_on<D: Decoder, R: Run>(
     let (mut decoded, mut max_live) = (0, 1);
     while !groups.is_empty() {
         // Every run chooses from its group's row; the context is only read here.
+        let rows = (0..groups.len())
+            .map(|g| ctx.logits(g).map(Row::new))
+            .collect::<Result<Vec<_>>>()?;
+        let mut group_of = vec![None; runs.len()];
+        for (g, group) in groups.iter().enumerate() {
+            for &r in &group.runs {
+                group_of[r] = Some(g);
+            }
+        }
+        let chosen = choose_all(runs, &group_of, &rows)?;
         let mut parts: Vec<(SeqId, Vec<(TokenId, Vec<usize>)>)> = Vec::new();
-        for (row, g) in groups.iter().enumerate() {
-            let raw = Row::new(ctx.logits(row)?);
+        for g in &groups {
             let mut by_token: Vec<(TokenId, Vec<usize>)> = Vec::new();
             for &r in &g.runs {
-                let t = runs[r].choose(&raw)?;
+                let t = chosen[r].context("a live run made no choice")?;
                 tokens[r].push(t);
                 match by_token.iter_mut().find(|(u, _)| *u == t) {
                     Some((_, members)) => members.push(r),
@@ -288,4 +297,45 @@ pub fn run_on<D: Decoder, R: Run>(
         decoded,
         max_live,
     })
+}
+
+/// Threads that share the runs' choices at each step. The decoder is idle meanwhile, so the
+/// cores it uses are free; each run's choice depends only on its own state and its row, so
+/// the split cannot change any choice.
+const CHOOSE_THREADS: usize = 2;
+
+/// Each live run's choice (`None` for runs in no group), computed on [`CHOOSE_THREADS`]
+/// threads over contiguous halves of `runs`.
+fn choose_all<R: Run + Send>(
+    runs: &mut [R],
+    group_of: &[Option<usize>],
+    rows: &[Row<'_>],
+) -> Result<Vec<Option<TokenId>>> {
+    let per = runs.len().div_ceil(CHOOSE_THREADS).max(1);
+    let results: Vec<Result<Vec<Option<TokenId>>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = runs
+            .chunks_mut(per)
+            .zip(group_of.chunks(per))
+            .map(|(part, groups)| {
+                scope.spawn(move || {
+                    part.iter_mut()
+                        .zip(groups)
+                        .map(|(run, g)| g.map(|g| run.choose(&rows[g])).transpose())
+                        .collect::<Result<Vec<_>>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| match h.join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(runs.len());
+    for part in results {
+        out.extend(part?);
+    }
+    Ok(out)
 }

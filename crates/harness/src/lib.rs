@@ -11,7 +11,7 @@ use anyhow::{ensure, Context as _, Result};
 use models::ModelChoice;
 use oracle::TokenId;
 use std::sync::Arc;
-use subject::{Context, Message, Model};
+use subject::{Attention, Context, Message, Model, Weights};
 
 /// A model loaded once, with what its chat format needs.
 pub struct LoadedModel {
@@ -21,7 +21,13 @@ pub struct LoadedModel {
 
 impl LoadedModel {
     pub fn load(choice: ModelChoice) -> Result<LoadedModel> {
-        let model = Model::load(&choice.path)?;
+        LoadedModel::load_with(choice, Weights::Repacked)
+    }
+
+    /// [`LoadedModel::load`] with a chosen weight layout ([`Weights::AsStored`] for
+    /// [`fork`], whose batched rows are compared with lone ones).
+    pub fn load_with(choice: ModelChoice, weights: Weights) -> Result<LoadedModel> {
+        let model = Model::load_with(&choice.path, weights)?;
         Ok(LoadedModel { choice, model })
     }
 
@@ -95,9 +101,21 @@ impl Session {
         max_new: usize,
         threads: i32,
     ) -> Result<Session> {
+        Session::with_attention(model, prompt, max_new, Attention::Auto, threads)
+    }
+
+    /// [`Session::new`] with a chosen attention kernel ([`Attention::Plain`] to be compared
+    /// with the forked runs of [`fork`], whose contexts use it).
+    pub fn with_attention(
+        model: &Arc<Model>,
+        prompt: Vec<TokenId>,
+        max_new: usize,
+        attention: Attention,
+        threads: i32,
+    ) -> Result<Session> {
         ensure!(!prompt.is_empty(), "the prompt has no tokens");
         let n_ctx = (prompt.len() + max_new + 8) as u32;
-        let ctx = Context::new(model, n_ctx, threads)?;
+        let ctx = Context::with_attention(model, n_ctx, attention, threads)?;
         Ok(Session {
             model: Arc::clone(model),
             prompt,

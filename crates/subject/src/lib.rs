@@ -23,7 +23,7 @@ mod vocab;
 pub use build::BuildInfo;
 pub use candidates::{Candidate, Candidates};
 pub use custom::{ArrayView, CustomSampler};
-pub use model::{Context, Message, Model};
+pub use model::{Attention, Context, Message, Model, Weights};
 pub use multi::{Append, MultiContext, SeqId};
 pub use oracle::TokenId;
 pub use probe::{LogitsArray, ProbeArray};

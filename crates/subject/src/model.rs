@@ -18,6 +18,7 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub struct Model {
     raw: NonNull<sys::llama_model>,
+    weights: Weights,
 }
 
 impl Drop for Model {
@@ -35,9 +36,30 @@ pub struct Message {
     pub content: String,
 }
 
+/// How the quantized weights are laid out in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weights {
+    /// llama.cpp's default: where the CPU backend has an interleaved kernel for a type
+    /// (`use_extra_bufts`), the weights are repacked for it. Then a matrix product over a batch
+    /// sends rows in groups of four through one kernel and the rest through another, so a row's
+    /// result depends on how many rows share its batch.
+    Repacked,
+    /// As stored in the file: every row of a batch goes through the same kernel. In a probe of
+    /// 2026-11-30 (0.1.161, Gemma3 Q4_K_M, six sequences decoding the same tokens), the four
+    /// rows of the group-of-four kernel differed from the same tokens decoded alone by up to
+    /// 1.66 in a logit while the other two were bit-identical; loaded as stored, all six were
+    /// bit-identical. Anything that compares batched rows with lone rows loads this way.
+    AsStored,
+}
+
 impl Model {
-    /// Loads all weights of the GGUF file at `path` on the CPU.
+    /// Loads all weights of the GGUF file at `path` on the CPU, repacked where llama.cpp can.
     pub fn load(path: &Path) -> Result<Arc<Model>> {
+        Model::load_with(path, Weights::Repacked)
+    }
+
+    /// [`Model::load`] with a chosen weight layout.
+    pub fn load_with(path: &Path, weights: Weights) -> Result<Arc<Model>> {
         crate::sampler::quiet_logs();
         ensure!(
             path.is_file(),
@@ -52,6 +74,7 @@ impl Model {
             sys::llama_backend_init();
             let mut params = sys::llama_model_default_params();
             params.n_gpu_layers = 0;
+            params.use_extra_bufts = weights == Weights::Repacked;
             sys::llama_model_load_from_file(c_path.as_ptr(), params)
         };
         let raw = NonNull::new(raw).with_context(|| {
@@ -60,7 +83,11 @@ impl Model {
                 path.display()
             )
         })?;
-        Ok(Arc::new(Model { raw }))
+        Ok(Arc::new(Model { raw, weights }))
+    }
+
+    pub fn weights(&self) -> Weights {
+        self.weights
     }
 
     fn vocab(&self) -> *const sys::llama_vocab {
@@ -187,6 +214,16 @@ impl Model {
     }
 }
 
+/// Which attention kernel a context uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attention {
+    /// llama.cpp's own choice (`flash_attn_type = auto`; on this CPU it picks flash attention).
+    Auto,
+    /// Flash attention off. [`crate::MultiContext`] always uses it (see there for why), and a
+    /// single-sequence context that is compared with one must use it too.
+    Plain,
+}
+
 /// A llama.cpp context over `model`: `n_ctx` cells, at most `n_batch` tokens per decode,
 /// `n_seq` sequences (in one unified cache when `unified`), `threads` CPU threads.
 pub(crate) fn init_context(
@@ -195,6 +232,7 @@ pub(crate) fn init_context(
     n_batch: u32,
     n_seq: u32,
     unified: bool,
+    attention: Attention,
     threads: i32,
 ) -> Result<NonNull<sys::llama_context>> {
     ensure!(n_ctx >= 8, "context size must be at least 8, got {n_ctx}");
@@ -223,6 +261,9 @@ pub(crate) fn init_context(
         p.n_threads = threads;
         p.n_threads_batch = threads;
         p.no_perf = true;
+        if attention == Attention::Plain {
+            p.flash_attn_type = sys::LLAMA_FLASH_ATTN_TYPE_DISABLED;
+        }
         sys::llama_init_from_model(model.raw.as_ptr(), p)
     };
     NonNull::new(raw).context("llama.cpp could not create a context")
@@ -249,7 +290,17 @@ impl Drop for Context {
 impl Context {
     /// A context of `n_ctx` positions decoding on `threads` CPU threads.
     pub fn new(model: &Arc<Model>, n_ctx: u32, threads: i32) -> Result<Context> {
-        let raw = init_context(model, n_ctx, n_ctx, 1, false, threads)?;
+        Context::with_attention(model, n_ctx, Attention::Auto, threads)
+    }
+
+    /// [`Context::new`] with a chosen attention kernel.
+    pub fn with_attention(
+        model: &Arc<Model>,
+        n_ctx: u32,
+        attention: Attention,
+        threads: i32,
+    ) -> Result<Context> {
+        let raw = init_context(model, n_ctx, n_ctx, 1, false, attention, threads)?;
         Ok(Context {
             raw,
             model: Arc::clone(model),

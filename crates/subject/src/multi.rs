@@ -7,18 +7,26 @@
 //!
 //! Each sequence has its own stream of the cache (`kv_unified = false`, `n_ctx / n_seq` cells
 //! each), and a fork copies the stream. The unified cache was tried first and dropped: in
-//! probes of 2026-11-30 on llama-cpp-sys-2 0.1.161, a forked sequence's logits differed from
-//! the same tokens decoded alone by up to 0.95 on Gemma3 (whose sliding-window layers keep a
-//! second cache), and removing a forked sequence (`llama_memory_seq_rm`) changed the next
-//! logits of its parent by up to 0.8 on SmolLM2. With one stream per sequence both were
-//! bit-identical to decoding alone. There is still no way to remove one sequence: finished
-//! sequences stay until [`MultiContext::clear`].
+//! probes of 2026-11-30 on llama-cpp-sys-2 0.1.161, removing a forked sequence
+//! (`llama_memory_seq_rm`) changed the next logits of its parent by up to 0.8 on SmolLM2. There
+//! is no way to remove one sequence: finished sequences stay until [`MultiContext::clear`].
+//!
+//! A row of a batch must not depend on its neighbours, or forked runs would not be the runs
+//! they stand for. Two settings make it so, both checked against lone decoding bit for bit:
+//! - The model must be loaded [`Weights::AsStored`] (checked here). With llama.cpp's default
+//!   repacking, Gemma3's rows in a group of four went through another kernel and differed
+//!   from lone decoding by up to 1.66 in a logit (see [`Weights`]); this is what made F4's
+//!   first full run fail its fork check (4 of 64 re-decoded runs parted).
+//! - Flash attention is off ([`Attention::Plain`]). It was the first suspect: turning it off
+//!   alone made the one failing prompt pass, before the batch probe found the repacking. Every
+//!   bit-identity probe since ran with plain attention, so it stays; a single-sequence context
+//!   compared with this one must use it too.
 //!
 //! Positions are assigned here, never by the caller: each sequence's next position is its
 //! length, so a batch can only extend sequences, which is what llama.cpp's batch checks
 //! require (they would otherwise fail the decode).
 
-use crate::model::{init_context, Model};
+use crate::model::{init_context, Attention, Model, Weights};
 use anyhow::{ensure, Context as _, Result};
 use llama_cpp_sys_2 as sys;
 use oracle::TokenId;
@@ -86,7 +94,20 @@ impl MultiContext {
         n_batch: u32,
         threads: i32,
     ) -> Result<MultiContext> {
-        let raw = init_context(model, n_ctx, n_batch, n_seq, false, threads)?;
+        ensure!(
+            model.weights() == Weights::AsStored,
+            "a multi-sequence context needs a model loaded with Weights::AsStored (repacked \
+             weights make a row depend on the rows that share its batch)"
+        );
+        let raw = init_context(
+            model,
+            n_ctx,
+            n_batch,
+            n_seq,
+            false,
+            Attention::Plain,
+            threads,
+        )?;
         Ok(MultiContext {
             raw,
             model: Arc::clone(model),

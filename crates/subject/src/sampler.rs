@@ -24,6 +24,12 @@ pub struct Sampler {
     vocabs: Vec<Arc<Vocab>>,
 }
 
+// SAFETY: a `llama_sampler` is a heap object with no tie to the thread that made it; it may
+// move to another thread as long as one thread uses it at a time, which `&mut self` on every
+// state-changing call enforces (the type is deliberately not Sync). Custom stages are `Send`
+// by their trait bound; the vocabularies grammar and infill stages point into are `Sync`.
+unsafe impl Send for Sampler {}
+
 impl Drop for Sampler {
     fn drop(&mut self) {
         // SAFETY: `raw` is owned by this handle alone and has not been freed: handles are

@@ -17,6 +17,13 @@ pub struct Vocab {
     model: NonNull<sys::llama_model>,
 }
 
+// SAFETY: after loading, nothing writes to a vocabulary: tokenizing, piece lookup and the
+// grammar's token matching only call llama.cpp's const `llama_vocab` accessors, which is how
+// upstream's server shares one model among the threads of its slots. Freeing happens once,
+// in Drop, when the last Arc goes.
+unsafe impl Send for Vocab {}
+unsafe impl Sync for Vocab {}
+
 impl Drop for Vocab {
     fn drop(&mut self) {
         // SAFETY: `model` came from llama_model_load_from_file and is freed only here.
