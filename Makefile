@@ -17,11 +17,12 @@ FINDINGS := clone sortpoison scope gauge
 # from its own audit).
 LEDGER_FINDINGS := clone
 # F4 runs its A1 design in full on the default build (both models, 16 prompts, 40,960
-# teacher-forced positions per model) with the first 8 prompts of the JSON corpus, and a stated
-# subset on the legacy build (SmolLM2, 4 prompts, 2,048 positions, 4 JSON prompts), so that a
+# teacher-forced positions per model) with the first 8 prompts of the JSON corpus free-running
+# and all 114 pairs along grammar references, and a stated subset on the legacy build (SmolLM2,
+# 4 prompts, 2,048 positions, 4 JSON prompts, 16 grammar pairs), so that a
 # fresh-clone `make audit` stays under an hour on 2 cores (PREREG, F4 addenda of 2026-11-30).
 GAUGE_ARGS_0.1.161 := --json-prompts 8
-GAUGE_ARGS_0.1.154 := --models smollm2 --prompts 4 --positions 2048 --json-prompts 4
+GAUGE_ARGS_0.1.154 := --models smollm2 --prompts 4 --positions 2048 --json-prompts 4 --structural-pairs 16
 BUILD    ?= 0.1.161
 REPRO    ?= repro-clone
 ARGS     ?=

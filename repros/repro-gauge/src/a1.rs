@@ -21,7 +21,7 @@ use oracle::gauge::Operator;
 use oracle::stats::{self, Estimate};
 use oracle::TokenId;
 use serde_json::{json, Value};
-use subject::{Sampler, SamplerSpec};
+use subject::{Attention, Sampler, SamplerSpec};
 
 /// Values of the normalized operator may differ from the oracle's by this much at
 /// |1 - theta| <= 0.3 (scaled up in proportion beyond): the ledger's log-sum-exp adds up to
@@ -410,7 +410,14 @@ fn decode_alone(
     let (slot, theta, c) = design.cells()[k];
     let window = ids.len() + design.max_new;
     let mut run = GaugeRun::new(slot, theta, c, m.model.n_vocab(), ids, window)?;
-    let mut session = Session::new(&m.model, ids.to_vec(), design.max_new, design.threads)?;
+    // Plain attention, like the forked runs' context (see `subject::MultiContext`).
+    let mut session = Session::with_attention(
+        &m.model,
+        ids.to_vec(),
+        design.max_new,
+        Attention::Plain,
+        design.threads,
+    )?;
     let (tokens, _) =
         session.generate(design.max_new, |raw, _| run.choose(&LogitsRow::new(raw)))?;
     Ok((tokens, run.margins))
@@ -678,8 +685,8 @@ impl ModelRuns {
     }
 
     /// The forked runs of [`recheck_indices`] against the same runs decoded alone, per
-    /// prompt. Batching changes the order of floating-point sums, so the two may part where
-    /// the lone run's top-2 margin is below [`BATCH_MARGIN`]; elsewhere they must agree.
+    /// prompt. They may part only where the lone run's top-2 margin is below [`BATCH_MARGIN`]
+    /// (which is 0: nowhere).
     pub fn fork_check(&self) -> ForkCheck {
         let mut out = ForkCheck::default();
         for (pi, p) in self.prompts.iter().enumerate() {
@@ -730,8 +737,11 @@ impl ModelRuns {
     }
 }
 
-/// Single-sequence margins below this are near-ties that batching may decide differently.
-pub const BATCH_MARGIN: f32 = 1e-3;
+/// Single-sequence margins below this would be near-ties that batching may decide
+/// differently. It is 0: with weights as stored and plain attention a batched row is the lone
+/// row bit for bit (`subject::MultiContext`), so a forked run must make every choice of its
+/// lone copy, ties included, and any parting is a failure.
+pub const BATCH_MARGIN: f32 = 0.0;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NoOp {

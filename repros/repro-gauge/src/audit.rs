@@ -5,6 +5,7 @@
 use crate::a1::{self, Cell, Design, ModelRuns, ValueCheck};
 use crate::json::{self, JsonReport};
 use crate::plot;
+use crate::reference::{self, StructuralReport};
 use crate::shift;
 use crate::tf::{self, TfReport};
 use anyhow::{Context, Result};
@@ -43,17 +44,21 @@ pub struct Audit {
     pub tf: Vec<TfReport>,
     /// The structured-output measurement (no verdict of its own; `None` outside `--audit`).
     pub json: Option<JsonReport>,
+    /// Structural positions along grammar references, one per model (empty outside `--audit`).
+    pub structural: Vec<StructuralReport>,
     pub planted: Vec<Control>,
 }
 
 /// The design on every model; then, with `json_prompts`, the first that many prompts of the
-/// JSON corpus on the first model (`Some(usize::MAX)`: all of them).
+/// JSON corpus free-running on the first model (`Some(usize::MAX)`: all of them); with
+/// `structural_pairs`, the first that many pairs along grammar references on every model.
 pub fn run(
     models: &[LoadedModel],
     design: &Design,
     prompts: &[String],
     (text, positions): (&str, usize),
     json_prompts: Option<usize>,
+    structural_pairs: Option<usize>,
 ) -> Result<Audit> {
     let runs = models
         .iter()
@@ -89,12 +94,27 @@ pub fn run(
         }
         None => None,
     };
+    let structural = match structural_pairs {
+        Some(n) => {
+            let mut corpus = json::corpus()?;
+            corpus.truncate(n);
+            models
+                .iter()
+                .map(|m| {
+                    reference::run(m, &corpus, design.threads)
+                        .with_context(|| format!("grammar references on {}", m.choice.label))
+                })
+                .collect::<Result<Vec<_>>>()?
+        }
+        None => Vec::new(),
+    };
     Ok(Audit {
         build: BuildInfo::current(),
         design: design.clone(),
         models: runs,
         tf,
         json,
+        structural,
         planted: shift::planted_controls()?,
     })
 }
@@ -283,6 +303,7 @@ impl Audit {
             ));
         }
         c.extend(self.planted.iter().cloned());
+        c.extend(self.structural.iter().flat_map(StructuralReport::controls));
         c
     }
 
@@ -352,6 +373,24 @@ impl Audit {
                 rows.join(", ")
             ));
         }
+        for r in &self.structural {
+            let rows: Vec<String> = r
+                .leaves()
+                .iter()
+                .map(|l| {
+                    format!(
+                        "{} {:.3} [{:.3}, {:.3}]",
+                        l.label, l.share.mean, l.share.lo, l.share.hi
+                    )
+                })
+                .collect();
+            parts.push(format!(
+                "{}: share of structural positions where the greedy choice leaves the grammar reference's token ({} pairs, no threshold): {}",
+                r.model_label,
+                r.pairs.len(),
+                rows.join(", ")
+            ));
+        }
         Ok(parts.join("; "))
     }
 
@@ -390,6 +429,13 @@ impl Audit {
         if let Some(j) = &self.json {
             body["json_corpus"] = j.to_json();
         }
+        if !self.structural.is_empty() {
+            body["structural"] = json!(self
+                .structural
+                .iter()
+                .map(StructuralReport::to_json)
+                .collect::<Vec<_>>());
+        }
         Ok(body)
     }
 
@@ -403,6 +449,7 @@ impl Audit {
         if let Some(j) = &self.json {
             parts.push(j.to_text());
         }
+        parts.extend(self.structural.iter().map(StructuralReport::to_text));
         Ok(parts.join("\n"))
     }
 
@@ -494,6 +541,15 @@ impl Audit {
                         "F4: JSON answers per penalty variant ({}, {tag})",
                         j.model_label
                     ),
+                ),
+            ));
+        }
+        if !self.structural.is_empty() {
+            files.push((
+                format!("json-structure.{tag}.svg"),
+                plot::structural_svg(
+                    &self.structural,
+                    &format!("F4: structural positions left per penalty variant, along grammar references ({tag})"),
                 ),
             ));
         }

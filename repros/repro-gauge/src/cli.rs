@@ -8,7 +8,7 @@ use harness::LoadedModel;
 use oracle::gauge::Operator;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use subject::BuildInfo;
+use subject::{BuildInfo, Weights};
 
 pub use cli::{EXIT_BAD_INPUT, EXIT_FAILED};
 
@@ -40,7 +40,8 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-    /// The design on SmolLM2 and Gemma3 and the JSON corpus on SmolLM2; writes
+    /// The design on SmolLM2 and Gemma3, the JSON corpus free-running on SmolLM2 and along
+    /// grammar references on both; writes
     /// results/gauge.<build>.{json,txt}, results/gauge-ledger.<build>.{json,txt} and the plots.
     #[arg(long)]
     pub audit: bool,
@@ -50,9 +51,14 @@ pub struct Args {
     /// With --audit: only the first N prompts of the prompt file.
     #[arg(long, allow_negative_numbers = true)]
     pub prompts: Option<i64>,
-    /// With --audit: only the first N prompts of the JSON corpus (default: all 54).
+    /// With --audit: free-running answers for only the first N prompts of the JSON corpus
+    /// (default: all).
     #[arg(long, allow_negative_numbers = true)]
     pub json_prompts: Option<i64>,
+    /// With --audit: structural positions along grammar references for only the first N
+    /// prompt/schema pairs of the JSON corpus, on every model (default: all).
+    #[arg(long, allow_negative_numbers = true)]
+    pub structural_pairs: Option<i64>,
     /// Teacher-forced positions per model (default 2048; with --audit 40960).
     #[arg(long, allow_negative_numbers = true)]
     pub positions: Option<i64>,
@@ -234,6 +240,10 @@ pub fn prompts(args: &Args) -> Result<Vec<String>> {
         ensure!(args.audit, "--json-prompts only applies with --audit");
         ensure!(n >= 1, "--json-prompts must be at least 1, got {n}");
     }
+    if let Some(n) = args.structural_pairs {
+        ensure!(args.audit, "--structural-pairs only applies with --audit");
+        ensure!(n >= 1, "--structural-pairs must be at least 1, got {n}");
+    }
     Ok(v)
 }
 
@@ -249,7 +259,7 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
         let loaded = cli::refuse(
             names
                 .iter()
-                .map(|n| LoadedModel::load(models::resolve(n)?))
+                .map(|n| LoadedModel::load_with(models::resolve(n)?, Weights::AsStored))
                 .collect::<Result<Vec<_>>>(),
         )?;
         for m in &loaded {
@@ -276,7 +286,17 @@ fn execute(
     let json_prompts = args
         .audit
         .then(|| args.json_prompts.map_or(usize::MAX, |n| n as usize));
-    let a = audit::run(loaded, design, prompts, teacher, json_prompts)?;
+    let structural_pairs = args
+        .audit
+        .then(|| args.structural_pairs.map_or(usize::MAX, |n| n as usize));
+    let a = audit::run(
+        loaded,
+        design,
+        prompts,
+        teacher,
+        json_prompts,
+        structural_pairs,
+    )?;
     if args.audit {
         a.write(&args.results)?;
     }

@@ -2,9 +2,8 @@
 //!
 //! Per prompt: the unpenalized greedy answer (the baseline) and one greedy answer per variant,
 //! each judged for "parses" (a JSON value starts at the first `{` or `[`) and "schema-valid"
-//! (it also has the required keys and types). Delimiter flips are teacher-forced on the
-//! baseline: at each step where the unpenalized choice is structural, does the variant, on the
-//! same context, choose a token that is not?
+//! (it also has the required keys and types). Where the structure breaks is measured along
+//! answers that are valid by construction, in [`crate::reference`].
 
 use crate::schema::{extract, is_structural, Schema};
 use anyhow::{Context as _, Result};
@@ -12,7 +11,6 @@ use harness::fork::{self, Row, Run};
 use harness::{argmax, LoadedModel};
 use oracle::TokenId;
 use serde_json::{json, Value};
-use std::sync::Arc;
 use subject::{Model, Sampler, SamplerSpec};
 
 /// The corpus: `(prompt, schema)`.
@@ -97,7 +95,7 @@ impl Variant {
 }
 
 /// One variant's sampler (none for the unpenalized baseline), prompt accepted.
-fn sampler(
+pub(crate) fn variant_sampler(
     variant: Variant,
     model: &Model,
     prompt: &[TokenId],
@@ -138,36 +136,16 @@ fn sampler(
     Ok(Some(s))
 }
 
-/// A variant's greedy run. Free-running, it follows its own choices; teacher-forced, it
-/// follows the unpenalized baseline (the first maximum of the raw row, which is what the
-/// `none` run chooses from the same row) and counts the steps where the baseline's token is
-/// structural and its own choice is not.
+/// A variant's free-running greedy run.
 struct VariantRun {
     sampler: Option<Sampler>,
-    forced: bool,
-    structural: Arc<Vec<bool>>,
-    structural_steps: usize,
-    flips: usize,
 }
 
 impl Run for VariantRun {
     fn choose(&mut self, row: &Row<'_>) -> Result<TokenId> {
-        let own = match self.sampler.as_mut() {
+        let next = match self.sampler.as_mut() {
             Some(s) => argmax(&s.apply_in_id_order(row.raw)?),
             None => argmax(row.raw),
-        };
-        let next = if self.forced {
-            let base = argmax(row.raw);
-            let is = |t: TokenId| self.structural.get(t.0 as usize) == Some(&true);
-            if is(base) {
-                self.structural_steps += 1;
-                if !is(own) {
-                    self.flips += 1;
-                }
-            }
-            base
-        } else {
-            own
         };
         if let Some(s) = self.sampler.as_mut() {
             s.accept(next)?;
@@ -190,9 +168,6 @@ pub struct PromptResult {
     pub prompt: String,
     /// One answer per variant, in `Variant::all()` order.
     pub answers: Vec<Answer>,
-    /// Per variant: structural baseline steps, and how many the variant turned non-structural.
-    pub structural_steps: usize,
-    pub delimiter_flips: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -204,7 +179,7 @@ pub struct JsonReport {
 }
 
 /// Which vocabulary ids are structural (only JSON delimiters and whitespace).
-fn structural_ids(model: &Model) -> Result<Vec<bool>> {
+pub(crate) fn structural_ids(model: &Model) -> Result<Vec<bool>> {
     (0..model.n_vocab())
         .map(|i| {
             Ok(is_structural(&String::from_utf8_lossy(
@@ -214,8 +189,7 @@ fn structural_ids(model: &Model) -> Result<Vec<bool>> {
         .collect()
 }
 
-/// Every variant free-running and teacher-forced on the baseline, per prompt, decoded
-/// together ([`harness::fork`]): the forced runs and the `none` run share one sequence.
+/// Every variant free-running, per prompt, decoded together ([`harness::fork`]).
 pub fn run(
     m: &LoadedModel,
     corpus: &[(String, Schema)],
@@ -223,27 +197,22 @@ pub fn run(
     threads: i32,
 ) -> Result<JsonReport> {
     let variants = Variant::all();
-    let structural = Arc::new(structural_ids(&m.model)?);
     let mut prompts = Vec::new();
     for (prompt_text, schema) in corpus {
         let prompt = m.chat_ids(prompt_text)?;
         let whole = prompt.len() + max_new;
-        let mut runs = Vec::new();
-        for forced in [false, true] {
-            for &v in &variants {
-                runs.push(VariantRun {
-                    sampler: sampler(v, &m.model, &prompt, whole)?,
-                    forced,
-                    structural: Arc::clone(&structural),
-                    structural_steps: 0,
-                    flips: 0,
-                });
-            }
-        }
+        let mut runs = variants
+            .iter()
+            .map(|&v| {
+                Ok(VariantRun {
+                    sampler: variant_sampler(v, &m.model, &prompt, whole)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         let out = fork::run_forked(&m.model, &prompt, &mut runs, max_new, threads)
             .with_context(|| format!("decoding JSON prompt {prompt_text:?}"))?;
         let mut answers = Vec::new();
-        for (k, tokens) in out.tokens.iter().take(variants.len()).enumerate() {
+        for (k, tokens) in out.tokens.iter().enumerate() {
             let text = m.model.detokenize(tokens)?;
             let value = extract(&text);
             answers.push(Answer {
@@ -254,12 +223,9 @@ pub fn run(
                 text,
             });
         }
-        let forced = &runs[variants.len()..];
         prompts.push(PromptResult {
             prompt: prompt_text.clone(),
             answers,
-            structural_steps: forced[0].structural_steps,
-            delimiter_flips: forced.iter().map(|r| r.flips).collect(),
         });
     }
     Ok(JsonReport {
@@ -276,8 +242,6 @@ pub struct Totals {
     pub label: String,
     pub parses: usize,
     pub schema_valid: usize,
-    pub flips: usize,
-    pub structural_steps: usize,
     pub mean_tokens: f64,
 }
 
@@ -295,8 +259,6 @@ impl JsonReport {
                     .iter()
                     .filter(|p| p.answers[k].schema_valid)
                     .count(),
-                flips: self.prompts.iter().map(|p| p.delimiter_flips[k]).sum(),
-                structural_steps: self.prompts.iter().map(|p| p.structural_steps).sum(),
                 mean_tokens: self
                     .prompts
                     .iter()
@@ -319,20 +281,16 @@ impl JsonReport {
                 "parses_share": t.parses as f64 / n.max(1) as f64,
                 "schema_valid": t.schema_valid,
                 "schema_valid_share": t.schema_valid as f64 / n.max(1) as f64,
-                "delimiter_flips": t.flips,
-                "structural_steps": t.structural_steps,
                 "mean_tokens": t.mean_tokens,
             })).collect::<Vec<_>>(),
             "prompts": self.prompts.iter().map(|p| json!({
                 "prompt": p.prompt,
-                "structural_steps": p.structural_steps,
-                "answers": self.variants.iter().zip(&p.answers).zip(&p.delimiter_flips).map(|((v, a), f)| json!({
+                "answers": self.variants.iter().zip(&p.answers).map(|(v, a)| json!({
                     "variant": v.label(),
                     "tokens": a.tokens,
                     "eos": a.eos,
                     "parses": a.parses,
                     "schema_valid": a.schema_valid,
-                    "delimiter_flips": f,
                     "text": a.text,
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
@@ -342,19 +300,17 @@ impl JsonReport {
     pub fn to_text(&self) -> String {
         let n = self.prompts.len();
         let mut out = format!(
-            "structured output: {} prompts, {}, greedy, up to {} new tokens\n  variant                parses        schema-valid   delimiter flips (of structural steps)  mean tokens\n",
+            "structured output, free-running: {} prompts, {}, greedy, up to {} new tokens\n  variant                parses        schema-valid   mean tokens\n",
             n, self.model_label, self.max_new
         );
         for t in self.totals() {
             out.push_str(&format!(
-                "  {:<22} {:>3} ({:>5.1}%)  {:>3} ({:>5.1}%)   {:>5} / {:<5}                        {:>6.1}\n",
+                "  {:<22} {:>3} ({:>5.1}%)  {:>3} ({:>5.1}%)   {:>6.1}\n",
                 t.label,
                 t.parses,
                 100.0 * t.parses as f64 / n.max(1) as f64,
                 t.schema_valid,
                 100.0 * t.schema_valid as f64 / n.max(1) as f64,
-                t.flips,
-                t.structural_steps,
                 t.mean_tokens
             ));
         }

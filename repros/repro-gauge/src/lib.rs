@@ -7,6 +7,7 @@ pub mod cli;
 pub mod json;
 pub mod planted;
 pub mod plot;
+pub mod reference;
 pub mod schema;
 pub mod shift;
 pub mod tf;

@@ -93,6 +93,62 @@ impl Schema {
     }
 }
 
+/// The GBNF rules every schema grammar shares. Lengths are bounded (strings up to 48
+/// characters, arrays up to 8 items, objects up to 6 members, whitespace up to 12 characters)
+/// so that a greedy walk through the grammar always ends.
+const GRAMMAR_BASE: &str = r#"ws ::= [ \t\n]{0,12}
+string ::= "\"" char{0,48} "\""
+char ::= [^"\\\x7F\x00-\x1F] | "\\" ["\\/bfnrt]
+integer ::= "-"? ([0-9] | [1-9] [0-9]{1,9})
+number ::= integer ("." [0-9]{1,6})?
+boolean ::= "true" | "false"
+scalar ::= string | number | boolean | "null"
+object ::= "{" ws (string ws ":" ws scalar (ws "," ws string ws ":" ws scalar){0,5})? ws "}"
+item ::= scalar | object
+array ::= "[" ws (item (ws "," ws item){0,7})? ws "]"
+"#;
+
+impl Kind {
+    fn rule(self) -> &'static str {
+        match self {
+            Kind::String => "string",
+            Kind::Integer => "integer",
+            Kind::Number => "number",
+            Kind::Boolean => "boolean",
+            Kind::Array => "array",
+            Kind::Object => "object",
+        }
+    }
+}
+
+/// `{"k1": T1, "k2": T2}` with exactly these keys in this order.
+fn fields_rule(f: &[(String, Kind)]) -> String {
+    let members: Vec<String> = f
+        .iter()
+        .map(|(k, kind)| format!("\"\\\"{k}\\\"\" ws \":\" ws {}", kind.rule()))
+        .collect();
+    format!("\"{{\" ws {} ws \"}}\"", members.join(" ws \",\" ws "))
+}
+
+impl Schema {
+    /// A GBNF grammar (root rule `root`) whose every complete string is a JSON value this
+    /// schema accepts: the listed keys in the listed order, arrays of one item or more.
+    pub fn grammar(&self) -> String {
+        let root = match self {
+            Schema::Object(f) => format!("root ::= {}\n", fields_rule(f)),
+            Schema::ArrayOfObjects(f) => format!(
+                "root ::= \"[\" ws entry (ws \",\" ws entry){{0,4}} ws \"]\"\nentry ::= {}\n",
+                fields_rule(f)
+            ),
+            Schema::ArrayOf(kind) => format!(
+                "root ::= \"[\" ws {0} (ws \",\" ws {0}){{0,11}} ws \"]\"\n",
+                kind.rule()
+            ),
+        };
+        root + GRAMMAR_BASE
+    }
+}
+
 /// The first JSON value in `text`: parsing starts at the first `{` or `[` and may leave text
 /// after the value (models add prose and code fences). `None` if that does not parse.
 pub fn extract(text: &str) -> Option<Value> {

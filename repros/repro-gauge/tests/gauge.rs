@@ -23,7 +23,11 @@ fn slug() -> String {
 }
 
 fn load(name: &str) -> harness::LoadedModel {
-    harness::LoadedModel::load(models::resolve(name).expect("run `make models` first")).unwrap()
+    harness::LoadedModel::load_with(
+        models::resolve(name).expect("run `make models` first"),
+        subject::Weights::AsStored,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -199,7 +203,7 @@ fn a_design_without_a_penalty_is_undecided() {
 fn json_subset() {
     let _serial = one_at_a_time();
     let corpus = json::corpus().unwrap();
-    assert!(corpus.len() >= 50, "the corpus has at least 50 prompts");
+    assert!(corpus.len() >= 100, "the corpus has at least 100 prompts");
     let r = json::run(&load("smollm2"), &corpus[..3], 256, 2).unwrap();
     let t = r.totals();
     assert_eq!(t.len(), json::Variant::all().len());
@@ -353,4 +357,124 @@ fn bad_input_is_one_line_and_exit_2() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.starts_with("error"), "{args:?}: {stderr}");
     }
+}
+
+/// Forked sequences see exactly the rows of the same tokens decoded alone, bit for bit, when
+/// both use plain attention, including a sequence forked from one that was itself forked on
+/// the step before (the pattern where Gemma3's forked rows parted from lone ones under flash
+/// attention, see `subject::MultiContext`).
+#[test]
+fn forked_rows_equal_lone_rows_bit_for_bit() {
+    let _serial = one_at_a_time();
+    struct Rule {
+        /// Steps at which to take the second-best token.
+        second_at: Vec<usize>,
+        step: usize,
+        rows: Vec<Vec<u32>>,
+    }
+    impl harness::fork::Run for Rule {
+        fn choose(&mut self, row: &harness::fork::Row<'_>) -> anyhow::Result<TokenId> {
+            let mut idx: Vec<usize> = (0..row.raw.len()).collect();
+            idx.sort_by(|&a, &b| row.raw[b].total_cmp(&row.raw[a]).then(a.cmp(&b)));
+            let t = if self.second_at.contains(&self.step) {
+                idx[1]
+            } else {
+                idx[0]
+            };
+            self.rows
+                .push(row.raw.iter().map(|z| z.to_bits()).collect());
+            self.step += 1;
+            Ok(TokenId(t as i32))
+        }
+    }
+    let m = load("gemma3");
+    let prompt = m
+        .chat_ids("Write a Python function that adds two numbers.")
+        .unwrap();
+    let mut runs: Vec<Rule> = [vec![], vec![2], vec![2, 3], vec![2, 3, 4], vec![5]]
+        .into_iter()
+        .map(|second_at| Rule {
+            second_at,
+            step: 0,
+            rows: Vec::new(),
+        })
+        .collect();
+    let out = harness::fork::run_forked(&m.model, &prompt, &mut runs, 12, 2).unwrap();
+    assert_eq!(out.max_live, 5, "every run parts from the others");
+    let mut session = harness::Session::with_attention(
+        &m.model,
+        prompt.clone(),
+        12,
+        subject::Attention::Plain,
+        2,
+    )
+    .unwrap();
+    for (r, tokens) in runs.iter().zip(&out.tokens) {
+        for t in 0..tokens.len() {
+            let raw = session.logits_after(&tokens[..t]).unwrap();
+            let bits: Vec<u32> = raw.iter().map(|z| z.to_bits()).collect();
+            assert!(
+                bits == r.rows[t],
+                "run {:?}: row {t} differs from the lone decode",
+                r.second_at
+            );
+        }
+    }
+}
+
+/// The schema grammars as oracles of their own: llama.cpp parses every corpus grammar, a
+/// valid answer passes token by token, and answers that break the schema are stopped.
+#[test]
+fn schema_grammars_accept_valid_and_stop_invalid_answers() {
+    let path = models::resolve("smollm2").unwrap().path;
+    let vocab = subject::Vocab::load(&path).unwrap();
+    for (prompt, s) in json::corpus().unwrap() {
+        subject::Sampler::grammar(&vocab, &s.grammar(), "root")
+            .unwrap_or_else(|e| panic!("{prompt}: {e:#}"));
+    }
+    // Whether the grammar lets `text` through, token by token.
+    let passes = |schema: &str, text: &str| -> bool {
+        let s = schema::Schema::parse(schema).unwrap();
+        let mut g = subject::Sampler::grammar(&vocab, &s.grammar(), "root").unwrap();
+        for t in vocab.tokenize(text).unwrap() {
+            let mut one = subject::Candidates::new([(t, 0.0f32)]);
+            g.apply(&mut one).unwrap();
+            if one.entries[0].logit == f32::NEG_INFINITY {
+                return false;
+            }
+            g.accept(t).unwrap();
+        }
+        true
+    };
+    let obj = "{name:string,age:integer,tags:array,owner:object}";
+    assert!(passes(obj, "{\n  \"name\": \"Ada\",\n  \"age\": 36,\n  \"tags\": [\"x\", 2, {\"k\": true}],\n  \"owner\": {\"id\": 1.5}\n}"));
+    assert!(
+        !passes(obj, "{\"name\": \"Ada\", \"tags\": [], \"age\": 36}"),
+        "keys out of order"
+    );
+    assert!(
+        !passes(obj, "{\"name\": \"Ada\", \"age\": 3.5"),
+        "a number where an integer belongs"
+    );
+    assert!(!passes(obj, "{\"name\": Ada"), "an unquoted string");
+    assert!(passes("[{t:string}]", "[{\"t\": \"a\"}, {\"t\": \"b\"}]"));
+    assert!(!passes("[{t:string}]", "[]"), "an empty array");
+    assert!(passes("[boolean]", "[true, false]"));
+    assert!(!passes("[boolean]", "[true, 1]"));
+}
+
+/// Structural positions along grammar references, three pairs on SmolLM2: every control of the
+/// measurement passes and the table is pinned per build.
+#[test]
+fn structural_subset() {
+    let _serial = one_at_a_time();
+    let corpus = json::corpus().unwrap();
+    assert!(
+        corpus.len() >= 100,
+        "the corpus has at least 100 prompt/schema pairs"
+    );
+    let r = repro_gauge::reference::run(&load("smollm2"), &corpus[..3], 2).unwrap();
+    let controls = r.controls();
+    assert!(controls.iter().all(|c| c.passed), "{controls:#?}");
+    insta::assert_snapshot!(format!("structural_subset_{}", slug()), r.to_text());
 }
