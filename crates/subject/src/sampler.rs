@@ -22,6 +22,18 @@ pub struct Sampler {
     /// Vocabularies that stages of this sampler point into. Fields drop after `drop` runs,
     /// so they are freed only once the sampler is.
     vocabs: Vec<Arc<Vocab>>,
+    /// Where a grammar stage sits: llama.cpp throws a C++ exception when a grammar accepts a
+    /// token it rejects, so [`Sampler::accept`] asks the grammar first.
+    grammar: GrammarAt,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GrammarAt {
+    Nowhere,
+    /// This sampler is a grammar.
+    Here,
+    /// A stage of this chain is a grammar.
+    InChain,
 }
 
 // SAFETY: a `llama_sampler` is a heap object with no tie to the thread that made it; it may
@@ -61,6 +73,7 @@ impl Sampler {
             raw,
             n_vocab,
             vocabs: Vec::new(),
+            grammar: GrammarAt::Nowhere,
         })
     }
 
@@ -69,7 +82,9 @@ impl Sampler {
     ///
     /// # Safety
     /// `raw` must be NULL or a live sampler that no one else owns or will free, whose iface
-    /// functions are sound for the calls this wrapper makes (apply, accept, reset, clone, free).
+    /// functions are sound for the calls this wrapper makes (apply, accept, reset, clone, free),
+    /// and whose context may be used from another thread than the one that made it (the
+    /// wrapper is `Send`).
     pub unsafe fn adopt(raw: *mut sys::llama_sampler, n_vocab: Option<i32>) -> Result<Sampler> {
         Sampler::from_raw(raw, n_vocab)
     }
@@ -97,6 +112,7 @@ impl Sampler {
         let mut s = unsafe { Sampler::from_raw(raw, Some(vocab.n_tokens())) }
             .context("llama.cpp rejected the grammar")?;
         s.vocabs.push(Arc::clone(vocab));
+        s.grammar = GrammarAt::Here;
         Ok(s)
     }
 
@@ -122,6 +138,9 @@ impl Sampler {
             chain.n_vocab = min_vocab(chain.n_vocab, stage.n_vocab);
             // Taken, not appended: `stage` is forgotten below and must hold no allocation.
             chain.vocabs.extend(std::mem::take(&mut stage.vocabs));
+            if stage.grammar != GrammarAt::Nowhere {
+                chain.grammar = GrammarAt::InChain;
+            }
             let raw = stage.raw.as_ptr();
             // The chain frees it from now on; this handle must not.
             std::mem::forget(stage);
@@ -153,9 +172,31 @@ impl Sampler {
                 bail!("cannot accept token id {id}: the sampler's vocabulary has {n} ids");
             }
         }
-        // SAFETY: live handle, plain value.
+        if !self.grammar_allows(id)? {
+            bail!("the grammar rejects token {id}; llama.cpp would throw on accepting it");
+        }
+        // SAFETY: live handle, plain value; a grammar inside allows `id` (checked above).
         unsafe { sys::llama_sampler_accept(self.raw.as_ptr(), id.0) };
         Ok(())
+    }
+
+    /// Whether this sampler's grammar, if it has one, can take `id` next. A bare grammar is
+    /// asked directly (its apply changes no state); a chain is asked through a clone, so its
+    /// other stages' state is untouched.
+    fn grammar_allows(&mut self, id: TokenId) -> Result<bool> {
+        let mut probe = match self.grammar {
+            GrammarAt::Nowhere => return Ok(true),
+            GrammarAt::Here => None,
+            GrammarAt::InChain => Some(self.try_clone().context(
+                "a chain with a grammar must be clonable to check a token before accepting it",
+            )?),
+        };
+        let mut one = Candidates::new([(id, 0.0f32)]);
+        probe.as_mut().unwrap_or(self).apply(&mut one)?;
+        Ok(one
+            .entries
+            .first()
+            .is_some_and(|c| c.logit > f32::NEG_INFINITY))
     }
 
     /// Runs the sampler on the candidates, in place.
@@ -244,6 +285,7 @@ impl Sampler {
             Sampler::from_raw(sys::llama_sampler_clone(self.raw.as_ptr()), self.n_vocab)
         }?;
         c.vocabs = self.vocabs.clone();
+        c.grammar = self.grammar;
         Ok(c)
     }
 

@@ -153,3 +153,21 @@ fn missing_or_bad_vocabulary_is_an_error() {
     let vocab = subject::Vocab::load(&smollm2()).expect("run `make models` first");
     assert!(Sampler::grammar(&vocab, "root ::= ", "nope").is_err());
 }
+
+/// llama.cpp throws a C++ exception when a grammar accepts a token it rejects; the wrapper
+/// asks the grammar first and returns an error instead, for a bare grammar and inside a chain
+/// (whose other stages' state the check must not touch).
+#[test]
+fn a_grammar_refuses_a_rejected_token_without_throwing() {
+    let vocab = subject::Vocab::load(&smollm2()).expect("run `make models` first");
+    let [a, b] = ["a", "b"].map(|l| vocab.tokenize(l).unwrap()[0]);
+    let mut bare = Sampler::grammar(&vocab, "root ::= \"b\" \"a\"", "root").unwrap();
+    assert!(bare.accept(a).is_err());
+    bare.accept(b).unwrap();
+    assert!(bare.accept(b).is_err());
+    bare.accept(a).unwrap();
+    let grammar = Sampler::grammar(&vocab, "root ::= \"b\"", "root").unwrap();
+    let mut chain = Sampler::chain(vec![grammar]).unwrap();
+    assert!(chain.accept(a).is_err());
+    chain.accept(b).unwrap();
+}
