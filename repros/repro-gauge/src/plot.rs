@@ -193,11 +193,16 @@ pub fn json_svg(r: &JsonReport, title: &str) -> String {
     o
 }
 
-/// Per model, per variant: the share of structural positions where the greedy choice leaves
-/// the grammar reference's token, as a bar with its 95% interval as a whisker.
+/// Per model, per variant: the share of structural positions where the greedy choice breaks
+/// the JSON along the grammar reference, as a bar with its 95% interval as a whisker (the
+/// planted controls are left out; they are in the report's controls).
 pub fn structural_svg(reports: &[StructuralReport], title: &str) -> String {
     let (left, top, bar_h, gap, pw, panel_gap) = (200.0, 60.0, 14.0, 6.0, 360.0, 40.0);
-    let rows = reports.iter().map(|r| r.choosers.len()).max().unwrap_or(0) as f64;
+    let rows = reports
+        .iter()
+        .map(|r| r.choosers.iter().filter(|c| !c.is_control()).count())
+        .max()
+        .unwrap_or(0) as f64;
     let panel_h = rows * (bar_h + gap) + 30.0;
     let height = top + reports.len() as f64 * (panel_h + panel_gap) + 40.0;
     let width = left + pw + 160.0;
@@ -208,34 +213,31 @@ pub fn structural_svg(reports: &[StructuralReport], title: &str) -> String {
     for (m, r) in reports.iter().enumerate() {
         let y_panel = top + m as f64 * (panel_h + panel_gap);
         o.push_str(&format!(
-            "<text x=\"{left}\" y=\"{:.1}\" font-weight=\"bold\">{} ({} pairs)</text>\n<line x1=\"{left}\" y1=\"{:.1}\" x2=\"{left}\" y2=\"{:.1}\" stroke=\"#333\"/>\n",
+            "<text x=\"{left}\" y=\"{:.1}\" font-weight=\"bold\">{} ({} finished pairs)</text>\n<line x1=\"{left}\" y1=\"{:.1}\" x2=\"{left}\" y2=\"{:.1}\" stroke=\"#333\"/>\n",
             y_panel + 12.0,
             esc(&r.model_label),
-            r.pairs.len(),
+            r.finished().len(),
             y_panel + 20.0,
             y_panel + panel_h,
         ));
-        for (i, l) in r.leaves().iter().enumerate() {
+        let shares = r.shares();
+        for (i, s) in shares.iter().filter(|s| !s.control).enumerate() {
             let y0 = y_panel + 24.0 + i as f64 * (bar_h + gap);
             let x = |f: f64| left + pw * f.clamp(0.0, 1.0);
-            let colour = if l.label.starts_with("planted") {
-                "#999999"
-            } else {
-                COLOURS[2]
-            };
+            let colour = COLOURS[2];
             o.push_str(&format!(
                 "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n<rect x=\"{left}\" y=\"{y0:.1}\" width=\"{:.1}\" height=\"{bar_h}\" fill=\"{colour}\"/>\n<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#000\"/>\n<text x=\"{:.1}\" y=\"{:.1}\">{:.1}%</text>\n",
                 left - 8.0,
                 y0 + bar_h - 3.0,
-                esc(&l.label),
-                x(l.share.mean) - left,
-                x(l.share.lo),
+                esc(&s.label),
+                x(s.break_share.mean) - left,
+                x(s.break_share.lo),
                 y0 + bar_h / 2.0,
-                x(l.share.hi),
+                x(s.break_share.hi),
                 y0 + bar_h / 2.0,
-                x(l.share.hi) + 6.0,
+                x(s.break_share.hi) + 6.0,
                 y0 + bar_h - 3.0,
-                100.0 * l.share.mean
+                100.0 * s.break_share.mean
             ));
         }
     }

@@ -1,65 +1,193 @@
-//! Delimiter corruption measured along answers that are valid by construction.
+//! Where penalties break JSON, measured along answers that are valid by construction.
 //!
 //! For each prompt/schema pair of the corpus, llama.cpp's grammar sampler (a grammar built
 //! from the schema, [`Schema::grammar`]) walks the unpenalized model greedily: at each step the
-//! reference token is the highest raw logit the grammar allows (ties: the lowest id). The
-//! reference is therefore a JSON value the schema accepts, whatever the model would have
-//! written unconstrained. Along it, every variant's sampler sees the same history (prompt and
-//! reference so far) and makes its own unconstrained greedy choice from the same raw row. At
-//! each *structural* position (the reference token is only JSON delimiters and whitespace,
-//! [`crate::schema::is_structural`]) a variant *leaves the structure* when its choice differs from the
-//! reference token. That share, per variant, is the measure; the unpenalized `none` variant
-//! gives the model's own rate.
+//! reference token is the highest raw logit the grammar allows (ties: the lowest id). A walk
+//! that ends (the grammar then allows only end-of-generation) is a JSON value its schema
+//! accepts, whatever the model would have written unconstrained; walks that reach
+//! [`MAX_REFERENCE`] tokens are reported apart and left out of the shares.
 //!
-//! The grammar is applied to the 256 highest logits first and to the whole row only when none
-//! of those is allowed. That is exact, because the grammar judges each token on its own; the
-//! first [`FULL_CHECK_PAIRS`] pairs also run the whole-row pass at every step and must agree.
+//! Along the reference, every chooser's sampler sees the same history (prompt and reference so
+//! far) and makes its own unconstrained greedy choice from the same raw row. At each
+//! *structural* position (the reference token is JSON delimiters, possibly with whitespace,
+//! [`crate::schema::is_structural`]) the choice either keeps the reference token, *leaves* it
+//! for another token the grammar still allows (another valid spelling, e.g. `{` for `{"`), or
+//! *breaks* the JSON: the grammar rejects it. Breaking is the measure; leaving is reported
+//! beside it. Departures whose top-2 margin is a knife edge are counted apart.
+//!
+//! Controls run through the same path as the variants (a sampler stage, its output row, the
+//! first maximum): a planted stage that picks a token the grammar rejects must break at every
+//! structural position; a planted stage that doubles every logit (exact in f32, so the choice
+//! cannot move, though the bits differ) must keep, leave and break exactly where `none` does.
+//!
+//! The grammar is applied to the [`SHORTLIST`] highest logits first and to the whole row only
+//! when none of those is allowed; llama.cpp's grammar judges each token on its own, so this is
+//! exact, and on the first [`FULL_CHECK_PAIRS`] pairs the whole-row pass also runs wherever the
+//! shortlist decided, as a consistency check.
 
+use crate::a1::is_knife_edge;
 use crate::json::{variant_sampler, Variant};
 use crate::schema::Schema;
 use anyhow::{ensure, Context as _, Result};
 use harness::{argmax, LoadedModel};
+use oracle::gauge::Operator;
 use oracle::stats::{self, Estimate};
 use oracle::TokenId;
 use report::Control;
 use serde_json::{json, Value};
-use std::sync::Arc;
-use subject::{Append, Candidates, MultiContext, Sampler, SeqId, Vocab};
+use std::ffi::CStr;
+use subject::{
+    Append, ArrayView, Attention, Candidates, Context, CustomSampler, Model, MultiContext, Sampler,
+    SeqId, Vocab,
+};
 
 /// The grammar shortcut's candidate count.
-const SHORTLIST: usize = 256;
-/// Pairs whose every step is also checked against the grammar on the whole row.
+pub const SHORTLIST: usize = 256;
+/// Pairs whose shortlist choices are also checked against the grammar on the whole row, and
+/// whose walks are repeated alone, on one sequence, to check the batched walk.
 pub const FULL_CHECK_PAIRS: usize = 2;
 /// Reference answers stop here if the grammar has not finished.
 pub const MAX_REFERENCE: usize = 160;
 /// Pairs decoded together in one context.
 const PAIRS_PER_CONTEXT: usize = 16;
+/// The share of pairs whose walk must finish for the shares to count (PREREG F4, part 6).
+pub const MIN_FINISHED: f64 = 0.8;
 
 /// Who chooses at a structural position: a penalty variant, or a planted control.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Chooser {
     Variant(Variant),
-    /// Positive control: the best token that is *not* structural, so it must leave the
-    /// structure at every structural position.
-    AvoidStructural,
+    /// Positive control: a stage that leaves only the best token the grammar rejects.
+    Breaker,
+    /// Negative control: a stage that doubles every logit.
+    Doubler,
 }
 
 impl Chooser {
     pub fn label(&self) -> String {
         match self {
             Chooser::Variant(v) => v.label(),
-            Chooser::AvoidStructural => "planted: avoid structural".into(),
+            Chooser::Breaker => "planted: grammar breaker".into(),
+            Chooser::Doubler => "planted: logits doubled".into(),
         }
     }
 
-    /// The measured variants, then the controls: the normalized penalty at theta 1 (a no-op
-    /// that must choose exactly like `none`) and the structure-avoiding chooser.
+    pub fn is_control(&self) -> bool {
+        !matches!(self, Chooser::Variant(_))
+    }
+
+    /// The measured variants, then the two planted controls.
     pub fn all() -> Vec<Chooser> {
         let mut v: Vec<Chooser> = Variant::all().into_iter().map(Chooser::Variant).collect();
-        v.push(Chooser::Variant(Variant::Normalized { theta: 1.0 }));
-        v.push(Chooser::AvoidStructural);
+        v.push(Chooser::Breaker);
+        v.push(Chooser::Doubler);
         v
     }
+
+    /// Whether a top-2 margin could have been decided by rounding alone.
+    fn knife_edge(&self, margin: f32, top: f32) -> bool {
+        match self {
+            Chooser::Variant(Variant::Normalized { theta }) => {
+                is_knife_edge(Operator::Normalized, *theta, margin, top)
+            }
+            _ => is_knife_edge(Operator::Sign, 1.0, margin, top),
+        }
+    }
+}
+
+/// Doubles every logit: exact in f32, so it never changes which token is largest.
+struct Doubler;
+
+impl CustomSampler for Doubler {
+    fn name(&self) -> &'static CStr {
+        c"planted-doubler"
+    }
+    fn apply(&mut self, view: &mut ArrayView<'_>) {
+        for i in 0..view.len() {
+            let z = view.logit(i);
+            view.set_logit(i, z * 2.0);
+        }
+    }
+    fn clone_sampler(&self) -> Box<dyn CustomSampler> {
+        Box::new(Doubler)
+    }
+}
+
+/// Keeps only the highest-logit token that its own copy of the pair's grammar rejects.
+struct Breaker {
+    grammar: Sampler,
+}
+
+impl Breaker {
+    /// The index (into the view) of the best token the grammar rejects.
+    fn pick(&mut self, view: &ArrayView<'_>) -> Option<usize> {
+        let mut order: Vec<usize> = (0..view.len()).collect();
+        order.sort_by(|&a, &b| view.logit(b).total_cmp(&view.logit(a)).then(a.cmp(&b)));
+        order.into_iter().find(|&i| {
+            let mut one = Candidates::new([(view.id(i), 0.0f32)]);
+            self.grammar.apply(&mut one).is_ok() && one.entries[0].logit == f32::NEG_INFINITY
+        })
+    }
+}
+
+impl CustomSampler for Breaker {
+    fn name(&self) -> &'static CStr {
+        c"planted-breaker"
+    }
+    fn apply(&mut self, view: &mut ArrayView<'_>) {
+        let keep = self.pick(view);
+        for i in 0..view.len() {
+            if Some(i) != keep {
+                view.set_logit(i, f32::NEG_INFINITY);
+            }
+        }
+    }
+    fn accept(&mut self, id: TokenId) {
+        // It is fed the prompt, which its grammar (covering only the answer) refuses without a
+        // change of state, then the reference tokens, which are the grammar's own choices.
+        let _ = self.grammar.accept(id);
+    }
+    fn clone_sampler(&self) -> Box<dyn CustomSampler> {
+        // Never cloned here; a failed clone gets a grammar that rejects everything it is not
+        // told, which is still a breaker.
+        match self.grammar.try_clone() {
+            Ok(grammar) => Box::new(Breaker { grammar }),
+            Err(_) => Box::new(Doubler),
+        }
+    }
+}
+
+/// A chooser's sampler for one pair (none for the unpenalized `none`), prompt accepted.
+fn chooser_sampler(
+    chooser: Chooser,
+    model: &Model,
+    prompt: &[TokenId],
+    grammar: impl FnOnce() -> Result<Sampler>,
+) -> Result<Option<Sampler>> {
+    let planted = match chooser {
+        Chooser::Variant(v) => {
+            return variant_sampler(v, model, prompt, prompt.len() + MAX_REFERENCE)
+        }
+        Chooser::Breaker => Sampler::custom(Breaker {
+            grammar: grammar()?,
+        })?,
+        Chooser::Doubler => Sampler::custom(Doubler)?,
+    };
+    let mut s = Sampler::chain(vec![planted])?;
+    for &t in prompt {
+        s.accept(t)?;
+    }
+    Ok(Some(s))
+}
+
+/// What a chooser did at one structural position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Keep,
+    /// Another token the grammar allows.
+    Leave,
+    /// A token the grammar rejects.
+    Break,
 }
 
 /// One pair's reference and what every chooser did along it.
@@ -70,15 +198,30 @@ pub struct PairResult {
     pub text: String,
     /// The grammar finished (an end-of-generation token was its choice).
     pub complete: bool,
+    /// The reference's bytes are UTF-8, parse as JSON and the schema accepts the value.
     pub schema_valid: bool,
-    pub structural: usize,
-    /// Per chooser, in [`Chooser::all`] order: structural positions where its choice differs
-    /// from the reference token, and those where its choice is not structural at all.
-    pub leaves: Vec<usize>,
-    pub corrupts: Vec<usize>,
-    /// Steps where the shortcut was checked against the whole-row grammar, and mismatches.
+    /// Per chooser, in [`Chooser::all`] order, one outcome per structural position.
+    pub outcomes: Vec<Vec<Outcome>>,
+    /// Per chooser: departures (leave or break) whose top-2 margin was a knife edge.
+    pub knife_edges: Vec<usize>,
+    /// Steps the shortlist decided that were also run on the whole row, and mismatches.
     pub shortcut_checked: usize,
     pub shortcut_mismatches: usize,
+}
+
+impl PairResult {
+    pub fn structural(&self) -> usize {
+        self.outcomes.first().map_or(0, Vec::len)
+    }
+    fn count(&self, k: usize, f: impl Fn(Outcome) -> bool) -> usize {
+        self.outcomes[k].iter().filter(|&&o| f(o)).count()
+    }
+    pub fn leaves(&self, k: usize) -> usize {
+        self.count(k, |o| o != Outcome::Keep)
+    }
+    pub fn breaks(&self, k: usize) -> usize {
+        self.count(k, |o| o == Outcome::Break)
+    }
 }
 
 /// One pair in flight.
@@ -90,9 +233,8 @@ struct PairState {
     done: bool,
 }
 
-/// The grammar's greedy choice on the shortlist, or on the whole row if the shortlist has
-/// no allowed token.
-fn grammar_choice(grammar: &mut Sampler, row: &[f32]) -> Result<TokenId> {
+/// The grammar's greedy choice, and whether the shortlist decided it.
+fn grammar_choice(grammar: &mut Sampler, row: &[f32]) -> Result<(TokenId, bool)> {
     let mut order: Vec<usize> = (0..row.len()).collect();
     let k = SHORTLIST.min(row.len());
     // Highest logit first, lowest id among equals (the greedy rule on an id-ordered row);
@@ -107,9 +249,9 @@ fn grammar_choice(grammar: &mut Sampler, row: &[f32]) -> Result<TokenId> {
     let mut short = Candidates::new(order.iter().map(|&i| (TokenId(i as i32), row[i])));
     grammar.apply(&mut short)?;
     if let Some(c) = short.entries.iter().find(|c| c.logit > f32::NEG_INFINITY) {
-        return Ok(c.id);
+        return Ok((c.id, true));
     }
-    grammar_choice_full(grammar, row)
+    Ok((grammar_choice_full(grammar, row)?, false))
 }
 
 fn grammar_choice_full(grammar: &mut Sampler, row: &[f32]) -> Result<TokenId> {
@@ -121,6 +263,25 @@ fn grammar_choice_full(grammar: &mut Sampler, row: &[f32]) -> Result<TokenId> {
     Ok(argmax(&masked))
 }
 
+fn grammar_allows(grammar: &mut Sampler, t: TokenId) -> Result<bool> {
+    let mut one = Candidates::new([(t, 0.0f32)]);
+    grammar.apply(&mut one)?;
+    Ok(one.entries[0].logit > f32::NEG_INFINITY)
+}
+
+/// The first maximum and the gap to the best other value.
+fn top_two(row: &[f32]) -> (TokenId, f32, f32) {
+    let best = argmax(row);
+    let top = row[best.0 as usize];
+    let second = row
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != best.0 as usize)
+        .map(|(_, &z)| z)
+        .fold(f32::NEG_INFINITY, f32::max);
+    (best, top, top - second)
+}
+
 impl PairState {
     /// Takes one step on `row` (the raw logits after prompt + reference so far); returns the
     /// reference token, or `None` once the pair is finished.
@@ -128,11 +289,11 @@ impl PairState {
         &mut self,
         row: &[f32],
         choosers: &[Chooser],
-        model: &subject::Model,
+        model: &Model,
         structural: &[bool],
     ) -> Result<Option<TokenId>> {
-        let reference = grammar_choice(&mut self.grammar, row)?;
-        if self.full_check {
+        let (reference, by_shortlist) = grammar_choice(&mut self.grammar, row)?;
+        if self.full_check && by_shortlist {
             self.out.shortcut_checked += 1;
             if grammar_choice_full(&mut self.grammar, row)? != reference {
                 self.out.shortcut_mismatches += 1;
@@ -144,19 +305,22 @@ impl PairState {
             return Ok(None);
         }
         if structural[reference.0 as usize] {
-            self.out.structural += 1;
             for (k, chooser) in choosers.iter().enumerate() {
-                let own = match (chooser, self.samplers[k].as_mut()) {
-                    (Chooser::AvoidStructural, _) => best_non_structural(row, structural),
-                    (Chooser::Variant(_), Some(s)) => argmax(&s.apply_in_id_order(row)?),
-                    (Chooser::Variant(_), None) => argmax(row),
+                let (own, top, margin) = match self.samplers[k].as_mut() {
+                    Some(s) => top_two(&s.apply_in_id_order(row)?),
+                    None => top_two(row),
                 };
-                if own != reference {
-                    self.out.leaves[k] += 1;
+                let outcome = if own == reference {
+                    Outcome::Keep
+                } else if grammar_allows(&mut self.grammar, own)? {
+                    Outcome::Leave
+                } else {
+                    Outcome::Break
+                };
+                if outcome != Outcome::Keep && chooser.knife_edge(margin, top) {
+                    self.out.knife_edges[k] += 1;
                 }
-                if !structural[own.0 as usize] {
-                    self.out.corrupts[k] += 1;
-                }
+                self.out.outcomes[k].push(outcome);
             }
         }
         self.grammar.accept(reference)?;
@@ -172,30 +336,77 @@ impl PairState {
     }
 }
 
-fn best_non_structural(row: &[f32], structural: &[bool]) -> TokenId {
-    let mut best: Option<usize> = None;
-    for (i, &z) in row.iter().enumerate() {
-        if !structural[i] && best.is_none_or(|b| z > row[b]) {
-            best = Some(i);
-        }
-    }
-    TokenId(best.unwrap_or(0) as i32)
-}
-
 /// Everything measured on one model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StructuralReport {
     pub model_label: String,
     pub choosers: Vec<Chooser>,
     pub pairs: Vec<PairResult>,
+    /// The first [`FULL_CHECK_PAIRS`] pairs walked again alone: how many differ from their
+    /// batched walk (reference tokens or any chooser's outcomes).
+    pub lone_checked: usize,
+    pub lone_mismatches: usize,
 }
 
-/// Walks every pair's grammar reference on `m` and counts each chooser's departures.
+/// A fresh walk of one pair (its grammar and every chooser's sampler, prompt accepted).
+fn new_state(
+    m: &LoadedModel,
+    vocab: &std::sync::Arc<Vocab>,
+    choosers: &[Chooser],
+    (prompt_text, schema): &(String, Schema),
+    prompt: &[TokenId],
+    full_check: bool,
+) -> Result<PairState> {
+    let grammar_text = schema.grammar();
+    let grammar = || {
+        Sampler::grammar(vocab, &grammar_text, "root")
+            .with_context(|| format!("the grammar of {prompt_text:?}"))
+    };
+    let samplers = choosers
+        .iter()
+        .map(|&c| chooser_sampler(c, &m.model, prompt, &grammar))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(PairState {
+        grammar: grammar()?,
+        samplers,
+        full_check,
+        out: PairResult {
+            prompt: prompt_text.clone(),
+            reference: Vec::new(),
+            text: String::new(),
+            complete: false,
+            schema_valid: false,
+            outcomes: vec![Vec::new(); choosers.len()],
+            knife_edges: vec![0; choosers.len()],
+            shortcut_checked: 0,
+            shortcut_mismatches: 0,
+        },
+        done: false,
+    })
+}
+
+/// Strict UTF-8, then JSON, then the schema.
+fn judge(m: &LoadedModel, schema: &Schema, out: &mut PairResult) -> Result<()> {
+    let mut bytes = Vec::new();
+    for &t in &out.reference {
+        bytes.extend(m.model.token_bytes(t)?);
+    }
+    out.text = String::from_utf8_lossy(&bytes).into_owned();
+    out.schema_valid = out.complete
+        && String::from_utf8(bytes)
+            .ok()
+            .and_then(|s| serde_json::from_str::<Value>(&s).ok())
+            .is_some_and(|v| schema.accepts(&v));
+    Ok(())
+}
+
+/// Walks every pair's grammar reference on `m` and records each chooser's outcomes.
 pub fn run(m: &LoadedModel, corpus: &[(String, Schema)], threads: i32) -> Result<StructuralReport> {
     let choosers = Chooser::all();
     let vocab = Vocab::load(&m.choice.path).context("loading the vocabulary for the grammar")?;
-    let structural: Arc<Vec<bool>> = Arc::new(crate::json::structural_ids(&m.model)?);
+    let structural = crate::json::structural_ids(&m.model)?;
     let mut pairs = Vec::new();
+    let mut prompts_all = Vec::new();
     for (chunk_no, chunk) in corpus.chunks(PAIRS_PER_CONTEXT).enumerate() {
         let prompts = chunk
             .iter()
@@ -203,45 +414,22 @@ pub fn run(m: &LoadedModel, corpus: &[(String, Schema)], threads: i32) -> Result
             .collect::<Result<Vec<_>>>()?;
         let longest = prompts.iter().map(Vec::len).max().unwrap_or(1);
         let n_seq = chunk.len();
-        let ctx_len = longest + MAX_REFERENCE + 8;
         let mut ctx = MultiContext::new(
             &m.model,
-            (n_seq * ctx_len) as u32,
+            (n_seq * (longest + MAX_REFERENCE + 8)) as u32,
             n_seq as u32,
             longest.max(n_seq) as u32,
             threads,
         )?;
-        let mut states = Vec::new();
-        for (i, ((prompt_text, schema), prompt)) in chunk.iter().zip(&prompts).enumerate() {
-            let grammar = Sampler::grammar(&vocab, &schema.grammar(), "root")
-                .with_context(|| format!("the grammar of {prompt_text:?}"))?;
-            let whole = prompt.len() + MAX_REFERENCE;
-            let samplers = choosers
-                .iter()
-                .map(|c| match c {
-                    Chooser::Variant(v) => variant_sampler(*v, &m.model, prompt, whole),
-                    Chooser::AvoidStructural => Ok(None),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            states.push(PairState {
-                grammar,
-                samplers,
-                full_check: chunk_no * PAIRS_PER_CONTEXT + i < FULL_CHECK_PAIRS,
-                out: PairResult {
-                    prompt: prompt_text.clone(),
-                    reference: Vec::new(),
-                    text: String::new(),
-                    complete: false,
-                    schema_valid: false,
-                    structural: 0,
-                    leaves: vec![0; choosers.len()],
-                    corrupts: vec![0; choosers.len()],
-                    shortcut_checked: 0,
-                    shortcut_mismatches: 0,
-                },
-                done: false,
-            });
-        }
+        let mut states = chunk
+            .iter()
+            .zip(&prompts)
+            .enumerate()
+            .map(|(i, (pair, prompt))| {
+                let full = chunk_no * PAIRS_PER_CONTEXT + i < FULL_CHECK_PAIRS;
+                new_state(m, &vocab, &choosers, pair, prompt, full)
+            })
+            .collect::<Result<Vec<_>>>()?;
         // Each prompt alone (its last row is read before the next decode replaces it), then
         // every unfinished pair one token per decode.
         let mut pending: Vec<Append> = Vec::new();
@@ -257,8 +445,7 @@ pub fn run(m: &LoadedModel, corpus: &[(String, Schema)], threads: i32) -> Result
                 })
                 .collect();
             ctx.decode(&items)?;
-            let row = ctx.logits(0)?;
-            if let Some(t) = states[i].step(row, &choosers, &m.model, &structural)? {
+            if let Some(t) = states[i].step(ctx.logits(0)?, &choosers, &m.model, &structural)? {
                 pending.push(Append {
                     seq,
                     token: t,
@@ -270,8 +457,8 @@ pub fn run(m: &LoadedModel, corpus: &[(String, Schema)], threads: i32) -> Result
             ctx.decode(&pending)?;
             let mut next = Vec::new();
             for (k, a) in pending.iter().enumerate() {
-                let row = ctx.logits(k)?;
                 let i = a.seq.0 as usize;
+                let row = ctx.logits(k)?;
                 if let Some(t) = states[i].step(row, &choosers, &m.model, &structural)? {
                     next.push(Append {
                         seq: a.seq,
@@ -283,54 +470,82 @@ pub fn run(m: &LoadedModel, corpus: &[(String, Schema)], threads: i32) -> Result
             pending = next;
         }
         for (mut s, (_, schema)) in states.into_iter().zip(chunk) {
-            s.out.text = m.model.detokenize(&s.out.reference)?;
-            s.out.schema_valid = s.out.complete
-                && serde_json::from_str::<Value>(&s.out.text)
-                    .ok()
-                    .is_some_and(|v| schema.accepts(&v));
+            judge(m, schema, &mut s.out)?;
             pairs.push(s.out);
+        }
+        prompts_all.extend(prompts);
+    }
+    // The batched walk against the same walk alone, on one sequence with plain attention.
+    let mut lone_mismatches = 0;
+    let lone_checked = FULL_CHECK_PAIRS.min(corpus.len());
+    for i in 0..lone_checked {
+        let prompt = &prompts_all[i];
+        let mut state = new_state(m, &vocab, &choosers, &corpus[i], prompt, false)?;
+        let n_ctx = (prompt.len() + MAX_REFERENCE + 8) as u32;
+        let mut ctx = Context::with_attention(&m.model, n_ctx, Attention::Plain, threads)?;
+        ctx.decode(prompt)?;
+        while let Some(t) = state.step(&ctx.logits()?, &choosers, &m.model, &structural)? {
+            ctx.decode(&[t])?;
+        }
+        let b = &pairs[i];
+        if state.out.reference != b.reference || state.out.outcomes != b.outcomes {
+            lone_mismatches += 1;
         }
     }
     Ok(StructuralReport {
         model_label: m.choice.label.clone(),
         choosers,
         pairs,
+        lone_checked,
+        lone_mismatches,
     })
 }
 
-/// One chooser's departures over all pairs.
+/// One chooser's outcomes over the finished pairs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Leaves {
+pub struct Shares {
     pub label: String,
-    pub leaves: usize,
-    pub corrupts: usize,
+    pub control: bool,
     pub structural: usize,
-    /// Mean over pairs of each pair's share, with a 95% bootstrap interval over pairs.
-    pub share: Estimate,
-    pub corrupt_share: Estimate,
+    pub leaves: usize,
+    pub breaks: usize,
+    pub knife_edges: usize,
+    /// Mean over finished pairs of each pair's share, with a 95% bootstrap interval over them.
+    pub leave_share: Estimate,
+    pub break_share: Estimate,
 }
 
 impl StructuralReport {
-    pub fn leaves(&self) -> Vec<Leaves> {
-        let counted: Vec<&PairResult> = self.pairs.iter().filter(|p| p.structural > 0).collect();
+    pub fn finished(&self) -> Vec<&PairResult> {
+        self.pairs.iter().filter(|p| p.complete).collect()
+    }
+
+    pub fn shares(&self) -> Vec<Shares> {
+        let counted: Vec<&PairResult> = self
+            .finished()
+            .into_iter()
+            .filter(|p| p.structural() > 0)
+            .collect();
         self.choosers
             .iter()
             .enumerate()
             .map(|(k, c)| {
-                let share = |count: fn(&PairResult) -> &Vec<usize>| {
-                    let shares: Vec<f64> = counted
+                let share = |count: fn(&PairResult, usize) -> usize| {
+                    let v: Vec<f64> = counted
                         .iter()
-                        .map(|p| count(p)[k] as f64 / p.structural as f64)
+                        .map(|p| count(p, k) as f64 / p.structural() as f64)
                         .collect();
-                    stats::bootstrap_mean(&shares)
+                    stats::bootstrap_mean(&v)
                 };
-                Leaves {
+                Shares {
                     label: c.label(),
-                    leaves: self.pairs.iter().map(|p| p.leaves[k]).sum(),
-                    corrupts: self.pairs.iter().map(|p| p.corrupts[k]).sum(),
-                    structural: self.pairs.iter().map(|p| p.structural).sum(),
-                    share: share(|p| &p.leaves),
-                    corrupt_share: share(|p| &p.corrupts),
+                    control: c.is_control(),
+                    structural: counted.iter().map(|p| p.structural()).sum(),
+                    leaves: counted.iter().map(|p| p.leaves(k)).sum(),
+                    breaks: counted.iter().map(|p| p.breaks(k)).sum(),
+                    knife_edges: counted.iter().map(|p| p.knife_edges[k]).sum(),
+                    leave_share: share(PairResult::leaves),
+                    break_share: share(PairResult::breaks),
                 }
             })
             .collect()
@@ -340,111 +555,164 @@ impl StructuralReport {
         self.choosers.iter().position(|x| *x == c)
     }
 
+    /// The sign penalty at 1.3 over the whole sequence against the normalized one at 1.3:
+    /// the ratio of their mean break shares (`None` when the normalized share is 0).
+    pub fn sign_to_normalized(&self) -> Option<f64> {
+        let shares = self.shares();
+        let find = |v: Variant| {
+            self.index_of(Chooser::Variant(v))
+                .map(|k| shares[k].break_share.mean)
+        };
+        let sign = find(Variant::Llama {
+            theta: 1.3,
+            window: None,
+        })?;
+        let normalized = find(Variant::Normalized { theta: 1.3 })?;
+        (normalized > 0.0).then(|| sign / normalized)
+    }
+
     /// The controls of this measurement (see the module notes).
     pub fn controls(&self) -> Vec<Control> {
         let mut out = Vec::new();
-        let structural: usize = self.pairs.iter().map(|p| p.structural).sum();
         let label = &self.model_label;
-        if let Some(k) = self.index_of(Chooser::AvoidStructural) {
-            let leaves: usize = self.pairs.iter().map(|p| p.leaves[k]).sum();
+        let finished = self.finished();
+        let structural: usize = finished.iter().map(|p| p.structural()).sum();
+        if let Some(k) = self.index_of(Chooser::Breaker) {
+            let breaks: usize = finished.iter().map(|p| p.breaks(k)).sum();
             out.push(Control::positive(
-                format!("{label}: a chooser that avoids structural tokens leaves the structure at every structural position"),
-                structural > 0 && leaves == structural,
-                format!("{leaves} of {structural} structural positions"),
+                format!("{label}: a planted stage that picks a token the grammar rejects breaks the JSON at every structural position"),
+                structural > 0 && breaks == structural,
+                format!("{breaks} of {structural} structural positions of the finished pairs"),
             ));
         }
-        if let (Some(none), Some(noop)) = (
+        if let (Some(none), Some(doubled)) = (
             self.index_of(Chooser::Variant(Variant::None)),
-            self.index_of(Chooser::Variant(Variant::Normalized { theta: 1.0 })),
+            self.index_of(Chooser::Doubler),
         ) {
-            let differ = self
+            let differ: usize = self
                 .pairs
                 .iter()
-                .filter(|p| p.leaves[none] != p.leaves[noop])
-                .count();
+                .map(|p| {
+                    p.outcomes[none]
+                        .iter()
+                        .zip(&p.outcomes[doubled])
+                        .filter(|(a, b)| a != b)
+                        .count()
+                })
+                .sum();
+            let all: usize = self.pairs.iter().map(PairResult::structural).sum();
             out.push(Control::negative(
-                format!("{label}: the normalized penalty at theta 1 departs exactly where the unpenalized choice does"),
-                differ == 0,
-                format!("{differ} of {} pairs differ in their count", self.pairs.len()),
+                format!("{label}: a planted stage that doubles every logit keeps, leaves and breaks exactly where the unpenalized choice does"),
+                all > 0 && differ == 0,
+                format!("{differ} of {all} structural positions differ"),
             ));
         }
-        let complete = self.pairs.iter().filter(|p| p.complete).count();
-        let invalid = self
-            .pairs
-            .iter()
-            .filter(|p| p.complete && !p.schema_valid)
-            .count();
+        let complete = finished.len();
+        let invalid = finished.iter().filter(|p| !p.schema_valid).count();
+        let enough = complete as f64 >= MIN_FINISHED * self.pairs.len() as f64;
         out.push(Control::oracle_check(
-            format!("{label}: every finished grammar reference parses and its schema accepts it"),
-            complete > 0 && invalid == 0,
+            format!("{label}: grammar references finish and their schemas accept them"),
+            enough && complete > 0 && invalid == 0,
             format!(
-                "{invalid} of {complete} finished references fail ({} of {} pairs finished within {MAX_REFERENCE} tokens)",
-                complete,
-                self.pairs.len()
+                "{complete} of {} walks finished within {MAX_REFERENCE} tokens (at least {:.0}% must); {invalid} finished references fail strict UTF-8, JSON or the schema",
+                self.pairs.len(),
+                100.0 * MIN_FINISHED
+            ),
+        ));
+        out.push(Control::oracle_check(
+            format!("{label}: the grammar walk decoded in a batch = the same walk decoded alone"),
+            self.lone_checked > 0 && self.lone_mismatches == 0,
+            format!(
+                "{} of the first {} pairs differ in a reference token or an outcome",
+                self.lone_mismatches, self.lone_checked
             ),
         ));
         let checked: usize = self.pairs.iter().map(|p| p.shortcut_checked).sum();
         let mismatched: usize = self.pairs.iter().map(|p| p.shortcut_mismatches).sum();
         out.push(Control::oracle_check(
-            format!("{label}: the grammar on the {SHORTLIST} highest logits chooses like the grammar on the whole row"),
+            format!("{label}: consistency of the grammar shortcut: the {SHORTLIST} highest logits choose like the whole row"),
             checked > 0 && mismatched == 0,
-            format!("{mismatched} of {checked} steps differ"),
+            format!("{mismatched} of {checked} steps decided by the shortlist differ (first {FULL_CHECK_PAIRS} pairs)"),
         ));
         out
     }
 
     pub fn to_json(&self) -> Value {
+        let row = |s: &Shares| {
+            json!({
+                "variant": s.label,
+                "structural_positions": s.structural,
+                "breaks": s.breaks,
+                "break_share": s.break_share.mean,
+                "break_ci": [s.break_share.lo, s.break_share.hi],
+                "leaves": s.leaves,
+                "leave_share": s.leave_share.mean,
+                "leave_ci": [s.leave_share.lo, s.leave_share.hi],
+                "knife_edge_departures": s.knife_edges,
+            })
+        };
+        let shares = self.shares();
         json!({
             "model": self.model_label,
             "pairs": self.pairs.len(),
-            "finished": self.pairs.iter().filter(|p| p.complete).count(),
+            "finished": self.finished().len(),
             "schema_valid": self.pairs.iter().filter(|p| p.schema_valid).count(),
             "reference_tokens": self.pairs.iter().map(|p| p.reference.len()).sum::<usize>(),
-            "rows": self.leaves().iter().map(|l| json!({
-                "variant": l.label,
-                "structural_positions": l.structural,
-                "leaves": l.leaves,
-                "share": l.share.mean,
-                "ci": [l.share.lo, l.share.hi],
-                "non_structural": l.corrupts,
-                "non_structural_share": l.corrupt_share.mean,
-                "non_structural_ci": [l.corrupt_share.lo, l.corrupt_share.hi],
-            })).collect::<Vec<_>>(),
+            "rows": shares.iter().filter(|s| !s.control).map(row).collect::<Vec<_>>(),
+            "control_rows": shares.iter().filter(|s| s.control).map(row).collect::<Vec<_>>(),
+            "sign_1_3_to_normalized_1_3_break_ratio": self.sign_to_normalized(),
             "per_pair": self.pairs.iter().map(|p| json!({
                 "prompt": p.prompt,
                 "reference": p.text,
                 "finished": p.complete,
                 "schema_valid": p.schema_valid,
-                "structural_positions": p.structural,
-                "leaves": p.leaves,
-                "non_structural": p.corrupts,
+                "structural_positions": p.structural(),
+                "breaks": (0..self.choosers.len()).map(|k| p.breaks(k)).collect::<Vec<_>>(),
+                "leaves": (0..self.choosers.len()).map(|k| p.leaves(k)).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         })
     }
 
     pub fn to_text(&self) -> String {
         let n = self.pairs.len();
+        let finished = self.finished();
         let mut out = format!(
-            "structural positions along grammar references: {}, {n} prompt/schema pairs, {} finished, {} schema-valid, {} reference tokens\n  at each structural reference token, a variant 'leaves' when its greedy choice differs from it and 'corrupts' when its choice is not structural at all;\n  shares are means over pairs [95% bootstrap over pairs]\n  variant                     leaves / structural   share  [95% CI]               corrupts  share  [95% CI]\n",
+            "structural positions along grammar references: {}, {n} prompt/schema pairs, {} walks finished ({} schema-valid), {} reference tokens; shares over the finished pairs\n  at each structural reference token a variant's greedy choice keeps it, leaves it for a token the grammar allows, or breaks the JSON (the grammar rejects it);\n  shares are means over pairs [95% bootstrap over pairs]; departures at knife edges are counted apart\n  variant                       breaks / structural  share  [95% CI]            leaves  share  [95% CI]            knife-edge\n",
             self.model_label,
-            self.pairs.iter().filter(|p| p.complete).count(),
-            self.pairs.iter().filter(|p| p.schema_valid).count(),
+            finished.len(),
+            finished.iter().filter(|p| p.schema_valid).count(),
             self.pairs.iter().map(|p| p.reference.len()).sum::<usize>(),
         );
-        for l in self.leaves() {
-            out.push_str(&format!(
-                "  {:<27} {:>6} / {:<6}        {:.4} [{:.4}, {:.4}]   {:>6}  {:.4} [{:.4}, {:.4}]\n",
-                l.label,
-                l.leaves,
-                l.structural,
-                l.share.mean,
-                l.share.lo,
-                l.share.hi,
-                l.corrupts,
-                l.corrupt_share.mean,
-                l.corrupt_share.lo,
-                l.corrupt_share.hi
-            ));
+        let line = |s: &Shares| {
+            format!(
+                "  {:<29} {:>6} / {:<6}      {:.4} [{:.4}, {:.4}]   {:>6}  {:.4} [{:.4}, {:.4}]   {:>6}\n",
+                s.label,
+                s.breaks,
+                s.structural,
+                s.break_share.mean,
+                s.break_share.lo,
+                s.break_share.hi,
+                s.leaves,
+                s.leave_share.mean,
+                s.leave_share.lo,
+                s.leave_share.hi,
+                s.knife_edges
+            )
+        };
+        let shares = self.shares();
+        for s in shares.iter().filter(|s| !s.control) {
+            out.push_str(&line(s));
+        }
+        out.push_str(&match self.sign_to_normalized() {
+            Some(r) => format!("  break share, llama 1.3 whole over normalized 1.3: {r:.1}x\n"),
+            None => {
+                "  break share, llama 1.3 whole over normalized 1.3: undefined (normalized 0)\n"
+                    .into()
+            }
+        });
+        out.push_str("  controls (planted, by construction: the breaker must break everywhere, the doubler must match none):\n");
+        for s in shares.iter().filter(|s| s.control) {
+            out.push_str(&line(s));
         }
         out
     }

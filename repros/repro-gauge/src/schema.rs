@@ -94,12 +94,13 @@ impl Schema {
 }
 
 /// The GBNF rules every schema grammar shares. Lengths are bounded (strings up to 48
-/// characters, arrays up to 8 items, objects up to 6 members, whitespace up to 12 characters)
-/// so that a greedy walk through the grammar always ends.
+/// characters, nested arrays up to 8 items, objects up to 6 members, whitespace up to 12
+/// characters; top-level arrays: 5 objects or 12 scalars) so that a greedy walk through the
+/// grammar always ends. Integers have no `-0`, which JSON readers take for a float.
 const GRAMMAR_BASE: &str = r#"ws ::= [ \t\n]{0,12}
 string ::= "\"" char{0,48} "\""
 char ::= [^"\\\x7F\x00-\x1F] | "\\" ["\\/bfnrt]
-integer ::= "-"? ([0-9] | [1-9] [0-9]{1,9})
+integer ::= "0" | "-"? [1-9] [0-9]{0,9}
 number ::= integer ("." [0-9]{1,6})?
 boolean ::= "true" | "false"
 scalar ::= string | number | boolean | "null"

@@ -432,22 +432,35 @@ fn schema_grammars_accept_valid_and_stop_invalid_answers() {
         subject::Sampler::grammar(&vocab, &s.grammar(), "root")
             .unwrap_or_else(|e| panic!("{prompt}: {e:#}"));
     }
-    // Whether the grammar lets `text` through, token by token.
+    // Whether the grammar lets `text` through token by token, and then lets it end.
+    let eog = {
+        let m = load("smollm2");
+        (0..m.model.n_vocab())
+            .map(TokenId)
+            .find(|&t| m.model.is_eog(t))
+            .unwrap()
+    };
     let passes = |schema: &str, text: &str| -> bool {
         let s = schema::Schema::parse(schema).unwrap();
         let mut g = subject::Sampler::grammar(&vocab, &s.grammar(), "root").unwrap();
-        for t in vocab.tokenize(text).unwrap() {
+        for t in vocab.tokenize(text).unwrap().into_iter().chain([eog]) {
             let mut one = subject::Candidates::new([(t, 0.0f32)]);
             g.apply(&mut one).unwrap();
             if one.entries[0].logit == f32::NEG_INFINITY {
                 return false;
             }
-            g.accept(t).unwrap();
+            if t != eog {
+                g.accept(t).unwrap();
+            }
         }
         true
     };
     let obj = "{name:string,age:integer,tags:array,owner:object}";
     assert!(passes(obj, "{\n  \"name\": \"Ada\",\n  \"age\": 36,\n  \"tags\": [\"x\", 2, {\"k\": true}],\n  \"owner\": {\"id\": 1.5}\n}"));
+    assert!(
+        !passes(obj, "{\"name\": \"Ada\", \"age\": 36, \"tags\": []"),
+        "unfinished: no end yet"
+    );
     assert!(
         !passes(obj, "{\"name\": \"Ada\", \"tags\": [], \"age\": 36}"),
         "keys out of order"
@@ -456,7 +469,15 @@ fn schema_grammars_accept_valid_and_stop_invalid_answers() {
         !passes(obj, "{\"name\": \"Ada\", \"age\": 3.5"),
         "a number where an integer belongs"
     );
+    assert!(
+        !passes(
+            obj,
+            "{\"name\": \"Ada\", \"age\": -0, \"tags\": [], \"owner\": {}}"
+        ),
+        "-0 reads as a float"
+    );
     assert!(!passes(obj, "{\"name\": Ada"), "an unquoted string");
+    assert!(passes("{n:integer}", "{\"n\": 0}") && passes("{n:integer}", "{\"n\": -12}"));
     assert!(passes("[{t:string}]", "[{\"t\": \"a\"}, {\"t\": \"b\"}]"));
     assert!(!passes("[{t:string}]", "[]"), "an empty array");
     assert!(passes("[boolean]", "[true, false]"));
@@ -476,5 +497,9 @@ fn structural_subset() {
     let r = repro_gauge::reference::run(&load("smollm2"), &corpus[..3], 2).unwrap();
     let controls = r.controls();
     assert!(controls.iter().all(|c| c.passed), "{controls:#?}");
+    assert_eq!(
+        r.lone_checked, 2,
+        "the first two pairs are walked again alone"
+    );
     insta::assert_snapshot!(format!("structural_subset_{}", slug()), r.to_text());
 }
