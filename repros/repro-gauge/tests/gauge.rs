@@ -497,9 +497,5 @@ fn structural_subset() {
     let r = repro_gauge::reference::run(&load("smollm2"), &corpus[..3], 2).unwrap();
     let controls = r.controls();
     assert!(controls.iter().all(|c| c.passed), "{controls:#?}");
-    assert_eq!(
-        r.lone_checked, 2,
-        "the first two pairs are walked again alone"
-    );
     insta::assert_snapshot!(format!("structural_subset_{}", slug()), r.to_text());
 }
