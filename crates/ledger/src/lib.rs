@@ -22,4 +22,4 @@ mod guard;
 mod penalties;
 
 pub use guard::sorted_guard;
-pub use penalties::{ledger_penalties, Mode, PenaltyConfig};
+pub use penalties::{ledger_penalties, Mode, PenaltyConfig, SamplerKind};

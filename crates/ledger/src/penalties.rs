@@ -1,9 +1,11 @@
 //! `ledger-penalties`: llama.cpp's penalties stage with a complete ledger.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use llama_cpp_sys_2 as sys;
+use oracle::penalty::PenaltyParams;
+use oracle::window::WindowLen;
 use std::sync::OnceLock;
-use subject::Sampler;
+use subject::{Sampler, SamplerSpec};
 
 /// What the penalty acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,15 +23,62 @@ pub enum Mode {
     Subtractive,
 }
 
-/// The same knobs as `llama_sampler_init_penalties`.
+/// The same knobs as `llama_sampler_init_penalties` (in the oracle's types), and the mode.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PenaltyConfig {
     pub n_vocab: i32,
-    pub last_n: i32,
-    pub repeat: f32,
-    pub freq: f32,
-    pub present: f32,
+    pub last_n: WindowLen,
+    pub params: PenaltyParams,
     pub mode: Mode,
+}
+
+impl PenaltyConfig {
+    /// A repeat factor `theta` over the last `last_n` tokens, frequency and presence off (the
+    /// setting F3 and F4 study).
+    pub fn repeat_only(n_vocab: i32, last_n: WindowLen, theta: f32, mode: Mode) -> PenaltyConfig {
+        PenaltyConfig {
+            n_vocab,
+            last_n,
+            params: PenaltyParams {
+                repeat: theta,
+                freq: 0.0,
+                present: 0.0,
+            },
+            mode,
+        }
+    }
+
+    /// llama.cpp's own penalties stage with the same knobs (what `Mode::Default` imitates).
+    pub fn builtin(&self) -> SamplerSpec {
+        SamplerSpec::penalties(self.n_vocab, self.last_n, self.params)
+    }
+}
+
+/// Which penalties stage a repro runs: llama.cpp's built-in one, or [`ledger_penalties`] in
+/// the mode its [`PenaltyConfig`] names. The one switch every repro and the bench use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SamplerKind {
+    #[default]
+    Builtin,
+    LedgerPenalties,
+}
+
+impl SamplerKind {
+    /// The name on the command line (`--sampler builtin|ledger`) and in report names.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SamplerKind::Builtin => "builtin",
+            SamplerKind::LedgerPenalties => "ledger",
+        }
+    }
+
+    /// This kind's stage for `cfg` (the builtin ignores `cfg.mode`).
+    pub fn build(self, cfg: PenaltyConfig) -> Result<Sampler> {
+        match self {
+            SamplerKind::Builtin => cfg.builtin().build(),
+            SamplerKind::LedgerPenalties => ledger_penalties(cfg),
+        }
+    }
 }
 
 /// The ledger: a ring of the last `last_n` accepted ids, dense counts, and the list of ids
@@ -55,10 +104,10 @@ const NO_SLOT: u32 = u32::MAX;
 impl Ledger {
     fn new(cfg: PenaltyConfig) -> Ledger {
         let n = cfg.n_vocab as usize;
-        let w = cfg.last_n as usize;
+        let w = cfg.last_n.0;
         Ledger {
             cfg,
-            ln_repeat: (cfg.repeat as f64).ln() as f32,
+            ln_repeat: (cfg.params.repeat as f64).ln() as f32,
             ring: vec![0; w],
             head: 0,
             len: 0,
@@ -70,8 +119,8 @@ impl Ledger {
     }
 
     fn disabled(&self) -> bool {
-        let c = &self.cfg;
-        c.last_n == 0 || (c.repeat == 1.0 && c.freq == 0.0 && c.present == 0.0)
+        let c = &self.cfg.params;
+        self.cfg.last_n.0 == 0 || (c.repeat == 1.0 && c.freq == 0.0 && c.present == 0.0)
     }
 
     fn add(&mut self, id: usize) {
@@ -125,8 +174,8 @@ impl Ledger {
 
     /// llama.cpp's per-candidate arithmetic, in f32 and in the same order.
     fn penalize(&self, logit: f32, count: u32, lse: f32) -> f32 {
-        let c = &self.cfg;
-        let scaled = match c.mode {
+        let c = &self.cfg.params;
+        let scaled = match self.cfg.mode {
             Mode::Default => {
                 if logit <= 0.0 {
                     logit * c.repeat
@@ -299,28 +348,7 @@ fn raw(l: Box<Ledger>) -> *mut sys::llama_sampler {
 
 /// A new `ledger-penalties` stage. Parameters are checked as for llama.cpp's own stage.
 pub fn ledger_penalties(cfg: PenaltyConfig) -> Result<Sampler> {
-    if cfg.n_vocab <= 0 {
-        bail!("n_vocab must be positive, got {}", cfg.n_vocab);
-    }
-    if !(0..=subject::MAX_WINDOW).contains(&cfg.last_n) {
-        bail!(
-            "penalty_last_n must be in 0..={}, got {}",
-            subject::MAX_WINDOW,
-            cfg.last_n
-        );
-    }
-    for (what, x) in [
-        ("repeat", cfg.repeat),
-        ("freq", cfg.freq),
-        ("present", cfg.present),
-    ] {
-        if !x.is_finite() {
-            bail!("penalty_{what} must be finite, got {x}");
-        }
-    }
-    if cfg.repeat <= 0.0 {
-        bail!("penalty_repeat must be > 0, got {}", cfg.repeat);
-    }
+    cfg.builtin().validate()?;
     // SAFETY: fresh sampler owned by nobody else; the iface functions check their arguments
     // and never unwind.
     unsafe { Sampler::adopt(raw(Box::new(Ledger::new(cfg))), Some(cfg.n_vocab)) }

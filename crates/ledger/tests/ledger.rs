@@ -3,9 +3,11 @@
 
 use ledger::{ledger_penalties, sorted_guard, Mode, PenaltyConfig};
 use oracle::gauge;
+use oracle::penalty::PenaltyParams;
+use oracle::window::WindowLen;
 use oracle::TokenId;
 use std::collections::BTreeSet;
-use subject::{Candidates, Sampler, SamplerSpec};
+use subject::{Candidates, Sampler};
 
 struct Rng(u64);
 impl Rng {
@@ -23,27 +25,21 @@ impl Rng {
 
 const V: i32 = 32;
 
-fn cfg(last_n: i32, repeat: f32, freq: f32, present: f32, mode: Mode) -> PenaltyConfig {
+fn cfg(last_n: usize, repeat: f32, freq: f32, present: f32, mode: Mode) -> PenaltyConfig {
     PenaltyConfig {
         n_vocab: V,
-        last_n,
-        repeat,
-        freq,
-        present,
+        last_n: WindowLen(last_n),
+        params: PenaltyParams {
+            repeat,
+            freq,
+            present,
+        },
         mode,
     }
 }
 
 fn builtin(c: &PenaltyConfig) -> Sampler {
-    SamplerSpec::Penalties {
-        n_vocab: c.n_vocab,
-        last_n: c.last_n,
-        repeat: c.repeat,
-        freq: c.freq,
-        present: c.present,
-    }
-    .build()
-    .unwrap()
+    c.builtin().build().unwrap()
 }
 
 fn logits_by_id(c: &Candidates) -> Vec<u32> {
@@ -249,7 +245,13 @@ fn guard_clears_a_stale_flag_and_keeps_an_honest_one() {
 #[test]
 fn refuses_bad_parameters() {
     for bad in [
-        cfg(-1, 1.1, 0.0, 0.0, Mode::Default),
+        cfg(
+            subject::MAX_WINDOW as usize + 1,
+            1.1,
+            0.0,
+            0.0,
+            Mode::Default,
+        ),
         cfg(4, 0.0, 0.0, 0.0, Mode::Default),
         cfg(4, f32::NAN, 0.0, 0.0, Mode::Default),
         PenaltyConfig {

@@ -9,6 +9,7 @@ pub mod gauge;
 pub mod penalty;
 pub mod rng;
 pub mod scope;
+pub mod stage;
 pub mod stats;
 pub mod truncation;
 pub mod window;

@@ -42,6 +42,7 @@
 //! audits choose inputs that have none.
 
 use crate::penalty::{llama_penalized, PenaltyParams};
+pub use crate::stage::Stage;
 use crate::window::{histogram, WindowLen};
 use crate::TokenId;
 use std::cmp::Ordering;
@@ -160,54 +161,6 @@ pub struct Step {
     pub edge: Option<KnifeEdge>,
     /// The entry a selecting stage (greedy) chose.
     pub selected: Option<TokenId>,
-}
-
-/// A deterministic llama.cpp stage, as the oracle models it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Stage {
-    TopK {
-        k: i32,
-    },
-    TopP {
-        p: f32,
-        min_keep: usize,
-    },
-    MinP {
-        p: f32,
-        min_keep: usize,
-    },
-    Typical {
-        p: f32,
-        min_keep: usize,
-    },
-    Temp {
-        t: f32,
-    },
-    TempExt {
-        t: f32,
-        delta: f32,
-        exponent: f32,
-    },
-    /// Only the deterministic settings: `probability` is 0 (never fires) or >= 1 (always).
-    Xtc {
-        probability: f32,
-        threshold: f32,
-        min_keep: usize,
-    },
-    TopNSigma {
-        n: f32,
-    },
-    LogitBias {
-        biases: Vec<(TokenId, f32)>,
-    },
-    Penalties {
-        last_n: WindowLen,
-        params: PenaltyParams,
-        history: Vec<TokenId>,
-    },
-    Greedy,
-    /// A stage that only checks the `sorted` flag (sorted-guard): the multiset is unchanged.
-    SortedGuard,
 }
 
 /// Rounding slack for a sum of `n` f32 probabilities compared with a threshold in [0, 1].
@@ -591,9 +544,11 @@ fn unchanged(pool: &Pool) -> Step {
     }
 }
 
-impl Stage {
-    pub fn apply(&self, pool: &Pool) -> Step {
-        match self {
+/// What `stage` leaves of `pool`; `history` is the ids accepted before it (what `penalties`
+/// counts; every other stage ignores it).
+pub fn apply(stage: &Stage, pool: &Pool, history: &[TokenId]) -> Step {
+    {
+        match stage {
             Stage::TopK { k } => top_k(pool, *k),
             Stage::TopP { p, min_keep } => top_p(pool, *p, *min_keep),
             Stage::MinP { p, min_keep } => min_p(pool, *p, *min_keep),
@@ -607,11 +562,7 @@ impl Stage {
             } => xtc(pool, *probability, *threshold, *min_keep),
             Stage::TopNSigma { n } => top_n_sigma(pool, *n),
             Stage::LogitBias { biases } => logit_bias(pool, biases),
-            Stage::Penalties {
-                last_n,
-                params,
-                history,
-            } => penalties(pool, *last_n, *params, history),
+            Stage::Penalties { last_n, params } => penalties(pool, *last_n, *params, history),
             Stage::Greedy => greedy(pool),
             Stage::SortedGuard => unchanged(pool),
         }
@@ -628,7 +579,8 @@ pub struct Composition {
     pub selected: Option<TokenId>,
 }
 
-pub fn compose(stages: &[Stage], pool: &Pool) -> Composition {
+/// `stages` applied in order to `pool`, after `history` was accepted into the chain.
+pub fn compose(stages: &[Stage], pool: &Pool, history: &[TokenId]) -> Composition {
     let mut out = Composition {
         pool: pool.clone(),
         edges: Vec::new(),
@@ -642,7 +594,7 @@ pub fn compose(stages: &[Stage], pool: &Pool) -> Composition {
             ));
             break;
         }
-        let step = stage.apply(&out.pool);
+        let step = apply(stage, &out.pool, history);
         out.pool = step.pool;
         if let Some(e) = step.edge {
             out.edges.push((i, e));
@@ -731,11 +683,11 @@ mod tests {
                 min_keep: 1,
             },
         ];
-        let c = compose(&stages, &published());
+        let c = compose(&stages, &published(), &[]);
         assert_eq!(c.pool.survivors(), ids(&[3]));
         assert!(c.edges.is_empty());
         // The biased token carries 1 / (1 + e^-3 + e^-4 + e^-5) = 93.0% of the mass of the four.
-        let after_bias = compose(&stages[..2], &published()).pool;
+        let after_bias = compose(&stages[..2], &published(), &[]).pool;
         assert!((after_bias.probabilities()[0] - 0.93037).abs() < 1e-5);
     }
 
@@ -798,6 +750,7 @@ mod tests {
         let c = compose(
             &[Stage::Temp { t: 1e-38 }, Stage::TopK { k: 1 }],
             &published(),
+            &[],
         );
         assert!(!c.edges.is_empty());
     }

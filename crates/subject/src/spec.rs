@@ -7,11 +7,12 @@
 use crate::sampler::Sampler;
 use anyhow::{bail, Context, Result};
 use llama_cpp_sys_2 as sys;
-use oracle::TokenId;
+use oracle::penalty::PenaltyParams;
+use oracle::stage::Stage;
+use oracle::window::WindowLen;
 
-/// Windows and `min_keep` values above this are refused: nothing the audits do needs more,
-/// and llama.cpp would allocate for them up front.
-pub const MAX_WINDOW: i32 = 1 << 20;
+/// Windows and `min_keep` values above this are refused (the oracle's limit, one for all).
+pub use oracle::stage::MAX_WINDOW;
 
 /// DRY's parameters (no sequence breakers: those need a model's vocabulary).
 #[derive(Debug, Clone, PartialEq)]
@@ -25,43 +26,23 @@ pub struct DryParams {
 }
 
 /// A built-in llama.cpp sampler and its parameters.
+///
+/// The deterministic stages are the oracle's own description ([`Stage`]), so a stage is
+/// listed once in the workspace and converted into a C call in exactly one place
+/// ([`SamplerSpec::build`]). The variants beside it are samplers the oracle does not compose.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SamplerSpec {
-    Greedy,
+    /// A stage the oracle models. `n_vocab` is told to the samplers that take a vocabulary
+    /// size (penalties, logit_bias) and `seed` to the one that may draw (xtc, when its
+    /// probability is strictly between 0 and 1); the others ignore them.
+    /// `Stage::SortedGuard` is not a llama.cpp sampler and is refused (it lives in `ledger`).
+    Stage {
+        stage: Stage,
+        n_vocab: i32,
+        seed: u32,
+    },
     Dist {
         seed: u32,
-    },
-    TopK {
-        k: i32,
-    },
-    TopP {
-        p: f32,
-        min_keep: usize,
-    },
-    MinP {
-        p: f32,
-        min_keep: usize,
-    },
-    Typical {
-        p: f32,
-        min_keep: usize,
-    },
-    Temp {
-        t: f32,
-    },
-    TempExt {
-        t: f32,
-        delta: f32,
-        exponent: f32,
-    },
-    Xtc {
-        p: f32,
-        t: f32,
-        min_keep: usize,
-        seed: u32,
-    },
-    TopNSigma {
-        n: f32,
     },
     Mirostat {
         n_vocab: i32,
@@ -75,23 +56,24 @@ pub enum SamplerSpec {
         tau: f32,
         eta: f32,
     },
-    Penalties {
-        n_vocab: i32,
-        last_n: i32,
-        repeat: f32,
-        freq: f32,
-        present: f32,
-    },
     Dry(DryParams),
     AdaptiveP {
         target: f32,
         decay: f32,
         seed: u32,
     },
-    LogitBias {
-        n_vocab: i32,
-        biases: Vec<(TokenId, f32)>,
-    },
+}
+
+/// A stage that takes no vocabulary size (for penalties and logit_bias use
+/// [`SamplerSpec::Stage`] with the vocabulary's size).
+impl From<Stage> for SamplerSpec {
+    fn from(stage: Stage) -> SamplerSpec {
+        SamplerSpec::Stage {
+            stage,
+            n_vocab: 0,
+            seed: 0,
+        }
+    }
 }
 
 fn finite(name: &str, x: f32) -> Result<()> {
@@ -131,34 +113,41 @@ impl SamplerSpec {
     pub fn n_vocab(&self) -> Option<i32> {
         match self {
             SamplerSpec::Mirostat { n_vocab, .. }
-            | SamplerSpec::Penalties { n_vocab, .. }
-            | SamplerSpec::LogitBias { n_vocab, .. } => Some(*n_vocab),
+            | SamplerSpec::Stage {
+                stage: Stage::Penalties { .. } | Stage::LogitBias { .. },
+                n_vocab,
+                ..
+            } => Some(*n_vocab),
             _ => None,
         }
+    }
+
+    /// llama.cpp's penalties sampler for a vocabulary of `n_vocab` ids.
+    pub fn penalties(n_vocab: i32, last_n: WindowLen, params: PenaltyParams) -> SamplerSpec {
+        SamplerSpec::from(Stage::Penalties { last_n, params }).with_vocab(n_vocab)
+    }
+
+    /// The same stage told a vocabulary of `n_vocab` ids (no effect on other variants).
+    pub fn with_vocab(mut self, n: i32) -> SamplerSpec {
+        if let SamplerSpec::Stage { n_vocab, .. } = &mut self {
+            *n_vocab = n;
+        }
+        self
+    }
+
+    /// The same stage with its draws seeded by `s` (no effect on other variants).
+    pub fn with_seed(mut self, s: u32) -> SamplerSpec {
+        if let SamplerSpec::Stage { seed, .. } = &mut self {
+            *seed = s;
+        }
+        self
     }
 
     /// Checks the parameters against what llama.cpp can take without aborting or throwing.
     pub fn validate(&self) -> Result<()> {
         match self {
-            SamplerSpec::Greedy | SamplerSpec::Dist { .. } | SamplerSpec::TopK { .. } => {}
-            SamplerSpec::TopP { p, min_keep }
-            | SamplerSpec::MinP { p, min_keep }
-            | SamplerSpec::Typical { p, min_keep } => {
-                finite("p", *p)?;
-                keep(*min_keep)?;
-            }
-            SamplerSpec::Temp { t } => finite("temperature", *t)?,
-            SamplerSpec::TempExt { t, delta, exponent } => {
-                finite("temperature", *t)?;
-                finite("delta", *delta)?;
-                finite("exponent", *exponent)?;
-            }
-            SamplerSpec::Xtc { p, t, min_keep, .. } => {
-                finite("xtc probability", *p)?;
-                finite("xtc threshold", *t)?;
-                keep(*min_keep)?;
-            }
-            SamplerSpec::TopNSigma { n } => finite("n", *n)?,
+            SamplerSpec::Stage { stage, n_vocab, .. } => validate_stage(stage, *n_vocab)?,
+            SamplerSpec::Dist { .. } => {}
             SamplerSpec::Mirostat {
                 n_vocab,
                 tau,
@@ -177,22 +166,6 @@ impl SamplerSpec {
                 finite("tau", *tau)?;
                 finite("eta", *eta)?;
             }
-            SamplerSpec::Penalties {
-                n_vocab,
-                last_n,
-                repeat,
-                freq,
-                present,
-            } => {
-                vocab(*n_vocab)?;
-                window("penalty_last_n", *last_n)?;
-                finite("penalty_repeat", *repeat)?;
-                if *repeat <= 0.0 {
-                    bail!("penalty_repeat must be > 0, got {repeat}");
-                }
-                finite("penalty_freq", *freq)?;
-                finite("penalty_present", *present)?;
-            }
             SamplerSpec::Dry(d) => {
                 finite("dry multiplier", d.multiplier)?;
                 finite("dry base", d.base)?;
@@ -204,15 +177,6 @@ impl SamplerSpec {
                 finite("target", *target)?;
                 if !(0.0..=0.99).contains(decay) {
                     bail!("adaptive-p decay must be in 0..=0.99, got {decay}");
-                }
-            }
-            SamplerSpec::LogitBias { n_vocab, biases } => {
-                vocab(*n_vocab)?;
-                for (id, bias) in biases {
-                    if id.0 < 0 || id.0 >= *n_vocab {
-                        bail!("logit bias id {id} is outside the vocabulary of {n_vocab}");
-                    }
-                    finite("logit bias", *bias)?;
                 }
             }
         }
@@ -228,25 +192,12 @@ impl SamplerSpec {
         // were checked above against the inputs that make llama.cpp abort or throw.
         let raw = unsafe {
             match self {
-                SamplerSpec::Greedy => sys::llama_sampler_init_greedy(),
-                SamplerSpec::Dist { seed } => sys::llama_sampler_init_dist(*seed),
-                SamplerSpec::TopK { k } => sys::llama_sampler_init_top_k(*k),
-                SamplerSpec::TopP { p, min_keep } => sys::llama_sampler_init_top_p(*p, *min_keep),
-                SamplerSpec::MinP { p, min_keep } => sys::llama_sampler_init_min_p(*p, *min_keep),
-                SamplerSpec::Typical { p, min_keep } => {
-                    sys::llama_sampler_init_typical(*p, *min_keep)
-                }
-                SamplerSpec::Temp { t } => sys::llama_sampler_init_temp(*t),
-                SamplerSpec::TempExt { t, delta, exponent } => {
-                    sys::llama_sampler_init_temp_ext(*t, *delta, *exponent)
-                }
-                SamplerSpec::Xtc {
-                    p,
-                    t,
-                    min_keep,
+                SamplerSpec::Stage {
+                    stage,
+                    n_vocab,
                     seed,
-                } => sys::llama_sampler_init_xtc(*p, *t, *min_keep, *seed),
-                SamplerSpec::TopNSigma { n } => sys::llama_sampler_init_top_n_sigma(*n),
+                } => init_stage(stage, *n_vocab, *seed)?,
+                SamplerSpec::Dist { seed } => sys::llama_sampler_init_dist(*seed),
                 SamplerSpec::Mirostat {
                     n_vocab,
                     seed,
@@ -257,35 +208,115 @@ impl SamplerSpec {
                 SamplerSpec::MirostatV2 { seed, tau, eta } => {
                     sys::llama_sampler_init_mirostat_v2(*seed, *tau, *eta)
                 }
-                SamplerSpec::Penalties {
-                    n_vocab,
-                    last_n,
-                    repeat,
-                    freq,
-                    present,
-                } => init_penalties(*n_vocab, *last_n, *repeat, *freq, *present),
                 SamplerSpec::Dry(d) => init_dry(d),
                 SamplerSpec::AdaptiveP {
                     target,
                     decay,
                     seed,
                 } => sys::llama_sampler_init_adaptive_p(*target, *decay, *seed),
-                SamplerSpec::LogitBias { n_vocab, biases } => {
-                    let raw: Vec<sys::llama_logit_bias> = biases
-                        .iter()
-                        .map(|(id, bias)| sys::llama_logit_bias {
-                            token: id.0,
-                            bias: *bias,
-                        })
-                        .collect();
-                    sys::llama_sampler_init_logit_bias(*n_vocab, raw.len() as i32, raw.as_ptr())
-                }
             }
         };
         // SAFETY: `raw` was just returned by an init function and is owned by nobody else.
         unsafe { Sampler::from_raw(raw, self.n_vocab()) }
             .with_context(|| format!("llama.cpp returned no sampler for {self:?}"))
     }
+}
+
+fn validate_stage(stage: &Stage, n_vocab: i32) -> Result<()> {
+    match stage {
+        Stage::Greedy | Stage::TopK { .. } => {}
+        Stage::TopP { p, min_keep }
+        | Stage::MinP { p, min_keep }
+        | Stage::Typical { p, min_keep } => {
+            finite("p", *p)?;
+            keep(*min_keep)?;
+        }
+        Stage::Temp { t } => finite("temperature", *t)?,
+        Stage::TempExt { t, delta, exponent } => {
+            finite("temperature", *t)?;
+            finite("delta", *delta)?;
+            finite("exponent", *exponent)?;
+        }
+        Stage::Xtc {
+            probability,
+            threshold,
+            min_keep,
+        } => {
+            finite("xtc probability", *probability)?;
+            finite("xtc threshold", *threshold)?;
+            keep(*min_keep)?;
+        }
+        Stage::TopNSigma { n } => finite("n", *n)?,
+        Stage::Penalties { last_n, params } => {
+            vocab(n_vocab)?;
+            if last_n.0 > MAX_WINDOW as usize {
+                bail!("penalty_last_n must be <= {MAX_WINDOW}, got {}", last_n.0);
+            }
+            finite("penalty_repeat", params.repeat)?;
+            if params.repeat <= 0.0 {
+                bail!("penalty_repeat must be > 0, got {}", params.repeat);
+            }
+            finite("penalty_freq", params.freq)?;
+            finite("penalty_present", params.present)?;
+        }
+        Stage::LogitBias { biases } => {
+            vocab(n_vocab)?;
+            for (id, bias) in biases {
+                if id.0 < 0 || id.0 >= n_vocab {
+                    bail!("logit bias id {id} is outside the vocabulary of {n_vocab}");
+                }
+                finite("logit bias", *bias)?;
+            }
+        }
+        Stage::SortedGuard => {
+            bail!(
+                "sorted_guard is ledger's sampler, not a llama.cpp built-in (ledger::sorted_guard)"
+            )
+        }
+    }
+    Ok(())
+}
+
+/// The one place a [`Stage`] becomes a C call.
+///
+/// # Safety
+/// `stage` must have passed [`validate_stage`] with `n_vocab`.
+unsafe fn init_stage(stage: &Stage, n_vocab: i32, seed: u32) -> Result<*mut sys::llama_sampler> {
+    Ok(match stage {
+        Stage::Greedy => sys::llama_sampler_init_greedy(),
+        Stage::TopK { k } => sys::llama_sampler_init_top_k(*k),
+        Stage::TopP { p, min_keep } => sys::llama_sampler_init_top_p(*p, *min_keep),
+        Stage::MinP { p, min_keep } => sys::llama_sampler_init_min_p(*p, *min_keep),
+        Stage::Typical { p, min_keep } => sys::llama_sampler_init_typical(*p, *min_keep),
+        Stage::Temp { t } => sys::llama_sampler_init_temp(*t),
+        Stage::TempExt { t, delta, exponent } => {
+            sys::llama_sampler_init_temp_ext(*t, *delta, *exponent)
+        }
+        Stage::Xtc {
+            probability,
+            threshold,
+            min_keep,
+        } => sys::llama_sampler_init_xtc(*probability, *threshold, *min_keep, seed),
+        Stage::TopNSigma { n } => sys::llama_sampler_init_top_n_sigma(*n),
+        Stage::Penalties { last_n, params } => init_penalties(
+            n_vocab,
+            last_n.0 as i32,
+            params.repeat,
+            params.freq,
+            params.present,
+        ),
+        Stage::LogitBias { biases } => {
+            let raw: Vec<sys::llama_logit_bias> = biases
+                .iter()
+                .map(|(id, bias)| sys::llama_logit_bias {
+                    token: id.0,
+                    bias: *bias,
+                })
+                .collect();
+            sys::llama_sampler_init_logit_bias(n_vocab, raw.len() as i32, raw.as_ptr())
+        }
+        Stage::SortedGuard => bail!("sorted_guard is not a llama.cpp sampler"),
+    })
 }
 
 #[cfg(not(feature = "legacy-api"))]

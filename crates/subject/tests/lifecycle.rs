@@ -2,16 +2,18 @@
 //! their stages), bad input is refused before it reaches C, and the array header is reported
 //! as llama.cpp left it.
 
+use oracle::penalty::PenaltyParams;
+use oracle::stage::Stage;
+use oracle::window::WindowLen;
 use subject::{BuildInfo, Candidates, DryParams, Sampler, SamplerSpec, TokenId};
 
-fn penalties(last_n: i32) -> SamplerSpec {
-    SamplerSpec::Penalties {
-        n_vocab: 8,
-        last_n,
+fn penalties(last_n: usize) -> SamplerSpec {
+    let params = PenaltyParams {
         repeat: 1.5,
         freq: 0.5,
         present: 0.25,
-    }
+    };
+    SamplerSpec::penalties(8, WindowLen(last_n), params)
 }
 
 #[test]
@@ -28,7 +30,7 @@ fn chains_own_their_stages_and_clone_cleanly() {
     for _ in 0..200 {
         let stages = vec![
             penalties(4).build().unwrap(),
-            SamplerSpec::TopK { k: 3 }.build().unwrap(),
+            SamplerSpec::from(Stage::TopK { k: 3 }).build().unwrap(),
             SamplerSpec::Dist { seed: 7 }.build().unwrap(),
         ];
         let mut chain = Sampler::chain(stages).unwrap();
@@ -46,20 +48,26 @@ fn chains_own_their_stages_and_clone_cleanly() {
 
 #[test]
 fn bad_input_is_refused_before_c() {
-    assert!(penalties(-3).build().is_err());
-    assert!(penalties(i32::MAX).build().is_err());
-    assert!(SamplerSpec::TopP {
+    // A negative window cannot be written (WindowLen is unsigned); a huge one is refused.
+    assert!(penalties(subject::MAX_WINDOW as usize + 1).build().is_err());
+    assert!(penalties(usize::MAX).build().is_err());
+    let bad_p = Stage::TopP {
         p: f32::NAN,
-        min_keep: 1
-    }
-    .build()
-    .is_err());
-    assert!(SamplerSpec::LogitBias {
-        n_vocab: 4,
-        biases: vec![(TokenId(4), 1.0)]
-    }
-    .build()
-    .is_err());
+        min_keep: 1,
+    };
+    assert!(SamplerSpec::from(bad_p).build().is_err());
+    let bias = Stage::LogitBias {
+        biases: vec![(TokenId(4), 1.0)],
+    };
+    assert!(SamplerSpec::from(bias.clone())
+        .with_vocab(4)
+        .build()
+        .is_err());
+    assert!(
+        SamplerSpec::from(bias).build().is_err(),
+        "no vocabulary given"
+    );
+    assert!(SamplerSpec::from(Stage::SortedGuard).build().is_err());
     assert!(SamplerSpec::Dry(DryParams {
         multiplier: 1.0,
         base: 2.0,
@@ -79,7 +87,7 @@ fn bad_input_is_refused_before_c() {
     assert!(s
         .apply(&mut Candidates::from_logits(&[0.0, f32::NAN]))
         .is_err());
-    let mut greedy = SamplerSpec::Greedy.build().unwrap();
+    let mut greedy = SamplerSpec::from(Stage::Greedy).build().unwrap();
     assert!(greedy.apply(&mut Candidates::new([])).is_err());
 }
 
@@ -99,14 +107,12 @@ fn header_fields_are_reported_as_left() {
 fn xtc_window_inside_the_buffer_is_read() {
     // XTC with probability 1 and a low threshold drops the top candidates by advancing the
     // data pointer; the wrapper reads the remaining window.
-    let mut s = SamplerSpec::Xtc {
-        p: 1.0,
-        t: 0.01,
+    let xtc = Stage::Xtc {
+        probability: 1.0,
+        threshold: 0.01,
         min_keep: 1,
-        seed: 3,
-    }
-    .build()
-    .unwrap();
+    };
+    let mut s = SamplerSpec::from(xtc).with_seed(3).build().unwrap();
     let mut c = Candidates::from_logits(&[4.0, 3.0, 2.0, 1.0]);
     s.apply(&mut c).unwrap();
     assert!(c.len() < 4 && !c.is_empty(), "{c:?}");

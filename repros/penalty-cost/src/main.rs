@@ -47,7 +47,7 @@ struct Args {
     results: PathBuf,
 }
 
-const WINDOW: i32 = 64;
+const WINDOW: usize = 64;
 const THETA: f32 = 1.1;
 const VOCABS: [usize; 2] = [49_152, 262_144];
 
@@ -66,23 +66,11 @@ impl Stage {
     ];
 
     fn build(self, n_vocab: i32) -> Result<Sampler> {
-        let cfg = |mode| PenaltyConfig {
-            n_vocab,
-            last_n: WINDOW,
-            repeat: THETA,
-            freq: 0.0,
-            present: 0.0,
-            mode,
+        let cfg = |mode| {
+            PenaltyConfig::repeat_only(n_vocab, oracle::window::WindowLen(WINDOW), THETA, mode)
         };
         match self {
-            Stage::Builtin => SamplerSpec::Penalties {
-                n_vocab,
-                last_n: WINDOW,
-                repeat: THETA,
-                freq: 0.0,
-                present: 0.0,
-            }
-            .build(),
+            Stage::Builtin => cfg(Mode::Default).builtin().build(),
             Stage::LedgerDefault => ledger_penalties(cfg(Mode::Default)),
             Stage::LedgerNormalized => ledger_penalties(cfg(Mode::Normalized)),
         }
@@ -178,7 +166,7 @@ fn end_to_end(rounds: usize, tokens: usize) -> Result<(Vec<f64>, String, usize)>
                 E2e::Builtin => stages.push(Stage::Builtin.build(n_vocab)?),
                 E2e::Ledger => stages.push(Stage::LedgerDefault.build(n_vocab)?),
             }
-            stages.push(SamplerSpec::Greedy.build()?);
+            stages.push(SamplerSpec::from(oracle::stage::Stage::Greedy).build()?);
             let mut chain = Sampler::chain(stages)?;
             for &t in &prompt {
                 chain.accept(t)?;

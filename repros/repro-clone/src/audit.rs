@@ -2,10 +2,11 @@
 //! exhaustive sweep with clone equivalence and reset checks, and the detector controls (planted
 //! shadow ledgers through the same sweep). One [`Report`] renders both the JSON and the text.
 
-use crate::ledger::{Defect, Ledger, PenaltiesLedger, SamplerKind, ShadowLedger};
+use crate::counts::{Counts, Defect, PenaltiesCounts, ShadowCounts};
 use crate::minimal::{self, Outcome, Scenario};
 use crate::sweep::{self, Case, Checks, Stats};
 use anyhow::{Context, Result};
+use ledger::SamplerKind;
 use oracle::penalty::CountProbe;
 use oracle::window::WindowLen;
 use oracle::TokenId;
@@ -36,7 +37,7 @@ pub fn eviction_control(
     kind: SamplerKind,
 ) -> Result<EvictionControl> {
     let ids: Vec<TokenId> = (0..=last_n as i32).map(TokenId).collect();
-    let mut ledger = PenaltiesLedger::new(&ids, WindowLen(last_n), cp, kind)?;
+    let mut ledger = PenaltiesCounts::new(&ids, WindowLen(last_n), cp, kind)?;
     let mut counts = vec![0; ids.len()];
     ledger.accept(TokenId(0))?;
     let mut before_last = 0;
@@ -121,15 +122,15 @@ pub fn run(cp: CountProbe, kind: SamplerKind) -> Result<Audit> {
     ]
     .into_iter()
     .map(|defect| {
-        let make = move |ids: &[TokenId], n: WindowLen| -> Result<ShadowLedger> {
-            Ok(ShadowLedger::new(ids, n, defect))
+        let make = move |ids: &[TokenId], n: WindowLen| -> Result<ShadowCounts> {
+            Ok(ShadowCounts::new(ids, n, defect))
         };
         let stats = sweep::run(&sweep::control_domain(), &make, Checks::ALL, THREADS)?;
         Ok(DetectorControl { defect, stats })
     })
     .collect::<Result<Vec<_>>>()?;
     let domain = sweep::full_domain();
-    let make = |ids: &[TokenId], n: WindowLen| PenaltiesLedger::new(ids, n, cp, kind);
+    let make = |ids: &[TokenId], n: WindowLen| PenaltiesCounts::new(ids, n, cp, kind);
     // Two timed passes over the same sequences: the accept path alone (comparable with the
     // published sweep), then clone equivalence.
     let started = std::time::Instant::now();

@@ -1,10 +1,10 @@
 //! Command-line parsing and the three modes: the minimal case (default), `--stateful` (one
 //! clone-incomplete row per stateful sampler) and `--audit` (everything, written to results/).
 
-use crate::ledger::SamplerKind;
 use crate::{audit, minimal, stateful};
 use anyhow::{Context, Result};
 use clap::Parser;
+use ledger::SamplerKind;
 use oracle::penalty::CountProbe;
 use oracle::window::WindowLen;
 use oracle::TokenId;
@@ -120,7 +120,7 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
 fn run(args: &Args, scenario: &minimal::Scenario, build: &subject::BuildInfo) -> Result<String> {
     let cp = CountProbe::STANDARD;
     let kind = if args.sampler == "ledger" {
-        SamplerKind::Ledger
+        SamplerKind::LedgerPenalties
     } else {
         SamplerKind::Builtin
     };
@@ -138,7 +138,7 @@ fn run(args: &Args, scenario: &minimal::Scenario, build: &subject::BuildInfo) ->
     // The fix's results sit beside the finding's: clone-ledger.<build>.json.
     let stem = match kind {
         SamplerKind::Builtin => "clone",
-        SamplerKind::Ledger => "clone-ledger",
+        SamplerKind::LedgerPenalties => "clone-ledger",
     };
     report.write(&args.results, stem)?;
     if kind == SamplerKind::Builtin {

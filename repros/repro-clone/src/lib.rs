@@ -8,7 +8,7 @@
 
 pub mod audit;
 pub mod cli;
-pub mod ledger;
+pub mod counts;
 pub mod minimal;
 pub mod planted;
 pub mod stateful;

@@ -3,8 +3,9 @@
 //! two planted shadow ledgers run through the same scenario (one whose clone keeps the counts,
 //! which must read `absent`, and one whose clone drops them, which must read `present`).
 
-use crate::ledger::{Defect, Ledger, PenaltiesLedger, SamplerKind, ShadowLedger};
+use crate::counts::{Counts, Defect, PenaltiesCounts, ShadowCounts};
 use anyhow::{bail, Result};
+use ledger::SamplerKind;
 use oracle::penalty::CountProbe;
 use oracle::window::{histogram, WindowLen};
 use oracle::TokenId;
@@ -78,7 +79,7 @@ fn counts_for(ids: &[TokenId], history: &[TokenId], last_n: WindowLen) -> Vec<i6
 }
 
 /// A fresh ledger that accepted one id `k` times must read `k`, for `k` in `0..=last_n`.
-fn calibrate<L: Ledger>(
+fn calibrate<L: Counts>(
     ids: &[TokenId],
     last_n: WindowLen,
     make: &dyn Fn(&[TokenId], WindowLen) -> Result<L>,
@@ -98,7 +99,7 @@ fn calibrate<L: Ledger>(
 }
 
 /// Runs the scenario on any ledger: the subject's penalties stage, or a planted shadow.
-pub fn run_with<L: Ledger>(
+pub fn run_with<L: Counts>(
     s: &Scenario,
     make: &dyn Fn(&[TokenId], WindowLen) -> Result<L>,
 ) -> Result<Outcome> {
@@ -138,14 +139,14 @@ pub fn run_with<L: Ledger>(
 /// Runs the scenario on the penalties stage of `kind`.
 pub fn run(s: &Scenario, cp: CountProbe, kind: SamplerKind) -> Result<Outcome> {
     run_with(s, &|ids: &[TokenId], n| {
-        PenaltiesLedger::new(ids, n, cp, kind)
+        PenaltiesCounts::new(ids, n, cp, kind)
     })
 }
 
 /// The same scenario through a planted shadow ledger.
 pub fn run_shadow(s: &Scenario, defect: Defect) -> Result<Outcome> {
     run_with(s, &|ids: &[TokenId], n| {
-        Ok(ShadowLedger::new(ids, n, defect))
+        Ok(ShadowCounts::new(ids, n, defect))
     })
 }
 
@@ -191,7 +192,7 @@ pub fn controls(s: &Scenario, subject: &Outcome) -> Result<Vec<Control>> {
 pub fn verdict_name(kind: SamplerKind) -> &'static str {
     match kind {
         SamplerKind::Builtin => "clone-drops-token-count",
-        SamplerKind::Ledger => "clone-drops-token-count+ledger",
+        SamplerKind::LedgerPenalties => "clone-drops-token-count+ledger",
     }
 }
 

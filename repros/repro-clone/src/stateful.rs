@@ -25,6 +25,9 @@
 
 use crate::planted::{ReadsPastEnd, Tally};
 use anyhow::{bail, Context, Result};
+use oracle::penalty::PenaltyParams;
+use oracle::stage::Stage;
+use oracle::window::WindowLen;
 use oracle::TokenId;
 use report::{Control, Report, Verdict};
 use serde_json::{json, Value};
@@ -70,13 +73,12 @@ impl Subject {
 }
 
 fn penalties() -> SamplerSpec {
-    SamplerSpec::Penalties {
-        n_vocab: VOCAB,
-        last_n: 8,
+    let params = PenaltyParams {
         repeat: 1.3,
         freq: 0.25,
         present: 0.5,
-    }
+    };
+    SamplerSpec::penalties(VOCAB, WindowLen(8), params)
 }
 
 fn dry() -> SamplerSpec {
@@ -117,12 +119,12 @@ pub fn subjects() -> Vec<Subject> {
         one("dist", SamplerSpec::Dist { seed: SEED }),
         one(
             "xtc",
-            SamplerSpec::Xtc {
-                p: 0.5,
-                t: 0.05,
+            SamplerSpec::from(Stage::Xtc {
+                probability: 0.5,
+                threshold: 0.05,
                 min_keep: 1,
-                seed: SEED,
-            },
+            })
+            .with_seed(SEED),
         ),
         one(
             "adaptive_p",
@@ -137,8 +139,8 @@ pub fn subjects() -> Vec<Subject> {
             vec![
                 penalties(),
                 dry(),
-                SamplerSpec::TopK { k: 20 },
-                SamplerSpec::Temp { t: 0.8 },
+                Stage::TopK { k: 20 }.into(),
+                Stage::Temp { t: 0.8 }.into(),
                 SamplerSpec::Dist { seed: SEED },
             ],
         ),

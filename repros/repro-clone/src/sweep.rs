@@ -7,7 +7,7 @@
 //! With clone checks on, the ledger is also cloned before every accept, and every live clone
 //! is fed the same remaining tokens and compared at every step.
 
-use crate::ledger::Ledger;
+use crate::counts::Counts;
 use anyhow::Result;
 use oracle::window::{dense_histogram, WindowLen};
 use oracle::TokenId;
@@ -251,7 +251,7 @@ fn tally(
 }
 
 /// One worker's share: sequences `start..end` of `case`.
-fn run_range<L: Ledger>(
+fn run_range<L: Counts>(
     case: Case,
     start: u64,
     end: u64,
@@ -345,7 +345,7 @@ fn run_range<L: Ledger>(
 
 /// Runs every case, splitting each case's sequences across `threads` workers in contiguous
 /// index ranges. Totals and "first" examples do not depend on the thread count.
-pub fn run<L: Ledger>(
+pub fn run<L: Counts>(
     cases: &[Case],
     make: &(dyn Fn(&[TokenId], WindowLen) -> Result<L> + Sync),
     checks: Checks,

@@ -1,11 +1,12 @@
 //! F1 on whichever build this test binary links (the root workspace: 0.1.161; legacy/: 0.1.154).
 //! Snapshots are named per build, so a change upstream shows up as a reviewed snapshot diff.
 
+use ledger::SamplerKind;
 use oracle::penalty::CountProbe;
 use oracle::window::WindowLen;
 use oracle::TokenId;
 use report::{Header, Verdict};
-use repro_clone::ledger::{Defect, Ledger, SamplerKind, ShadowLedger};
+use repro_clone::counts::{Counts, Defect, ShadowCounts};
 use repro_clone::stateful::{self, Memcheck};
 use repro_clone::{audit, minimal};
 use std::process::Command;
@@ -125,7 +126,7 @@ fn clone_matches_the_mechanism_on_random_scenarios() {
     for s in scenarios(300) {
         let o = minimal::run(&s, CP, SamplerKind::Builtin).unwrap();
         assert!(o.original_ok(), "{s:?}");
-        let mut shadow = ShadowLedger::new(&o.ids, s.last_n, defect);
+        let mut shadow = ShadowCounts::new(&o.ids, s.last_n, defect);
         for &t in &s.history {
             shadow.accept(t).unwrap();
         }
@@ -216,7 +217,7 @@ fn memcheck_probe_flags_a_planted_read_past_the_end() {
 fn ledger_penalties_pass_the_whole_audit() {
     // The fix in place of the built-in: the same sweep, clone equivalence and controls, with
     // 0 mismatches on every build (0.1.154's built-in clone fails this).
-    let a = audit::run(CP, SamplerKind::Ledger).unwrap();
+    let a = audit::run(CP, SamplerKind::LedgerPenalties).unwrap();
     assert!(a.controls_passed(), "{}", a.controls_text());
     assert!(a.ledger_exact(), "{}", a.sweep_text());
     assert!(!a.clone_defect_present(), "{}", a.sweep_text());

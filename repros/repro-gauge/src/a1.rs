@@ -17,11 +17,13 @@ use crate::shift::{short, Implementation};
 use anyhow::{ensure, Context as _, Result};
 use harness::fork::{self, Decoder, Forked, Row as LogitsRow, Run};
 use harness::{divergence, LoadedModel, Session, Stop};
+use ledger::PenaltyConfig;
 use oracle::gauge::Operator;
 use oracle::stats::{self, Estimate};
+use oracle::window::WindowLen;
 use oracle::TokenId;
 use serde_json::{json, Value};
-use subject::{Attention, Sampler, SamplerSpec};
+use subject::{Attention, Sampler};
 
 /// Values of the normalized operator may differ from the oracle's by this much at
 /// |1 - theta| <= 0.3 (scaled up in proportion beyond): the ledger's log-sum-exp adds up to
@@ -120,25 +122,10 @@ pub fn sampler_for(
     n_vocab: i32,
     window: usize,
 ) -> Result<Sampler> {
-    let ledger = |mode| -> Result<Sampler> {
-        ledger::ledger_penalties(ledger::PenaltyConfig {
-            n_vocab,
-            last_n: window as i32,
-            repeat: theta,
-            freq: 0.0,
-            present: 0.0,
-            mode,
-        })
-    };
+    let cfg = |mode| PenaltyConfig::repeat_only(n_vocab, WindowLen(window), theta, mode);
+    let ledger = |mode| ledger::ledger_penalties(cfg(mode));
     let stage = match imp {
-        Implementation::LlamaSign => SamplerSpec::Penalties {
-            n_vocab,
-            last_n: window as i32,
-            repeat: theta,
-            freq: 0.0,
-            present: 0.0,
-        }
-        .build()?,
+        Implementation::LlamaSign => cfg(ledger::Mode::Default).builtin().build()?,
         Implementation::LedgerSign => ledger(ledger::Mode::Default)?,
         Implementation::LedgerSubtractive => ledger(ledger::Mode::Subtractive)?,
         Implementation::LedgerNormalized => ledger(ledger::Mode::Normalized)?,

@@ -9,6 +9,9 @@ use crate::schema::{extract, is_structural, Schema};
 use anyhow::{Context as _, Result};
 use harness::fork::{self, Row, Run};
 use harness::{argmax, LoadedModel};
+use ledger::PenaltyConfig;
+use oracle::penalty::PenaltyParams;
+use oracle::window::WindowLen;
 use oracle::TokenId;
 use serde_json::{json, Value};
 use subject::{Model, Sampler, SamplerSpec};
@@ -103,24 +106,20 @@ pub(crate) fn variant_sampler(
 ) -> Result<Option<Sampler>> {
     let n_vocab = model.n_vocab();
     let llama = |last_n: usize, repeat: f32, freq: f32| {
-        SamplerSpec::Penalties {
-            n_vocab,
-            last_n: last_n as i32,
+        let params = PenaltyParams {
             repeat,
             freq,
             present: 0.0,
-        }
-        .build()
+        };
+        SamplerSpec::penalties(n_vocab, WindowLen(last_n), params).build()
     };
     let ledger = |theta: f32, mode| {
-        ledger::ledger_penalties(ledger::PenaltyConfig {
+        ledger::ledger_penalties(PenaltyConfig::repeat_only(
             n_vocab,
-            last_n: whole as i32,
-            repeat: theta,
-            freq: 0.0,
-            present: 0.0,
+            WindowLen(whole),
+            theta,
             mode,
-        })
+        ))
     };
     let stage = match variant {
         Variant::None => return Ok(None),

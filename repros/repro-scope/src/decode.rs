@@ -17,7 +17,10 @@
 use crate::scope::{PlantedScope, ScopeSpec};
 use anyhow::{Context as _, Result};
 use harness::Session;
+use oracle::penalty::PenaltyParams;
 use oracle::scope::{apply_repetition, penalized_ids, Scope};
+use oracle::stage::Stage;
+use oracle::window::WindowLen;
 use oracle::TokenId;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -157,14 +160,12 @@ pub fn count_changed(a: &[f32], b: &[f32]) -> usize {
 
 /// llama.cpp's penalties stage (repeat only) for `model`.
 pub fn llama_penalties(model: &Model, last_n: usize, theta: f32) -> Result<Sampler> {
-    SamplerSpec::Penalties {
-        n_vocab: model.n_vocab(),
-        last_n: last_n as i32,
+    let params = PenaltyParams {
         repeat: theta,
         freq: 0.0,
         present: 0.0,
-    }
-    .build()
+    };
+    SamplerSpec::penalties(model.n_vocab(), WindowLen(last_n), params).build()
 }
 
 /// Runs `penalties` on `logits` in id order and returns the logits it leaves.
@@ -290,7 +291,7 @@ impl Decoder {
             Some((window, with_prompt)) => {
                 let penalties = llama_penalties(&self.model, window, self.theta)?;
                 let mut s = if matches!(scope, ScopeSpec::Llama(_)) {
-                    Sampler::chain(vec![penalties, SamplerSpec::Greedy.build()?])?
+                    Sampler::chain(vec![penalties, SamplerSpec::from(Stage::Greedy).build()?])?
                 } else {
                     penalties
                 };

@@ -18,6 +18,7 @@ use crate::chain::really_sorted;
 use crate::planted::Injector;
 use crate::rng::Rng;
 use anyhow::{Context, Result};
+use oracle::stage::Stage;
 use oracle::TokenId;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -72,6 +73,20 @@ fn spec(label: &str, f: impl Fn(&Input) -> SamplerSpec + 'static) -> Subject {
     }
 }
 
+/// A deterministic stage in `--stage` syntax, with the census's vocabulary and seed 1 (xtc's
+/// draw never decides at probability 1).
+fn stage(label: &str, text: &'static str) -> Subject {
+    spec(label, move |_| {
+        let stage: Stage = text.parse().expect("the census's stages parse");
+        SamplerSpec::from(stage).with_vocab(N_VOCAB).with_seed(1)
+    })
+}
+
+fn bias(id: TokenId, b: f32) -> SamplerSpec {
+    let biases = vec![(id, b)];
+    SamplerSpec::from(Stage::LogitBias { biases }).with_vocab(N_VOCAB)
+}
+
 fn with_history(mut s: Subject, h: impl Fn(&Input) -> Vec<TokenId> + 'static) -> Subject {
     s.history = Box::new(h);
     s
@@ -93,38 +108,14 @@ pub fn subjects(vocab: Option<&Arc<Vocab>>) -> Vec<Subject> {
     };
     let repeat_history = |i: &Input| vec![i.top(), i.top(), i.second()];
     let mut out = vec![
-        spec("logit_bias +8 on the lowest id", |i| {
-            SamplerSpec::LogitBias {
-                n_vocab: N_VOCAB,
-                biases: vec![(i.bottom(), 8.0)],
-            }
-        }),
-        spec("logit_bias -8 on the top id", |i| SamplerSpec::LogitBias {
-            n_vocab: N_VOCAB,
-            biases: vec![(i.top(), -8.0)],
-        }),
+        spec("logit_bias +8 on the lowest id", |i| bias(i.bottom(), 8.0)),
+        spec("logit_bias -8 on the top id", |i| bias(i.top(), -8.0)),
         with_history(
-            spec("penalties last_n=64 repeat=1.5", |_| {
-                SamplerSpec::Penalties {
-                    n_vocab: N_VOCAB,
-                    last_n: 64,
-                    repeat: 1.5,
-                    freq: 0.0,
-                    present: 0.0,
-                }
-            }),
+            stage("penalties last_n=64 repeat=1.5", "penalties=64:1.5"),
             repeat_history,
         ),
         with_history(
-            spec("penalties last_n=64 freq=2 present=2", |_| {
-                SamplerSpec::Penalties {
-                    n_vocab: N_VOCAB,
-                    last_n: 64,
-                    repeat: 1.0,
-                    freq: 2.0,
-                    present: 2.0,
-                }
-            }),
+            stage("penalties last_n=64 freq=2 present=2", "penalties=64:1:2:2"),
             repeat_history,
         ),
         with_history(
@@ -135,55 +126,21 @@ pub fn subjects(vocab: Option<&Arc<Vocab>>) -> Vec<Subject> {
             spec("dry multiplier=4", move |_| SamplerSpec::Dry(dry(4.0))),
             dry_history,
         ),
-        spec("xtc probability=1 threshold=0.1", |_| SamplerSpec::Xtc {
-            p: 1.0,
-            t: 0.1,
-            min_keep: 1,
-            seed: 1,
-        }),
-        spec("xtc probability=1 threshold=0.02", |_| SamplerSpec::Xtc {
-            p: 1.0,
-            t: 0.02,
-            min_keep: 1,
-            seed: 1,
-        }),
-        spec("temp 0.5", |_| SamplerSpec::Temp { t: 0.5 }),
-        spec("temp 0", |_| SamplerSpec::Temp { t: 0.0 }),
-        spec("temp -1", |_| SamplerSpec::Temp { t: -1.0 }),
-        spec("temp_ext 1 delta=0.5 exponent=1", |_| {
-            SamplerSpec::TempExt {
-                t: 1.0,
-                delta: 0.5,
-                exponent: 1.0,
-            }
-        }),
-        spec("temp_ext 0.8 delta=0.8 exponent=2", |_| {
-            SamplerSpec::TempExt {
-                t: 0.8,
-                delta: 0.8,
-                exponent: 2.0,
-            }
-        }),
-        spec("typical 0.5", |_| SamplerSpec::Typical {
-            p: 0.5,
-            min_keep: 1,
-        }),
-        spec("typical 0.9", |_| SamplerSpec::Typical {
-            p: 0.9,
-            min_keep: 1,
-        }),
-        spec("top_n_sigma 1", |_| SamplerSpec::TopNSigma { n: 1.0 }),
-        spec("top_n_sigma 0.5", |_| SamplerSpec::TopNSigma { n: 0.5 }),
-        spec("top_k 2", |_| SamplerSpec::TopK { k: 2 }),
-        spec("top_p 0.8", |_| SamplerSpec::TopP {
-            p: 0.8,
-            min_keep: 1,
-        }),
-        spec("min_p 0.1", |_| SamplerSpec::MinP {
-            p: 0.1,
-            min_keep: 1,
-        }),
-        spec("greedy", |_| SamplerSpec::Greedy),
+        stage("xtc probability=1 threshold=0.1", "xtc=1:0.1"),
+        stage("xtc probability=1 threshold=0.02", "xtc=1:0.02"),
+        stage("temp 0.5", "temp=0.5"),
+        stage("temp 0", "temp=0"),
+        stage("temp -1", "temp=-1"),
+        stage("temp_ext 1 delta=0.5 exponent=1", "temp_ext=1:0.5:1"),
+        stage("temp_ext 0.8 delta=0.8 exponent=2", "temp_ext=0.8:0.8:2"),
+        stage("typical 0.5", "typical=0.5"),
+        stage("typical 0.9", "typical=0.9"),
+        stage("top_n_sigma 1", "top_n_sigma=1"),
+        stage("top_n_sigma 0.5", "top_n_sigma=0.5"),
+        stage("top_k 2", "top_k=2"),
+        stage("top_p 0.8", "top_p=0.8"),
+        stage("min_p 0.1", "min_p=0.1"),
+        stage("greedy", "greedy"),
         spec("dist seed=1", |_| SamplerSpec::Dist { seed: 1 }),
         spec("mirostat tau=5 eta=0.1 m=32 seed=1", |_| {
             SamplerSpec::Mirostat {

@@ -2,7 +2,7 @@
 //! the oracle's composition of the same stages on the true multiset.
 
 use crate::planted::{ShadowBias, ShadowRule, ShadowTruncator};
-use crate::stage::StageDef;
+use crate::stage::ChainStage;
 use anyhow::{ensure, Context, Result};
 use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
@@ -10,15 +10,13 @@ use report::{Control, Report};
 use serde_json::{json, Value};
 use subject::{BuildInfo, Candidates, Sampler};
 
-/// Largest |logit| and |bias| accepted: far beyond any model's logits, and small enough that
-/// no chain of accepted stages overflows f32.
-pub const LOGIT_LIMIT: f32 = 1e4;
+pub use oracle::stage::LOGIT_LIMIT;
 
 /// A chain and the input it runs on. Ids are positions in `logits`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChainCase {
     pub logits: Vec<f32>,
-    pub stages: Vec<StageDef>,
+    pub stages: Vec<ChainStage>,
     /// Ids accepted into the chain before it runs (what `penalties` counts).
     pub history: Vec<TokenId>,
 }
@@ -81,10 +79,7 @@ impl ChainCase {
                 "history id {id} is out of range (--logits has {n} entries)"
             );
         }
-        let counts = self
-            .stages
-            .iter()
-            .any(|s| matches!(s, StageDef::Penalties { .. }));
+        let counts = self.stages.iter().any(ChainStage::reads_history);
         ensure!(
             counts || self.history.is_empty(),
             "--history is only read by a penalties stage"
@@ -96,7 +91,7 @@ impl ChainCase {
         self.logits.len() as i32
     }
 
-    fn build(&self, stages: &[StageDef]) -> Result<Sampler> {
+    fn build(&self, stages: &[ChainStage]) -> Result<Sampler> {
         let samplers = stages
             .iter()
             .map(|s| s.build(self.n_vocab()))
@@ -190,12 +185,8 @@ pub fn run_subject(case: &ChainCase) -> Result<SubjectRun> {
 
 /// The oracle's composition and the verdict against the subject.
 pub fn judge(case: &ChainCase, subject: SubjectRun) -> ChainReport {
-    let stages: Vec<_> = case
-        .stages
-        .iter()
-        .map(|s| s.oracle(&case.history))
-        .collect();
-    let comp = compose(&stages, &Pool::from_logits(&case.logits));
+    let stages: Vec<_> = case.stages.iter().map(ChainStage::oracle).collect();
+    let comp = compose(&stages, &Pool::from_logits(&case.logits), &case.history);
     let oracle = comp.pool.survivors();
     let knife_edges: Vec<String> = comp
         .edges
@@ -293,15 +284,15 @@ pub fn to_text(case: &ChainCase, r: &ChainReport) -> String {
 pub fn shadow_published(trusts_flag: bool) -> ChainCase {
     let mut case = crate::cli::published();
     case.stages = vec![
-        StageDef::Shadow(ShadowTruncator {
+        ChainStage::Shadow(ShadowTruncator {
             rule: ShadowRule::TopK { k: 4 },
             trusts_flag: false,
         }),
-        StageDef::ShadowBias(ShadowBias {
+        ChainStage::ShadowBias(ShadowBias {
             id: TokenId(3),
             bias: 6.0,
         }),
-        StageDef::Shadow(ShadowTruncator {
+        ChainStage::Shadow(ShadowTruncator {
             rule: ShadowRule::TopP { p: 0.8 },
             trusts_flag,
         }),

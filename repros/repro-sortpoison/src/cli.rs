@@ -3,7 +3,7 @@
 use crate::audit;
 use crate::chain::{self, ChainCase};
 use crate::fuzz;
-use crate::stage::StageDef;
+use crate::stage::ChainStage;
 use anyhow::{ensure, Context, Result};
 use clap::Parser;
 use oracle::TokenId;
@@ -85,7 +85,7 @@ pub fn published() -> ChainCase {
         logits: vec![4.0, 3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0],
         stages: ["top_k=4", "logit_bias=3:+6", "top_p=0.8"]
             .iter()
-            .map(|s| StageDef::parse(s).expect("the published stages parse"))
+            .map(|s| ChainStage::parse(s).expect("the published stages parse"))
             .collect(),
         history: Vec::new(),
     }
@@ -109,7 +109,7 @@ pub fn case(args: &Args) -> Result<ChainCase> {
         } else {
             args.stages
                 .iter()
-                .map(|s| StageDef::parse(s).with_context(|| format!("--stage {s}")))
+                .map(|s| ChainStage::parse(s).with_context(|| format!("--stage {s}")))
                 .collect::<Result<_>>()?
         },
         history: match &args.history {

@@ -12,9 +12,12 @@
 
 use crate::chain::{self, ChainCase, Verdict};
 use crate::rng::Rng;
-use crate::stage::StageDef;
+use crate::stage::ChainStage;
 use anyhow::Result;
-use oracle::truncation::{Pool, Stage as OracleStage, Step};
+use oracle::penalty::PenaltyParams;
+use oracle::stage::Stage;
+use oracle::truncation::{Pool, Step};
+use oracle::window::WindowLen;
 use oracle::TokenId;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -32,44 +35,44 @@ fn random_p(rng: &mut Rng, lo: i64, hi: i64) -> f32 {
 }
 
 /// One random deterministic stage for an array of `n` logits.
-pub fn random_stage(rng: &mut Rng, n: usize) -> StageDef {
+pub fn random_stage(rng: &mut Rng, n: usize) -> Stage {
     match rng.below(10) {
-        0 => StageDef::TopK {
+        0 => Stage::TopK {
             k: rng.range(1, n as i64) as i32,
         },
-        1 => StageDef::TopP {
+        1 => Stage::TopP {
             p: random_p(rng, 30, 95),
             min_keep: rng.range(1, 2) as usize,
         },
-        2 => StageDef::MinP {
+        2 => Stage::MinP {
             p: random_p(rng, 2, 50),
             min_keep: 1,
         },
-        3 => StageDef::Typical {
+        3 => Stage::Typical {
             p: random_p(rng, 20, 95),
             min_keep: 1,
         },
-        4 => StageDef::Temp {
+        4 => Stage::Temp {
             t: *rng.pick(&[0.5, 0.75, 1.5, 2.0]),
         },
-        5 => StageDef::TempExt {
+        5 => Stage::TempExt {
             t: *rng.pick(&[0.75, 1.0, 1.5]),
             delta: *rng.pick(&[0.25, 0.5]),
             exponent: 1.0,
         },
-        6 => StageDef::Xtc {
+        6 => Stage::Xtc {
             probability: 1.0,
             threshold: random_p(rng, 5, 30),
             min_keep: 1,
         },
-        7 => StageDef::TopNSigma {
+        7 => Stage::TopNSigma {
             n: *rng.pick(&[0.5, 1.0, 1.5, 2.0]),
         },
         8 => {
             let count = rng.range(1, 2.min(n as i64)) as usize;
             let mut ids: Vec<i32> = (0..n as i32).collect();
             rng.shuffle(&mut ids);
-            StageDef::LogitBias {
+            Stage::LogitBias {
                 biases: ids[..count]
                     .iter()
                     .map(|&id| {
@@ -79,11 +82,13 @@ pub fn random_stage(rng: &mut Rng, n: usize) -> StageDef {
                     .collect(),
             }
         }
-        _ => StageDef::Penalties {
-            last_n: 64,
-            repeat: *rng.pick(&[1.1, 1.3, 2.0]),
-            freq: *rng.pick(&[0.0, 0.5]),
-            present: *rng.pick(&[0.0, 0.5]),
+        _ => Stage::Penalties {
+            last_n: WindowLen(64),
+            params: PenaltyParams {
+                repeat: *rng.pick(&[1.1, 1.3, 2.0]),
+                freq: *rng.pick(&[0.0, 0.5]),
+                present: *rng.pick(&[0.0, 0.5]),
+            },
         },
     }
 }
@@ -91,11 +96,8 @@ pub fn random_stage(rng: &mut Rng, n: usize) -> StageDef {
 pub fn random_case(rng: &mut Rng) -> ChainCase {
     let n = rng.range(3, 10) as usize;
     let len = rng.range(2, 4) as usize;
-    let stages: Vec<StageDef> = (0..len).map(|_| random_stage(rng, n)).collect();
-    let history = if stages
-        .iter()
-        .any(|s| matches!(s, StageDef::Penalties { .. }))
-    {
+    let stages: Vec<ChainStage> = (0..len).map(|_| random_stage(rng, n).into()).collect();
+    let history = if stages.iter().any(ChainStage::reads_history) {
         (0..rng.range(1, 6))
             .map(|_| TokenId(rng.below(n) as i32))
             .collect()
@@ -106,33 +108,6 @@ pub fn random_case(rng: &mut Rng) -> ChainCase {
         logits: random_logits(rng, n),
         stages,
         history,
-    }
-}
-
-/// Which part a stage plays in a minimized chain, for grouping.
-pub fn role(stage: &StageDef, last: bool) -> &'static str {
-    match stage {
-        StageDef::TopK { .. }
-        | StageDef::TopP { .. }
-        | StageDef::MinP { .. }
-        | StageDef::Xtc { .. }
-            if last =>
-        {
-            "truncator"
-        }
-        StageDef::TopK { .. }
-        | StageDef::TopP { .. }
-        | StageDef::MinP { .. }
-        | StageDef::Xtc { .. } => "sorter",
-        StageDef::TempExt { delta, .. } if *delta > 0.0 => "sorter",
-        StageDef::LogitBias { .. } => "injector",
-        StageDef::Penalties { .. } | StageDef::Typical { .. } => "resetter",
-        StageDef::Temp { .. } | StageDef::TempExt { .. } | StageDef::TopNSigma { .. } => "monotone",
-        StageDef::Greedy => "selector",
-        StageDef::SortedGuard => "guard",
-        StageDef::ShadowBias(_) => "injector",
-        StageDef::Shadow(_) if last => "truncator",
-        StageDef::Shadow(_) => "sorter",
     }
 }
 
@@ -150,32 +125,17 @@ pub fn shape(case: &ChainCase) -> String {
     case.stages
         .iter()
         .enumerate()
-        .map(|(i, s)| role(s, i + 1 == n))
+        .map(|(i, s)| s.role(i + 1 == n).as_str())
         .collect::<Vec<_>>()
         .join(" -> ")
-}
-
-/// Stages that read the `sorted` flag: the prefix readers, and those that sort through
-/// llama.cpp's softmax (which skips the sort when the flag says sorted).
-fn reads_flag(stage: &StageDef) -> bool {
-    match stage {
-        StageDef::TopK { .. }
-        | StageDef::TopP { .. }
-        | StageDef::MinP { .. }
-        | StageDef::Typical { .. }
-        | StageDef::Xtc { .. } => true,
-        StageDef::TempExt { delta, .. } => *delta > 0.0,
-        StageDef::Shadow(s) => s.trusts_flag,
-        _ => false,
-    }
 }
 
 /// The same chain with `sorted_guard` before every stage that reads the flag.
 pub fn guarded(case: &ChainCase) -> ChainCase {
     let mut stages = Vec::new();
     for s in &case.stages {
-        if reads_flag(s) {
-            stages.push(StageDef::SortedGuard);
+        if s.reads_sorted_flag() {
+            stages.push(Stage::SortedGuard.into());
         }
         stages.push(s.clone());
     }
@@ -199,7 +159,7 @@ fn without_logit(case: &ChainCase, j: usize) -> Option<ChainCase> {
     let mut stages = Vec::new();
     for s in &case.stages {
         stages.push(match s {
-            StageDef::LogitBias { biases } => {
+            ChainStage::Sampler(Stage::LogitBias { biases }) => {
                 let kept: Vec<_> = biases
                     .iter()
                     .filter(|(id, _)| id.0 != j)
@@ -208,11 +168,12 @@ fn without_logit(case: &ChainCase, j: usize) -> Option<ChainCase> {
                 if kept.is_empty() {
                     return None;
                 }
-                StageDef::LogitBias { biases: kept }
+                Stage::LogitBias { biases: kept }.into()
             }
-            StageDef::TopK { k } => StageDef::TopK {
+            ChainStage::Sampler(Stage::TopK { k }) => Stage::TopK {
                 k: (*k).min(logits.len() as i32),
-            },
+            }
+            .into(),
             other => other.clone(),
         });
     }
@@ -235,11 +196,7 @@ fn candidates(case: &ChainCase) -> Vec<ChainCase> {
     for i in 0..case.stages.len() {
         let mut c = case.clone();
         c.stages.remove(i);
-        if !c
-            .stages
-            .iter()
-            .any(|s| matches!(s, StageDef::Penalties { .. }))
-        {
+        if !c.stages.iter().any(ChainStage::reads_history) {
             c.history.clear();
         }
         out.push(c);
@@ -281,50 +238,51 @@ fn candidates(case: &ChainCase) -> Vec<ChainCase> {
         });
     }
     for (i, s) in case.stages.iter().enumerate() {
-        let simpler: Vec<StageDef> = match s {
-            StageDef::TopP { p, min_keep } => vec![
-                StageDef::TopP { p: *p, min_keep: 1 },
-                StageDef::TopP {
+        let Some(stage) = s.sampler() else { continue };
+        let simpler: Vec<Stage> = match stage {
+            Stage::TopP { p, min_keep } => vec![
+                Stage::TopP { p: *p, min_keep: 1 },
+                Stage::TopP {
                     p: (p * 10.0).round() / 10.0,
                     min_keep: *min_keep,
                 },
             ],
-            StageDef::MinP { p, min_keep } => vec![StageDef::MinP {
+            Stage::MinP { p, min_keep } => vec![Stage::MinP {
                 p: (p * 10.0).round() / 10.0,
                 min_keep: *min_keep,
             }],
-            StageDef::Typical { p, min_keep } => vec![StageDef::Typical {
+            Stage::Typical { p, min_keep } => vec![Stage::Typical {
                 p: (p * 10.0).round() / 10.0,
                 min_keep: *min_keep,
             }],
-            StageDef::Xtc {
+            Stage::Xtc {
                 probability,
                 threshold,
                 min_keep,
-            } => vec![StageDef::Xtc {
+            } => vec![Stage::Xtc {
                 probability: *probability,
                 threshold: (threshold * 10.0).round() / 10.0,
                 min_keep: *min_keep,
             }],
-            StageDef::LogitBias { biases } if biases.len() > 1 => biases
+            Stage::LogitBias { biases } if biases.len() > 1 => biases
                 .iter()
-                .map(|b| StageDef::LogitBias { biases: vec![*b] })
+                .map(|b| Stage::LogitBias { biases: vec![*b] })
                 .collect(),
-            StageDef::LogitBias { biases } => {
+            Stage::LogitBias { biases } => {
                 let (id, b) = biases[0];
                 let halved = (b / 2.0).trunc();
                 if halved != 0.0 {
-                    vec![StageDef::LogitBias {
+                    vec![Stage::LogitBias {
                         biases: vec![(id, halved)],
                     }]
                 } else {
                     Vec::new()
                 }
             }
-            StageDef::TopK { k } if *k > 1 => vec![StageDef::TopK { k: k - 1 }],
+            Stage::TopK { k } if *k > 1 => vec![Stage::TopK { k: k - 1 }],
             _ => Vec::new(),
         };
-        for s2 in simpler {
+        for s2 in simpler.into_iter().map(ChainStage::from) {
             if &s2 != s {
                 let mut c = case.clone();
                 c.stages[i] = s2;
@@ -460,13 +418,13 @@ impl FuzzReport {
     }
 }
 
-/// An oracle to gate: how a single stage acts on a pool. The real one is
-/// [`oracle::truncation::Stage::apply`]; a control plants an error in a copy.
-pub type OracleFn = dyn Fn(&OracleStage, &Pool) -> Step;
+/// An oracle to gate: how a single stage acts on a pool after a history. The real one is
+/// [`oracle::truncation::apply`]; a control plants an error in a copy.
+pub type OracleFn = dyn Fn(&Stage, &Pool, &[TokenId]) -> Step;
 
 /// The oracle's own stages.
-pub fn real_oracle(stage: &OracleStage, pool: &Pool) -> Step {
-    stage.apply(pool)
+pub fn real_oracle(stage: &Stage, pool: &Pool, history: &[TokenId]) -> Step {
+    oracle::truncation::apply(stage, pool, history)
 }
 
 /// Distance between two f32 values in units in the last place (0 when equal, `-inf`
@@ -491,9 +449,9 @@ pub fn ulps(a: f32, b: f32) -> u64 {
 /// delta > 0: the subject derives its temperature in f32 from an entropy summed over `n`
 /// probabilities, the oracle in f64, so the two temperatures, and the logits divided by them,
 /// may differ by the slack of an f32 sum of `n` terms, `8 (n + 2)` ulps.
-pub fn ulp_bound(stage: &StageDef, n: usize) -> u64 {
+pub fn ulp_bound(stage: &ChainStage, n: usize) -> u64 {
     match stage {
-        StageDef::TempExt { delta, .. } if *delta > 0.0 => 8 * (n as u64 + 2),
+        ChainStage::Sampler(Stage::TempExt { delta, .. }) if *delta > 0.0 => 8 * (n as u64 + 2),
         _ => 0,
     }
 }
@@ -538,7 +496,7 @@ pub fn oracle_check(seed: u64, inputs: usize, oracle: &OracleFn) -> Result<Oracl
     for _ in 0..inputs {
         let n = rng.range(1, 24) as usize;
         let logits = random_logits(&mut rng, n);
-        let stage = random_stage(&mut rng, n);
+        let stage = ChainStage::from(random_stage(&mut rng, n));
         let history: Vec<TokenId> = (0..rng.range(0, 6))
             .map(|_| TokenId(rng.below(n) as i32))
             .collect();
@@ -590,7 +548,7 @@ impl OracleCheck {
     /// survivor sets and every surviving logit compared.
     fn check(
         &mut self,
-        stage: &StageDef,
+        stage: &ChainStage,
         history: &[TokenId],
         logits: &[f32],
         order: &[usize],
@@ -600,13 +558,13 @@ impl OracleCheck {
         self.inputs += 1;
         let tally = self.per_stage.entry(stage.name()).or_default();
         tally.inputs += 1;
-        let step = oracle(&stage.oracle(history), &Pool::from_logits(logits));
+        let step = oracle(&stage.oracle(), &Pool::from_logits(logits), history);
         if step.edge.is_some() {
             self.knife_edges += 1;
             return Ok(());
         }
         let mut s = stage.build(n as i32)?;
-        if matches!(stage, StageDef::Penalties { .. }) {
+        if stage.reads_history() {
             for &id in history {
                 s.accept(id)?;
             }

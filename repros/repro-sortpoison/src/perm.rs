@@ -10,8 +10,9 @@
 //! give one set, the oracle's, in every case.
 
 use crate::planted::{ShadowRule, ShadowTruncator};
-use crate::stage::StageDef;
+use crate::stage::ChainStage;
 use anyhow::{ensure, Context, Result};
+use oracle::stage::Stage;
 use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
 use serde_json::{json, Value};
@@ -30,18 +31,18 @@ pub fn family() -> Vec<Vec<f32>> {
 }
 
 /// The parameters each truncation sampler is audited at.
-pub fn truncators(n: usize) -> Vec<StageDef> {
-    let mut out: Vec<StageDef> = (1..n as i32).map(|k| StageDef::TopK { k }).collect();
+pub fn truncators(n: usize) -> Vec<ChainStage> {
+    let mut out: Vec<Stage> = (1..n as i32).map(|k| Stage::TopK { k }).collect();
     for p in [0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95] {
-        out.push(StageDef::TopP { p, min_keep: 1 });
+        out.push(Stage::TopP { p, min_keep: 1 });
     }
     for p in [0.02, 0.05, 0.1, 0.2, 0.3, 0.5] {
-        out.push(StageDef::MinP { p, min_keep: 1 });
+        out.push(Stage::MinP { p, min_keep: 1 });
     }
     for p in [0.2, 0.5, 0.7, 0.9] {
-        out.push(StageDef::Typical { p, min_keep: 1 });
+        out.push(Stage::Typical { p, min_keep: 1 });
     }
-    out
+    out.into_iter().map(ChainStage::from).collect()
 }
 
 /// Ids (as a bit set) whose logit is above `-inf` after the sampler ran on `order`.
@@ -95,7 +96,7 @@ pub fn for_each_permutation(n: usize, mut f: impl FnMut(&[usize]) -> Result<()>)
 /// One sampler at one parameter on one multiset, over all orders.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Case {
-    pub stage: StageDef,
+    pub stage: ChainStage,
     pub logits: Vec<f32>,
     pub oracle: u64,
     pub permutations: usize,
@@ -131,8 +132,8 @@ impl Case {
 }
 
 /// Runs one case; `None` when the oracle reports a knife edge for it (not a verdict input).
-pub fn run_case(stage: &StageDef, logits: &[f32]) -> Result<Option<Case>> {
-    let comp = compose(&[stage.oracle(&[])], &Pool::from_logits(logits));
+pub fn run_case(stage: &ChainStage, logits: &[f32]) -> Result<Option<Case>> {
+    let comp = compose(&[stage.oracle()], &Pool::from_logits(logits), &[]);
     if !comp.edges.is_empty() {
         return Ok(None);
     }
@@ -203,7 +204,7 @@ pub struct PermAudit {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReverseSorted {
-    pub stage: StageDef,
+    pub stage: ChainStage,
     pub logits: Vec<f32>,
     pub order: Vec<usize>,
     pub subject: u64,
@@ -218,11 +219,11 @@ impl ReverseSorted {
 
 pub fn reverse_sorted() -> Result<ReverseSorted> {
     let logits = family()[0].clone();
-    let stage = StageDef::TopP {
+    let stage = ChainStage::from(Stage::TopP {
         p: 0.8,
         min_keep: 1,
-    };
-    let comp = compose(&[stage.oracle(&[])], &Pool::from_logits(&logits));
+    });
+    let comp = compose(&[stage.oracle()], &Pool::from_logits(&logits), &[]);
     ensure!(comp.edges.is_empty(), "the measurement must be tie-free");
     let mut order: Vec<usize> = (0..logits.len()).collect();
     order.sort_by(|&a, &b| logits[a].total_cmp(&logits[b]));
@@ -238,20 +239,22 @@ pub fn reverse_sorted() -> Result<ReverseSorted> {
 }
 
 /// The shadow truncators at every top_k and top_p parameter the built-ins are audited at.
-fn shadow_stages(logits: &[f32], trusts_flag: bool, top_p: bool) -> Vec<StageDef> {
+fn shadow_stages(logits: &[f32], trusts_flag: bool, top_p: bool) -> Vec<ChainStage> {
     truncators(logits.len())
         .into_iter()
         .filter_map(|s| match s {
-            StageDef::TopK { k } if !top_p => Some(ShadowRule::TopK { k: k as usize }),
-            StageDef::TopP { p, .. } if top_p => Some(ShadowRule::TopP { p }),
+            ChainStage::Sampler(Stage::TopK { k }) if !top_p => {
+                Some(ShadowRule::TopK { k: k as usize })
+            }
+            ChainStage::Sampler(Stage::TopP { p, .. }) if top_p => Some(ShadowRule::TopP { p }),
             _ => None,
         })
-        .map(|rule| StageDef::Shadow(ShadowTruncator { rule, trusts_flag }))
+        .map(|rule| ChainStage::Shadow(ShadowTruncator { rule, trusts_flag }))
         .collect()
 }
 
 /// Every case of `stages(multiset)` over the family, summarized as one row.
-fn audit_row(label: &'static str, stages: impl Fn(&[f32]) -> Vec<StageDef>) -> Result<Row> {
+fn audit_row(label: &'static str, stages: impl Fn(&[f32]) -> Vec<ChainStage>) -> Result<Row> {
     let mut row: Option<Row> = None;
     let mut skipped = 0;
     for logits in family() {

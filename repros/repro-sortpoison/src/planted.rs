@@ -139,7 +139,7 @@ impl CustomSampler for Injector {
 /// The oracle with one arithmetic error planted in a copy of its `temp` stage: it multiplies
 /// by the rounded reciprocal of the temperature instead of dividing, which is off by one f32
 /// rounding on some logits and changes no survivor set. The oracle gate must catch it.
-pub fn oracle_with_reciprocal_temp(stage: &Stage, pool: &Pool) -> Step {
+pub fn oracle_with_reciprocal_temp(stage: &Stage, pool: &Pool, history: &[TokenId]) -> Step {
     match stage {
         Stage::Temp { t } if *t > 0.0 => {
             let r = 1.0 / *t;
@@ -152,6 +152,6 @@ pub fn oracle_with_reciprocal_temp(stage: &Stage, pool: &Pool) -> Step {
                 selected: None,
             }
         }
-        other => other.apply(pool),
+        other => truncation::apply(other, pool, history),
     }
 }

@@ -1,11 +1,12 @@
 //! F2 on whichever build this test binary links (the root workspace: 0.1.161; legacy/: 0.1.154).
 //! Snapshots are named per build, so a change upstream shows up as a reviewed snapshot diff.
 
+use oracle::stage::Stage;
 use oracle::TokenId;
 use report::Header;
 use repro_sortpoison::chain::{self, Verdict};
 use repro_sortpoison::planted::{Injector, ShadowRule, ShadowTruncator};
-use repro_sortpoison::stage::StageDef;
+use repro_sortpoison::stage::ChainStage;
 use repro_sortpoison::{audit, census, cli, fuzz, perm, planted};
 use std::process::Command;
 use subject::{BuildInfo, Vocab};
@@ -136,16 +137,16 @@ fn permutation_detector_is_quiet_on_a_sound_sampler_and_fires_on_a_prefix_reader
     // typical re-sorts by its own key, so it must give one set per multiset even when stale.
     let logits = perm::family()[0].clone();
     let typical = perm::run_case(
-        &StageDef::Typical {
+        &ChainStage::from(Stage::Typical {
             p: 0.5,
             min_keep: 1,
-        },
+        }),
         &logits,
     )
     .unwrap()
     .unwrap();
     assert_eq!(typical.stale.len(), 1);
-    let top_k = perm::run_case(&StageDef::TopK { k: 2 }, &logits[..4])
+    let top_k = perm::run_case(&Stage::TopK { k: 2 }.into(), &logits[..4])
         .unwrap()
         .unwrap();
     // A stale top_k keeps whichever two entries come first: all C(4,2) = 6 pairs occur.
@@ -155,7 +156,7 @@ fn permutation_detector_is_quiet_on_a_sound_sampler_and_fires_on_a_prefix_reader
     // always sorting gives one set.
     let shadow = |trusts_flag| {
         perm::run_case(
-            &StageDef::Shadow(ShadowTruncator {
+            &ChainStage::Shadow(ShadowTruncator {
                 rule: ShadowRule::TopK { k: 2 },
                 trusts_flag,
             }),

@@ -2,88 +2,47 @@
 //! public API, and small Rust shadows used only as controls for the detectors.
 
 use anyhow::{bail, Context, Result};
+use ledger::{PenaltyConfig, SamplerKind};
 use oracle::penalty::CountProbe;
 use oracle::window::WindowLen;
 use oracle::TokenId;
 use std::collections::{HashMap, VecDeque};
-use subject::{Candidates, ProbeArray, Sampler, SamplerSpec};
+use subject::{Candidates, ProbeArray, Sampler};
 
-/// A per-id count ledger over a fixed list of ids.
-pub trait Ledger: Sized {
+/// Per-id counts over a fixed list of ids, as some sampler keeps them.
+pub trait Counts: Sized {
     fn reset(&mut self) -> Result<()>;
     fn accept(&mut self, id: TokenId) -> Result<()>;
     /// Writes the count of `ids()[i]` to `out[i]`.
     fn read(&mut self, out: &mut [i64]) -> Result<()>;
-    /// The ledger's own clone operation (the thing the clone audits test).
+    /// The sampler's own clone operation (the thing the clone audits test).
     fn fork(&self) -> Result<Self>;
 }
 
-/// llama.cpp's penalties sampler, configured as a count probe and read through `apply`.
-/// Which penalties stage is under test: llama.cpp's own, or `ledger::ledger_penalties` (the
-/// fix, default mode) through the same public API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SamplerKind {
-    #[default]
-    Builtin,
-    Ledger,
+/// A penalties stage (llama.cpp's own, or `ledger::ledger_penalties` through the same public
+/// API, as `kind` says) configured as a count probe for `last_n` and read through `apply`.
+pub fn probe_sampler(
+    kind: SamplerKind,
+    n_vocab: i32,
+    last_n: WindowLen,
+    cp: CountProbe,
+) -> Result<Sampler> {
+    kind.build(PenaltyConfig {
+        n_vocab,
+        last_n,
+        params: cp.params(),
+        mode: ledger::Mode::Default,
+    })
 }
 
-impl SamplerKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SamplerKind::Builtin => "builtin",
-            SamplerKind::Ledger => "ledger",
-        }
-    }
-
-    /// The penalties stage of this kind acting as a count probe for `last_n`.
-    pub fn build(self, n_vocab: i32, last_n: WindowLen, cp: CountProbe) -> Result<Sampler> {
-        let spec = probe_spec(n_vocab, last_n, cp)?;
-        match (self, spec) {
-            (SamplerKind::Builtin, spec) => spec.build(),
-            (
-                SamplerKind::Ledger,
-                SamplerSpec::Penalties {
-                    n_vocab,
-                    last_n,
-                    repeat,
-                    freq,
-                    present,
-                },
-            ) => ledger::ledger_penalties(ledger::PenaltyConfig {
-                n_vocab,
-                last_n,
-                repeat,
-                freq,
-                present,
-                mode: ledger::Mode::Default,
-            }),
-            (SamplerKind::Ledger, other) => anyhow::bail!("not a penalties spec: {other:?}"),
-        }
-    }
-}
-
-pub struct PenaltiesLedger {
+pub struct PenaltiesCounts {
     sampler: Sampler,
     probe: ProbeArray,
     ids: Vec<TokenId>,
     cp: CountProbe,
 }
 
-/// The spec of a penalties sampler that acts as a count probe for `last_n`.
-pub fn probe_spec(n_vocab: i32, last_n: WindowLen, cp: CountProbe) -> Result<SamplerSpec> {
-    let last_n = i32::try_from(last_n.0).context("window too large")?;
-    let p = cp.params();
-    Ok(SamplerSpec::Penalties {
-        n_vocab,
-        last_n,
-        repeat: p.repeat,
-        freq: p.freq,
-        present: p.present,
-    })
-}
-
-impl PenaltiesLedger {
+impl PenaltiesCounts {
     /// A fresh sampler whose counts for `ids` are readable. The vocabulary given to llama.cpp
     /// is one past the largest id.
     pub fn new(
@@ -91,15 +50,15 @@ impl PenaltiesLedger {
         last_n: WindowLen,
         cp: CountProbe,
         kind: SamplerKind,
-    ) -> Result<PenaltiesLedger> {
+    ) -> Result<PenaltiesCounts> {
         let n_vocab = ids.iter().map(|t| t.0).max().context("no ids to read")? + 1;
-        let sampler = kind.build(n_vocab, last_n, cp)?;
+        let sampler = probe_sampler(kind, n_vocab, last_n, cp)?;
         Self::with_sampler(sampler, ids, cp)
     }
 
-    fn with_sampler(sampler: Sampler, ids: &[TokenId], cp: CountProbe) -> Result<PenaltiesLedger> {
+    fn with_sampler(sampler: Sampler, ids: &[TokenId], cp: CountProbe) -> Result<PenaltiesCounts> {
         let probe = ProbeArray::new(&Candidates::new(ids.iter().map(|&id| (id, cp.base_logit))))?;
-        Ok(PenaltiesLedger {
+        Ok(PenaltiesCounts {
             sampler,
             probe,
             ids: ids.to_vec(),
@@ -112,7 +71,7 @@ impl PenaltiesLedger {
     }
 }
 
-impl Ledger for PenaltiesLedger {
+impl Counts for PenaltiesCounts {
     fn reset(&mut self) -> Result<()> {
         self.sampler.reset();
         Ok(())
@@ -145,7 +104,7 @@ impl Ledger for PenaltiesLedger {
     }
 }
 
-/// A deliberate defect planted in a [`ShadowLedger`], so each detector can be shown to fire.
+/// A deliberate defect planted in a [`ShadowCounts`], so each detector can be shown to fire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Defect {
     /// None: the shadow must pass every check (negative control for the detectors).
@@ -159,7 +118,7 @@ pub enum Defect {
 /// An incremental ledger written the way llama.cpp writes it (count up, then evict the oldest
 /// and erase it at zero), with an optional planted defect.
 #[derive(Debug, Clone)]
-pub struct ShadowLedger {
+pub struct ShadowCounts {
     ids: Vec<TokenId>,
     last_n: usize,
     ring: VecDeque<TokenId>,
@@ -167,9 +126,9 @@ pub struct ShadowLedger {
     defect: Defect,
 }
 
-impl ShadowLedger {
-    pub fn new(ids: &[TokenId], last_n: WindowLen, defect: Defect) -> ShadowLedger {
-        ShadowLedger {
+impl ShadowCounts {
+    pub fn new(ids: &[TokenId], last_n: WindowLen, defect: Defect) -> ShadowCounts {
+        ShadowCounts {
             ids: ids.to_vec(),
             last_n: last_n.0,
             ring: VecDeque::new(),
@@ -179,7 +138,7 @@ impl ShadowLedger {
     }
 }
 
-impl Ledger for ShadowLedger {
+impl Counts for ShadowCounts {
     fn reset(&mut self) -> Result<()> {
         self.ring.clear();
         self.counts.clear();
