@@ -106,6 +106,11 @@ pub fn text(build: &BuildInfo, rounds: usize, rows: &[ApplyRow], e: &EndToEnd) -
     out
 }
 
+/// An f32 parameter as it is written in the source (1.1, not 1.100000023841858).
+fn as_written(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::NAN)
+}
+
 fn interval(c: &MedianCi) -> Value {
     json!([c.lo, c.hi])
 }
@@ -178,7 +183,7 @@ pub fn json(build: &BuildInfo, rounds: usize, rows: &[ApplyRow], e: &EndToEnd) -
         "build": build.tag(),
         "build_detail": build.describe(),
         "window": WINDOW,
-        "theta": THETA as f64,
+        "theta": as_written(THETA),
         "rounds": rounds,
         "layouts": {
             "id-order": "entry i holds id i, as llama.cpp builds the array from a logits row",
@@ -406,6 +411,7 @@ mod tests {
         let v = json(&build, 7, &rows, &e);
         assert_eq!(v["finding"], "F5");
         assert_eq!(v["rounds"], 7);
+        assert_eq!(v["theta"], 1.1);
         assert_eq!(v["note"], NOTE);
         assert_eq!(v["rows"][0]["layout"], "id-order");
         assert_eq!(v["rows"][0]["ratio"], 1000.0);
