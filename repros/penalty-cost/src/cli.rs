@@ -5,6 +5,7 @@ use crate::e2e::{self, Plan};
 use crate::{apply, output};
 use anyhow::{ensure, Context, Result};
 use clap::Parser;
+use models::ModelChoice;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -82,12 +83,14 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cli::run(argv, |args: Args| {
         cli::refuse(args.check())?;
         let build = cli::refuse(BuildInfo::verified())?;
-        cli::fail(run(&args, &build))
+        // A missing or corrupt model is refused before minutes of per-apply timing.
+        let model = cli::refuse(models::resolve(e2e::MODEL))?;
+        cli::fail(run(&args, &build, model))
     })
 }
 
 /// Both parts, then the files; returns the text for stdout. Progress goes to stderr.
-pub fn run(args: &Args, build: &BuildInfo) -> Result<String> {
+pub fn run(args: &Args, build: &BuildInfo, model: ModelChoice) -> Result<String> {
     let start = Instant::now();
     let mut rows = Vec::new();
     for n in VOCABS {
@@ -101,7 +104,7 @@ pub fn run(args: &Args, build: &BuildInfo) -> Result<String> {
         plan.tokens,
         e2e::MODEL
     );
-    let e = e2e::run(&plan)?;
+    let e = e2e::run(model, &plan)?;
     let dir = args.results.join("bench");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let json_path = dir.join("penalty-cost.json");

@@ -14,6 +14,7 @@ use crate::stage::Stage;
 use crate::stats::overhead_percent;
 use anyhow::{bail, Context, Result};
 use harness::{LoadedModel, Session, Stop};
+use models::ModelChoice;
 use std::time::Instant;
 use subject::{LogitsArray, Sampler, SamplerSpec, TokenId};
 
@@ -146,9 +147,10 @@ pub fn per_step_ms(first: Instant, last: Instant, ticks: usize) -> Option<f64> {
     (ticks >= 2).then(|| last.duration_since(first).as_secs_f64() * 1e3 / (ticks - 1) as f64)
 }
 
-/// Loads the model and runs one untimed round, then `plan.rounds` timed ones.
-pub fn run(plan: &Plan) -> Result<EndToEnd> {
-    let m = LoadedModel::load(models::resolve(MODEL)?)?;
+/// Loads `model` (resolved from [`MODEL`]) and runs one untimed round, then `plan.rounds`
+/// timed ones.
+pub fn run(model: ModelChoice, plan: &Plan) -> Result<EndToEnd> {
+    let m = LoadedModel::load(model)?;
     let prompt = m.chat_ids(PROMPT)?;
     let n_vocab = m.model.n_vocab();
     let mut session = Session::new(&m.model, prompt.clone(), plan.tokens, plan.threads)?;

@@ -11,7 +11,7 @@ fn end_to_end_runs_every_variant_every_round() {
         tokens: 4,
         threads: 1,
     };
-    let e = e2e::run(&plan).unwrap();
+    let e = e2e::run(models::resolve(e2e::MODEL).unwrap(), &plan).unwrap();
     assert!(e.prompt_tokens > 0);
     assert_eq!(e.rounds.len(), 2);
     for r in &e.rounds {
