@@ -65,7 +65,7 @@ pub fn text(build: &BuildInfo, rounds: usize, rows: &[ApplyRow], e: &EndToEnd) -
     let s = Summary::of(e);
     out.push_str(&format!(
         "end to end: {} ({}), {}-token prompt, {} tokens per generation x {} interleaved rounds \
-         (none, builtin, ledger in each), {} decoding threads\n  median ms per token and \
+         (none, builtin, ledger in each), decoding threads: {}\n  median ms per token and \
          overhead over no penalty (paired within rounds), [95% bootstrap interval]\n",
         crate::e2e::MODEL,
         e.model,
