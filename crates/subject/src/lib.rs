@@ -26,7 +26,7 @@ pub use custom::{ArrayView, CustomSampler};
 pub use model::{Attention, Context, Message, Model, Weights};
 pub use multi::{Append, MultiContext, SeqId};
 pub use oracle::TokenId;
-pub use probe::{LogitsArray, ProbeArray};
+pub use probe::{IdOrder, LogitsArray, ProbeArray};
 pub use sampler::Sampler;
 pub use spec::{DryParams, SamplerSpec, MAX_WINDOW};
 pub use vocab::Vocab;

@@ -84,8 +84,10 @@ impl ProbeArray {
 }
 
 /// A reusable candidate array filled from a logits row (ids `0..n` in order), the way an
-/// inference loop hands each step's logits to its sampler chain. Filling allocates nothing
-/// after the first step, so timing it separates the array's cost from the samplers'.
+/// inference loop hands each step's logits to its sampler chain, or in another order of the
+/// same ids ([`LogitsArray::load_in`]), the way a reordering stage leaves it. Filling
+/// allocates nothing after the first step, so timing it separates the array's cost from the
+/// samplers'.
 #[derive(Default)]
 pub struct LogitsArray {
     buf: Vec<sys::llama_token_data>,
@@ -101,15 +103,7 @@ impl LogitsArray {
 
     /// Refills the array from `logits` (checked: non-empty, no NaN or +inf).
     pub fn load(&mut self, logits: &[f32]) -> Result<()> {
-        if logits.is_empty() {
-            bail!("the candidate array is empty (llama.cpp asserts size > 0)");
-        }
-        if let Some(i) = logits
-            .iter()
-            .position(|l| l.is_nan() || *l == f32::INFINITY)
-        {
-            bail!("logit {i} is {}; logits must be finite or -inf", logits[i]);
-        }
+        check_row(logits)?;
         self.buf.clear();
         self.buf.extend(
             logits
@@ -125,6 +119,35 @@ impl LogitsArray {
         self.selected = -1;
         self.sorted = false;
         Ok(())
+    }
+
+    /// Refills the array from `logits` with its entries in `order`: entry `k` holds the id
+    /// `order[k]` and that id's logit. `order` must cover the row exactly (same length).
+    pub fn load_in(&mut self, logits: &[f32], order: &IdOrder) -> Result<()> {
+        check_row(logits)?;
+        if order.0.len() != logits.len() {
+            bail!(
+                "an order of {} ids for a logits row of {}",
+                order.0.len(),
+                logits.len()
+            );
+        }
+        self.buf.clear();
+        self.buf
+            .extend(order.0.iter().map(|&id| sys::llama_token_data {
+                id,
+                logit: logits[id as usize],
+                p: 0.0,
+            }));
+        self.size = self.buf.len();
+        self.selected = -1;
+        self.sorted = false;
+        Ok(())
+    }
+
+    /// The id of the entry at `i` after the last load or apply.
+    pub fn id(&self, i: usize) -> Option<oracle::TokenId> {
+        self.buf[..self.size].get(i).map(|d| oracle::TokenId(d.id))
     }
 
     /// Applies `sampler` to the loaded array (which it may shorten or reorder in place).
@@ -182,5 +205,94 @@ impl LogitsArray {
 
     pub fn is_empty(&self) -> bool {
         self.size == 0
+    }
+}
+
+/// Non-empty, no NaN or +inf (llama.cpp asserts on the first and misbehaves on the others).
+fn check_row(logits: &[f32]) -> Result<()> {
+    if logits.is_empty() {
+        bail!("the candidate array is empty (llama.cpp asserts size > 0)");
+    }
+    if let Some(i) = logits
+        .iter()
+        .position(|l| l.is_nan() || *l == f32::INFINITY)
+    {
+        bail!("logit {i} is {}; logits must be finite or -inf", logits[i]);
+    }
+    Ok(())
+}
+
+/// A permutation of the ids `0..n`, checked once so that [`LogitsArray::load_in`] can refill
+/// in that order many times without checking again: every id appears once, none is negative
+/// or at least `n`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdOrder(Vec<i32>);
+
+impl IdOrder {
+    pub fn new(ids: &[oracle::TokenId]) -> Result<IdOrder> {
+        if ids.is_empty() {
+            bail!("the order names no ids");
+        }
+        let n = ids.len();
+        let mut seen = vec![false; n];
+        for id in ids {
+            match usize::try_from(id.0).ok().filter(|&i| i < n) {
+                Some(i) if !seen[i] => seen[i] = true,
+                Some(_) => bail!("id {id} appears twice in the order"),
+                None => bail!("id {id} is outside 0..{n}"),
+            }
+        }
+        Ok(IdOrder(ids.iter().map(|id| id.0).collect()))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oracle::TokenId;
+
+    fn ids(v: &[i32]) -> Vec<TokenId> {
+        v.iter().map(|&i| TokenId(i)).collect()
+    }
+
+    #[test]
+    fn an_order_must_be_a_permutation() {
+        assert!(IdOrder::new(&ids(&[2, 0, 1])).is_ok());
+        assert!(IdOrder::new(&[]).is_err());
+        assert!(IdOrder::new(&ids(&[0, 0, 1])).is_err());
+        assert!(IdOrder::new(&ids(&[0, 1, 3])).is_err());
+        assert!(IdOrder::new(&ids(&[0, -1, 1])).is_err());
+    }
+
+    #[test]
+    fn load_in_places_each_id_with_its_own_logit() {
+        let row = [0.5, -1.0, 2.0];
+        let mut arr = LogitsArray::new();
+        arr.load_in(&row, &IdOrder::new(&ids(&[2, 0, 1])).unwrap())
+            .unwrap();
+        let got: Vec<_> = (0..3).map(|i| (arr.id(i), arr.logit(i))).collect();
+        assert_eq!(
+            got,
+            [
+                (Some(TokenId(2)), Some(2.0)),
+                (Some(TokenId(0)), Some(0.5)),
+                (Some(TokenId(1)), Some(-1.0)),
+            ]
+        );
+        // The wrong length and bad logits are refused.
+        let two = IdOrder::new(&ids(&[1, 0])).unwrap();
+        assert!(arr.load_in(&row, &two).is_err());
+        assert!(arr.load_in(&[0.0, f32::NAN], &two).is_err());
+        // A plain load is id order again.
+        arr.load(&row).unwrap();
+        assert_eq!(arr.id(0), Some(TokenId(0)));
     }
 }

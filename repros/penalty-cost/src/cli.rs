@@ -1,0 +1,200 @@
+//! Command-line parsing, the checks on the flags, and the run that writes
+//! `bench/penalty-cost.{json,svg}`.
+
+use crate::e2e::{self, Plan};
+use crate::{apply, output};
+use anyhow::{ensure, Context, Result};
+use clap::Parser;
+use models::ModelChoice;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Instant;
+use subject::BuildInfo;
+
+/// The vocabulary sizes of the per-apply bench: SmolLM2's and Gemma3's.
+pub const VOCABS: [usize; 2] = [49_152, 262_144];
+/// Fewest end-to-end rounds: a median's interval over fewer says little.
+pub const MIN_E2E_ROUNDS: usize = 20;
+/// Most tokens per generation (the context is sized for the prompt and these).
+pub const MAX_TOKENS: usize = 2048;
+
+#[derive(Parser, Debug, Clone, PartialEq)]
+#[command(
+    name = "penalty-cost",
+    about = "F5: what the penalty stage costs per apply and per token"
+)]
+pub struct Args {
+    /// Rounds of the per-apply bench (each applies every stage once in each layout).
+    #[arg(long, default_value_t = 300)]
+    pub rounds: usize,
+    /// Rounds of the end-to-end run (each generates --tokens with no penalty, llama.cpp's
+    /// penalties and ledger-penalties, in turn); at least 20.
+    #[arg(long, default_value_t = 30)]
+    pub e2e_rounds: usize,
+    /// Tokens per end-to-end generation (2 to 2048).
+    #[arg(long, default_value_t = 48)]
+    pub tokens: usize,
+    /// Decoding threads of the end-to-end run. One by default: on a shared 2-core machine two
+    /// threads wait on each other whenever a neighbour holds a core.
+    #[arg(long, default_value_t = 1)]
+    pub threads: i32,
+    /// Where to write bench/penalty-cost.json and bench/penalty-cost.svg.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+}
+
+impl Args {
+    /// Refuses values the run cannot use.
+    pub fn check(&self) -> Result<()> {
+        ensure!(
+            self.rounds >= 1,
+            "--rounds must be >= 1, got {}",
+            self.rounds
+        );
+        ensure!(
+            self.e2e_rounds >= MIN_E2E_ROUNDS,
+            "--e2e-rounds must be >= {MIN_E2E_ROUNDS} (the interval is over rounds), got {}",
+            self.e2e_rounds
+        );
+        ensure!(
+            (2..=MAX_TOKENS).contains(&self.tokens),
+            "--tokens must be between 2 and {MAX_TOKENS} (a step is timed between two tokens), got {}",
+            self.tokens
+        );
+        ensure!(
+            (1..=64).contains(&self.threads),
+            "--threads must be between 1 and 64, got {}",
+            self.threads
+        );
+        Ok(())
+    }
+
+    pub fn plan(&self) -> Plan {
+        Plan {
+            rounds: self.e2e_rounds,
+            tokens: self.tokens,
+            threads: self.threads,
+        }
+    }
+}
+
+/// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
+pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
+    cli::run(argv, |args: Args| {
+        cli::refuse(args.check())?;
+        let build = cli::refuse(BuildInfo::verified())?;
+        // A missing or corrupt model is refused before minutes of per-apply timing.
+        let model = cli::refuse(models::resolve(e2e::MODEL))?;
+        cli::fail(run(&args, &build, model))
+    })
+}
+
+/// Both parts, then the files; returns the text for stdout. Progress goes to stderr.
+pub fn run(args: &Args, build: &BuildInfo, model: ModelChoice) -> Result<String> {
+    let start = Instant::now();
+    let mut rows = Vec::new();
+    for n in VOCABS {
+        eprintln!("per apply: {n} candidates, {} rounds", args.rounds);
+        rows.extend(apply::per_apply(n, args.rounds)?);
+    }
+    let plan = args.plan();
+    eprintln!(
+        "end to end: {} rounds of {} tokens per variant on {}",
+        plan.rounds,
+        plan.tokens,
+        e2e::MODEL
+    );
+    let e = e2e::run(model, &plan)?;
+    let dir = args.results.join("bench");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let json_path = dir.join("penalty-cost.json");
+    let value = output::json(build, args.rounds, &rows, &e);
+    std::fs::write(&json_path, serde_json::to_string_pretty(&value)? + "\n")
+        .with_context(|| format!("writing {}", json_path.display()))?;
+    let svg_path = dir.join("penalty-cost.svg");
+    std::fs::write(&svg_path, output::svg(&rows, &e))
+        .with_context(|| format!("writing {}", svg_path.display()))?;
+    eprintln!("penalty-cost took {:.0} s", start.elapsed().as_secs_f64());
+    Ok(output::text(build, args.rounds, &rows, &e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(flags: &[&str]) -> std::result::Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("penalty-cost").chain(flags.iter().copied()))
+    }
+
+    #[test]
+    fn defaults_pass_their_own_checks() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(
+            (a.rounds, a.e2e_rounds, a.tokens, a.threads),
+            (300, 30, 48, 1)
+        );
+        assert_eq!(a.results, PathBuf::from("results"));
+        assert!(a.check().is_ok());
+        // A multiple of three: every variant runs first, second and third equally often.
+        assert_eq!(a.e2e_rounds % 3, 0);
+    }
+
+    #[test]
+    fn flags_are_read() {
+        let a = parse(&[
+            "--rounds",
+            "5",
+            "--e2e-rounds",
+            "21",
+            "--tokens",
+            "9",
+            "--threads",
+            "1",
+            "--results",
+            "/tmp/x",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.plan(),
+            Plan {
+                rounds: 21,
+                tokens: 9,
+                threads: 1
+            }
+        );
+        assert_eq!((a.rounds, a.results), (5, PathBuf::from("/tmp/x")));
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        for flags in [
+            &["--rounds", "0"][..],
+            &["--e2e-rounds", "19"],
+            &["--tokens", "1"],
+            &["--tokens", "2049"],
+            &["--threads", "0"],
+        ] {
+            assert!(parse(flags).unwrap().check().is_err(), "{flags:?}");
+        }
+        for flags in [
+            &["--rounds", "-1"][..],
+            &["--tokens", "many"],
+            &["--no-such-flag"],
+        ] {
+            assert!(parse(flags).is_err(), "{flags:?}");
+        }
+    }
+
+    #[test]
+    fn bad_input_exits_2_before_any_work() {
+        let argv = |flags: &[&str]| -> Vec<OsString> {
+            std::iter::once("penalty-cost")
+                .chain(flags.iter().copied())
+                .map(OsString::from)
+                .collect()
+        };
+        assert_eq!(main(argv(&["--e2e-rounds", "3"])), cli::EXIT_BAD_INPUT);
+        assert_eq!(main(argv(&["--bogus"])), cli::EXIT_BAD_INPUT);
+        assert_eq!(main(argv(&["--help"])), 0);
+    }
+}

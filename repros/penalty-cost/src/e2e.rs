@@ -1,0 +1,278 @@
+//! End to end: Gemma3-270M (262,144 ids) decodes the same prompt greedily through a chain of
+//! `[penalties?, greedy]` over an array refilled from each step's logits, with no penalty, with
+//! llama.cpp's penalties and with `ledger-penalties` (both theta 1.1, window 64, the prompt
+//! accepted first).
+//!
+//! Each round runs the three variants in turn (the first moving on by one each round), so a
+//! slow stretch of a shared machine lands on all three. A generation is timed from its first
+//! logits to its last: every timed step samples, accepts, decodes one token and reads the next
+//! logits; the prompt's decode is not timed. One untimed round comes first (the first decodes
+//! after loading allocate the graph).
+
+use crate::apply::turn;
+use crate::stage::Stage;
+use crate::stats::overhead_percent;
+use anyhow::{bail, Context, Result};
+use harness::{LoadedModel, Session, Stop};
+use models::ModelChoice;
+use std::time::Instant;
+use subject::{LogitsArray, Sampler, SamplerSpec, TokenId};
+
+/// The model: the largest vocabulary of the two.
+pub const MODEL: &str = "gemma3";
+/// The user turn every generation answers.
+pub const PROMPT: &str = "Describe a quiet morning in a small fishing village.";
+
+/// What sits before greedy in the chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    None,
+    Builtin,
+    Ledger,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 3] = [Variant::None, Variant::Builtin, Variant::Ledger];
+
+    /// The name in the JSON.
+    pub fn key(self) -> &'static str {
+        match self {
+            Variant::None => "none",
+            Variant::Builtin => "builtin",
+            Variant::Ledger => "ledger",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Variant::None => "no penalty",
+            Variant::Builtin => "llama.cpp penalties",
+            Variant::Ledger => "ledger-penalties",
+        }
+    }
+
+    /// The penalties stage, if any.
+    pub fn stage(self) -> Option<Stage> {
+        match self {
+            Variant::None => None,
+            Variant::Builtin => Some(Stage::Builtin),
+            Variant::Ledger => Some(Stage::Ledger),
+        }
+    }
+
+    fn index(self) -> usize {
+        Variant::ALL.iter().position(|&v| v == self).unwrap_or(0)
+    }
+}
+
+/// How much to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    pub rounds: usize,
+    /// Tokens each variant generates per round (at most; an end-of-generation token stops
+    /// earlier).
+    pub tokens: usize,
+    /// Decoding threads.
+    pub threads: i32,
+}
+
+/// One timed generation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    pub ms_per_token: f64,
+    pub tokens: Vec<TokenId>,
+    pub stop: Stop,
+}
+
+/// The three generations of one round, in the order of [`Variant::ALL`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round(pub Vec<Generation>);
+
+impl Round {
+    pub fn of(&self, v: Variant) -> &Generation {
+        &self.0[v.index()]
+    }
+
+    /// `v`'s time per token over the unpenalized one's in the same round, in percent.
+    pub fn overhead(&self, v: Variant) -> f64 {
+        overhead_percent(self.of(Variant::None).ms_per_token, self.of(v).ms_per_token)
+    }
+}
+
+/// Everything the end-to-end part measured.
+#[derive(Debug, Clone)]
+pub struct EndToEnd {
+    pub model: String,
+    pub prompt_tokens: usize,
+    pub plan: Plan,
+    pub rounds: Vec<Round>,
+}
+
+impl EndToEnd {
+    /// `v`'s ms per token, one value per round.
+    pub fn ms_per_token(&self, v: Variant) -> Vec<f64> {
+        self.rounds.iter().map(|r| r.of(v).ms_per_token).collect()
+    }
+
+    /// `v`'s overhead over no penalty, paired within each round, one value per round.
+    pub fn overheads(&self, v: Variant) -> Vec<f64> {
+        self.rounds.iter().map(|r| r.overhead(v)).collect()
+    }
+
+    /// Tokens `v` generated over all rounds.
+    pub fn generated(&self, v: Variant) -> usize {
+        self.rounds.iter().map(|r| r.of(v).tokens.len()).sum()
+    }
+
+    /// Generations of `v` that ended on an end-of-generation token.
+    pub fn eos_stops(&self, v: Variant) -> usize {
+        self.rounds
+            .iter()
+            .filter(|r| r.of(v).stop == Stop::Eos)
+            .count()
+    }
+
+    /// Whether llama.cpp's penalties and `ledger-penalties` chose the same tokens in every
+    /// round (they should: the default mode is llama.cpp's arithmetic).
+    pub fn builtin_tokens_equal_ledger(&self) -> bool {
+        self.rounds
+            .iter()
+            .all(|r| r.of(Variant::Builtin).tokens == r.of(Variant::Ledger).tokens)
+    }
+}
+
+/// Ms per step from the start of the first step to the start of the last: `ticks` steps
+/// began, so `ticks - 1` whole steps lie between. None with fewer than two.
+pub fn per_step_ms(first: Instant, last: Instant, ticks: usize) -> Option<f64> {
+    (ticks >= 2).then(|| last.duration_since(first).as_secs_f64() * 1e3 / (ticks - 1) as f64)
+}
+
+/// Loads `model` (resolved from [`MODEL`]) and runs one untimed round, then `plan.rounds`
+/// timed ones.
+pub fn run(model: ModelChoice, plan: &Plan) -> Result<EndToEnd> {
+    let m = LoadedModel::load(model)?;
+    let prompt = m.chat_ids(PROMPT)?;
+    let n_vocab = m.model.n_vocab();
+    let mut session = Session::new(&m.model, prompt.clone(), plan.tokens, plan.threads)?;
+    let mut arr = LogitsArray::new();
+    let mut one = |v: Variant| -> Result<Generation> {
+        generate(&mut session, &mut arr, &prompt, v, n_vocab, plan.tokens)
+            .with_context(|| format!("generating with {}", v.label()))
+    };
+    for v in Variant::ALL {
+        one(v)?;
+    }
+    let mut rounds = Vec::with_capacity(plan.rounds);
+    for r in 0..plan.rounds {
+        let mut gens: Vec<Option<Generation>> = vec![None, None, None];
+        for k in 0..Variant::ALL.len() {
+            let i = turn(r, k, Variant::ALL.len());
+            gens[i] = Some(one(Variant::ALL[i])?);
+        }
+        rounds.push(Round(gens.into_iter().flatten().collect()));
+    }
+    Ok(EndToEnd {
+        model: m.model.describe(),
+        prompt_tokens: prompt.len(),
+        plan: *plan,
+        rounds,
+    })
+}
+
+/// One generation through a fresh chain that has accepted the prompt.
+fn generate(
+    session: &mut Session,
+    arr: &mut LogitsArray,
+    prompt: &[TokenId],
+    v: Variant,
+    n_vocab: i32,
+    tokens: usize,
+) -> Result<Generation> {
+    let mut stages: Vec<Sampler> = Vec::new();
+    if let Some(stage) = v.stage() {
+        stages.push(stage.build(n_vocab)?);
+    }
+    stages.push(SamplerSpec::from(oracle::stage::Stage::Greedy).build()?);
+    let mut chain = Sampler::chain(stages)?;
+    for &t in prompt {
+        chain.accept(t)?;
+    }
+    let mut first: Option<Instant> = None;
+    let mut last = Instant::now();
+    let mut ticks = 0;
+    let (out, stop) = session.generate(tokens, |raw, _| {
+        last = Instant::now();
+        first.get_or_insert(last);
+        ticks += 1;
+        arr.load(raw)?;
+        arr.apply(&mut chain)?;
+        let t = arr.selected_id().context("greedy selected nothing")?;
+        chain.accept(t)?;
+        Ok(t)
+    })?;
+    let Some(ms) = first.and_then(|f| per_step_ms(f, last, ticks)) else {
+        bail!(
+            "the generation stopped after {ticks} token(s); at least two are needed to time a step"
+        );
+    };
+    Ok(Generation {
+        ms_per_token: ms,
+        tokens: out,
+        stop,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn steps_are_counted_between_the_first_and_last_start() {
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_millis(30);
+        assert_eq!(per_step_ms(t0, t1, 4), Some(10.0));
+        assert_eq!(per_step_ms(t0, t1, 2), Some(30.0));
+        assert_eq!(per_step_ms(t0, t0, 1), None);
+        assert_eq!(per_step_ms(t0, t0, 0), None);
+    }
+
+    fn gen(ms: f64, tokens: &[i32], stop: Stop) -> Generation {
+        Generation {
+            ms_per_token: ms,
+            tokens: tokens.iter().map(|&t| TokenId(t)).collect(),
+            stop,
+        }
+    }
+
+    #[test]
+    fn overheads_are_paired_within_rounds() {
+        let e = EndToEnd {
+            model: String::new(),
+            prompt_tokens: 3,
+            plan: Plan {
+                rounds: 2,
+                tokens: 2,
+                threads: 1,
+            },
+            rounds: vec![
+                Round(vec![
+                    gen(10.0, &[1, 2], Stop::Limit),
+                    gen(12.0, &[1, 3], Stop::Limit),
+                    gen(10.0, &[1, 3], Stop::Limit),
+                ]),
+                Round(vec![
+                    gen(20.0, &[1, 2], Stop::Limit),
+                    gen(22.0, &[1, 3], Stop::Eos),
+                    gen(19.0, &[1, 3], Stop::Limit),
+                ]),
+            ],
+        };
+        assert_eq!(e.ms_per_token(Variant::None), [10.0, 20.0]);
+        assert_eq!(e.overheads(Variant::Builtin), [20.0, 10.0]);
+        assert_eq!(e.overheads(Variant::Ledger), [0.0, -5.0]);
+        assert_eq!(e.generated(Variant::Ledger), 4);
+        assert_eq!(e.eos_stops(Variant::Builtin), 1);
+        assert!(e.builtin_tokens_equal_ledger());
+    }
+}

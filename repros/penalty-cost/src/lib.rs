@@ -1,0 +1,20 @@
+//! F5: what llama.cpp's penalties stage costs beside `ledger-penalties`, per apply and per
+//! generated token. The binary in `main.rs` only calls [`cli::main`]; the parts live here so
+//! the tests can call them: the stages under test, built in one place ([`stage`]), the
+//! synthetic rows and the two candidate layouts ([`layout`]), medians and their bootstrap
+//! intervals ([`stats`]), the per-apply timing ([`apply`]), the model-decoding rounds
+//! ([`e2e`]) and what is printed and written ([`output`]).
+//!
+//! This is a measurement, not a verdict: it writes under `results/bench/`, and no test
+//! asserts anything about speed.
+
+pub mod apply;
+pub mod cli;
+pub mod e2e;
+pub mod layout;
+pub mod output;
+pub mod stage;
+pub mod stats;
+
+/// The finding these measurements belong to.
+pub const FINDING: &str = "F5";
