@@ -13,6 +13,7 @@
 mod build;
 mod candidates;
 mod custom;
+mod logs;
 mod model;
 mod multi;
 mod probe;

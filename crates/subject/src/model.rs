@@ -60,7 +60,7 @@ impl Model {
 
     /// [`Model::load`] with a chosen weight layout.
     pub fn load_with(path: &Path, weights: Weights) -> Result<Arc<Model>> {
-        crate::sampler::quiet_logs();
+        crate::logs::quiet_logs();
         ensure!(
             path.is_file(),
             "model file {} does not exist",

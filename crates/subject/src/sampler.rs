@@ -1,6 +1,7 @@
 //! An owned llama.cpp sampler handle.
 
 use crate::candidates::Candidates;
+use crate::logs::quiet_logs;
 use crate::vocab::Vocab;
 use anyhow::{bail, Context, Result};
 use llama_cpp_sys_2 as sys;
@@ -8,7 +9,7 @@ use oracle::TokenId;
 use std::ffi::CStr;
 use std::ffi::CString;
 use std::ptr::NonNull;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
 /// Owns one `llama_sampler *` and frees it exactly once, on drop.
 ///
@@ -310,18 +311,4 @@ fn clonable(raw: *mut sys::llama_sampler) -> bool {
         }
         true
     }
-}
-
-/// llama.cpp logs through a global callback; the samplers only log warnings we surface as
-/// errors ourselves, so its output is dropped to keep stdout and stderr deterministic.
-pub(crate) fn quiet_logs() {
-    static ONCE: Once = Once::new();
-    unsafe extern "C" fn drop_log(
-        _level: sys::ggml_log_level,
-        _text: *const std::os::raw::c_char,
-        _data: *mut std::ffi::c_void,
-    ) {
-    }
-    // SAFETY: installs a callback that ignores its arguments; it never unwinds.
-    ONCE.call_once(|| unsafe { sys::llama_log_set(Some(drop_log), std::ptr::null_mut()) });
 }

@@ -34,7 +34,7 @@ impl Drop for Vocab {
 impl Vocab {
     /// Loads only the vocabulary of the GGUF file at `path`.
     pub fn load(path: &Path) -> Result<Arc<Vocab>> {
-        crate::sampler::quiet_logs();
+        crate::logs::quiet_logs();
         if !path.is_file() {
             bail!("model file {} does not exist", path.display());
         }

@@ -80,12 +80,12 @@ impl Args {
 
 /// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cli::run(argv, |args: Args| {
-        cli::refuse(args.check())?;
-        let build = cli::refuse(BuildInfo::verified())?;
+    cmdline::run(argv, |args: Args| {
+        cmdline::refuse(args.check())?;
+        let build = cmdline::refuse(BuildInfo::verified())?;
         // A missing or corrupt model is refused before minutes of per-apply timing.
-        let model = cli::refuse(models::resolve(e2e::MODEL))?;
-        cli::fail(run(&args, &build, model))
+        let model = cmdline::refuse(models::resolve(e2e::MODEL))?;
+        cmdline::fail(run(&args, &build, model))
     })
 }
 
@@ -193,8 +193,8 @@ mod tests {
                 .map(OsString::from)
                 .collect()
         };
-        assert_eq!(main(argv(&["--e2e-rounds", "3"])), cli::EXIT_BAD_INPUT);
-        assert_eq!(main(argv(&["--bogus"])), cli::EXIT_BAD_INPUT);
+        assert_eq!(main(argv(&["--e2e-rounds", "3"])), cmdline::EXIT_BAD_INPUT);
+        assert_eq!(main(argv(&["--bogus"])), cmdline::EXIT_BAD_INPUT);
         assert_eq!(main(argv(&["--help"])), 0);
     }
 }

@@ -20,6 +20,6 @@
 //! machine: read the ratios and overheads, not the absolute milliseconds.
 
 fn main() {
-    cli::one_line_panics();
+    cmdline::one_line_panics();
     std::process::exit(penalty_cost::cli::main(std::env::args_os()));
 }

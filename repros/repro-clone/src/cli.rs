@@ -11,7 +11,7 @@ use oracle::TokenId;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-pub use cli::{EXIT_BAD_INPUT, EXIT_FAILED};
+pub use cmdline::{EXIT_BAD_INPUT, EXIT_FAILED};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -106,14 +106,14 @@ pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
 
 /// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cli::run(argv, |args: Args| {
+    cmdline::run(argv, |args: Args| {
         if let Some(name) = &args.memcheck_probe {
-            cli::refuse(stateful::probe_main(name))?;
+            cmdline::refuse(stateful::probe_main(name))?;
             return Ok(String::new());
         }
-        let build = cli::refuse(subject::BuildInfo::verified())?;
-        let scenario = cli::refuse(scenario(&args))?;
-        cli::fail(run(&args, &scenario, &build))
+        let build = cmdline::refuse(subject::BuildInfo::verified())?;
+        let scenario = cmdline::refuse(scenario(&args))?;
+        cmdline::fail(run(&args, &scenario, &build))
     })
 }
 

@@ -22,6 +22,6 @@
 //! its timing goes to stderr and `results/timing/`.
 
 fn main() {
-    cli::one_line_panics();
+    cmdline::one_line_panics();
     std::process::exit(repro_clone::cli::main(std::env::args_os()));
 }

@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use subject::{BuildInfo, Weights};
 
-pub use cli::{EXIT_BAD_INPUT, EXIT_FAILED};
+pub use cmdline::{EXIT_BAD_INPUT, EXIT_FAILED};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -249,24 +249,24 @@ pub fn prompts(args: &Args) -> Result<Vec<String>> {
 
 /// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cli::run(argv, |args: Args| {
-        cli::refuse(BuildInfo::verified())?;
-        let design = cli::refuse(design(&args))?;
-        let prompts = cli::refuse(prompts(&args))?;
-        let positions = cli::refuse(positions(&args))?;
-        let text = cli::refuse(teacher_text(&args))?;
-        let names = cli::refuse(model_names(&args))?;
-        let loaded = cli::refuse(
+    cmdline::run(argv, |args: Args| {
+        cmdline::refuse(BuildInfo::verified())?;
+        let design = cmdline::refuse(design(&args))?;
+        let prompts = cmdline::refuse(prompts(&args))?;
+        let positions = cmdline::refuse(positions(&args))?;
+        let text = cmdline::refuse(teacher_text(&args))?;
+        let names = cmdline::refuse(model_names(&args))?;
+        let loaded = cmdline::refuse(
             names
                 .iter()
                 .map(|n| LoadedModel::load_with(models::resolve(n)?, Weights::AsStored))
                 .collect::<Result<Vec<_>>>(),
         )?;
         for m in &loaded {
-            cli::refuse(crate::tf::check_text(m, &text, positions))?;
-            cli::refuse(check_lengths(m, &prompts, &design))?;
+            cmdline::refuse(crate::tf::check_text(m, &text, positions))?;
+            cmdline::refuse(check_lengths(m, &prompts, &design))?;
         }
-        cli::fail(execute(
+        cmdline::fail(execute(
             &args,
             &design,
             &prompts,

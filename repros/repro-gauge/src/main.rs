@@ -27,6 +27,6 @@
 //! the same runs) and the plots.
 
 fn main() {
-    cli::one_line_panics();
+    cmdline::one_line_panics();
     std::process::exit(repro_gauge::cli::main(std::env::args_os()));
 }

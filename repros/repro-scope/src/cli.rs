@@ -7,7 +7,7 @@ use clap::Parser;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-pub use cli::{EXIT_BAD_INPUT, EXIT_FAILED};
+pub use cmdline::{EXIT_BAD_INPUT, EXIT_FAILED};
 
 pub const PUBLISHED_PROMPT: &str = "How do you say thank you in Chinese?";
 pub const DEFAULT_SCOPES: &str = "all,64,128,gen:64,llama:64";
@@ -92,11 +92,11 @@ pub fn published_config() -> RunConfig {
 
 /// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cli::run(argv, |args: Args| {
-        cli::refuse(subject::BuildInfo::verified())?;
-        let cfg = cli::refuse(config(&args))?;
-        let loaded = cli::refuse(models::resolve(&args.model).and_then(LoadedModel::load))?;
-        cli::fail(execute(&args, &cfg, &loaded))
+    cmdline::run(argv, |args: Args| {
+        cmdline::refuse(subject::BuildInfo::verified())?;
+        let cfg = cmdline::refuse(config(&args))?;
+        let loaded = cmdline::refuse(models::resolve(&args.model).and_then(LoadedModel::load))?;
+        cmdline::fail(execute(&args, &cfg, &loaded))
     })
 }
 

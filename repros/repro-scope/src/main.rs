@@ -21,6 +21,6 @@
 //! and writes `results/scope.<build>.{json,txt}` and `results/scope-sweep.<build>.svg`.
 
 fn main() {
-    cli::one_line_panics();
+    cmdline::one_line_panics();
     std::process::exit(repro_scope::cli::main(std::env::args_os()));
 }

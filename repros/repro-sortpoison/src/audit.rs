@@ -66,7 +66,7 @@ pub fn run(fuzz_chains: usize, vocab_model: &Path) -> Result<Audit> {
     });
     let census = census::run(vocab)?;
     let fuzz = fuzz::fuzz(fuzz::FUZZ_SEED, fuzz_chains)?;
-    let published = crate::cli::published();
+    let published = crate::chain::published();
     let published_report = chain::run(&published)?;
     let guarded_report = chain::run(&fuzz::guarded(&published))?;
     Ok(Audit {

@@ -12,6 +12,18 @@ use subject::{BuildInfo, Candidates, Sampler};
 
 pub use oracle::stage::LOGIT_LIMIT;
 
+/// The published chain: `top_k(4) -> logit_bias(+6 @ 3) -> top_p(0.8)` on 4..-3.
+pub fn published() -> ChainCase {
+    ChainCase {
+        logits: vec![4.0, 3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0],
+        stages: ["top_k=4", "logit_bias=3:+6", "top_p=0.8"]
+            .iter()
+            .map(|s| ChainStage::parse(s).expect("the published stages parse"))
+            .collect(),
+        history: Vec::new(),
+    }
+}
+
 /// A chain and the input it runs on. Ids are positions in `logits`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChainCase {
@@ -282,7 +294,7 @@ pub fn to_text(case: &ChainCase, r: &ChainReport) -> String {
 /// logit_bias that leaves the flag alone, and a top_p that does or does not trust the flag.
 /// No llama.cpp stage takes part, so the controls do not depend on the subject's behaviour.
 pub fn shadow_published(trusts_flag: bool) -> ChainCase {
-    let mut case = crate::cli::published();
+    let mut case = published();
     case.stages = vec![
         ChainStage::Shadow(ShadowTruncator {
             rule: ShadowRule::TopK { k: 4 },

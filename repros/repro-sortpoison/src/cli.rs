@@ -10,7 +10,7 @@ use oracle::TokenId;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-pub use cli::{EXIT_BAD_INPUT, EXIT_FAILED};
+pub use cmdline::{EXIT_BAD_INPUT, EXIT_FAILED};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -79,17 +79,7 @@ fn parse_history(text: &str) -> Result<Vec<TokenId>> {
 /// Random honest-flag inputs per stage for the oracle gate of a single chain.
 pub const CHAIN_GATE_INPUTS: usize = 200;
 
-/// The published chain: `top_k(4) -> logit_bias(+6 @ 3) -> top_p(0.8)` on 4..-3.
-pub fn published() -> ChainCase {
-    ChainCase {
-        logits: vec![4.0, 3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0],
-        stages: ["top_k=4", "logit_bias=3:+6", "top_p=0.8"]
-            .iter()
-            .map(|s| ChainStage::parse(s).expect("the published stages parse"))
-            .collect(),
-        history: Vec::new(),
-    }
-}
+pub use crate::chain::published;
 
 /// The chain the flags describe.
 pub fn case(args: &Args) -> Result<ChainCase> {
@@ -125,16 +115,16 @@ pub fn case(args: &Args) -> Result<ChainCase> {
 pub fn case_from_line(line: &str) -> Result<ChainCase> {
     let argv = std::iter::once("repro-sortpoison").chain(line.split_whitespace());
     let args = Args::try_parse_from(argv)
-        .map_err(|e| anyhow::anyhow!("{}", cli::first_line(&e.to_string())))?;
+        .map_err(|e| anyhow::anyhow!("{}", cmdline::first_line(&e.to_string())))?;
     case(&args)
 }
 
 /// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cli::run(argv, |args: Args| {
-        let build = cli::refuse(subject::BuildInfo::verified())?;
-        let case = cli::refuse(case(&args))?;
-        cli::fail(run(&args, &case, &build))
+    cmdline::run(argv, |args: Args| {
+        let build = cmdline::refuse(subject::BuildInfo::verified())?;
+        let case = cmdline::refuse(case(&args))?;
+        cmdline::fail(run(&args, &case, &build))
     })
 }
 

@@ -23,6 +23,6 @@
 //! `results/sortpoison.<build>.{json,txt}` and `results/sortpoison-guard.<build>.{json,txt}`.
 
 fn main() {
-    cli::one_line_panics();
+    cmdline::one_line_panics();
     std::process::exit(repro_sortpoison::cli::main(std::env::args_os()));
 }

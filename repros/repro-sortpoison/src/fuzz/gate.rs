@@ -1,0 +1,287 @@
+//! The oracle gate: single stages through llama.cpp (honest flag, random order) and through
+//! the oracle, survivor sets and every surviving logit compared, before the oracle judges any
+//! chain. A planted oracle with an arithmetic error must fail it.
+
+use super::generate::{random_logits, random_stage};
+use crate::chain::{self, ChainCase};
+use crate::rng::Rng;
+use crate::stage::ChainStage;
+use anyhow::Result;
+use oracle::stage::Stage;
+use oracle::truncation::{Pool, Step};
+use oracle::TokenId;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use subject::Candidates;
+
+/// An oracle to gate: how a single stage acts on a pool after a history. The real one is
+/// [`oracle::truncation::apply`]; a control plants an error in a copy.
+pub type OracleFn = dyn Fn(&Stage, &Pool, &[TokenId]) -> Step;
+
+/// The oracle's own stages.
+pub fn real_oracle(stage: &Stage, pool: &Pool, history: &[TokenId]) -> Step {
+    oracle::truncation::apply(stage, pool, history)
+}
+
+/// Distance between two f32 values in units in the last place (0 when equal, `-inf`
+/// included; `u64::MAX` when only one is finite).
+pub fn ulps(a: f32, b: f32) -> u64 {
+    if a == b {
+        return 0;
+    }
+    if !a.is_finite() || !b.is_finite() {
+        return u64::MAX;
+    }
+    // Map the bit patterns onto a line where adjacent floats are adjacent integers.
+    let key = |x: f32| {
+        let bits = x.to_bits() as i32;
+        (if bits < 0 { i32::MIN - bits } else { bits }) as i64
+    };
+    key(a).abs_diff(key(b))
+}
+
+/// How far a surviving logit may be from the oracle's, in ulps, for a stage on `n` entries.
+/// Every stage's arithmetic is the subject's own f32 arithmetic (0 ulps) except temp_ext with
+/// delta > 0: the subject derives its temperature in f32 from an entropy summed over `n`
+/// probabilities, the oracle in f64, so the two temperatures, and the logits divided by them,
+/// may differ by the slack of an f32 sum of `n` terms, `8 (n + 2)` ulps.
+pub fn ulp_bound(stage: &ChainStage, n: usize) -> u64 {
+    match stage {
+        ChainStage::Sampler(Stage::TempExt { delta, .. }) if *delta > 0.0 => 8 * (n as u64 + 2),
+        _ => 0,
+    }
+}
+
+/// One input whose subject and oracle disagree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateMismatch {
+    pub stage: String,
+    /// The array in the order it was handed over, as `id:logit`.
+    pub array: String,
+    /// `set` (different survivors) or `value` (a surviving logit off by more than the bound).
+    pub kind: &'static str,
+    pub detail: String,
+}
+
+/// Per stage: inputs, inputs where the stage removed entries, logits compared, largest ulps.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StageTally {
+    pub inputs: usize,
+    pub removing: usize,
+    pub values: usize,
+    pub max_ulps: u64,
+}
+
+/// The oracle check: one stage, a random order, the honest flag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OracleCheck {
+    pub seed: u64,
+    pub inputs: usize,
+    pub knife_edges: usize,
+    pub per_stage: BTreeMap<&'static str, StageTally>,
+    pub mismatches: Vec<GateMismatch>,
+}
+
+pub const ORACLE_CHECK_SEED: u64 = 0x0AC1E;
+
+/// Runs `inputs` single stages through llama.cpp (honest flag, random order) and through
+/// `oracle`, and compares the survivor sets and every surviving logit.
+pub fn oracle_check(seed: u64, inputs: usize, oracle: &OracleFn) -> Result<OracleCheck> {
+    let mut rng = Rng::new(seed);
+    let mut out = OracleCheck::empty(seed);
+    for _ in 0..inputs {
+        let n = rng.range(1, 24) as usize;
+        let logits = random_logits(&mut rng, n);
+        let stage = ChainStage::from(random_stage(&mut rng, n));
+        let history: Vec<TokenId> = (0..rng.range(0, 6))
+            .map(|_| TokenId(rng.below(n) as i32))
+            .collect();
+        let mut order: Vec<usize> = (0..n).collect();
+        rng.shuffle(&mut order);
+        out.check(&stage, &history, &logits, &order, oracle)?;
+    }
+    Ok(out)
+}
+
+/// The same gate for one chain's own stages, at its own parameters and history: `per_stage`
+/// random arrays as long as the chain's logits, in random order, honest flag.
+pub fn chain_gate(case: &ChainCase, seed: u64, per_stage: usize) -> Result<OracleCheck> {
+    let mut rng = Rng::new(seed);
+    let mut out = OracleCheck::empty(seed);
+    let n = case.logits.len();
+    let mut seen = Vec::new();
+    for stage in &case.stages {
+        if seen.contains(stage) {
+            continue;
+        }
+        seen.push(stage.clone());
+        for _ in 0..per_stage {
+            // Distinct quarter-integer logits from a grid wide enough for `n` of them.
+            let half = 24.max(n as i64);
+            let mut grid: Vec<i64> = (-half..=half).collect();
+            rng.shuffle(&mut grid);
+            let logits: Vec<f32> = grid[..n].iter().map(|&q| q as f32 / 4.0).collect();
+            let mut order: Vec<usize> = (0..n).collect();
+            rng.shuffle(&mut order);
+            out.check(stage, &case.history, &logits, &order, &real_oracle)?;
+        }
+    }
+    Ok(out)
+}
+
+impl OracleCheck {
+    fn empty(seed: u64) -> OracleCheck {
+        OracleCheck {
+            seed,
+            inputs: 0,
+            knife_edges: 0,
+            per_stage: BTreeMap::new(),
+            mismatches: Vec::new(),
+        }
+    }
+
+    /// One input: the stage through llama.cpp (honest flag, `order`) and through `oracle`;
+    /// survivor sets and every surviving logit compared.
+    fn check(
+        &mut self,
+        stage: &ChainStage,
+        history: &[TokenId],
+        logits: &[f32],
+        order: &[usize],
+        oracle: &OracleFn,
+    ) -> Result<()> {
+        let n = logits.len();
+        self.inputs += 1;
+        let tally = self.per_stage.entry(stage.name()).or_default();
+        tally.inputs += 1;
+        let step = oracle(&stage.oracle(), &Pool::from_logits(logits), history);
+        if step.edge.is_some() {
+            self.knife_edges += 1;
+            return Ok(());
+        }
+        let mut s = stage.build(n as i32)?;
+        if stage.reads_history() {
+            for &id in history {
+                s.accept(id)?;
+            }
+        }
+        let mut c = Candidates::new(order.iter().map(|&i| (TokenId(i as i32), logits[i])));
+        s.apply(&mut c)?;
+        let subject = chain::survivors(&c);
+        let want = step.pool.survivors();
+        if want.len() < n {
+            tally.removing += 1;
+        }
+        let array = || {
+            order
+                .iter()
+                .map(|&i| format!("{i}:{}", logits[i]))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        if subject != want {
+            self.mismatches.push(GateMismatch {
+                stage: stage.to_string(),
+                array: array(),
+                kind: "set",
+                detail: format!("subject keeps {subject:?}, oracle {want:?}"),
+            });
+            return Ok(());
+        }
+        let bound = ulp_bound(stage, n);
+        for e in step
+            .pool
+            .entries()
+            .iter()
+            .filter(|e| e.logit > f32::NEG_INFINITY)
+        {
+            let got = c.logit_of(e.id).expect("the sets are equal");
+            let d = ulps(got, e.logit);
+            tally.values += 1;
+            tally.max_ulps = tally.max_ulps.max(d);
+            if d > bound {
+                self.mismatches.push(GateMismatch {
+                    stage: stage.to_string(),
+                    array: array(),
+                    kind: "value",
+                    detail: format!(
+                        "id {}: subject logit {got:?}, oracle {:?} ({d} ulps, bound {bound})",
+                        e.id, e.logit
+                    ),
+                });
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl OracleCheck {
+    pub fn passed(&self) -> bool {
+        self.mismatches.is_empty()
+    }
+
+    /// Stages whose inputs produced a mismatch, with how many.
+    pub fn mismatching_stages(&self) -> BTreeMap<String, usize> {
+        let mut m = BTreeMap::new();
+        for x in &self.mismatches {
+            let name = x.stage.split('=').next().unwrap_or(&x.stage).to_string();
+            *m.entry(name).or_insert(0) += 1;
+        }
+        m
+    }
+
+    /// One line: inputs, comparisons and mismatches per kind.
+    pub fn summary(&self) -> String {
+        let values: usize = self.per_stage.values().map(|t| t.values).sum();
+        let sets = self.inputs - self.knife_edges;
+        let per = |kind: &str| self.mismatches.iter().filter(|m| m.kind == kind).count();
+        format!(
+            "{} single stages ({} knife edges skipped): {} survivor sets and {} surviving logits compared; {} set and {} value mismatches",
+            self.inputs,
+            self.knife_edges,
+            sets,
+            values,
+            per("set"),
+            per("value")
+        )
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "seed": self.seed,
+            "inputs": self.inputs,
+            "knife_edges_skipped": self.knife_edges,
+            "per_stage": self.per_stage.iter().map(|(k, t)| (k.to_string(), json!({
+                "inputs": t.inputs,
+                "inputs_where_entries_were_removed": t.removing,
+                "surviving_logits_compared": t.values,
+                "max_ulps": t.max_ulps,
+            }))).collect::<serde_json::Map<_, _>>(),
+            "mismatches": self.mismatches.iter().map(|m| json!({
+                "stage": m.stage, "array": m.array, "kind": m.kind, "detail": m.detail,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "oracle check (seed {:#x}): single stages on random orders with the honest flag; survivor sets and every surviving logit compared (bit for bit; temp_ext within 8(n+2) ulps)\n  {}\n  stage          inputs  removed entries  logits compared  max ulps\n",
+            self.seed,
+            self.summary()
+        );
+        for (k, t) in &self.per_stage {
+            out.push_str(&format!(
+                "  {:<13} {:>7} {:>16} {:>16} {:>9}\n",
+                k, t.inputs, t.removing, t.values, t.max_ulps
+            ));
+        }
+        for m in &self.mismatches {
+            out.push_str(&format!(
+                "  MISMATCH ({}) {} on [{}]: {}\n",
+                m.kind, m.stage, m.array, m.detail
+            ));
+        }
+        out
+    }
+}
