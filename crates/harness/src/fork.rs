@@ -230,7 +230,9 @@ pub fn run_on<D: Decoder, R: Run + Send>(
             }
         }
         let chosen = choose_all(runs, &group_of, &rows)?;
-        let mut parts: Vec<(SeqId, Vec<(TokenId, Vec<usize>)>)> = Vec::new();
+        // Per group: its sequence, and the runs that chose each token.
+        type Split = Vec<(TokenId, Vec<usize>)>;
+        let mut parts: Vec<(SeqId, Split)> = Vec::new();
         for g in &groups {
             let mut by_token: Vec<(TokenId, Vec<usize>)> = Vec::new();
             for &r in &g.runs {

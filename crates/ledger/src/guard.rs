@@ -14,12 +14,19 @@ unsafe extern "C" fn apply(
     _smpl: *mut sys::llama_sampler,
     cur_p: *mut sys::llama_token_data_array,
 ) {
-    let Some(arr) = cur_p.as_mut() else { return };
+    // SAFETY: llama.cpp passes NULL or a live array header whose data holds `size` entries.
+    let Some(arr) = (unsafe { cur_p.as_mut() }) else {
+        return;
+    };
     if !arr.sorted || arr.data.is_null() || arr.size < 2 {
         return;
     }
-    let data = std::slice::from_raw_parts(arr.data, arr.size);
-    if data.windows(2).any(|w| !(w[0].logit >= w[1].logit)) {
+    // SAFETY: as above.
+    let data = unsafe { std::slice::from_raw_parts(arr.data, arr.size) };
+    // "Not >=" rather than "<": a NaN breaks the order too.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    let broken = data.windows(2).any(|w| !(w[0].logit >= w[1].logit));
+    if broken {
         arr.sorted = false;
     }
 }

@@ -275,15 +275,19 @@ fn fast_exp(x: f32) -> f32 {
     let i = (t + MAGIC) - MAGIC;
     let f = t - i;
     let p = 1.0
-        + f * (0.693_147_2
+        // LN_2 is the f32 that 0.693_147_2 rounds to (same bits).
+        + f * (std::f32::consts::LN_2
             + f * (0.240_226_5
                 + f * (0.055_504_11
                     + f * (0.009_618_129 + f * (0.001_333_355 + f * 0.000_154_035_3)))));
     f32::from_bits(((i as i32 + 127) as u32) << 23) * p
 }
 
+/// # Safety
+/// `smpl` is NULL or a live sampler made by [`raw`] (its ctx NULL or a leaked `Ledger`).
 unsafe fn ledger<'a>(smpl: *const sys::llama_sampler) -> Option<&'a mut Ledger> {
-    smpl.as_ref().and_then(|s| (s.ctx as *mut Ledger).as_mut())
+    // SAFETY: the caller's promise.
+    unsafe { smpl.as_ref().and_then(|s| (s.ctx as *mut Ledger).as_mut()) }
 }
 
 unsafe extern "C" fn name(_smpl: *const sys::llama_sampler) -> *const std::os::raw::c_char {
@@ -291,25 +295,27 @@ unsafe extern "C" fn name(_smpl: *const sys::llama_sampler) -> *const std::os::r
 }
 
 unsafe extern "C" fn accept(smpl: *mut sys::llama_sampler, token: sys::llama_token) {
-    if let Some(l) = ledger(smpl) {
+    // SAFETY (every callback below): llama.cpp calls back with the sampler this iface
+    // belongs to, and with NULL or a live array header.
+    if let Some(l) = unsafe { ledger(smpl) } {
         l.accept(token);
     }
 }
 
 unsafe extern "C" fn apply(smpl: *mut sys::llama_sampler, cur_p: *mut sys::llama_token_data_array) {
-    if let (Some(l), Some(arr)) = (ledger(smpl), cur_p.as_mut()) {
+    if let (Some(l), Some(arr)) = unsafe { (ledger(smpl), cur_p.as_mut()) } {
         l.apply(arr);
     }
 }
 
 unsafe extern "C" fn reset(smpl: *mut sys::llama_sampler) {
-    if let Some(l) = ledger(smpl) {
+    if let Some(l) = unsafe { ledger(smpl) } {
         l.reset();
     }
 }
 
 unsafe extern "C" fn clone(smpl: *const sys::llama_sampler) -> *mut sys::llama_sampler {
-    match ledger(smpl) {
+    match unsafe { ledger(smpl) } {
         // The whole ledger: window, counts and distinct list.
         Some(l) => raw(Box::new(l.clone())),
         None => std::ptr::null_mut(),
@@ -317,9 +323,10 @@ unsafe extern "C" fn clone(smpl: *const sys::llama_sampler) -> *mut sys::llama_s
 }
 
 unsafe extern "C" fn free(smpl: *mut sys::llama_sampler) {
-    if let Some(s) = smpl.as_mut() {
+    if let Some(s) = unsafe { smpl.as_mut() } {
         if !s.ctx.is_null() {
-            drop(Box::from_raw(s.ctx as *mut Ledger));
+            // SAFETY: free runs once per sampler; the ctx is the Box `raw` leaked.
+            drop(unsafe { Box::from_raw(s.ctx as *mut Ledger) });
             s.ctx = std::ptr::null_mut();
         }
     }

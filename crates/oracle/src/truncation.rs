@@ -270,12 +270,14 @@ pub fn typical(pool: &Pool, p: f32, min_keep: usize) -> Step {
     let probs = pool.probabilities();
     // llama.cpp computes -p*ln(p) in f32, which is NaN once a probability underflows to 0;
     // every score is then NaN and its order is whatever its sort leaves.
-    if let Some(e) = pool
+    // "Not >" rather than "<=": a NaN probability counts as underflowed too.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    let underflowed = pool
         .entries()
         .iter()
         .zip(&probs)
-        .find(|(_, &q)| !(q > 1e-37))
-    {
+        .find(|(_, &q)| !(q > 1e-37));
+    if let Some(e) = underflowed {
         return Step {
             pool: pool.clone(),
             edge: edge(format!(

@@ -108,18 +108,21 @@ fn no_unwind<T>(f: impl FnOnce() -> T) -> T {
 /// # Safety
 /// `smpl` is a live sampler created by [`Sampler::custom`] (its ctx is a `*mut Boxed`).
 unsafe fn inner<'a>(smpl: *const sys::llama_sampler) -> &'a mut Boxed {
-    &mut *((*smpl).ctx as *mut Boxed)
+    // SAFETY: the caller promises `smpl` is live and its ctx is the `Boxed` we leaked.
+    unsafe { &mut *((*smpl).ctx as *mut Boxed) }
 }
 
 unsafe extern "C" fn name_cb(smpl: *const sys::llama_sampler) -> *const c_char {
-    no_unwind(|| inner(smpl).name().as_ptr())
+    // SAFETY: llama.cpp calls back only with the live sampler this iface belongs to.
+    no_unwind(|| unsafe { inner(smpl) }.name().as_ptr())
 }
 
 unsafe extern "C" fn apply_cb(
     smpl: *mut sys::llama_sampler,
     cur_p: *mut sys::llama_token_data_array,
 ) {
-    no_unwind(|| {
+    // SAFETY: llama.cpp passes the live sampler and either NULL or a live array header.
+    no_unwind(|| unsafe {
         if let Some(arr) = cur_p.as_mut() {
             if !arr.data.is_null() {
                 inner(smpl).apply(&mut ArrayView { arr });
@@ -129,19 +132,23 @@ unsafe extern "C" fn apply_cb(
 }
 
 unsafe extern "C" fn accept_cb(smpl: *mut sys::llama_sampler, token: sys::llama_token) {
-    no_unwind(|| inner(smpl).accept(TokenId(token)))
+    // SAFETY: llama.cpp calls back only with the live sampler this iface belongs to.
+    no_unwind(|| unsafe { inner(smpl) }.accept(TokenId(token)))
 }
 
 unsafe extern "C" fn reset_cb(smpl: *mut sys::llama_sampler) {
-    no_unwind(|| inner(smpl).reset())
+    // SAFETY: as above.
+    no_unwind(|| unsafe { inner(smpl) }.reset())
 }
 
 unsafe extern "C" fn clone_cb(smpl: *const sys::llama_sampler) -> *mut sys::llama_sampler {
-    no_unwind(|| raw_custom(inner(smpl).clone_sampler()))
+    // SAFETY: as above.
+    no_unwind(|| raw_custom(unsafe { inner(smpl) }.clone_sampler()))
 }
 
 unsafe extern "C" fn free_cb(smpl: *mut sys::llama_sampler) {
-    no_unwind(|| drop(Box::from_raw((*smpl).ctx as *mut Boxed)))
+    // SAFETY: free is called once per sampler, so the leaked Box is reclaimed exactly once.
+    no_unwind(|| drop(unsafe { Box::from_raw((*smpl).ctx as *mut Boxed) }))
 }
 
 fn iface() -> *mut sys::llama_sampler_i {

@@ -83,7 +83,11 @@ impl Model {
                 path.display()
             )
         })?;
-        Ok(Arc::new(Model { raw, weights }))
+        // Arc, not Rc: contexts, vocabularies and samplers share the model, and the harness
+        // hands them to worker threads only behind its own Send wrappers.
+        #[allow(clippy::arc_with_non_send_sync)]
+        let model = Arc::new(Model { raw, weights });
+        Ok(model)
     }
 
     pub fn weights(&self) -> Weights {

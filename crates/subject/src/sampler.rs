@@ -87,7 +87,8 @@ impl Sampler {
     /// and whose context may be used from another thread than the one that made it (the
     /// wrapper is `Send`).
     pub unsafe fn adopt(raw: *mut sys::llama_sampler, n_vocab: Option<i32>) -> Result<Sampler> {
-        Sampler::from_raw(raw, n_vocab)
+        // SAFETY: the caller's promise is `from_raw`'s.
+        unsafe { Sampler::from_raw(raw, n_vocab) }
     }
 
     /// Gives up ownership: the caller (for example `llama_sampler_chain_add`, which frees
@@ -263,7 +264,8 @@ impl Sampler {
     /// # Safety
     /// `arr` must describe a live, validated buffer of `size` entries.
     pub(crate) unsafe fn apply_raw(&mut self, arr: *mut sys::llama_token_data_array) {
-        sys::llama_sampler_apply(self.raw.as_ptr(), arr)
+        // SAFETY: our handle is live; the caller vouches for `arr`.
+        unsafe { sys::llama_sampler_apply(self.raw.as_ptr(), arr) }
     }
 
     /// Clears the sampler's state.

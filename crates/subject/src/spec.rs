@@ -282,89 +282,104 @@ fn validate_stage(stage: &Stage, n_vocab: i32) -> Result<()> {
 /// # Safety
 /// `stage` must have passed [`validate_stage`] with `n_vocab`.
 unsafe fn init_stage(stage: &Stage, n_vocab: i32, seed: u32) -> Result<*mut sys::llama_sampler> {
-    Ok(match stage {
-        Stage::Greedy => sys::llama_sampler_init_greedy(),
-        Stage::TopK { k } => sys::llama_sampler_init_top_k(*k),
-        Stage::TopP { p, min_keep } => sys::llama_sampler_init_top_p(*p, *min_keep),
-        Stage::MinP { p, min_keep } => sys::llama_sampler_init_min_p(*p, *min_keep),
-        Stage::Typical { p, min_keep } => sys::llama_sampler_init_typical(*p, *min_keep),
-        Stage::Temp { t } => sys::llama_sampler_init_temp(*t),
-        Stage::TempExt { t, delta, exponent } => {
-            sys::llama_sampler_init_temp_ext(*t, *delta, *exponent)
+    // SAFETY: every init function takes plain values (logit_bias: a pointer to a buffer
+    // that outlives the call) and returns an owned sampler or NULL; the caller checked the
+    // parameters against the inputs that make llama.cpp abort or throw.
+    Ok(unsafe {
+        match stage {
+            Stage::Greedy => sys::llama_sampler_init_greedy(),
+            Stage::TopK { k } => sys::llama_sampler_init_top_k(*k),
+            Stage::TopP { p, min_keep } => sys::llama_sampler_init_top_p(*p, *min_keep),
+            Stage::MinP { p, min_keep } => sys::llama_sampler_init_min_p(*p, *min_keep),
+            Stage::Typical { p, min_keep } => sys::llama_sampler_init_typical(*p, *min_keep),
+            Stage::Temp { t } => sys::llama_sampler_init_temp(*t),
+            Stage::TempExt { t, delta, exponent } => {
+                sys::llama_sampler_init_temp_ext(*t, *delta, *exponent)
+            }
+            Stage::Xtc {
+                probability,
+                threshold,
+                min_keep,
+            } => sys::llama_sampler_init_xtc(*probability, *threshold, *min_keep, seed),
+            Stage::TopNSigma { n } => sys::llama_sampler_init_top_n_sigma(*n),
+            Stage::Penalties { last_n, params } => init_penalties(
+                n_vocab,
+                last_n.0 as i32,
+                params.repeat,
+                params.freq,
+                params.present,
+            ),
+            Stage::LogitBias { biases } => {
+                let raw: Vec<sys::llama_logit_bias> = biases
+                    .iter()
+                    .map(|(id, bias)| sys::llama_logit_bias {
+                        token: id.0,
+                        bias: *bias,
+                    })
+                    .collect();
+                sys::llama_sampler_init_logit_bias(n_vocab, raw.len() as i32, raw.as_ptr())
+            }
+            Stage::SortedGuard => bail!("sorted_guard is not a llama.cpp sampler"),
         }
-        Stage::Xtc {
-            probability,
-            threshold,
-            min_keep,
-        } => sys::llama_sampler_init_xtc(*probability, *threshold, *min_keep, seed),
-        Stage::TopNSigma { n } => sys::llama_sampler_init_top_n_sigma(*n),
-        Stage::Penalties { last_n, params } => init_penalties(
-            n_vocab,
-            last_n.0 as i32,
-            params.repeat,
-            params.freq,
-            params.present,
-        ),
-        Stage::LogitBias { biases } => {
-            let raw: Vec<sys::llama_logit_bias> = biases
-                .iter()
-                .map(|(id, bias)| sys::llama_logit_bias {
-                    token: id.0,
-                    bias: *bias,
-                })
-                .collect();
-            sys::llama_sampler_init_logit_bias(n_vocab, raw.len() as i32, raw.as_ptr())
-        }
-        Stage::SortedGuard => bail!("sorted_guard is not a llama.cpp sampler"),
     })
 }
 
 #[cfg(not(feature = "legacy-api"))]
-unsafe fn init_penalties(
+fn init_penalties(
     n_vocab: i32,
     last_n: i32,
     repeat: f32,
     freq: f32,
     present: f32,
 ) -> *mut sys::llama_sampler {
-    sys::llama_sampler_init_penalties(n_vocab, last_n, repeat, freq, present)
+    // SAFETY: plain values in, an owned sampler or NULL out.
+    unsafe { sys::llama_sampler_init_penalties(n_vocab, last_n, repeat, freq, present) }
 }
 
 #[cfg(feature = "legacy-api")]
-unsafe fn init_penalties(
+fn init_penalties(
     _n_vocab: i32,
     last_n: i32,
     repeat: f32,
     freq: f32,
     present: f32,
 ) -> *mut sys::llama_sampler {
-    sys::llama_sampler_init_penalties(last_n, repeat, freq, present)
+    // SAFETY: plain values in, an owned sampler or NULL out.
+    unsafe { sys::llama_sampler_init_penalties(last_n, repeat, freq, present) }
 }
 
 // DRY is built without a vocabulary: with no sequence breakers llama.cpp never reads it.
 #[cfg(not(feature = "legacy-api"))]
-unsafe fn init_dry(d: &DryParams) -> *mut sys::llama_sampler {
-    sys::llama_sampler_init_dry(
-        std::ptr::null(),
-        d.multiplier,
-        d.base,
-        d.allowed_length,
-        d.last_n,
-        std::ptr::null_mut(),
-        0,
-    )
+fn init_dry(d: &DryParams) -> *mut sys::llama_sampler {
+    // SAFETY: no vocabulary and no breakers (NULL, 0): plain values in, an owned sampler or
+    // NULL out.
+    unsafe {
+        sys::llama_sampler_init_dry(
+            std::ptr::null(),
+            d.multiplier,
+            d.base,
+            d.allowed_length,
+            d.last_n,
+            std::ptr::null_mut(),
+            0,
+        )
+    }
 }
 
 #[cfg(feature = "legacy-api")]
-unsafe fn init_dry(d: &DryParams) -> *mut sys::llama_sampler {
-    sys::llama_sampler_init_dry(
-        std::ptr::null(),
-        d.n_ctx_train,
-        d.multiplier,
-        d.base,
-        d.allowed_length,
-        d.last_n,
-        std::ptr::null_mut(),
-        0,
-    )
+fn init_dry(d: &DryParams) -> *mut sys::llama_sampler {
+    // SAFETY: no vocabulary and no breakers (NULL, 0): plain values in, an owned sampler or
+    // NULL out.
+    unsafe {
+        sys::llama_sampler_init_dry(
+            std::ptr::null(),
+            d.n_ctx_train,
+            d.multiplier,
+            d.base,
+            d.allowed_length,
+            d.last_n,
+            std::ptr::null_mut(),
+            0,
+        )
+    }
 }

@@ -374,7 +374,7 @@ fn new_state(
     };
     let samplers = choosers
         .iter()
-        .map(|&c| chooser_sampler(c, &m.model, prompt, &grammar))
+        .map(|&c| chooser_sampler(c, &m.model, prompt, grammar))
         .collect::<Result<Vec<_>>>()?;
     Ok(PairState {
         grammar: grammar()?,

@@ -286,7 +286,7 @@ pub fn run(
                             span.accept(tokens[p])?;
                             span.position(
                                 row,
-                                p % stride == 0,
+                                p.is_multiple_of(stride),
                                 shifts,
                                 &mut mine,
                                 theta_c,

@@ -150,7 +150,9 @@ fn bad_input_is_one_line_and_exit_2() {
     std::fs::write(&garbage, vec![7u8; 4096]).unwrap();
     let garbage = garbage.to_string_lossy().into_owned();
     let corrupt = corrupt_dir.to_string_lossy().into_owned();
-    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, &str)> = vec![
+    // (arguments, environment, what the one error line must say)
+    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Case> = vec![
         (vec!["--model", "nope"], vec![], "neither"),
         (
             vec!["--model", "/nonexistent/model.gguf"],

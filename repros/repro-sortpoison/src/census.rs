@@ -30,11 +30,14 @@ const N_VOCAB: i32 = 64;
 /// The grammar the census uses: the only text it allows is the letter `b`.
 pub const GRAMMAR: &str = "root ::= \"b\"";
 
+type BuildFn = dyn Fn(&Input) -> Result<Sampler>;
+type HistoryFn = dyn Fn(&Input) -> Vec<TokenId>;
+
 /// How to build one census subject. `history` is accepted before every apply.
 pub struct Subject {
     pub label: String,
-    build: Box<dyn Fn(&Input) -> Result<Sampler>>,
-    history: Box<dyn Fn(&Input) -> Vec<TokenId>>,
+    build: Box<BuildFn>,
+    history: Box<HistoryFn>,
     /// Only runs on the vocabulary battery (grammar, infill).
     needs_vocab: bool,
 }
@@ -206,7 +209,7 @@ pub fn battery() -> Vec<Input> {
         &[10.0, 9.5, 9.0, 0.0, -10.0, -20.0],
         &[2, 7, 1, 8, 3, 4],
     ));
-    let mut rng = Rng::new(0x5047_2);
+    let mut rng = Rng::new(0x50472);
     for _ in 0..40 {
         let n = rng.range(2, 16) as usize;
         let mut grid: Vec<i64> = (-32..=32).collect();
