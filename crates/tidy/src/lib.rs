@@ -1,0 +1,140 @@
+//! Plain checks over the repository's files (no build, no FFI); `tests/tidy.rs` runs them.
+//!
+//! Each check returns the list of problems it found, one line each, so a failing test says
+//! exactly which file to fix.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The repository root (this crate lives at `crates/tidy`).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every `.rs` file below `dir`, sorted.
+pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            if name == "target" || name == "snapshots" {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Files whose first line is not a `//!` line saying what the file is.
+pub fn files_without_summary(files: &[PathBuf]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| {
+            let text = fs::read_to_string(f).unwrap_or_default();
+            !text.lines().next().is_some_and(|l| l.starts_with("//!"))
+        })
+        .map(|f| format!("{} does not open with a //! line", f.display()))
+        .collect()
+}
+
+/// Which of a crate's top-level modules each module names through `crate::<module>` (comments
+/// and doc links left out). `src` is the crate's `src` folder.
+pub fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in rust_files(src) {
+        let rel = f.strip_prefix(src).expect("below src");
+        let top = rel
+            .components()
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy().trim_end_matches(".rs").to_string())
+            .unwrap_or_default();
+        if top == "lib" || top == "main" {
+            continue;
+        }
+        let text = fs::read_to_string(&f).unwrap_or_default();
+        let deps = graph.entry(top.clone()).or_default();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            for (i, _) in line.match_indices("crate::") {
+                let name: String = line[i + 7..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() && name != top {
+                    deps.insert(name);
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// Modules that can reach themselves through `crate::` references, each with one such path.
+pub fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut out = Vec::new();
+    for start in graph.keys() {
+        // Breadth-first from `start`, remembering how each module was reached.
+        let mut came_from: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut queue = std::collections::VecDeque::from([start.as_str()]);
+        let mut back = None;
+        while let Some(m) = queue.pop_front() {
+            for d in graph.get(m).into_iter().flatten() {
+                if d == start {
+                    back = Some(m);
+                    break;
+                }
+                if graph.contains_key(d) && !came_from.contains_key(d.as_str()) {
+                    came_from.insert(d, m);
+                    queue.push_back(d);
+                }
+            }
+            if back.is_some() {
+                break;
+            }
+        }
+        if let Some(mut m) = back {
+            let mut path = vec![start.as_str(), m];
+            while m != start {
+                m = came_from[m];
+                path.push(m);
+            }
+            path.reverse();
+            out.push(path.join(" -> "));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(edges: &[(&str, &str)]) -> BTreeMap<String, BTreeSet<String>> {
+        let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (a, b) in edges {
+            g.entry(a.to_string()).or_default().insert(b.to_string());
+            g.entry(b.to_string()).or_default();
+        }
+        g
+    }
+
+    #[test]
+    fn finds_a_planted_cycle_and_passes_a_chain() {
+        let with_cycle = graph(&[("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]);
+        let found = cycles(&with_cycle);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found.contains(&"a -> b -> c -> a".to_string()), "{found:?}");
+        assert!(cycles(&graph(&[("a", "b"), ("b", "c"), ("a", "c")])).is_empty());
+    }
+}
