@@ -5,7 +5,7 @@
 //! template and one reusable buffer. The buffer is refilled from the template before every
 //! call, so each apply sees exactly the validated input.
 
-use crate::candidates::Candidates;
+use crate::candidates::{id_ordered, Candidates};
 use crate::sampler::Sampler;
 use anyhow::{bail, Result};
 use llama_cpp_sys_2 as sys;
@@ -101,26 +101,9 @@ impl LogitsArray {
 
     /// Refills the array from `logits` (checked: non-empty, no NaN or +inf).
     pub fn load(&mut self, logits: &[f32]) -> Result<()> {
-        if logits.is_empty() {
-            bail!("the candidate array is empty (llama.cpp asserts size > 0)");
-        }
-        if let Some(i) = logits
-            .iter()
-            .position(|l| l.is_nan() || *l == f32::INFINITY)
-        {
-            bail!("logit {i} is {}; logits must be finite or -inf", logits[i]);
-        }
+        let row = id_ordered(logits, None)?;
         self.buf.clear();
-        self.buf.extend(
-            logits
-                .iter()
-                .enumerate()
-                .map(|(i, &logit)| sys::llama_token_data {
-                    id: i as i32,
-                    logit,
-                    p: 0.0,
-                }),
-        );
+        self.buf.extend(row);
         self.size = self.buf.len();
         self.selected = -1;
         self.sorted = false;
