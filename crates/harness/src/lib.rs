@@ -69,16 +69,8 @@ impl Stop {
     }
 }
 
-/// First maximum in id order: llama.cpp's greedy rule on an id-ordered array.
-pub fn argmax(logits: &[f32]) -> TokenId {
-    let mut best = 0;
-    for (i, &z) in logits.iter().enumerate() {
-        if z > logits[best] {
-            best = i;
-        }
-    }
-    TokenId(best as i32)
-}
+/// llama.cpp's greedy rule over a row of logits: the oracle's [`oracle::argmax`].
+pub use oracle::argmax;
 
 /// The first index where two token sequences differ, or `None` if they are equal.
 pub fn divergence(a: &[TokenId], b: &[TokenId]) -> Option<usize> {

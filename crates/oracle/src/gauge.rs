@@ -104,16 +104,8 @@ pub fn apply(
     }
 }
 
-/// First maximum (lowest id among equal values): llama.cpp's greedy rule on an id-ordered array.
-pub fn argmax(x: &[f64]) -> TokenId {
-    let mut best = 0;
-    for (i, &v) in x.iter().enumerate() {
-        if v > x[best] {
-            best = i;
-        }
-    }
-    TokenId(best as i32)
-}
+/// Greedy choice over an operator's output (the crate's one rule, [`crate::argmax`]).
+pub use crate::argmax;
 
 /// Softmax in f64 (for comparing distributions across shifts).
 pub fn softmax(x: &[f64]) -> Vec<f64> {

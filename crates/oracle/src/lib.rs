@@ -23,3 +23,28 @@ impl std::fmt::Display for TokenId {
         write!(f, "{}", self.0)
     }
 }
+
+/// llama.cpp's greedy rule on an id-ordered array: the first maximum, so the lowest id among
+/// equal values. The same rule for the f32 logits a model hands back and for the f64 values
+/// the oracle computes.
+pub fn argmax<T: PartialOrd>(x: &[T]) -> TokenId {
+    let mut best = 0;
+    for (i, v) in x.iter().enumerate() {
+        if *v > x[best] {
+            best = i;
+        }
+    }
+    TokenId(best as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argmax_takes_the_first_of_equal_maxima() {
+        assert_eq!(argmax(&[0.5f32, 2.0, -1.0, 2.0]), TokenId(1));
+        assert_eq!(argmax(&[f32::NEG_INFINITY, f32::NEG_INFINITY]), TokenId(0));
+        assert_eq!(argmax(&[-3.0f64, -1.0, -1.0]), TokenId(1));
+    }
+}

@@ -136,6 +136,15 @@ impl Pool {
         w.into_iter().map(|x| x / sum).collect()
     }
 
+    /// The first two entries, when they share the top logit (the tie llama.cpp settles by
+    /// array order wherever it keeps or selects a single top entry).
+    fn top_tie(&self) -> Option<(Entry, Entry)> {
+        match self.entries.as_slice() {
+            [a, b, ..] if a.logit == b.logit => Some((*a, *b)),
+            _ => None,
+        }
+    }
+
     fn prefix(&self, n: usize) -> Pool {
         Pool {
             entries: self.entries[..n.min(self.entries.len())].to_vec(),
@@ -342,16 +351,13 @@ fn scale(pool: &Pool, t: f32) -> Pool {
 
 /// `temp(t)` for `t <= 0`: the top entry keeps its logit, all others become `-inf`.
 fn argmax_only(pool: &Pool, stage: &str) -> Step {
-    let e = pool.entries();
-    let tie = if e.len() > 1 && e[0].logit == e[1].logit {
+    let tie = pool.top_tie().and_then(|(a, b)| {
         edge(format!(
             "{stage}: ids {} and {} share the top logit {}; llama.cpp keeps whichever comes first",
-            e[0].id, e[1].id, e[0].logit
+            a.id, b.id, a.logit
         ))
-    } else {
-        None
-    };
-    let top = e.first().map(|x| x.id);
+    });
+    let top = pool.entries().first().map(|x| x.id);
     Step {
         pool: pool.map_logits(|x| {
             if Some(x.id) == top {
@@ -522,19 +528,16 @@ pub fn penalties(
 }
 
 pub fn greedy(pool: &Pool) -> Step {
-    let e = pool.entries();
-    let tie = if e.len() > 1 && e[0].logit == e[1].logit {
+    let tie = pool.top_tie().and_then(|(a, b)| {
         edge(format!(
             "greedy: ids {} and {} share the top logit {}",
-            e[0].id, e[1].id, e[0].logit
+            a.id, b.id, a.logit
         ))
-    } else {
-        None
-    };
+    });
     Step {
         pool: pool.clone(),
         edge: tie,
-        selected: e.first().map(|x| x.id),
+        selected: pool.entries().first().map(|x| x.id),
     }
 }
 
@@ -745,6 +748,30 @@ mod tests {
         let z = temp(&published(), 0.0);
         assert_eq!(z.pool.survivors(), ids(&[0]));
         assert_eq!(z.pool.len(), 8);
+    }
+
+    #[test]
+    fn a_shared_top_logit_is_a_knife_edge_for_greedy_and_temp_zero() {
+        let tied = Pool::from_logits(&[1.0, 2.0, 2.0]);
+        let g = greedy(&tied);
+        assert_eq!(g.selected, Some(TokenId(1)));
+        assert_eq!(
+            g.edge,
+            Some(KnifeEdge(
+                "greedy: ids 1 and 2 share the top logit 2".into()
+            ))
+        );
+        assert_eq!(
+            temp(&tied, 0.0).edge,
+            Some(KnifeEdge(
+                "temp: ids 1 and 2 share the top logit 2; llama.cpp keeps whichever comes first"
+                    .into()
+            ))
+        );
+        let clear = Pool::from_logits(&[1.0, 2.0, 1.0]);
+        assert_eq!(greedy(&clear).edge, None);
+        assert_eq!(temp(&clear, 0.0).edge, None);
+        assert_eq!(greedy(&Pool::from_logits(&[3.0])).edge, None);
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //! - verdict rows ([`Row`]) share their report's controls and obey the same rule;
 //! - one spelling: `present`, `absent`, `undecided`, `inconclusive`.
 
+pub mod svg;
+
 use anyhow::{bail, ensure, Context, Result};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};

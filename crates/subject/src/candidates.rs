@@ -161,6 +161,41 @@ impl Candidates {
     }
 }
 
+/// A logits row laid out the way llama.cpp builds its array from one (ids `0..n` in order, `p`
+/// zero), once the row has passed the checks an array of that layout needs: not empty, no more
+/// entries than the sampler's vocabulary `n_vocab`, every logit finite or `-inf` (the ids are
+/// distinct and in range by construction).
+pub(crate) fn id_ordered(
+    logits: &[f32],
+    n_vocab: Option<i32>,
+) -> Result<impl Iterator<Item = llama_token_data> + '_> {
+    if logits.is_empty() {
+        bail!("the candidate array is empty (llama.cpp asserts size > 0)");
+    }
+    if let Some(n) = n_vocab {
+        if logits.len() > n as usize {
+            bail!(
+                "{} logits for a sampler built for a vocabulary of {n}",
+                logits.len()
+            );
+        }
+    }
+    if let Some(i) = logits
+        .iter()
+        .position(|l| l.is_nan() || *l == f32::INFINITY)
+    {
+        bail!("logit {i} is {}; logits must be finite or -inf", logits[i]);
+    }
+    Ok(logits
+        .iter()
+        .enumerate()
+        .map(|(i, &logit)| llama_token_data {
+            id: i as i32,
+            logit,
+            p: 0.0,
+        }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,5 +222,27 @@ mod tests {
             .validate(Some(3))
             .is_err());
         assert!(Candidates::from_logits(&[0.0; 4]).validate(Some(4)).is_ok());
+    }
+
+    #[test]
+    fn an_id_ordered_row_is_checked_then_laid_out() {
+        let err = |logits: &[f32], n| id_ordered(logits, n).err().map(|e| e.to_string());
+        assert_eq!(
+            err(&[], None).as_deref(),
+            Some("the candidate array is empty (llama.cpp asserts size > 0)")
+        );
+        assert_eq!(
+            err(&[0.0, f32::NAN, 1.0], Some(2)).as_deref(),
+            Some("3 logits for a sampler built for a vocabulary of 2")
+        );
+        assert_eq!(
+            err(&[0.0, f32::INFINITY], None).as_deref(),
+            Some("logit 1 is inf; logits must be finite or -inf")
+        );
+        let row: Vec<(i32, f32, f32)> = id_ordered(&[2.5, f32::NEG_INFINITY], Some(2))
+            .unwrap()
+            .map(|d| (d.id, d.logit, d.p))
+            .collect();
+        assert_eq!(row, [(0, 2.5, 0.0), (1, f32::NEG_INFINITY, 0.0)]);
     }
 }

@@ -5,7 +5,7 @@
 //! template and one reusable buffer. The buffer is refilled from the template before every
 //! call, so each apply sees exactly the validated input.
 
-use crate::candidates::Candidates;
+use crate::candidates::{id_ordered, Candidates};
 use crate::sampler::Sampler;
 use anyhow::{bail, Result};
 use llama_cpp_sys_2 as sys;
@@ -103,18 +103,9 @@ impl LogitsArray {
 
     /// Refills the array from `logits` (checked: non-empty, no NaN or +inf).
     pub fn load(&mut self, logits: &[f32]) -> Result<()> {
-        check_row(logits)?;
+        let row = id_ordered(logits, None)?;
         self.buf.clear();
-        self.buf.extend(
-            logits
-                .iter()
-                .enumerate()
-                .map(|(i, &logit)| sys::llama_token_data {
-                    id: i as i32,
-                    logit,
-                    p: 0.0,
-                }),
-        );
+        self.buf.extend(row);
         self.size = self.buf.len();
         self.selected = -1;
         self.sorted = false;
@@ -124,7 +115,8 @@ impl LogitsArray {
     /// Refills the array from `logits` with its entries in `order`: entry `k` holds the id
     /// `order[k]` and that id's logit. `order` must cover the row exactly (same length).
     pub fn load_in(&mut self, logits: &[f32], order: &IdOrder) -> Result<()> {
-        check_row(logits)?;
+        // The same checks as `load` (the id-ordered row itself is not used).
+        let _checked = id_ordered(logits, None)?;
         if order.0.len() != logits.len() {
             bail!(
                 "an order of {} ids for a logits row of {}",
@@ -206,20 +198,6 @@ impl LogitsArray {
     pub fn is_empty(&self) -> bool {
         self.size == 0
     }
-}
-
-/// Non-empty, no NaN or +inf (llama.cpp asserts on the first and misbehaves on the others).
-fn check_row(logits: &[f32]) -> Result<()> {
-    if logits.is_empty() {
-        bail!("the candidate array is empty (llama.cpp asserts size > 0)");
-    }
-    if let Some(i) = logits
-        .iter()
-        .position(|l| l.is_nan() || *l == f32::INFINITY)
-    {
-        bail!("logit {i} is {}; logits must be finite or -inf", logits[i]);
-    }
-    Ok(())
 }
 
 /// A permutation of the ids `0..n`, checked once so that [`LogitsArray::load_in`] can refill

@@ -1,6 +1,6 @@
 //! An owned llama.cpp sampler handle.
 
-use crate::candidates::Candidates;
+use crate::candidates::{id_ordered, Candidates};
 use crate::logs::quiet_logs;
 use crate::vocab::Vocab;
 use anyhow::{bail, Context, Result};
@@ -215,32 +215,7 @@ impl Sampler {
     /// The fast path for large vocabularies: ids are `0..n` by construction, so the per-call
     /// duplicate check of [`Sampler::apply`] is not needed; the logits are still checked.
     pub fn apply_in_id_order(&mut self, logits: &[f32]) -> Result<Vec<f32>> {
-        if logits.is_empty() {
-            bail!("the candidate array is empty (llama.cpp asserts size > 0)");
-        }
-        if let Some(n) = self.n_vocab {
-            if logits.len() > n as usize {
-                bail!(
-                    "{} logits for a sampler built for a vocabulary of {n}",
-                    logits.len()
-                );
-            }
-        }
-        if let Some(i) = logits
-            .iter()
-            .position(|l| l.is_nan() || *l == f32::INFINITY)
-        {
-            bail!("logit {i} is {}; logits must be finite or -inf", logits[i]);
-        }
-        let mut data: Vec<sys::llama_token_data> = logits
-            .iter()
-            .enumerate()
-            .map(|(i, &logit)| sys::llama_token_data {
-                id: i as i32,
-                logit,
-                p: 0.0,
-            })
-            .collect();
+        let mut data: Vec<sys::llama_token_data> = id_ordered(logits, self.n_vocab)?.collect();
         let ptr = data.as_mut_ptr();
         let mut raw = sys::llama_token_data_array {
             data: ptr,

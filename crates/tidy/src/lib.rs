@@ -58,7 +58,12 @@ pub fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         let top = rel
             .components()
             .next()
-            .map(|c| c.as_os_str().to_string_lossy().trim_end_matches(".rs").to_string())
+            .map(|c| {
+                c.as_os_str()
+                    .to_string_lossy()
+                    .trim_end_matches(".rs")
+                    .to_string()
+            })
             .unwrap_or_default();
         if top == "lib" || top == "main" {
             continue;

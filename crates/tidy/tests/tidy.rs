@@ -39,13 +39,17 @@ fn every_repro_builds_on_the_legacy_build_too() {
         }
         let bin = format!("path = \"../repros/{name}/src/main.rs\"");
         if !legacy.contains(&bin) {
-            problems.push(format!("legacy/Cargo.toml has no [[bin]] for repros/{name}"));
+            problems.push(format!(
+                "legacy/Cargo.toml has no [[bin]] for repros/{name}"
+            ));
         }
         for test in rust_files(&root.join("repros").join(name).join("tests")) {
             let file = test.file_name().unwrap().to_string_lossy().into_owned();
             let path = format!("path = \"../repros/{name}/tests/{file}\"");
             if !legacy.contains(&path) {
-                problems.push(format!("legacy/Cargo.toml has no [[test]] for repros/{name}/tests/{file}"));
+                problems.push(format!(
+                    "legacy/Cargo.toml has no [[test]] for repros/{name}/tests/{file}"
+                ));
             }
         }
     }

@@ -71,10 +71,10 @@ impl DetectorControl {
         let s = &self.stats;
         match self.defect {
             Defect::None => {
-                s.mismatches == 0 && s.clone_step_mismatches == 0 && s.reset_mismatches == 0
+                s.accept.mismatches == 0 && s.clone_reads.mismatches == 0 && s.reset.mismatches == 0
             }
-            Defect::OffByOneWindow => s.mismatches > 0,
-            Defect::CloneDropsCounts => s.mismatches == 0 && s.divergent_clones > 0,
+            Defect::OffByOneWindow => s.accept.mismatches > 0,
+            Defect::CloneDropsCounts => s.accept.mismatches == 0 && s.divergent_clones > 0,
         }
     }
 
@@ -163,7 +163,7 @@ impl Audit {
             let s = &d.stats;
             let detail = format!(
                 "sweep over {} sequences: accept mismatches {}, divergent clones {} of {}",
-                s.sequences, s.mismatches, s.divergent_clones, s.clones
+                s.sequences, s.accept.mismatches, s.divergent_clones, s.clones
             );
             c.push(match d.defect {
                 Defect::None => Control::negative(d.label(), d.passed(), detail),
@@ -180,13 +180,13 @@ impl Audit {
 
     /// F1 is present when the published case or any cloned prefix disagrees with the oracle.
     pub fn clone_defect_present(&self) -> bool {
-        self.minimal.clone_defect_present() || self.sweep.clone_step_mismatches > 0
+        self.minimal.clone_defect_present() || self.sweep.clone_reads.mismatches > 0
     }
 
     /// Accept path, eviction and reset agree with the oracle everywhere in the domain.
     pub fn ledger_exact(&self) -> bool {
-        self.sweep.mismatches == 0
-            && self.sweep.reset_mismatches == 0
+        self.sweep.accept.mismatches == 0
+            && self.sweep.reset.mismatches == 0
             && self.eviction.iter().all(EvictionControl::passed)
     }
 
@@ -207,8 +207,8 @@ impl Audit {
             } else {
                 "WRONG"
             },
-            s.mismatches + s.reset_mismatches,
-            s.steps + s.reset_checks
+            s.accept.mismatches + s.reset.mismatches,
+            s.accept.checks + s.reset.checks
         )
     }
 
@@ -256,7 +256,7 @@ impl Audit {
             out += &format!(
                 "  {:<38} accept mismatches {}, divergent clones {}/{}: {}\n",
                 d.label(),
-                d.stats.mismatches,
+                d.stats.accept.mismatches,
                 d.stats.divergent_clones,
                 d.stats.clones,
                 pass(d.passed())
@@ -282,20 +282,23 @@ impl Audit {
         }
         out += &format!(
             "  sequences {}, accept steps {}, accept mismatches {}\n",
-            s.sequences, s.steps, s.mismatches
+            s.sequences, s.accept.checks, s.accept.mismatches
         );
         out += &format!(
             "  reset checks {}, reset mismatches {}\n",
-            s.reset_checks, s.reset_mismatches
+            s.reset.checks, s.reset.mismatches
         );
-        if let Some(m) = &s.first_mismatch {
+        if let Some(m) = &s.accept.first {
             out += &format!("  first accept mismatch: {}\n", m.describe());
         }
         out += &format!(
             "  clone equivalence: {} clones (one before every accept), {} clone readouts, {} mismatched, {} clones diverged\n",
-            s.clones, s.clone_steps, s.clone_step_mismatches, s.divergent_clones
+            s.clones,
+            s.clone_reads.checks,
+            s.clone_reads.mismatches,
+            s.divergent_clones
         );
-        if let Some(m) = &s.first_clone_mismatch {
+        if let Some(m) = &s.clone_reads.first {
             out += &format!("  first clone mismatch: {}\n", m.describe());
         }
         out += &format!(
@@ -321,7 +324,7 @@ impl Audit {
             accept,
             THREADS,
             s.sequences as f64 / accept,
-            s.clone_steps,
+            s.clone_reads.checks,
             clone
         )
     }

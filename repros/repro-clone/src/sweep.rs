@@ -113,48 +113,64 @@ impl Mismatch {
     }
 }
 
+/// One kind of readout compared with the oracle: how many were made, how many disagreed, and
+/// the first that did (in sequence order).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Readouts {
+    pub checks: u64,
+    pub mismatches: u64,
+    pub first: Option<Mismatch>,
+}
+
+impl Readouts {
+    /// Records one readout against the oracle; returns whether it disagreed. `example`
+    /// describes it, and is only called for the first disagreement.
+    fn record(&mut self, got: &[i64], want: &[i64], example: impl FnOnce() -> Mismatch) -> bool {
+        self.checks += 1;
+        let wrong = got != want;
+        if wrong {
+            self.mismatches += 1;
+            if self.first.is_none() {
+                self.first = Some(example());
+            }
+        }
+        wrong
+    }
+
+    /// Adds `later` (readouts of sequences after this one's) into `self`.
+    fn absorb(&mut self, later: Readouts) {
+        self.checks += later.checks;
+        self.mismatches += later.mismatches;
+        if self.first.is_none() {
+            self.first = later.first;
+        }
+    }
+}
+
 /// Totals for one run over some cases.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
     pub sequences: u64,
-    /// Readouts of the main ledger compared with the oracle (one per accept).
-    pub steps: u64,
-    pub mismatches: u64,
-    pub first_mismatch: Option<Mismatch>,
-    /// Readouts right after a reset.
-    pub reset_checks: u64,
-    pub reset_mismatches: u64,
-    pub first_reset_mismatch: Option<Mismatch>,
+    /// The main ledger read after every accept.
+    pub accept: Readouts,
+    /// The main ledger read right after every reset.
+    pub reset: Readouts,
     pub clones: u64,
-    /// Readouts of clones compared with the oracle.
-    pub clone_steps: u64,
-    pub clone_step_mismatches: u64,
+    /// Every clone read when taken and after every later accept.
+    pub clone_reads: Readouts,
     /// Clones that disagreed at least once.
     pub divergent_clones: u64,
-    pub first_clone_mismatch: Option<Mismatch>,
-}
-
-fn keep_first(slot: &mut Option<Mismatch>, other: Option<Mismatch>) {
-    if slot.is_none() {
-        *slot = other;
-    }
 }
 
 impl Stats {
     /// Adds `later` (which covers sequences after this one's) into `self`.
     fn absorb(&mut self, later: Stats) {
         self.sequences += later.sequences;
-        self.steps += later.steps;
-        self.mismatches += later.mismatches;
-        keep_first(&mut self.first_mismatch, later.first_mismatch);
-        self.reset_checks += later.reset_checks;
-        self.reset_mismatches += later.reset_mismatches;
-        keep_first(&mut self.first_reset_mismatch, later.first_reset_mismatch);
+        self.accept.absorb(later.accept);
+        self.reset.absorb(later.reset);
         self.clones += later.clones;
-        self.clone_steps += later.clone_steps;
-        self.clone_step_mismatches += later.clone_step_mismatches;
+        self.clone_reads.absorb(later.clone_reads);
         self.divergent_clones += later.divergent_clones;
-        keep_first(&mut self.first_clone_mismatch, later.first_clone_mismatch);
     }
 
     /// Joins an accept-only pass and a clone-only pass over the same sequences.
@@ -162,28 +178,27 @@ impl Stats {
         debug_assert_eq!(accept.sequences, clones.sequences);
         Stats {
             clones: clones.clones,
-            clone_steps: clones.clone_steps,
-            clone_step_mismatches: clones.clone_step_mismatches,
+            clone_reads: clones.clone_reads,
             divergent_clones: clones.divergent_clones,
-            first_clone_mismatch: clones.first_clone_mismatch,
             ..accept
         }
     }
 
     pub fn to_json(&self) -> Value {
+        let first = |r: &Readouts| r.first.as_ref().map(Mismatch::to_json);
         json!({
             "sequences": self.sequences,
-            "steps": self.steps,
-            "mismatches": self.mismatches,
-            "first_mismatch": self.first_mismatch.as_ref().map(Mismatch::to_json),
-            "reset_checks": self.reset_checks,
-            "reset_mismatches": self.reset_mismatches,
-            "first_reset_mismatch": self.first_reset_mismatch.as_ref().map(Mismatch::to_json),
+            "steps": self.accept.checks,
+            "mismatches": self.accept.mismatches,
+            "first_mismatch": first(&self.accept),
+            "reset_checks": self.reset.checks,
+            "reset_mismatches": self.reset.mismatches,
+            "first_reset_mismatch": first(&self.reset),
             "clones": self.clones,
-            "clone_steps": self.clone_steps,
-            "clone_step_mismatches": self.clone_step_mismatches,
+            "clone_steps": self.clone_reads.checks,
+            "clone_step_mismatches": self.clone_reads.mismatches,
             "divergent_clones": self.divergent_clones,
-            "first_clone_mismatch": self.first_clone_mismatch.as_ref().map(Mismatch::to_json),
+            "first_clone_mismatch": first(&self.clone_reads),
         })
     }
 }
@@ -232,24 +247,6 @@ fn increment(alphabet: usize, seq: &mut [TokenId]) {
     }
 }
 
-/// Records one readout against the oracle; returns whether it disagreed.
-fn tally(
-    got: &[i64],
-    want: &[i64],
-    mismatches: &mut u64,
-    first: &mut Option<Mismatch>,
-    example: impl FnOnce() -> Mismatch,
-) -> bool {
-    let wrong = got != want;
-    if wrong {
-        *mismatches += 1;
-        if first.is_none() {
-            *first = Some(example());
-        }
-    }
-    wrong
-}
-
 /// One worker's share: sequences `start..end` of `case`.
 fn run_range<L: Counts>(
     case: Case,
@@ -282,14 +279,9 @@ fn run_range<L: Counts>(
         want.fill(0);
         if checks.accept {
             ledger.read(&mut got)?;
-            stats.reset_checks += 1;
-            tally(
-                &got,
-                &want,
-                &mut stats.reset_mismatches,
-                &mut stats.first_reset_mismatch,
-                || example(&seq, 0, None, &got, &want),
-            );
+            stats
+                .reset
+                .record(&got, &want, || example(&seq, 0, None, &got, &want));
         }
         clones.clear();
         for step in 0..case.len {
@@ -297,14 +289,9 @@ fn run_range<L: Counts>(
                 let mut clone = ledger.fork()?;
                 clone.read(&mut got)?;
                 stats.clones += 1;
-                stats.clone_steps += 1;
-                let diverged = tally(
-                    &got,
-                    &want,
-                    &mut stats.clone_step_mismatches,
-                    &mut stats.first_clone_mismatch,
-                    || example(&seq, step, Some(step), &got, &want),
-                );
+                let diverged = stats
+                    .clone_reads
+                    .record(&got, &want, || example(&seq, step, Some(step), &got, &want));
                 stats.divergent_clones += u64::from(diverged);
                 clones.push((step, clone, diverged));
             }
@@ -312,26 +299,16 @@ fn run_range<L: Counts>(
             dense_histogram(&seq[..=step], case.last_n, &mut want);
             if checks.accept {
                 ledger.read(&mut got)?;
-                stats.steps += 1;
-                tally(
-                    &got,
-                    &want,
-                    &mut stats.mismatches,
-                    &mut stats.first_mismatch,
-                    || example(&seq, step + 1, None, &got, &want),
-                );
+                stats
+                    .accept
+                    .record(&got, &want, || example(&seq, step + 1, None, &got, &want));
             }
             for (cloned_at, clone, diverged) in clones.iter_mut() {
                 clone.accept(seq[step])?;
                 clone.read(&mut got)?;
-                stats.clone_steps += 1;
-                let wrong = tally(
-                    &got,
-                    &want,
-                    &mut stats.clone_step_mismatches,
-                    &mut stats.first_clone_mismatch,
-                    || example(&seq, step + 1, Some(*cloned_at), &got, &want),
-                );
+                let wrong = stats.clone_reads.record(&got, &want, || {
+                    example(&seq, step + 1, Some(*cloned_at), &got, &want)
+                });
                 if wrong && !*diverged {
                     *diverged = true;
                     stats.divergent_clones += 1;

@@ -6,12 +6,7 @@ use crate::json::JsonReport;
 use crate::reference::StructuralReport;
 use oracle::gauge::Operator;
 use oracle::stats::Estimate;
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
+use report::svg::{self, escape as esc};
 
 const COLOURS: [&str; 6] = [
     "#D55E00", "#E69F00", "#0072B2", "#56B4E9", "#009E73", "#CC79A7",
@@ -29,10 +24,7 @@ pub fn curve_svg(
     let (pw, ph, left, top, gap) = (330.0, 260.0, 60.0, 60.0, 70.0);
     let width = left + models.len() as f64 * (pw + gap) + 190.0;
     let height = top + ph + 70.0;
-    let mut o = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{left}\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
-        esc(title)
-    );
+    let mut o = svg::open(width, height, (left, 24.0), title);
     let all = models
         .iter()
         .map(ModelRuns::cells)
@@ -101,27 +93,18 @@ pub fn curve_svg(
                 .map(|c| (c.shift as f64, metric(c)))
                 .collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let upper: Vec<String> = pts
+            // The band: along the upper bounds, then back along the lower ones.
+            let band = pts
                 .iter()
-                .map(|(c, e)| format!("{:.1},{:.1}", x(*c), y(e.hi)))
-                .collect();
-            let lower: Vec<String> = pts
-                .iter()
-                .rev()
-                .map(|(c, e)| format!("{:.1},{:.1}", x(*c), y(e.lo)))
-                .collect();
+                .map(|(c, e)| (x(*c), y(e.hi)))
+                .chain(pts.iter().rev().map(|(c, e)| (x(*c), y(e.lo))));
             o.push_str(&format!(
-                "<polygon points=\"{} {}\" fill=\"{colour}\" fill-opacity=\"0.15\" stroke=\"none\"/>\n",
-                upper.join(" "),
-                lower.join(" ")
+                "<polygon points=\"{}\" fill=\"{colour}\" fill-opacity=\"0.15\" stroke=\"none\"/>\n",
+                svg::points(band)
             ));
-            let path: Vec<String> = pts
-                .iter()
-                .map(|(c, e)| format!("{:.1},{:.1}", x(*c), y(e.mean)))
-                .collect();
             o.push_str(&format!(
                 "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"{}/>\n",
-                path.join(" "),
+                svg::points(pts.iter().map(|(c, e)| (x(*c), y(e.mean)))),
                 if dashed { " stroke-dasharray=\"6 3\"" } else { "" }
             ));
             for (c, e) in &pts {
@@ -163,13 +146,13 @@ pub fn json_svg(r: &JsonReport, title: &str) -> String {
     let (left, top, bar_h, gap, pw) = (190.0, 60.0, 14.0, 12.0, 420.0);
     let height = top + totals.len() as f64 * (2.0 * bar_h + gap) + 60.0;
     let width = left + pw + 120.0;
-    let mut o = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"20\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}</text>\n<rect x=\"{left}\" y=\"34\" width=\"12\" height=\"10\" fill=\"#0072B2\"/><text x=\"{:.1}\" y=\"43\">parses</text><rect x=\"{:.1}\" y=\"34\" width=\"12\" height=\"10\" fill=\"#E69F00\"/><text x=\"{:.1}\" y=\"43\">schema-valid</text>\n",
-        esc(title),
+    let mut o = svg::open(width, height, (20.0, 24.0), title);
+    o.push_str(&format!(
+        "<rect x=\"{left}\" y=\"34\" width=\"12\" height=\"10\" fill=\"#0072B2\"/><text x=\"{:.1}\" y=\"43\">parses</text><rect x=\"{:.1}\" y=\"34\" width=\"12\" height=\"10\" fill=\"#E69F00\"/><text x=\"{:.1}\" y=\"43\">schema-valid</text>\n",
         left + 16.0,
         left + 80.0,
         left + 96.0
-    );
+    ));
     for (i, t) in totals.iter().enumerate() {
         let y0 = top + i as f64 * (2.0 * bar_h + gap);
         let (a, b) = (t.parses as f64 / n, t.schema_valid as f64 / n);
@@ -206,10 +189,8 @@ pub fn structural_svg(reports: &[StructuralReport], title: &str) -> String {
     let panel_h = rows * (bar_h + gap) + 30.0;
     let height = top + reports.len() as f64 * (panel_h + panel_gap) + 40.0;
     let width = left + pw + 160.0;
-    let mut o = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"20\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}</text>\n<text x=\"20\" y=\"44\" fill=\"#555\">bar: mean over prompt/schema pairs; whisker: 95% bootstrap over pairs; scale 0 to 100%</text>\n",
-        esc(title)
-    );
+    let mut o = svg::open(width, height, (20.0, 24.0), title);
+    o.push_str("<text x=\"20\" y=\"44\" fill=\"#555\">bar: mean over prompt/schema pairs; whisker: 95% bootstrap over pairs; scale 0 to 100%</text>\n");
     for (m, r) in reports.iter().enumerate() {
         let y_panel = top + m as f64 * (panel_h + panel_gap);
         o.push_str(&format!(

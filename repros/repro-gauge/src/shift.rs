@@ -11,7 +11,7 @@ use anyhow::Result;
 use harness::fork::{self, Scripted};
 use oracle::gauge::Operator;
 use oracle::TokenId;
-use report::{Control, Verdict};
+use report::{Control, ControlKind, Verdict};
 
 /// One implementation of one operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,33 +154,36 @@ pub fn planted_controls() -> Result<Vec<Control>> {
             .join("; "))
     };
     let case = "planted source (1, 0.75 + n, -8, -8), 4 prompts with id 0 seen, theta 1.3";
-    let sign = planted_runs(
-        &planted_design(
+    // A planted design's runs, and the subject's verdict rule on them.
+    let judged = |design: Design, label: &str| -> Result<(ModelRuns, Verdict)> {
+        let runs = planted_runs(&design, label)?;
+        let verdict = crate::audit::verdict_of(std::slice::from_ref(&runs))?;
+        Ok((runs, verdict))
+    };
+    let (sign, sign_verdict) = judged(
+        planted_design(
             Implementation::LedgerSign,
             Implementation::PlantedSubtractive,
         ),
         "planted sign",
     )?;
-    let sign_verdict = crate::audit::verdict_of(std::slice::from_ref(&sign))?;
-    let clean = planted_runs(
-        &planted_design(
+    let (clean, clean_verdict) = judged(
+        planted_design(
             Implementation::PlantedSubtractive,
             Implementation::PlantedSubtractive,
         ),
         "planted subtractive",
     )?;
-    let clean_verdict = crate::audit::verdict_of(std::slice::from_ref(&clean))?;
     // A sign-branched sampler in a gauge-free slot: the subject's rule must refuse to decide,
     // and the fix's rule must say present.
-    let broken = planted_runs(
-        &planted_slots(vec![
+    let (broken, broken_verdict) = judged(
+        planted_slots(vec![
             (Operator::Sign, Implementation::LedgerSign),
             (Operator::Subtractive, Implementation::LedgerSign),
             (Operator::Normalized, Implementation::LedgerSign),
         ]),
         "planted sign in the gauge-free slots",
     )?;
-    let broken_verdict = crate::audit::verdict_of(std::slice::from_ref(&broken))?;
     let broken_fix = crate::audit::fix_verdict_of(std::slice::from_ref(&broken))?;
     let fixed = planted_runs(
         &planted_slots(vec![
@@ -207,30 +210,25 @@ pub fn planted_controls() -> Result<Vec<Control>> {
         }
         Ok(check)
     };
-    let checks = [
+    // (what is wrong, the implementation in its slot, its theta, what it is checked as)
+    let wrong_cases = [
         (
             "the planted subtractive sampler checked as the sign branch",
-            wrong(
-                (Operator::Subtractive, Implementation::PlantedSubtractive),
-                1.3,
-                (Operator::Sign, 1.3),
-            )?,
+            (Operator::Subtractive, Implementation::PlantedSubtractive),
+            1.3,
+            (Operator::Sign, 1.3),
         ),
         (
             "ledger-penalties normalized at theta 1.31 checked at 1.3",
-            wrong(
-                (Operator::Normalized, Implementation::LedgerNormalized),
-                1.31,
-                (Operator::Normalized, 1.3),
-            )?,
+            (Operator::Normalized, Implementation::LedgerNormalized),
+            1.31,
+            (Operator::Normalized, 1.3),
         ),
         (
             "ledger-penalties subtractive at theta 1.31 checked at 1.3",
-            wrong(
-                (Operator::Subtractive, Implementation::LedgerSubtractive),
-                1.31,
-                (Operator::Subtractive, 1.3),
-            )?,
+            (Operator::Subtractive, Implementation::LedgerSubtractive),
+            1.31,
+            (Operator::Subtractive, 1.3),
         ),
     ];
     let mut controls = vec![
@@ -249,22 +247,37 @@ pub fn planted_controls() -> Result<Vec<Control>> {
             ),
         ),
     ];
-    controls.push(Control::positive(
-        "planted sign-branched sampler in the gauge-free slots: the rule refuses to decide",
-        broken_verdict == Verdict::Undecided,
-        format!("{case}: -> {}", broken_verdict.as_str()),
-    ));
-    controls.push(Control::positive(
-        "planted sign-branched sampler in the normalized slot: the fix's rule says present",
-        broken_fix == Verdict::Present,
-        format!("{case}: -> {}", broken_fix.as_str()),
-    ));
-    controls.push(Control::negative(
-        "ledger-penalties normalized on the planted case: the fix's rule says absent",
-        fixed_fix == Verdict::Absent,
-        format!("{case}: -> {}", fixed_fix.as_str()),
-    ));
-    for (what, c) in checks {
+    // (kind, name, the verdict the rule gave, the verdict it must give)
+    let rules = [
+        (
+            ControlKind::Positive,
+            "planted sign-branched sampler in the gauge-free slots: the rule refuses to decide",
+            broken_verdict,
+            Verdict::Undecided,
+        ),
+        (
+            ControlKind::Positive,
+            "planted sign-branched sampler in the normalized slot: the fix's rule says present",
+            broken_fix,
+            Verdict::Present,
+        ),
+        (
+            ControlKind::Negative,
+            "ledger-penalties normalized on the planted case: the fix's rule says absent",
+            fixed_fix,
+            Verdict::Absent,
+        ),
+    ];
+    for (kind, name, got, want) in rules {
+        controls.push(Control::new(
+            kind,
+            name,
+            got == want,
+            format!("{case}: -> {}", got.as_str()),
+        ));
+    }
+    for (what, slot, theta, expect) in wrong_cases {
+        let c = wrong(slot, theta, expect)?;
         controls.push(Control::positive(
             format!("value check catches {what}"),
             c.mismatches > 0,

@@ -27,22 +27,16 @@ pub struct PlantedRuns {
 impl PlantedRuns {
     /// Decodes both planted scopes against `all` (which must carry `first_mattering`).
     pub fn run(dec: &mut Decoder, all: &Trajectory, max_new: usize) -> Result<PlantedRuns> {
-        let drop_one = match all.first_mattering {
-            Some((_, id)) => Some(dec.greedy(
-                ScopeSpec::Planted(PlantedScope::DropOne(id)),
-                max_new,
-                Some(all),
-            )?),
-            None => None,
-        };
-        let drop_quiet = match all.quiet_id {
-            Some((id, _)) => Some(dec.greedy(
-                ScopeSpec::Planted(PlantedScope::DropQuiet(id)),
-                max_new,
-                Some(all),
-            )?),
-            None => None,
-        };
+        // Each planted scope runs only when `all` found the id it drops.
+        let mut planted = |scope| dec.greedy(ScopeSpec::Planted(scope), max_new, Some(all));
+        let drop_one = all
+            .first_mattering
+            .map(|(_, id)| planted(PlantedScope::DropOne(id)))
+            .transpose()?;
+        let drop_quiet = all
+            .quiet_id
+            .map(|(id, _)| planted(PlantedScope::DropQuiet(id)))
+            .transpose()?;
         Ok(PlantedRuns {
             mattering: all.first_mattering,
             drop_one,

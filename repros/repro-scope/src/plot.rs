@@ -3,6 +3,7 @@
 //! prompts where it never does, and the share that diverged above each column.
 
 use crate::sweep::Sweep;
+use report::svg::{self, escape as esc};
 
 const W: f64 = 760.0;
 const H: f64 = 440.0;
@@ -10,12 +11,6 @@ const LEFT: f64 = 70.0;
 const RIGHT: f64 = 170.0;
 const TOP: f64 = 80.0;
 const BOTTOM: f64 = 60.0;
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
 
 /// Colours per prompt kind, in order of first appearance (colour-blind-safe palette).
 const PALETTE: [&str; 6] = [
@@ -41,11 +36,11 @@ pub fn svg(s: &Sweep, title: &str) -> String {
         }
     }
     let colour = |k: &str| PALETTE[kinds.iter().position(|x| *x == k).unwrap_or(0) % PALETTE.len()];
-    let mut o = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{LEFT}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n<text x=\"{LEFT}\" y=\"40\" fill=\"#555\">{}</text>\n",
-        esc(headline),
+    let mut o = svg::open(W, H, (LEFT, 22.0), headline);
+    o.push_str(&format!(
+        "<text x=\"{LEFT}\" y=\"40\" fill=\"#555\">{}</text>\n",
         esc(subtitle)
-    );
+    ));
     // Axis and grid: generated-token index grows downwards, as text is read.
     for k in 0..=4 {
         let v = max_new * k as f64 / 4.0;
