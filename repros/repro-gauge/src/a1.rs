@@ -13,7 +13,7 @@
 //! every other id left untouched. The gap between a run's two best values is kept, so a
 //! divergence that rests on a rounding margin is visible as such (a knife edge).
 
-use crate::shift::{short, Implementation};
+use crate::implementation::{short, Implementation};
 use anyhow::{ensure, Context as _, Result};
 use harness::fork::{self, Decoder, Forked, Row as LogitsRow, Run};
 use harness::{divergence, LoadedModel, Session, Stop};

@@ -4,10 +4,12 @@
 pub mod a1;
 pub mod audit;
 pub mod cli;
+pub mod implementation;
 pub mod json;
 pub mod planted;
 pub mod plot;
 pub mod reference;
+pub mod rule;
 pub mod schema;
 pub mod shift;
 pub mod tf;

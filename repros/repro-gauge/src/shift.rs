@@ -13,56 +13,7 @@ use oracle::gauge::Operator;
 use oracle::TokenId;
 use report::{Control, ControlKind, Verdict};
 
-/// One implementation of one operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Implementation {
-    /// llama.cpp's penalties stage (the subject), handed `z + c` in f32.
-    LlamaSign,
-    /// `ledger-penalties`, default mode, in a chain, handed `z + c` in f32.
-    LedgerSign,
-    /// `ledger-penalties`, normalized mode, in a chain, handed `z + c` in f32.
-    LedgerNormalized,
-    /// `ledger-penalties`, subtractive mode, in a chain, handed `z + c` in f32.
-    LedgerSubtractive,
-    /// The planted subtractive sampler (`crate::planted`), in a chain, handed `z + c` in f32.
-    PlantedSubtractive,
-}
-
-impl Implementation {
-    /// The design's implementation of each operator: the subject for the sign branch, the
-    /// ledger's modes for the gauge-free ones.
-    pub fn of(op: Operator) -> Implementation {
-        match op {
-            Operator::Sign => Implementation::LlamaSign,
-            Operator::Subtractive => Implementation::LedgerSubtractive,
-            Operator::Normalized => Implementation::LedgerNormalized,
-        }
-    }
-
-    pub fn operator(self) -> Operator {
-        match self {
-            Implementation::LlamaSign | Implementation::LedgerSign => Operator::Sign,
-            Implementation::LedgerNormalized => Operator::Normalized,
-            Implementation::LedgerSubtractive => Operator::Subtractive,
-            Implementation::PlantedSubtractive => Operator::Subtractive,
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Implementation::LlamaSign => "llama.cpp penalties",
-            Implementation::LedgerSign => "ledger-penalties default",
-            Implementation::LedgerNormalized => "ledger-penalties normalized",
-            Implementation::LedgerSubtractive => "ledger-penalties subtractive",
-            Implementation::PlantedSubtractive => "planted subtractive",
-        }
-    }
-}
-
-/// An f32 as the decimal it was written as (1.3, not 1.2999999523162842).
-pub fn short(x: f32) -> f64 {
-    x.to_string().parse().unwrap_or(x as f64)
-}
+pub use crate::implementation::{short, Implementation};
 
 /// The planted source: 4 ids; after a history `h` the logits are (1, 0.75 + n, -8, -8),
 /// where n counts the 1s in `h` (a row that depends on the history, so a run handed another
@@ -136,7 +87,7 @@ pub fn planted_runs(design: &Design, label: &str) -> Result<ModelRuns> {
 pub fn planted_controls() -> Result<Vec<Control>> {
     let describe = |m: &ModelRuns| -> Result<String> {
         let cells = m.cells()?;
-        Ok(crate::audit::strongest(&cells)
+        Ok(crate::rule::strongest(&cells)
             .iter()
             .map(|c| {
                 let d = c.differing();
@@ -157,7 +108,7 @@ pub fn planted_controls() -> Result<Vec<Control>> {
     // A planted design's runs, and the subject's verdict rule on them.
     let judged = |design: Design, label: &str| -> Result<(ModelRuns, Verdict)> {
         let runs = planted_runs(&design, label)?;
-        let verdict = crate::audit::verdict_of(std::slice::from_ref(&runs))?;
+        let verdict = crate::rule::verdict_of(std::slice::from_ref(&runs))?;
         Ok((runs, verdict))
     };
     let (sign, sign_verdict) = judged(
@@ -184,7 +135,7 @@ pub fn planted_controls() -> Result<Vec<Control>> {
         ]),
         "planted sign in the gauge-free slots",
     )?;
-    let broken_fix = crate::audit::fix_verdict_of(std::slice::from_ref(&broken))?;
+    let broken_fix = crate::rule::fix_verdict_of(std::slice::from_ref(&broken))?;
     let fixed = planted_runs(
         &planted_slots(vec![
             (Operator::Sign, Implementation::LedgerSign),
@@ -192,7 +143,7 @@ pub fn planted_controls() -> Result<Vec<Control>> {
         ]),
         "planted with the fix",
     )?;
-    let fixed_fix = crate::audit::fix_verdict_of(std::slice::from_ref(&fixed))?;
+    let fixed_fix = crate::rule::fix_verdict_of(std::slice::from_ref(&fixed))?;
     // The value check, told the wrong arithmetic.
     let wrong = |slot: (Operator, Implementation),
                  theta: f32,

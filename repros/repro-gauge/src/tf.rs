@@ -22,7 +22,7 @@
 //! disagreement is reported with whether the chain's margin there was within rounding.
 
 use crate::a1;
-use crate::shift::{short, Implementation};
+use crate::implementation::{short, Implementation};
 use anyhow::{ensure, Context as _, Result};
 use harness::LoadedModel;
 use oracle::gauge::Operator;
