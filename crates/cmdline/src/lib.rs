@@ -80,3 +80,35 @@ pub fn one_line_panics() {
         );
     }));
 }
+
+/// The output flags every repro shares (`#[command(flatten)]`): the form of stdout, and the
+/// folder `--audit` writes its reports into.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct Output {
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Where --audit writes its reports.
+    #[arg(long, default_value = "results")]
+    pub results: std::path::PathBuf,
+}
+
+/// The decoding flag the model-based repros share.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct Decoding {
+    /// CPU threads for decoding (fixed, so runs are byte-identical).
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
+    pub threads: i64,
+}
+
+impl Decoding {
+    /// The thread count, refused outside 1..=64.
+    pub fn threads(&self) -> anyhow::Result<i32> {
+        anyhow::ensure!(
+            (1..=64).contains(&self.threads),
+            "--threads must be in 1..=64, got {}",
+            self.threads
+        );
+        Ok(self.threads as i32)
+    }
+}

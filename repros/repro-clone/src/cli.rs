@@ -9,7 +9,6 @@ use oracle::penalty::CountProbe;
 use oracle::window::WindowLen;
 use oracle::TokenId;
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 pub use cmdline::{EXIT_BAD_INPUT, EXIT_FAILED};
 
@@ -29,9 +28,8 @@ pub struct Args {
     /// default history, none otherwise).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_ids)]
     pub then: Option<IdList>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: cmdline::Output,
     /// Clone-then-continue for every stateful sampler: one `clone-incomplete-<sampler>` verdict
     /// row each, with the planted controls.
     #[arg(long, conflicts_with = "audit")]
@@ -47,9 +45,6 @@ pub struct Args {
     /// Which penalties stage to audit: llama.cpp's own (builtin) or ledger-penalties (ledger).
     #[arg(long, default_value = "builtin", value_parser = ["builtin", "ledger"])]
     pub sampler: String,
-    /// Where --audit writes its JSON.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
 }
 
 /// A comma-separated list of token ids, as one flag value.
@@ -126,11 +121,11 @@ fn run(args: &Args, scenario: &minimal::Scenario, build: &subject::BuildInfo) ->
     };
     let exe = std::env::current_exe().context("locating this binary for the memcheck probe")?;
     if args.stateful {
-        return Ok(stateful::run(&exe)?.report().render(args.json));
+        return Ok(stateful::run(&exe)?.report().render(args.out.json));
     }
     if !args.audit {
         let outcome = minimal::run(scenario, cp, kind)?;
-        return Ok(minimal::report(scenario, &outcome, cp, kind, build)?.render(args.json));
+        return Ok(minimal::report(scenario, &outcome, cp, kind, build)?.render(args.out.json));
     }
     let audit = audit::run(cp, kind)?;
     eprintln!("{}", audit.timing_text());
@@ -140,11 +135,11 @@ fn run(args: &Args, scenario: &minimal::Scenario, build: &subject::BuildInfo) ->
         SamplerKind::Builtin => "clone",
         SamplerKind::LedgerPenalties => "clone-ledger",
     };
-    report.write(&args.results, stem)?;
+    report.write(&args.out.results, stem)?;
     if kind == SamplerKind::Builtin {
-        stateful::run(&exe)?.write(&args.results)?;
+        stateful::run(&exe)?.write(&args.out.results)?;
     }
-    let timing_dir = args.results.join("timing");
+    let timing_dir = args.out.results.join("timing");
     std::fs::create_dir_all(&timing_dir)
         .with_context(|| format!("creating {}", timing_dir.display()))?;
     let timing = timing_dir.join(format!("{stem}.{}.json", build.tag()));
@@ -153,5 +148,5 @@ fn run(args: &Args, scenario: &minimal::Scenario, build: &subject::BuildInfo) ->
         serde_json::to_string_pretty(&audit.timing_json())? + "\n",
     )
     .with_context(|| format!("writing {}", timing.display()))?;
-    Ok(report.render(args.json))
+    Ok(report.render(args.out.json))
 }

@@ -34,12 +34,10 @@ pub struct Args {
     /// Maximum number of generated tokens per run.
     #[arg(long, default_value_t = 200, allow_negative_numbers = true)]
     pub max_new: i64,
-    /// CPU threads for decoding (fixed, so runs are byte-identical).
-    #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
-    pub threads: i64,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub decoding: cmdline::Decoding,
+    #[command(flatten)]
+    pub out: cmdline::Output,
     /// The design on SmolLM2 and Gemma3, the JSON corpus free-running on SmolLM2 and along
     /// grammar references on both; writes
     /// results/gauge.<build>.{json,txt}, results/gauge-ledger.<build>.{json,txt} and the plots.
@@ -65,9 +63,6 @@ pub struct Args {
     /// The teacher-forced text (default: the file `make models` builds in models-cache/).
     #[arg(long)]
     pub teacher_text: Option<PathBuf>,
-    /// Where --audit writes.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
 }
 
 /// At most this many runs share one batch (llama.cpp's LLAMA_MAX_SEQ).
@@ -121,11 +116,7 @@ pub fn design(args: &Args) -> Result<Design> {
         "--max-new must be in 1..={MAX_SEQUENCE}, got {}",
         args.max_new
     );
-    ensure!(
-        (1..=64).contains(&args.threads),
-        "--threads must be in 1..=64, got {}",
-        args.threads
-    );
+    let threads = args.decoding.threads()?;
     let (thetas, shifts) = (with(thetas, 1.0), with(shifts, 0.0));
     let runs = thetas.len() * shifts.len() * Operator::ALL.len();
     ensure!(
@@ -144,7 +135,7 @@ pub fn design(args: &Args) -> Result<Design> {
         thetas,
         shifts,
         args.max_new as usize,
-        args.threads as i32,
+        threads,
     ))
 }
 
@@ -298,7 +289,7 @@ fn execute(
         structural_pairs,
     )?;
     if args.audit {
-        a.write(&args.results)?;
+        a.write(&args.out.results)?;
     }
-    Ok(a.report()?.render(args.json))
+    Ok(a.report()?.render(args.out.json))
 }

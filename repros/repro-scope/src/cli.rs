@@ -5,7 +5,6 @@ use crate::{audit, scope};
 use anyhow::{ensure, Context, Result};
 use clap::Parser;
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 pub use cmdline::{EXIT_BAD_INPUT, EXIT_FAILED};
 
@@ -37,19 +36,14 @@ pub struct Args {
     /// Generated tokens (under all) in the context of the single-vector table.
     #[arg(long, default_value_t = 60, allow_negative_numbers = true)]
     pub vector_at: i64,
-    /// CPU threads for decoding (fixed, so runs are byte-identical).
-    #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
-    pub threads: i64,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub decoding: cmdline::Decoding,
+    #[command(flatten)]
+    pub out: cmdline::Output,
     /// Run the published prompt, the scope sweep over the prompt corpus, and write
     /// results/scope.<build>.json and results/scope-sweep.<build>.svg.
     #[arg(long)]
     pub audit: bool,
-    /// Where --audit writes.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
 }
 
 pub fn config(args: &Args) -> Result<RunConfig> {
@@ -63,11 +57,7 @@ pub fn config(args: &Args) -> Result<RunConfig> {
         "--max-new must be in 1..=4096, got {}",
         args.max_new
     );
-    ensure!(
-        (1..=64).contains(&args.threads),
-        "--threads must be in 1..=64, got {}",
-        args.threads
-    );
+    let threads = args.decoding.threads()?;
     ensure!(
         args.vector_at >= 0,
         "--vector-at must be >= 0, got {}",
@@ -79,7 +69,7 @@ pub fn config(args: &Args) -> Result<RunConfig> {
         theta: args.penalty,
         max_new: args.max_new as usize,
         scopes: scope::parse_list(&args.scopes).context("--scopes")?,
-        threads: args.threads as i32,
+        threads,
         vector_at: args.vector_at as usize,
     })
 }
@@ -103,10 +93,10 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
 fn execute(args: &Args, cfg: &RunConfig, m: &LoadedModel) -> Result<String> {
     let report = if args.audit {
         let a = audit::run(m, cfg, audit::SweepPlan::full())?;
-        a.write(&args.results)?;
+        a.write(&args.out.results)?;
         a.report()
     } else {
         run::run(m, cfg)?.report()
     };
-    Ok(report.render(args.json))
+    Ok(report.render(args.out.json))
 }

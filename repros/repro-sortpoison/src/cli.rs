@@ -31,16 +31,12 @@ pub struct Args {
     /// Token ids accepted into the chain before it runs (read by penalties), comma-separated.
     #[arg(long, allow_hyphen_values = true)]
     pub history: Option<String>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: cmdline::Output,
     /// Run the full audit (oracle check, permutation audit, census, fuzzer, published chain)
     /// and write results/sortpoison.<build>.json.
     #[arg(long)]
     pub audit: bool,
-    /// Where --audit writes its JSON.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
     /// Chains the fuzzer tries in --audit.
     #[arg(long, default_value_t = audit::FUZZ_CHAINS)]
     pub fuzz_chains: usize,
@@ -141,7 +137,7 @@ fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<Stri
                 gate.summary(),
             ),
         );
-        return Ok(chain::report(case, &r, build, controls)?.render(args.json));
+        return Ok(chain::report(case, &r, build, controls)?.render(args.out.json));
     }
     let vocab_path = args
         .vocab_model
@@ -149,9 +145,9 @@ fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<Stri
         .unwrap_or_else(audit::default_vocab_model);
     let audit = audit::run(args.fuzz_chains, &vocab_path)?;
     let report = audit.report();
-    report.write(&args.results, "sortpoison")?;
+    report.write(&args.out.results, "sortpoison")?;
     audit
         .guard_report()
-        .write(&args.results, "sortpoison-guard")?;
-    Ok(report.render(args.json))
+        .write(&args.out.results, "sortpoison-guard")?;
+    Ok(report.render(args.out.json))
 }
