@@ -7,7 +7,7 @@
 //! llama.cpp's stage does, in both layouts: the timings compare the same work or the run stops.
 
 use crate::layout::{Layout, Workload};
-use crate::stage::Stage;
+use crate::penalty::Penalty;
 use crate::stats::median;
 use anyhow::{bail, Result};
 use std::time::Instant;
@@ -18,25 +18,25 @@ use subject::{IdOrder, LogitsArray, Sampler};
 pub struct ApplyRow {
     pub vocab: usize,
     pub layout: Layout,
-    /// Median ms per apply, in the order of [`Stage::ALL`].
+    /// Median ms per apply, in the order of [`Penalty::ALL`].
     pub ms: [f64; 3],
     /// Median ms of refilling the array (not part of `ms`).
     pub refill_ms: f64,
 }
 
 impl ApplyRow {
-    pub fn ms_of(&self, stage: Stage) -> f64 {
+    pub fn ms_of(&self, stage: Penalty) -> f64 {
         self.ms[stage_index(stage)]
     }
 
     /// llama.cpp's median over `stage`'s: how many times faster `stage` is.
-    pub fn ratio(&self, stage: Stage) -> f64 {
-        self.ms_of(Stage::Builtin) / self.ms_of(stage)
+    pub fn ratio(&self, stage: Penalty) -> f64 {
+        self.ms_of(Penalty::Builtin) / self.ms_of(stage)
     }
 }
 
-fn stage_index(stage: Stage) -> usize {
-    Stage::ALL.iter().position(|&s| s == stage).unwrap_or(0)
+fn stage_index(stage: Penalty) -> usize {
+    Penalty::ALL.iter().position(|&s| s == stage).unwrap_or(0)
 }
 
 /// The `k`-th of `len` items to run in round `r`: each round starts one further on.
@@ -52,7 +52,7 @@ pub fn per_apply(n: usize, rounds: usize) -> Result<Vec<ApplyRow>> {
         .iter()
         .map(|l| IdOrder::new(&l.order(n)))
         .collect::<Result<Vec<_>>>()?;
-    let mut stages = Stage::ALL
+    let mut stages = Penalty::ALL
         .iter()
         .map(|s| s.build(n as i32))
         .collect::<Result<Vec<_>>>()?;
@@ -65,7 +65,7 @@ pub fn per_apply(n: usize, rounds: usize) -> Result<Vec<ApplyRow>> {
     for (layout, order) in Layout::ALL.iter().zip(&orders) {
         check_same_work(&mut arr, &work.row, order, &mut stages, *layout)?;
     }
-    let (nl, ns) = (Layout::ALL.len(), Stage::ALL.len());
+    let (nl, ns) = (Layout::ALL.len(), Penalty::ALL.len());
     // Sized up front (a cloned Vec keeps no capacity), so no push reallocates mid-run.
     let mut samples: Vec<Vec<Vec<f64>>> = (0..nl)
         .map(|_| (0..ns).map(|_| Vec::with_capacity(rounds)).collect())
@@ -116,7 +116,7 @@ fn check_same_work(
             .collect();
         outputs.push(out);
     }
-    let (b, l) = (stage_index(Stage::Builtin), stage_index(Stage::Ledger));
+    let (b, l) = (stage_index(Penalty::Builtin), stage_index(Penalty::Ledger));
     if outputs[b] != outputs[l] {
         let at = outputs[b]
             .iter()

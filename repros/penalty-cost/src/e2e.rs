@@ -10,7 +10,7 @@
 //! after loading allocate the graph).
 
 use crate::apply::turn;
-use crate::stage::Stage;
+use crate::penalty::Penalty;
 use crate::stats::overhead_percent;
 use anyhow::{bail, Context, Result};
 use harness::{LoadedModel, Session, Stop};
@@ -52,11 +52,11 @@ impl Variant {
     }
 
     /// The penalties stage, if any.
-    pub fn stage(self) -> Option<Stage> {
+    pub fn penalty(self) -> Option<Penalty> {
         match self {
             Variant::None => None,
-            Variant::Builtin => Some(Stage::Builtin),
-            Variant::Ledger => Some(Stage::Ledger),
+            Variant::Builtin => Some(Penalty::Builtin),
+            Variant::Ledger => Some(Penalty::Ledger),
         }
     }
 
@@ -189,7 +189,7 @@ fn generate(
     tokens: usize,
 ) -> Result<Generation> {
     let mut stages: Vec<Sampler> = Vec::new();
-    if let Some(stage) = v.stage() {
+    if let Some(stage) = v.penalty() {
         stages.push(stage.build(n_vocab)?);
     }
     stages.push(SamplerSpec::from(oracle::stage::Stage::Greedy).build()?);

@@ -10,7 +10,7 @@
 //! Everything comes from `oracle::rng::Rng` with fixed seeds, so every run times the same
 //! input.
 
-use crate::stage::WINDOW;
+use crate::penalty::WINDOW;
 use oracle::rng::Rng;
 use subject::TokenId;
 

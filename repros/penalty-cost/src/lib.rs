@@ -13,7 +13,7 @@ pub mod cli;
 pub mod e2e;
 pub mod layout;
 pub mod output;
-pub mod stage;
+pub mod penalty;
 pub mod stats;
 
 /// The finding these measurements belong to.

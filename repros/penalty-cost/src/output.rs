@@ -4,7 +4,7 @@
 use crate::apply::ApplyRow;
 use crate::e2e::{EndToEnd, Variant};
 use crate::layout::{Layout, SHUFFLE_SEED};
-use crate::stage::{Stage, THETA, WINDOW};
+use crate::penalty::{Penalty, THETA, WINDOW};
 use crate::stats::{bootstrap_median, MedianCi};
 use crate::FINDING;
 use oracle::stats::{BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED};
@@ -54,11 +54,11 @@ pub fn text(build: &BuildInfo, rounds: usize, rows: &[ApplyRow], e: &EndToEnd) -
             "  {:>10}  {:<9}  {:>12.4}  {:>10.5}  {:>8.1}x  {:>13.4}  {:>5.2}x  {:>9.4}\n",
             r.vocab,
             r.layout.key(),
-            r.ms_of(Stage::Builtin),
-            r.ms_of(Stage::Ledger),
-            r.ratio(Stage::Ledger),
-            r.ms_of(Stage::LedgerNormalized),
-            r.ratio(Stage::LedgerNormalized),
+            r.ms_of(Penalty::Builtin),
+            r.ms_of(Penalty::Ledger),
+            r.ratio(Penalty::Ledger),
+            r.ms_of(Penalty::LedgerNormalized),
+            r.ratio(Penalty::LedgerNormalized),
             r.refill_ms
         ));
     }
@@ -125,9 +125,9 @@ fn layout_rows(rows: &[ApplyRow], layout: Layout) -> (Vec<Value>, Vec<Value>) {
             json!({
                 "vocab": r.vocab,
                 "layout": layout.key(),
-                "builtin_ms": r.ms_of(Stage::Builtin),
-                "ledger_ms": r.ms_of(Stage::Ledger),
-                "ratio": r.ratio(Stage::Ledger),
+                "builtin_ms": r.ms_of(Penalty::Builtin),
+                "ledger_ms": r.ms_of(Penalty::Ledger),
+                "ratio": r.ratio(Penalty::Ledger),
             })
         })
         .collect();
@@ -136,9 +136,9 @@ fn layout_rows(rows: &[ApplyRow], layout: Layout) -> (Vec<Value>, Vec<Value>) {
             json!({
                 "vocab": r.vocab,
                 "layout": layout.key(),
-                "builtin_ms": r.ms_of(Stage::Builtin),
-                "ledger_normalized_ms": r.ms_of(Stage::LedgerNormalized),
-                "ratio": r.ratio(Stage::LedgerNormalized),
+                "builtin_ms": r.ms_of(Penalty::Builtin),
+                "ledger_normalized_ms": r.ms_of(Penalty::LedgerNormalized),
+                "ratio": r.ratio(Penalty::LedgerNormalized),
                 "refill_ms": r.refill_ms,
             })
         })
@@ -245,7 +245,7 @@ pub fn svg(rows: &[ApplyRow], e: &EndToEnd) -> String {
     }
     for (j, r) in rows.iter().enumerate() {
         let x0 = left + 16.0 + group * j as f64;
-        for (k, &stage) in Stage::ALL.iter().enumerate() {
+        for (k, &stage) in Penalty::ALL.iter().enumerate() {
             let x = x0 + 30.0 * k as f64;
             let m = r.ms_of(stage);
             o.push_str(&format!(
@@ -270,7 +270,7 @@ pub fn svg(rows: &[ApplyRow], e: &EndToEnd) -> String {
         (left + right) / 2.0,
         top + ph + 54.0
     ));
-    for (k, stage) in Stage::ALL.iter().enumerate() {
+    for (k, stage) in Penalty::ALL.iter().enumerate() {
         let lx = left + 200.0 * k as f64;
         o.push_str(&format!(
             "<rect x=\"{lx:.1}\" y=\"38\" width=\"12\" height=\"12\" fill=\"{}\"/>\

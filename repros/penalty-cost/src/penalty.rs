@@ -13,7 +13,7 @@ pub const THETA: f32 = 1.1;
 
 /// One penalties stage, with the bench's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
+pub enum Penalty {
     /// llama.cpp's penalties.
     Builtin,
     /// `ledger-penalties`, default mode (llama.cpp's arithmetic bit for bit).
@@ -22,24 +22,24 @@ pub enum Stage {
     LedgerNormalized,
 }
 
-impl Stage {
-    pub const ALL: [Stage; 3] = [Stage::Builtin, Stage::Ledger, Stage::LedgerNormalized];
+impl Penalty {
+    pub const ALL: [Penalty; 3] = [Penalty::Builtin, Penalty::Ledger, Penalty::LedgerNormalized];
 
     /// The name in tables and plots.
     pub fn label(self) -> &'static str {
         match self {
-            Stage::Builtin => "llama.cpp penalties",
-            Stage::Ledger => "ledger-penalties",
-            Stage::LedgerNormalized => "ledger-penalties, normalized",
+            Penalty::Builtin => "llama.cpp penalties",
+            Penalty::Ledger => "ledger-penalties",
+            Penalty::LedgerNormalized => "ledger-penalties, normalized",
         }
     }
 
     /// A fresh sampler for a vocabulary of `n_vocab` ids, nothing accepted yet.
     pub fn build(self, n_vocab: i32) -> Result<Sampler> {
         match self {
-            Stage::Builtin => builtin_penalties(n_vocab),
-            Stage::Ledger => ledger_penalties(ledger_config(n_vocab, Mode::Default)),
-            Stage::LedgerNormalized => ledger_penalties(ledger_config(n_vocab, Mode::Normalized)),
+            Penalty::Builtin => builtin_penalties(n_vocab),
+            Penalty::Ledger => ledger_penalties(ledger_config(n_vocab, Mode::Default)),
+            Penalty::LedgerNormalized => ledger_penalties(ledger_config(n_vocab, Mode::Normalized)),
         }
     }
 }
@@ -72,7 +72,7 @@ mod tests {
         for order in [(0..n as i32).map(TokenId).collect(), ids] {
             let order = IdOrder::new(&order).unwrap();
             let mut out = Vec::new();
-            for stage in [Stage::Builtin, Stage::Ledger] {
+            for stage in [Penalty::Builtin, Penalty::Ledger] {
                 let mut s = stage.build(n as i32).unwrap();
                 for &t in &history {
                     s.accept(TokenId(t)).unwrap();
