@@ -348,38 +348,18 @@ fn init_penalties(
     unsafe { sys::llama_sampler_init_penalties(last_n, repeat, freq, present) }
 }
 
-// DRY is built without a vocabulary: with no sequence breakers llama.cpp never reads it.
-#[cfg(not(feature = "legacy-api"))]
+// DRY is built without a vocabulary: with no sequence breakers llama.cpp never reads it. The
+// 0.1.154 signature also takes the training context (it resolves `last_n = -1`).
 fn init_dry(d: &DryParams) -> *mut sys::llama_sampler {
+    let (vocab, breakers) = (std::ptr::null(), std::ptr::null_mut());
+    let (m, b, len, n) = (d.multiplier, d.base, d.allowed_length, d.last_n);
     // SAFETY: no vocabulary and no breakers (NULL, 0): plain values in, an owned sampler or
     // NULL out.
-    unsafe {
-        sys::llama_sampler_init_dry(
-            std::ptr::null(),
-            d.multiplier,
-            d.base,
-            d.allowed_length,
-            d.last_n,
-            std::ptr::null_mut(),
-            0,
-        )
-    }
-}
-
-#[cfg(feature = "legacy-api")]
-fn init_dry(d: &DryParams) -> *mut sys::llama_sampler {
-    // SAFETY: no vocabulary and no breakers (NULL, 0): plain values in, an owned sampler or
-    // NULL out.
-    unsafe {
-        sys::llama_sampler_init_dry(
-            std::ptr::null(),
-            d.n_ctx_train,
-            d.multiplier,
-            d.base,
-            d.allowed_length,
-            d.last_n,
-            std::ptr::null_mut(),
-            0,
-        )
-    }
+    #[cfg(not(feature = "legacy-api"))]
+    let raw = unsafe { sys::llama_sampler_init_dry(vocab, m, b, len, n, breakers, 0) };
+    // SAFETY: as above.
+    #[cfg(feature = "legacy-api")]
+    let raw =
+        unsafe { sys::llama_sampler_init_dry(vocab, d.n_ctx_train, m, b, len, n, breakers, 0) };
+    raw
 }
