@@ -1,6 +1,9 @@
 //! Summary statistics over prompts: the mean with a percentile bootstrap interval, and the
 //! text measures of F4's A1 design (distinct-2, repetition rate, differing share).
 //!
+//! Serves F4: its verdict rule reads `differing_share` through `bootstrap_mean`. F5's
+//! median intervals come from the same bootstrap (same resample count and seed).
+//!
 //! The bootstrap resamples the per-prompt values with replacement from a fixed seed, so the
 //! same values always give the same interval, whatever else ran before.
 
@@ -26,31 +29,41 @@ pub fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len().max(1) as f64
 }
 
-/// The mean of `values` with the 2.5% and 97.5% quantiles of the means of
-/// [`BOOTSTRAP_RESAMPLES`] resamples (nearest-rank). Empty input gives NaN bounds.
-pub fn bootstrap_mean(values: &[f64]) -> Estimate {
+/// `statistic` of `values`, with the 2.5% and 97.5% quantiles (nearest rank) of its value on
+/// [`BOOTSTRAP_RESAMPLES`] resamples drawn with replacement from [`BOOTSTRAP_SEED`], as
+/// `(point, lo, hi)`. `statistic` may reorder the slice it is given (a median sorts it). Empty
+/// input gives NaN throughout.
+pub fn bootstrap(values: &[f64], statistic: impl Fn(&mut [f64]) -> f64) -> (f64, f64, f64) {
     let n = values.len();
     if n == 0 {
-        return Estimate {
-            mean: f64::NAN,
-            lo: f64::NAN,
-            hi: f64::NAN,
-            n,
-        };
+        return (f64::NAN, f64::NAN, f64::NAN);
     }
     let mut rng = Rng::new(BOOTSTRAP_SEED);
-    let mut means: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
-        .map(|_| (0..n).map(|_| values[rng.below(n)]).sum::<f64>() / n as f64)
+    let mut resample = vec![0.0; n];
+    let mut stats: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+        .map(|_| {
+            for x in resample.iter_mut() {
+                *x = values[rng.below(n)];
+            }
+            statistic(&mut resample)
+        })
         .collect();
-    means.sort_by(f64::total_cmp);
+    stats.sort_by(f64::total_cmp);
     let at = |q: f64| {
-        means[((q * BOOTSTRAP_RESAMPLES as f64).ceil() as usize).clamp(1, BOOTSTRAP_RESAMPLES) - 1]
+        stats[((q * BOOTSTRAP_RESAMPLES as f64).ceil() as usize).clamp(1, BOOTSTRAP_RESAMPLES) - 1]
     };
+    (statistic(&mut values.to_vec()), at(0.025), at(0.975))
+}
+
+/// The mean of `values` with its bootstrap interval ([`bootstrap`]). Each resample's mean sums
+/// its draws in draw order, as the point estimate sums `values` in order.
+pub fn bootstrap_mean(values: &[f64]) -> Estimate {
+    let (mean, lo, hi) = bootstrap(values, |v| mean(v));
     Estimate {
-        mean: mean(values),
-        lo: at(0.025),
-        hi: at(0.975),
-        n,
+        mean,
+        lo,
+        hi,
+        n: values.len(),
     }
 }
 

@@ -1,13 +1,9 @@
 //! Medians and their percentile-bootstrap intervals.
 //!
-//! The interval follows `oracle::stats::bootstrap_mean` with the median in place of the mean:
-//! the same generator (`oracle::rng::Rng`), resample count and fixed seed, and the same
-//! nearest-rank 2.5% and 97.5% quantiles, so the same values always give the same interval.
-//! (`bootstrap_mean` itself does not fit: a shared machine's slow rounds pull a mean, not a
-//! median.)
+//! The interval is `oracle::stats::bootstrap` (the workspace's one resampler) with the median
+//! as the statistic: a shared machine's slow rounds pull a mean, not a median.
 
-use oracle::rng::Rng;
-use oracle::stats::{BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED};
+use oracle::stats::bootstrap;
 
 /// The median of `values` (the mean of the middle two for an even count); NaN when empty.
 pub fn median(values: &[f64]) -> f64 {
@@ -37,39 +33,15 @@ pub struct MedianCi {
     pub n: usize,
 }
 
-/// The median of `values` with the 2.5% and 97.5% quantiles (nearest rank) of the medians of
-/// [`BOOTSTRAP_RESAMPLES`] resamples drawn with replacement from [`BOOTSTRAP_SEED`]. Empty
-/// input gives NaN throughout.
+/// The median of `values` with its bootstrap interval (`oracle::stats::bootstrap`: nearest
+/// rank 2.5% and 97.5% quantiles of the resamples' medians). Empty input gives NaN throughout.
 pub fn bootstrap_median(values: &[f64]) -> MedianCi {
-    let n = values.len();
-    if n == 0 {
-        return MedianCi {
-            median: f64::NAN,
-            lo: f64::NAN,
-            hi: f64::NAN,
-            n,
-        };
-    }
-    let mut rng = Rng::new(BOOTSTRAP_SEED);
-    let mut resample = vec![0.0; n];
-    let mut medians: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
-        .map(|_| {
-            for x in resample.iter_mut() {
-                *x = values[rng.below(n)];
-            }
-            median_in_place(&mut resample)
-        })
-        .collect();
-    medians.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        let rank = (q * BOOTSTRAP_RESAMPLES as f64).ceil() as usize;
-        medians[rank.clamp(1, BOOTSTRAP_RESAMPLES) - 1]
-    };
+    let (median, lo, hi) = bootstrap(values, median_in_place);
     MedianCi {
-        median: median(values),
-        lo: at(0.025),
-        hi: at(0.975),
-        n,
+        median,
+        lo,
+        hi,
+        n: values.len(),
     }
 }
 
