@@ -1,5 +1,9 @@
 //! Three repetition-penalty operators and their dependence on the logits' zero point.
 //!
+//! Serves F4: `sign` is the operator under audit, and `normalized` is the one behind the
+//! fix's row (`+ledger-normalized`). The ledger crate's tests check its modes against
+//! `normalized` and `subtractive`.
+//!
 //! Softmax cannot tell `z` from `z + c`, so a penalty that means something on the probability
 //! scale must not either. The sign-branched operator (CTRL, shipped by llama.cpp,
 //! transformers, vLLM and candle) divides positive logits and multiplies the others, so where a

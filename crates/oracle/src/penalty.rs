@@ -1,5 +1,9 @@
 //! Penalty arithmetic, and reading a window count back out of a penalized logit.
 //!
+//! Serves F1: `CountProbe` reads the private counts of a penalties sampler and its clone.
+//! `llama_penalized` is also the arithmetic of F2's `penalties` stage, and `PenaltyParams`
+//! holds the knobs of every penalty F3, F4 and F5 build.
+//!
 //! llama.cpp's penalties stage never exposes its per-id counts. But with the repetition
 //! factor switched off (`repeat = 1`) and no presence term, it moves a candidate's logit
 //! by exactly `count * freq`. Choosing the logit `L` and `freq` as powers of two makes that

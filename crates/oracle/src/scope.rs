@@ -1,5 +1,8 @@
 //! Which token ids a repetition penalty reaches, per stack, and the penalty itself.
 //!
+//! Serves F3: `penalized_ids` and `apply_repetition` are the reference each greedy step is
+//! checked against. F4's sign operator (`gauge::sign`) reuses `apply_repetition`.
+//!
 //! The formula is the same everywhere (transformers' `RepetitionPenaltyLogitsProcessor`,
 //! candle's `apply_repeat_penalty`, llama.cpp's penalties with only `penalty_repeat` set):
 //! every distinct id in the scope is penalized once, a positive logit divided by theta and

@@ -1,6 +1,10 @@
 //! The one description of a deterministic sampler stage (F2's chains, and every penalty or
 //! truncation a repro builds): plain data, its `--stage` text form, and its properties.
 //!
+//! Serves F2 first: every chain the audit runs is a list of these. It also describes the
+//! stages F1's `clone-incomplete` check builds, F3's penalties and greedy chain, and F5's
+//! greedy stage.
+//!
 //! This is the only place a stage's parameters are listed. The oracle evaluates a [`Stage`]
 //! ([`crate::truncation`]); the subject crate converts the same value once into llama.cpp's
 //! sampler (`subject::SamplerSpec::Stage`); the command lines parse it with

@@ -1,6 +1,9 @@
 //! What each deterministic llama.cpp stage keeps, as a pure function of the multiset of
 //! `(id, logit)` pairs it is given and its parameters.
 //!
+//! Serves F2: `compose` gives the survivor set a chain must keep, and `apply` is what the
+//! oracle gate checks stage by stage against llama.cpp.
+//!
 //! Nothing here looks at the order of its input: a [`Pool`] is stored in one canonical order
 //! (logit descending, then id ascending) whatever order it was built from. That is the point
 //! of the oracle: a sampler whose survivor set changes when only the order of its input

@@ -1,5 +1,9 @@
 //! The penalty window, counted from scratch.
 //!
+//! Serves F1: a clone's counts are judged against `histogram` (and `dense_histogram` in the
+//! sweep). `WindowLen` is also the window of F2's `penalties` stage and of every penalty that
+//! F3, F4 and F5 build.
+//!
 //! llama.cpp keeps the last `penalty_last_n` accepted ids in a ring buffer and maintains a
 //! per-id count incrementally on every accept. The reference here does the opposite: it
 //! keeps nothing and recounts the window from the full accept history each time it is

@@ -1,6 +1,6 @@
 //! F5: what llama.cpp's penalties stage costs beside `ledger-penalties`, per apply and per
 //! generated token. The binary in `main.rs` only calls [`cli::main`]; the parts live here so
-//! the tests can call them: the stages under test, built in one place ([`stage`]), the
+//! the tests can call them: the stages under test, built in one place ([`penalty`]), the
 //! synthetic rows and the two candidate layouts ([`layout`]), medians and their bootstrap
 //! intervals ([`stats`]), the per-apply timing ([`apply`]), the model-decoding rounds
 //! ([`e2e`]) and what is printed and written ([`output`]).

@@ -99,7 +99,7 @@ pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
     })
 }
 
-/// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
+/// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run(argv, |args: Args| {
         if let Some(name) = &args.memcheck_probe {

@@ -2,7 +2,7 @@
 //! sampler, whether its clone is complete.
 //!
 //! The binary in `main.rs` only calls [`cli::main`]; everything it does is here so tests can
-//! call it: the ledgers ([`ledger`]), the published case ([`minimal`]), the exhaustive sweep
+//! call it: the count readers ([`counts`]), the published case ([`minimal`]), the exhaustive sweep
 //! ([`sweep`]), the clone check for every stateful sampler ([`stateful`]), the planted
 //! samplers its controls use ([`planted`]) and the whole audit with its report ([`audit`]).
 

@@ -238,7 +238,7 @@ pub fn prompts(args: &Args) -> Result<Vec<String>> {
     Ok(v)
 }
 
-/// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
+/// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run(argv, |args: Args| {
         cmdline::refuse(BuildInfo::verified())?;

@@ -1,10 +1,7 @@
-//! The operators' implementations, and the planted case that checks the detector.
-//!
-//! Every implementation is a llama.cpp sampler in a chain, handed the f32 array `z + c` (what
-//! a model whose zero point sits `c` higher would produce): the subject's penalties stage for
-//! the sign branch, `ledger-penalties` for the gauge-free operators, and two planted samplers
-//! for the controls. The controls run the planted case through the same runs
-//! ([`crate::a1::GaugeRun`]) and the same measures as the models.
+//! The planted case that checks F4's detector: a four-token source whose divergences are known,
+//! run through the same runs ([`crate::a1::GaugeRun`]), measures and verdict rules
+//! ([`crate::rule`]) as the models. The operators' implementations it plants beside the real
+//! ones are listed in [`crate::implementation`].
 
 use crate::a1::{self, Design, GaugeRun, ModelRuns, ValueCheck};
 use anyhow::Result;

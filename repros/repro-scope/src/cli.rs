@@ -80,7 +80,7 @@ pub fn published_config() -> RunConfig {
     config(&args).expect("the defaults are valid")
 }
 
-/// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
+/// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run(argv, |args: Args| {
         cmdline::refuse(subject::BuildInfo::verified())?;

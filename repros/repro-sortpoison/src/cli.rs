@@ -115,7 +115,7 @@ pub fn case_from_line(line: &str) -> Result<ChainCase> {
     case(&args)
 }
 
-/// Parses `argv` and runs; returns the process exit code (see the `cli` crate).
+/// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run(argv, |args: Args| {
         let build = cmdline::refuse(subject::BuildInfo::verified())?;
