@@ -2,6 +2,7 @@
 //! Snapshots are named per build, so a change upstream shows up as a reviewed snapshot diff.
 
 use oracle::penalty::CountProbe;
+use oracle::rng::Rng;
 use oracle::window::WindowLen;
 use oracle::TokenId;
 use report::{Header, Verdict};
@@ -72,16 +73,13 @@ fn a_scenario_that_cannot_show_the_defect_is_inconclusive() {
     assert_eq!(r.verdict(), Verdict::Inconclusive);
 }
 
-/// A small deterministic generator for scenarios the snapshots do not cover.
+/// Seeded scenarios the snapshots do not cover.
 fn scenarios(count: usize) -> Vec<minimal::Scenario> {
-    let mut x: u64 = 0x5eed;
-    let mut next = |m: u64| {
-        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-        (x >> 33) % m
-    };
+    let mut rng = Rng::new(0x5eed);
+    let mut next = |m: usize| rng.below(m);
     let mut out = Vec::new();
     for _ in 0..count {
-        let last_n = WindowLen(next(9) as usize);
+        let last_n = WindowLen(next(9));
         let alphabet = 1 + next(6);
         let offset = next(1000) as i32;
         let history_len = 1 + next(12);
