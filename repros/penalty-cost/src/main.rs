@@ -22,6 +22,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use harness::{LoadedModel, Session};
 use ledger::{ledger_penalties, Mode, PenaltyConfig};
+use oracle::rng::Rng;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -99,26 +100,13 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-}
-
 /// Median ms per apply for each stage, and of the refill, at one vocabulary size.
 fn per_apply(n: usize, rounds: usize) -> Result<([f64; 3], f64)> {
-    let mut rng = Lcg(n as u64);
+    let mut rng = Rng::new(n as u64);
     let row: Vec<f32> = (0..n)
-        .map(|_| (rng.next() % 4000) as f32 / 200.0 - 10.0)
+        .map(|_| rng.below(4000) as f32 / 200.0 - 10.0)
         .collect();
-    let history: Vec<TokenId> = (0..WINDOW)
-        .map(|_| TokenId((rng.next() % n as u64) as i32))
-        .collect();
+    let history: Vec<TokenId> = (0..WINDOW).map(|_| TokenId(rng.below(n) as i32)).collect();
     let mut stages = Stage::ALL
         .iter()
         .map(|s| s.build(n as i32))
