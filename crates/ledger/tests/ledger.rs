@@ -4,24 +4,11 @@
 use ledger::{ledger_penalties, sorted_guard, Mode, PenaltyConfig};
 use oracle::gauge;
 use oracle::penalty::PenaltyParams;
+use oracle::rng::Rng;
 use oracle::window::WindowLen;
 use oracle::TokenId;
 use std::collections::BTreeSet;
 use subject::{Candidates, Sampler};
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 const V: i32 = 32;
 
@@ -52,27 +39,25 @@ fn logits_by_id(c: &Candidates) -> Vec<u32> {
 
 fn shuffled(rng: &mut Rng, logits: &[f32]) -> Candidates {
     let mut order: Vec<usize> = (0..logits.len()).collect();
-    for i in (1..order.len()).rev() {
-        order.swap(i, rng.below(i as u64 + 1) as usize);
-    }
+    rng.shuffle(&mut order);
     Candidates::new(order.into_iter().map(|i| (TokenId(i as i32), logits[i])))
 }
 
 #[test]
 fn default_mode_is_bit_identical_to_llama_cpp() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let mut compared = 0;
     for case in 0..400 {
         let c = cfg(
             [1, 2, 3, 4, 8, 64][case % 6],
-            [0.5, 1.0, 1.1, 1.3, 2.0][rng.below(5) as usize],
-            [0.0, 0.25, 0.5][rng.below(3) as usize],
-            [0.0, 0.5, 1.0][rng.below(3) as usize],
+            [0.5, 1.0, 1.1, 1.3, 2.0][rng.below(5)],
+            [0.0, 0.25, 0.5][rng.below(3)],
+            [0.0, 0.5, 1.0][rng.below(3)],
             Mode::Default,
         );
         let (mut a, mut b) = (builtin(&c), ledger_penalties(c).unwrap());
         for _ in 0..rng.below(40) {
-            let id = TokenId(rng.below(V as u64) as i32);
+            let id = TokenId(rng.below(V as usize) as i32);
             a.accept(id).unwrap();
             b.accept(id).unwrap();
         }
@@ -157,7 +142,7 @@ fn random_case(
     let mut s = ledger_penalties(cfg(64, theta, 0.0, 0.0, mode)).unwrap();
     let mut seen = BTreeSet::new();
     for _ in 0..1 + rng.below(10) {
-        let id = TokenId(rng.below(V as u64) as i32);
+        let id = TokenId(rng.below(V as usize) as i32);
         s.accept(id).unwrap();
         seen.insert(id);
     }
@@ -169,7 +154,7 @@ fn random_case(
 
 #[test]
 fn normalized_mode_chooses_like_the_oracle_at_every_shift() {
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     for _ in 0..200 {
         let (mut s, seen, logits) = random_case(&mut rng, 1.3, Mode::Normalized, 211.0);
         let want = gauge::argmax(&gauge::normalized(&logits, 0.0, &seen, 1.3));
@@ -185,7 +170,7 @@ fn normalized_mode_chooses_like_the_oracle_at_every_shift() {
 /// rounding of `ln theta` and of the result, and exactly `z` for unseen ids.
 #[test]
 fn subtractive_mode_values_match_the_oracle() {
-    let mut rng = Rng(23);
+    let mut rng = Rng::new(23);
     for theta in [1.05f32, 1.15, 1.3, 2.0] {
         let (mut s, seen, logits) = random_case(&mut rng, theta, Mode::Subtractive, 97.0);
         for shift in [-5.0f32, 0.0, 3.0] {

@@ -129,14 +129,9 @@ mod tests {
 
     /// Seeded pseudo-random logits in [-8, 8) with 1/1024 resolution.
     fn logits(seed: u64, n: usize) -> Vec<f32> {
-        let mut x = seed;
+        let mut rng = crate::rng::Rng::new(seed);
         (0..n)
-            .map(|_| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((x >> 40) % 16384) as f32 / 1024.0 - 8.0
-            })
+            .map(|_| rng.below(16384) as f32 / 1024.0 - 8.0)
             .collect()
     }
 

@@ -42,6 +42,20 @@ pub fn argmax<T: PartialOrd>(x: &[T]) -> TokenId {
     TokenId(best as i32)
 }
 
+/// The survivor set of `(id, logit)` pairs in any order: the ids a sampler could still choose,
+/// those with a logit above `-inf` (NaN is not above it), ascending. The one definition: the
+/// oracle's pools ([`truncation::Pool::survivors`]) and the repros' readings of llama.cpp's
+/// arrays both go through it.
+pub fn survivors(pairs: impl IntoIterator<Item = (TokenId, f32)>) -> Vec<TokenId> {
+    let mut ids: Vec<TokenId> = pairs
+        .into_iter()
+        .filter(|&(_, logit)| logit > f32::NEG_INFINITY)
+        .map(|(id, _)| id)
+        .collect();
+    ids.sort();
+    ids
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +65,19 @@ mod tests {
         assert_eq!(argmax(&[0.5f32, 2.0, -1.0, 2.0]), TokenId(1));
         assert_eq!(argmax(&[f32::NEG_INFINITY, f32::NEG_INFINITY]), TokenId(0));
         assert_eq!(argmax(&[-3.0f64, -1.0, -1.0]), TokenId(1));
+    }
+
+    #[test]
+    fn survivors_drop_minus_infinity_and_come_out_ascending() {
+        let pairs = [
+            (TokenId(7), 0.5),
+            (TokenId(2), f32::NEG_INFINITY),
+            (TokenId(3), -1e30),
+            (TokenId(0), f32::NAN),
+            (TokenId(5), 2.0),
+        ];
+        assert_eq!(survivors(pairs), [TokenId(3), TokenId(5), TokenId(7)]);
+        assert!(survivors([(TokenId(1), f32::NEG_INFINITY)]).is_empty());
+        assert!(survivors([]).is_empty());
     }
 }

@@ -114,14 +114,7 @@ impl Pool {
 
     /// The ids a sampler could still choose: in the array with a logit above `-inf`.
     pub fn survivors(&self) -> Vec<TokenId> {
-        let mut ids: Vec<TokenId> = self
-            .entries
-            .iter()
-            .filter(|e| e.logit > f32::NEG_INFINITY)
-            .map(|e| e.id)
-            .collect();
-        ids.sort();
-        ids
+        crate::survivors(self.entries.iter().map(|e| (e.id, e.logit)))
     }
 
     /// `softmax` of the logits in canonical order, in f64.

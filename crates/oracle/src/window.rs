@@ -85,12 +85,11 @@ mod tests {
 
     #[test]
     fn dense_histogram_equals_histogram() {
-        let mut x: u32 = 7;
+        let mut rng = crate::rng::Rng::new(7);
         let mut h = Vec::new();
         let mut dense = [0i64; 5];
         for _ in 0..60 {
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            h.push(TokenId((x >> 16) as i32 % 5));
+            h.push(TokenId(rng.below(5) as i32));
             for n in 0..9 {
                 dense_histogram(&h, WindowLen(n), &mut dense);
                 let sparse = histogram(&h, WindowLen(n));
@@ -105,10 +104,9 @@ mod tests {
     fn histogram_total_is_the_window_length() {
         // Every prefix of a fixed pseudo-random sequence, every window length up to 10.
         let mut h = Vec::new();
-        let mut x: u32 = 12345;
+        let mut rng = crate::rng::Rng::new(12345);
         for _ in 0..50 {
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            h.push(TokenId((x >> 16) as i32 % 4));
+            h.push(TokenId(rng.below(4) as i32));
             for n in 0..10 {
                 let total: i64 = histogram(&h, WindowLen(n)).values().sum();
                 assert_eq!(total as usize, n.min(h.len()));

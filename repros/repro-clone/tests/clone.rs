@@ -3,18 +3,15 @@
 
 use ledger::SamplerKind;
 use oracle::penalty::CountProbe;
+use oracle::rng::Rng;
 use oracle::window::WindowLen;
 use oracle::TokenId;
 use report::{Header, Verdict};
 use repro_clone::counts::{Counts, Defect, ShadowCounts};
 use repro_clone::stateful::{self, Memcheck};
 use repro_clone::{audit, minimal};
-use std::process::Command;
 use subject::BuildInfo;
-
-fn slug() -> String {
-    format!("b{}", BuildInfo::current().slug())
-}
+use test_support::run_bin;
 
 const CP: CountProbe = CountProbe::STANDARD;
 
@@ -36,7 +33,7 @@ fn minimal_published_case() {
         "{}",
         report.to_text()
     );
-    insta::assert_snapshot!(format!("minimal_{}", slug()), report.to_text());
+    test_support::assert_build_snapshot!("minimal", report.to_text());
 }
 
 /// The minimal detector must flag the planted clone that drops its counts and pass the one
@@ -77,16 +74,13 @@ fn a_scenario_that_cannot_show_the_defect_is_inconclusive() {
     assert_eq!(r.verdict(), Verdict::Inconclusive);
 }
 
-/// A small deterministic generator for scenarios the snapshots do not cover.
+/// Seeded scenarios the snapshots do not cover.
 fn scenarios(count: usize) -> Vec<minimal::Scenario> {
-    let mut x: u64 = 0x5eed;
-    let mut next = |m: u64| {
-        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-        (x >> 33) % m
-    };
+    let mut rng = Rng::new(0x5eed);
+    let mut next = |m: usize| rng.below(m);
     let mut out = Vec::new();
     for _ in 0..count {
-        let last_n = WindowLen(next(9) as usize);
+        let last_n = WindowLen(next(9));
         let alphabet = 1 + next(6);
         let offset = next(1000) as i32;
         let history_len = 1 + next(12);
@@ -150,8 +144,8 @@ fn full_audit() {
     let r = a.report();
     assert_ne!(r.verdict(), Verdict::Inconclusive);
     Header::from_json(&r.to_json()).unwrap();
-    insta::assert_snapshot!(format!("controls_{}", slug()), a.controls_text());
-    insta::assert_snapshot!(format!("sweep_{}", slug()), a.sweep_text());
+    test_support::assert_build_snapshot!("controls", a.controls_text());
+    test_support::assert_build_snapshot!("sweep", a.sweep_text());
 }
 
 /// The clone-then-continue detector on the planted samplers, through the same `check` as the
@@ -195,7 +189,7 @@ fn stateful_rows_per_build() {
     for name in ["clone-incomplete-penalties", "clone-incomplete-mirostat"] {
         assert_eq!(present.contains(&name), legacy, "{name}: {present:?}");
     }
-    insta::assert_snapshot!(format!("stateful_{}", slug()), r.to_text());
+    test_support::assert_build_snapshot!("stateful", r.to_text());
 }
 
 /// The memcheck probe flags the planted read past a heap buffer and passes the complete
@@ -222,20 +216,11 @@ fn ledger_penalties_pass_the_whole_audit() {
     assert!(a.ledger_exact(), "{}", a.sweep_text());
     assert!(!a.clone_defect_present(), "{}", a.sweep_text());
     assert_eq!(a.verdict(), Verdict::Absent);
-    insta::assert_snapshot!(format!("ledger_sweep_{}", slug()), a.sweep_text());
+    test_support::assert_build_snapshot!("ledger_sweep", a.sweep_text());
 }
 
 fn bin() -> &'static std::path::Path {
     std::path::Path::new(env!("CARGO_BIN_EXE_repro-clone"))
-}
-
-fn run_bin(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(bin()).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
 }
 
 #[test]
@@ -254,7 +239,7 @@ fn bad_input_is_one_line_and_exit_2() {
         &["--stateful", "--sampler", "ledger"],
         &["--memcheck-probe", "adaptive_p"],
     ] {
-        let (code, stdout, stderr) = run_bin(args);
+        let (code, stdout, stderr) = run_bin(bin(), args);
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stdout.is_empty(), "{args:?}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
@@ -264,15 +249,18 @@ fn bad_input_is_one_line_and_exit_2() {
 
 #[test]
 fn json_output_has_the_required_keys() {
-    let (code, stdout, _) = run_bin(&[
-        "--last-n",
-        "3",
-        "--history",
-        "9,9,2,9",
-        "--then",
-        "4",
-        "--json",
-    ]);
+    let (code, stdout, _) = run_bin(
+        bin(),
+        &[
+            "--last-n",
+            "3",
+            "--history",
+            "9,9,2,9",
+            "--then",
+            "4",
+            "--json",
+        ],
+    );
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let h = Header::from_json(&v).unwrap();
@@ -292,14 +280,20 @@ fn json_output_has_the_required_keys() {
 
 #[test]
 fn same_command_prints_the_same_bytes() {
-    let a = run_bin(&["--history", "1,2,1,3", "--then", "2,2", "--last-n", "3"]);
-    let b = run_bin(&["--history", "1,2,1,3", "--then", "2,2", "--last-n", "3"]);
+    let a = run_bin(
+        bin(),
+        &["--history", "1,2,1,3", "--then", "2,2", "--last-n", "3"],
+    );
+    let b = run_bin(
+        bin(),
+        &["--history", "1,2,1,3", "--then", "2,2", "--last-n", "3"],
+    );
     assert_eq!(a, b);
 }
 
 #[test]
 fn stateful_json_lists_one_row_per_sampler_with_controls() {
-    let (code, stdout, stderr) = run_bin(&["--stateful", "--json"]);
+    let (code, stdout, stderr) = run_bin(bin(), &["--stateful", "--json"]);
     assert_eq!(code, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let h = Header::from_json(&v).unwrap();

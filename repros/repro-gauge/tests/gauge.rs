@@ -7,20 +7,8 @@ use report::Header;
 use repro_gauge::shift::{self, Implementation};
 use repro_gauge::{a1, json, schema};
 use std::collections::BTreeSet;
-use std::process::Command;
 use subject::BuildInfo;
-
-/// Decoding spins two ggml threads; two decoders at once on a 2-core machine slow each other
-/// down many times over, so every test that decodes holds this.
-static DECODER: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    DECODER.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn slug() -> String {
-    format!("b{}", BuildInfo::current().slug())
-}
+use test_support::{one_at_a_time, run_bin};
 
 fn load(name: &str) -> harness::LoadedModel {
     harness::LoadedModel::load_with(
@@ -150,7 +138,7 @@ fn short_design_on_both_models() {
         text.push('\n');
         text.push_str(rest);
     }
-    insta::assert_snapshot!(format!("design_short_{}", slug()), text);
+    test_support::assert_build_snapshot!("design_short", text);
 }
 
 /// Each detector on planted cases, through the same fork loop, runs, cells and verdict rule
@@ -208,7 +196,7 @@ fn json_subset() {
     let t = r.totals();
     assert_eq!(t.len(), json::Variant::all().len());
     assert!(t.iter().all(|x| x.schema_valid <= x.parses));
-    insta::assert_snapshot!(format!("json_subset_{}", slug()), r.to_text());
+    test_support::assert_build_snapshot!("json_subset", r.to_text());
 }
 
 #[test]
@@ -219,17 +207,7 @@ fn every_corpus_schema_parses() {
     }
 }
 
-fn run_bin(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_repro-gauge"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+const BIN: &str = env!("CARGO_BIN_EXE_repro-gauge");
 
 fn prompt_file(name: &str, text: &str) -> String {
     let p = std::env::temp_dir().join(format!("sampler-audit-gauge-{name}.txt"));
@@ -241,21 +219,24 @@ fn prompt_file(name: &str, text: &str) -> String {
 fn json_output_shape() {
     let _serial = one_at_a_time();
     let file = prompt_file("shape", "# two prompts\nSay hello.\n\nCount to three.\n");
-    let (code, stdout, stderr) = run_bin(&[
-        "--model",
-        "gemma3",
-        "--prompt-file",
-        &file,
-        "--theta",
-        "1.3",
-        "--shifts",
-        "-5,5",
-        "--max-new",
-        "8",
-        "--positions",
-        "300",
-        "--json",
-    ]);
+    let (code, stdout, stderr) = run_bin(
+        BIN,
+        &[
+            "--model",
+            "gemma3",
+            "--prompt-file",
+            &file,
+            "--theta",
+            "1.3",
+            "--shifts",
+            "-5,5",
+            "--max-new",
+            "8",
+            "--positions",
+            "300",
+            "--json",
+        ],
+    );
     assert_eq!(code, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let h = Header::from_json(&v).unwrap();
@@ -319,7 +300,7 @@ fn teacher_forced_short() {
         .cells
         .iter()
         .any(|c| c.operator() == Operator::Sign && c.flips > 0));
-    insta::assert_snapshot!(format!("teacher_forced_short_{}", slug()), r.to_text());
+    test_support::assert_build_snapshot!("teacher_forced_short", r.to_text());
 }
 
 #[test]
@@ -351,7 +332,7 @@ fn bad_input_is_one_line_and_exit_2() {
             "-9,-8,-7,-6,-5,-4,-3,-2,-1,1",
         ],
     ] {
-        let (code, stdout, stderr) = run_bin(args);
+        let (code, stdout, stderr) = run_bin(BIN, args);
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stdout.is_empty(), "{args:?}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
@@ -497,5 +478,5 @@ fn structural_subset() {
     let r = repro_gauge::reference::run(&load("smollm2"), &corpus[..3], 2).unwrap();
     let controls = r.controls();
     assert!(controls.iter().all(|c| c.passed), "{controls:#?}");
-    insta::assert_snapshot!(format!("structural_subset_{}", slug()), r.to_text());
+    test_support::assert_build_snapshot!("structural_subset", r.to_text());
 }

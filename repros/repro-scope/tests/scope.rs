@@ -10,20 +10,8 @@ use repro_scope::decode::Decoder;
 use repro_scope::run::{self, LoadedModel};
 use repro_scope::scope::{PlantedScope, ScopeSpec};
 use repro_scope::sweep::{self, SweepPlan};
-use std::process::Command;
 use subject::BuildInfo;
-
-/// Decoding spins two ggml threads; two decoders at once on this 2-core machine slow each other
-/// down many times over, so every test that decodes (in-process or via the binary) holds this.
-static DECODER: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    DECODER.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn slug() -> String {
-    format!("b{}", BuildInfo::current().slug())
-}
+use test_support::{one_at_a_time, run_bin, run_bin_with_env};
 
 fn smollm2() -> LoadedModel {
     LoadedModel::load(models::resolve("smollm2").expect("run `make models` first")).unwrap()
@@ -56,7 +44,7 @@ fn published_prompt_with_cross_checks() {
         r.trajectories.iter().find(|t| t.scope == spec).unwrap()
     };
     assert_eq!(by("64").tokens, by("llama:64").tokens);
-    insta::assert_snapshot!(format!("published_{}", slug()), report.to_text());
+    test_support::assert_build_snapshot!("published", report.to_text());
 }
 
 #[test]
@@ -83,22 +71,10 @@ fn sweep_subset() {
     }
     let svg = repro_scope::plot::svg(&s, "test");
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-    insta::assert_snapshot!(format!("sweep_subset_{}", slug()), s.to_text());
+    test_support::assert_build_snapshot!("sweep_subset", s.to_text());
 }
 
-fn run_bin(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_repro-scope"));
-    cmd.args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+const BIN: &str = env!("CARGO_BIN_EXE_repro-scope");
 
 #[test]
 fn json_shape_and_windows_longer_than_the_sequence() {
@@ -112,7 +88,7 @@ fn json_shape_and_windows_longer_than_the_sequence() {
         "all,4,gen:4,llama:4,100000,llama:5000",
         "--json",
     ];
-    let (code, stdout, stderr) = run_bin(&args, &[]);
+    let (code, stdout, stderr) = run_bin(BIN, &args);
     assert_eq!(code, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let h = Header::from_json(&v).unwrap();
@@ -133,7 +109,7 @@ fn json_shape_and_windows_longer_than_the_sequence() {
         assert_eq!(v["scopes"][s]["llama_twin"]["mismatching_steps"], 0, "{s}");
     }
     // Same command, same bytes.
-    assert_eq!(run_bin(&args, &[]).1, stdout);
+    assert_eq!(run_bin(BIN, &args).1, stdout);
 }
 
 #[test]
@@ -180,7 +156,7 @@ fn bad_input_is_one_line_and_exit_2() {
         (vec!["--no-such-flag"], vec![], ""),
     ];
     for (args, env, needle) in cases {
-        let (code, stdout, stderr) = run_bin(&args, &env);
+        let (code, stdout, stderr) = run_bin_with_env(BIN, &args, &env);
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stdout.is_empty(), "{args:?}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");

@@ -149,16 +149,10 @@ pub fn really_sorted(c: &Candidates) -> bool {
     c.entries.windows(2).all(|w| w[0].logit >= w[1].logit)
 }
 
-/// Ids left in the array with a logit above `-inf`, ascending: the survivor set.
+/// Ids left in the array with a logit above `-inf`, ascending: the survivor set, by the
+/// oracle's one definition ([`oracle::survivors`]).
 pub fn survivors(c: &Candidates) -> Vec<TokenId> {
-    let mut ids: Vec<TokenId> = c
-        .entries
-        .iter()
-        .filter(|e| e.logit > f32::NEG_INFINITY)
-        .map(|e| e.id)
-        .collect();
-    ids.sort();
-    ids
+    oracle::survivors(c.entries.iter().map(|e| (e.id, e.logit)))
 }
 
 /// Runs the case through one `llama_sampler_chain` (the verdict's input), then replays it

@@ -55,10 +55,7 @@ fn survivors_bits(
     let mut c = Candidates::new(order.iter().map(|&i| (TokenId(i as i32), logits[i])));
     c.sorted = sorted_flag;
     sampler.apply(&mut c)?;
-    Ok(c.entries
-        .iter()
-        .filter(|e| e.logit > f32::NEG_INFINITY)
-        .fold(0u64, |acc, e| acc | 1u64 << e.id.0))
+    Ok(ids_to_bits(&crate::chain::survivors(&c)))
 }
 
 pub fn bits_to_ids(bits: u64) -> Vec<i32> {

@@ -8,12 +8,8 @@ use repro_sortpoison::chain::{self, Verdict};
 use repro_sortpoison::planted::{Injector, ShadowRule, ShadowTruncator};
 use repro_sortpoison::stage::ChainStage;
 use repro_sortpoison::{audit, census, cli, fuzz, perm, planted};
-use std::process::Command;
 use subject::{BuildInfo, Vocab};
-
-fn slug() -> String {
-    format!("b{}", BuildInfo::current().slug())
-}
+use test_support::run_bin;
 
 fn ids(v: &[i32]) -> Vec<TokenId> {
     v.iter().map(|&i| TokenId(i)).collect()
@@ -27,8 +23,8 @@ fn published_chain_keeps_four_where_one_is_right() {
     assert_eq!(r.oracle, ids(&[3]));
     assert!(r.subject.sorted_flag);
     assert_eq!(r.verdict, Verdict::Present);
-    insta::assert_snapshot!(
-        format!("published_chain_{}", slug()),
+    test_support::assert_build_snapshot!(
+        "published_chain",
         chain::report(&case, &r, &BuildInfo::current(), chain::controls().unwrap())
             .unwrap()
             .to_text()
@@ -129,7 +125,7 @@ fn permutation_table_with_controls() {
             assert!(row.sound(), "{} was flagged", row.sampler);
         }
     }
-    insta::assert_snapshot!(format!("permutation_{}", slug()), audit.to_text());
+    test_support::assert_build_snapshot!("permutation", audit.to_text());
 }
 
 #[test]
@@ -204,7 +200,7 @@ fn injector_census() {
     assert_eq!(planted(Injector::KeepsFlag), census::Class::KeepsStale);
     assert_eq!(planted(Injector::ClearsFlag), census::Class::ResetsFlag);
     assert_eq!(planted(Injector::Identity), census::Class::NeverReorders);
-    insta::assert_snapshot!(format!("census_{}", slug()), c.to_text());
+    test_support::assert_build_snapshot!("census", c.to_text());
 }
 
 #[test]
@@ -228,7 +224,7 @@ fn fuzzer_summary_and_minimized_cases() {
             assert!(!still, "stage {i} of {} is not needed", case.command());
         }
     }
-    insta::assert_snapshot!(format!("fuzzer_{}", slug()), r.to_text());
+    test_support::assert_build_snapshot!("fuzzer", r.to_text());
 }
 
 #[test]
@@ -256,34 +252,27 @@ fn regression_cases() {
             line
         ));
     }
-    insta::assert_snapshot!(format!("regressions_{}", slug()), out);
+    test_support::assert_build_snapshot!("regressions", out);
 }
 
-fn run_bin(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_repro-sortpoison"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+const BIN: &str = env!("CARGO_BIN_EXE_repro-sortpoison");
 
 #[test]
 fn json_of_the_published_chain() {
-    let (code, stdout, stderr) = run_bin(&[
-        "--logits",
-        "4,3,2,1,0,-1,-2,-3",
-        "--stage",
-        "top_k=4",
-        "--stage",
-        "logit_bias=3:+6",
-        "--stage",
-        "top_p=0.8",
-        "--json",
-    ]);
+    let (code, stdout, stderr) = run_bin(
+        BIN,
+        &[
+            "--logits",
+            "4,3,2,1,0,-1,-2,-3",
+            "--stage",
+            "top_k=4",
+            "--stage",
+            "logit_bias=3:+6",
+            "--stage",
+            "top_p=0.8",
+            "--json",
+        ],
+    );
     assert_eq!(code, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let h = Header::from_json(&v).unwrap();
@@ -297,19 +286,22 @@ fn json_of_the_published_chain() {
 
 #[test]
 fn the_guard_fixes_the_published_chain() {
-    let (code, stdout, _) = run_bin(&[
-        "--logits",
-        "4,3,2,1,0,-1,-2,-3",
-        "--stage",
-        "top_k=4",
-        "--stage",
-        "logit_bias=3:+6",
-        "--stage",
-        "sorted_guard",
-        "--stage",
-        "top_p=0.8",
-        "--json",
-    ]);
+    let (code, stdout, _) = run_bin(
+        BIN,
+        &[
+            "--logits",
+            "4,3,2,1,0,-1,-2,-3",
+            "--stage",
+            "top_k=4",
+            "--stage",
+            "logit_bias=3:+6",
+            "--stage",
+            "sorted_guard",
+            "--stage",
+            "top_p=0.8",
+            "--json",
+        ],
+    );
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["subject"], serde_json::json!([3]));
@@ -318,17 +310,20 @@ fn the_guard_fixes_the_published_chain() {
 
 #[test]
 fn order_preserving_chain_is_absent() {
-    let (code, stdout, _) = run_bin(&[
-        "--logits",
-        "1.5,-2,0.5,3",
-        "--stage",
-        "logit_bias=1:+4",
-        "--stage",
-        "top_k=3",
-        "--stage",
-        "top_p=0.9",
-        "--json",
-    ]);
+    let (code, stdout, _) = run_bin(
+        BIN,
+        &[
+            "--logits",
+            "1.5,-2,0.5,3",
+            "--stage",
+            "logit_bias=1:+4",
+            "--stage",
+            "top_k=3",
+            "--stage",
+            "top_p=0.9",
+            "--json",
+        ],
+    );
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["verdict"], "absent");
@@ -366,7 +361,7 @@ fn bad_input_is_one_line_and_exit_2() {
         &["--stage", "shadow_top_p=0.8:maybe"],
         &["--no-such-flag"],
     ] {
-        let (code, stdout, stderr) = run_bin(args);
+        let (code, stdout, stderr) = run_bin(BIN, args);
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stdout.is_empty(), "{args:?}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
@@ -386,5 +381,5 @@ fn same_command_same_bytes() {
         "--stage",
         "min_p=0.2",
     ];
-    assert_eq!(run_bin(&args), run_bin(&args));
+    assert_eq!(run_bin(BIN, &args), run_bin(BIN, &args));
 }

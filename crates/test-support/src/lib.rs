@@ -1,0 +1,81 @@
+//! Dev-only helpers shared by every test binary (root workspace and `legacy/`): running a repro
+//! binary, the lock that keeps model decoding to one test at a time, and per-build snapshot
+//! names. Tests depend on this crate instead of keeping their own copies.
+
+use std::ffi::OsStr;
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+
+#[doc(hidden)]
+pub use insta;
+
+/// Runs the repro binary at `bin` (a test passes `env!("CARGO_BIN_EXE_repro-x")`) with `args`
+/// and returns its exit code (-1 if it was killed by a signal), stdout and stderr.
+///
+/// Stdout must be UTF-8 (it is the repro's own text or JSON, and a test that compares it
+/// byte for byte must see it whole); stderr may carry llama.cpp's log lines and is read lossily.
+pub fn run_bin(bin: impl AsRef<OsStr>, args: &[&str]) -> (i32, String, String) {
+    run_bin_with_env(bin, args, &[])
+}
+
+/// [`run_bin`] with extra environment variables set for the child only.
+pub fn run_bin_with_env(
+    bin: impl AsRef<OsStr>,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
+    let bin = bin.as_ref();
+    let mut cmd = Command::new(bin);
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
+    let stdout = String::from_utf8(out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout of {} {args:?} is not UTF-8: {e}",
+            bin.to_string_lossy()
+        )
+    });
+    (
+        out.status.code().unwrap_or(-1),
+        stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Held by every test that decodes a model, in-process or through a repro binary.
+static DECODER: Mutex<()> = Mutex::new(());
+
+/// Decoding spins two ggml threads; two decoders at once on a 2-core machine slow each other
+/// down many times over, so a test that decodes holds this guard for its whole body. The lock
+/// is per test binary (cargo runs test binaries one after another). A test that panicked while
+/// holding it does not poison it for the others.
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    DECODER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The snapshot suffix of the linked llama-cpp-sys-2 build: `b0_1_161`, `b0_1_154`.
+pub fn build_suffix() -> String {
+    format!("b{}", subject::BuildInfo::current().slug())
+}
+
+/// Runs `f` with insta's snapshot suffix set to [`build_suffix`], so a snapshot named `census`
+/// is stored as `<test>__census@b0_1_161.snap` on the root build and `...@b0_1_154.snap` on
+/// the legacy one. Other settings in force are kept.
+pub fn per_build<R>(f: impl FnOnce() -> R) -> R {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_suffix(build_suffix());
+    settings.bind(f)
+}
+
+/// `insta::assert_snapshot!(name, value)` under [`per_build`]: one snapshot file per linked
+/// build, the name without the build part.
+#[macro_export]
+macro_rules! assert_build_snapshot {
+    ($name:expr, $value:expr $(,)?) => {
+        $crate::per_build(|| $crate::insta::assert_snapshot!($name, $value))
+    };
+}
