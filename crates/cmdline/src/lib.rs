@@ -112,3 +112,11 @@ impl Decoding {
         Ok(self.threads as i32)
     }
 }
+
+/// The model flag the model-based repros share.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct ModelChoice {
+    /// smollm2, gemma3 (the files `make models` caches) or a path to a GGUF file.
+    #[arg(long, default_value = "smollm2")]
+    pub model: String,
+}

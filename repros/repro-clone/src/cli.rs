@@ -10,13 +10,9 @@ use oracle::window::WindowLen;
 use oracle::TokenId;
 use std::ffi::OsString;
 
-pub use cmdline::{EXIT_BAD_INPUT, EXIT_FAILED};
-
+/// F1: does cloning llama.cpp's penalties sampler keep its token counts?
 #[derive(Parser, Debug)]
-#[command(
-    name = "repro-clone",
-    about = "F1: does cloning llama.cpp's penalties sampler keep its token counts?"
-)]
+#[command(name = "repro-clone")]
 pub struct Args {
     /// penalty_last_n, the window length (>= 0; default 4).
     #[arg(long, allow_negative_numbers = true)]

@@ -10,17 +10,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use subject::{BuildInfo, Weights};
 
-pub use cmdline::{EXIT_BAD_INPUT, EXIT_FAILED};
-
+/// F4: does the repetition penalty depend on where the logits' zero point sits?
 #[derive(Parser, Debug)]
-#[command(
-    name = "repro-gauge",
-    about = "F4: does the repetition penalty depend on where the logits' zero point sits?"
-)]
+#[command(name = "repro-gauge")]
 pub struct Args {
-    /// smollm2, gemma3 (the files `make models` caches) or a path to a GGUF file.
-    #[arg(long, default_value = "smollm2")]
-    pub model: String,
+    #[command(flatten)]
+    pub model_choice: cmdline::ModelChoice,
     /// One prompt per line (blank lines and lines starting with '#' skipped); each goes
     /// through the model's chat template. Default: the 16 prompts of prompts/a1.txt.
     #[arg(long)]
@@ -153,7 +148,7 @@ pub fn model_names(args: &Args) -> Result<Vec<String>> {
             Ok(v)
         }
         (None, true) => Ok(models::KNOWN.iter().map(|k| k.name.to_string()).collect()),
-        (None, false) => Ok(vec![args.model.clone()]),
+        (None, false) => Ok(vec![args.model_choice.model.clone()]),
     }
 }
 

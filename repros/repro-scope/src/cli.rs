@@ -6,20 +6,15 @@ use anyhow::{ensure, Context, Result};
 use clap::Parser;
 use std::ffi::OsString;
 
-pub use cmdline::{EXIT_BAD_INPUT, EXIT_FAILED};
-
 pub const PUBLISHED_PROMPT: &str = "How do you say thank you in Chinese?";
 pub const DEFAULT_SCOPES: &str = "all,64,128,gen:64,llama:64";
 
+/// F3: one repetition penalty, different scopes: where does greedy output part ways?
 #[derive(Parser, Debug)]
-#[command(
-    name = "repro-scope",
-    about = "F3: one repetition penalty, different scopes: where does greedy output part ways?"
-)]
+#[command(name = "repro-scope")]
 pub struct Args {
-    /// smollm2, gemma3 (the files `make models` caches) or a path to a GGUF file.
-    #[arg(long, default_value = "smollm2")]
-    pub model: String,
+    #[command(flatten)]
+    pub model_choice: cmdline::ModelChoice,
     /// The user turn, sent through the model's chat template.
     #[arg(long, default_value = PUBLISHED_PROMPT)]
     pub prompt: String,
@@ -85,7 +80,8 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run(argv, |args: Args| {
         cmdline::refuse(subject::BuildInfo::verified())?;
         let cfg = cmdline::refuse(config(&args))?;
-        let loaded = cmdline::refuse(models::resolve(&args.model).and_then(LoadedModel::load))?;
+        let loaded =
+            cmdline::refuse(models::resolve(&args.model_choice.model).and_then(LoadedModel::load))?;
         cmdline::fail(execute(&args, &cfg, &loaded))
     })
 }

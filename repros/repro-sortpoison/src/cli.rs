@@ -10,13 +10,9 @@ use oracle::TokenId;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-pub use cmdline::{EXIT_BAD_INPUT, EXIT_FAILED};
-
+/// F2: does a stale `sorted` flag make llama.cpp's truncation samplers cut the wrong set?
 #[derive(Parser, Debug)]
-#[command(
-    name = "repro-sortpoison",
-    about = "F2: does a stale `sorted` flag make llama.cpp's truncation samplers cut the wrong set?"
-)]
+#[command(name = "repro-sortpoison")]
 pub struct Args {
     /// Logits for ids 0, 1, 2, ..., comma-separated (default: 4,3,2,1,0,-1,-2,-3).
     #[arg(long, allow_hyphen_values = true)]
