@@ -79,3 +79,14 @@ macro_rules! assert_build_snapshot {
         $crate::per_build(|| $crate::insta::assert_snapshot!($name, $value))
     };
 }
+
+/// Runs `bin` with `args` (and `env`) and checks the refusal contract every repro keeps: exit
+/// 2, nothing on stdout, exactly one line on stderr, starting with `error`. Returns that line.
+pub fn assert_refused(bin: impl AsRef<OsStr>, args: &[&str], env: &[(&str, &str)]) -> String {
+    let (code, stdout, stderr) = run_bin_with_env(bin, args, env);
+    assert_eq!(code, 2, "{args:?}: {stderr}");
+    assert!(stdout.is_empty(), "{args:?}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+    assert!(stderr.starts_with("error"), "{args:?}: {stderr}");
+    stderr
+}

@@ -11,7 +11,7 @@ use repro_clone::counts::{Counts, Defect, ShadowCounts};
 use repro_clone::stateful::{self, Memcheck};
 use repro_clone::{audit, minimal};
 use subject::BuildInfo;
-use test_support::run_bin;
+use test_support::{assert_refused, run_bin};
 
 const CP: CountProbe = CountProbe::STANDARD;
 
@@ -239,10 +239,7 @@ fn bad_input_is_one_line_and_exit_2() {
         &["--stateful", "--sampler", "ledger"],
         &["--memcheck-probe", "adaptive_p"],
     ] {
-        let (code, stdout, stderr) = run_bin(bin(), args);
-        assert_eq!(code, 2, "{args:?}: {stderr}");
-        assert!(stdout.is_empty(), "{args:?}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        let stderr = assert_refused(bin(), args, &[]);
         assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
     }
 }

@@ -11,7 +11,7 @@ use repro_scope::run::{self, LoadedModel};
 use repro_scope::scope::{PlantedScope, ScopeSpec};
 use repro_scope::sweep::{self, SweepPlan};
 use subject::BuildInfo;
-use test_support::{one_at_a_time, run_bin, run_bin_with_env};
+use test_support::{assert_refused, one_at_a_time, run_bin};
 
 fn smollm2() -> LoadedModel {
     LoadedModel::load(models::resolve("smollm2").expect("run `make models` first")).unwrap()
@@ -156,11 +156,7 @@ fn bad_input_is_one_line_and_exit_2() {
         (vec!["--no-such-flag"], vec![], ""),
     ];
     for (args, env, needle) in cases {
-        let (code, stdout, stderr) = run_bin_with_env(BIN, &args, &env);
-        assert_eq!(code, 2, "{args:?}: {stderr}");
-        assert!(stdout.is_empty(), "{args:?}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
-        assert!(stderr.starts_with("error"), "{args:?}: {stderr}");
+        let stderr = assert_refused(BIN, &args, &env);
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
