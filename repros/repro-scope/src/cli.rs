@@ -31,14 +31,14 @@ pub struct Args {
     /// Generated tokens (under all) in the context of the single-vector table.
     #[arg(long, default_value_t = 60, allow_negative_numbers = true)]
     pub vector_at: i64,
-    #[command(flatten)]
-    pub decoding: cmdline::Decoding,
-    #[command(flatten)]
-    pub out: cmdline::Output,
     /// Run the published prompt, the scope sweep over the prompt corpus, and write
     /// results/scope.<build>.json and results/scope-sweep.<build>.svg.
     #[arg(long)]
     pub audit: bool,
+    #[command(flatten)]
+    pub out: cmdline::Output,
+    #[command(flatten)]
+    pub decoding: cmdline::Decoding,
 }
 
 pub fn config(args: &Args) -> Result<RunConfig> {

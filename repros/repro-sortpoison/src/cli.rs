@@ -6,6 +6,7 @@ use crate::fuzz;
 use crate::stage::ChainStage;
 use anyhow::{ensure, Context, Result};
 use clap::Parser;
+use oracle::stage::{self, ParseError};
 use oracle::TokenId;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -42,30 +43,20 @@ pub struct Args {
     pub vocab_model: Option<PathBuf>,
 }
 
-fn parse_logits(text: &str) -> Result<Vec<f32>> {
+/// A comma-separated list, each trimmed part read by `one` (the stage syntax's own number and
+/// id readers, so a flag and a stage word their errors alike).
+fn comma_list<T>(text: &str, one: impl Fn(&str) -> Result<T, ParseError>) -> Result<Vec<T>> {
     text.split(',')
-        .map(|part| {
-            let part = part.trim();
-            let x: f32 = part
-                .parse()
-                .map_err(|_| anyhow::anyhow!("--logits: '{part}' is not a number"))?;
-            ensure!(x.is_finite(), "--logits: '{part}' is not finite");
-            Ok(x)
-        })
+        .map(|part| one(part.trim()).map_err(anyhow::Error::from))
         .collect()
 }
 
+fn parse_logits(text: &str) -> Result<Vec<f32>> {
+    comma_list(text, |part| stage::number("--logits", part))
+}
+
 fn parse_history(text: &str) -> Result<Vec<TokenId>> {
-    text.split(',')
-        .map(|part| {
-            let part = part.trim();
-            let id: i32 = part
-                .parse()
-                .map_err(|_| anyhow::anyhow!("--history: '{part}' is not a token id"))?;
-            ensure!(id >= 0, "--history: token id {id} is negative");
-            Ok(TokenId(id))
-        })
-        .collect()
+    comma_list(text, |part| stage::token_id("--history", part))
 }
 
 /// Random honest-flag inputs per stage for the oracle gate of a single chain.
