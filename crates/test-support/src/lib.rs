@@ -90,3 +90,14 @@ pub fn assert_refused(bin: impl AsRef<OsStr>, args: &[&str], env: &[(&str, &str)
     assert!(stderr.starts_with("error"), "{args:?}: {stderr}");
     stderr
 }
+
+/// Runs `bin` with `args`, which must print one report as JSON: exit 0, stdout parses, and the
+/// report opens with the header every results file carries. Returns the value and its header.
+pub fn json_report(bin: impl AsRef<OsStr>, args: &[&str]) -> (serde_json::Value, report::Header) {
+    let (code, stdout, stderr) = run_bin(bin, args);
+    assert_eq!(code, 0, "{args:?}: {stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: stdout is not JSON ({e}): {stdout}"));
+    let h = report::Header::from_json(&v).unwrap_or_else(|e| panic!("{args:?}: {e:#}"));
+    (v, h)
+}

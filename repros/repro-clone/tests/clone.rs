@@ -11,7 +11,7 @@ use repro_clone::counts::{Counts, Defect, ShadowCounts};
 use repro_clone::stateful::{self, Memcheck};
 use repro_clone::{audit, minimal};
 use subject::BuildInfo;
-use test_support::{assert_refused, run_bin};
+use test_support::{assert_refused, json_report, run_bin};
 
 const CP: CountProbe = CountProbe::STANDARD;
 
@@ -246,7 +246,7 @@ fn bad_input_is_one_line_and_exit_2() {
 
 #[test]
 fn json_output_has_the_required_keys() {
-    let (code, stdout, _) = run_bin(
+    let (v, h) = json_report(
         bin(),
         &[
             "--last-n",
@@ -258,9 +258,6 @@ fn json_output_has_the_required_keys() {
             "--json",
         ],
     );
-    assert_eq!(code, 0);
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    let h = Header::from_json(&v).unwrap();
     assert_eq!(h.subject.build, BuildInfo::current().crate_version);
     assert_eq!(h.subject.name, "clone-drops-token-count");
     for key in ["original", "clone", "clone_after", "oracle_clone_after"] {
@@ -290,10 +287,7 @@ fn same_command_prints_the_same_bytes() {
 
 #[test]
 fn stateful_json_lists_one_row_per_sampler_with_controls() {
-    let (code, stdout, stderr) = run_bin(bin(), &["--stateful", "--json"]);
-    assert_eq!(code, 0, "{stderr}");
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    let h = Header::from_json(&v).unwrap();
+    let (v, h) = json_report(bin(), &["--stateful", "--json"]);
     assert_eq!(h.subject.name, "clone-incomplete");
     let names: Vec<&str> = h.rows.iter().map(|r| r.0.as_str()).collect();
     for s in stateful::subjects() {

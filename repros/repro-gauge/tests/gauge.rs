@@ -3,12 +3,11 @@
 
 use oracle::gauge::{self, Operator};
 use oracle::TokenId;
-use report::Header;
 use repro_gauge::shift::{self, Implementation};
 use repro_gauge::{a1, json, schema};
 use std::collections::BTreeSet;
 use subject::BuildInfo;
-use test_support::{assert_refused, one_at_a_time, run_bin};
+use test_support::{assert_refused, json_report, one_at_a_time};
 
 fn load(name: &str) -> harness::LoadedModel {
     harness::LoadedModel::load_with(
@@ -219,7 +218,7 @@ fn prompt_file(name: &str, text: &str) -> String {
 fn json_output_shape() {
     let _serial = one_at_a_time();
     let file = prompt_file("shape", "# two prompts\nSay hello.\n\nCount to three.\n");
-    let (code, stdout, stderr) = run_bin(
+    let (v, h) = json_report(
         BIN,
         &[
             "--model",
@@ -237,9 +236,6 @@ fn json_output_shape() {
             "--json",
         ],
     );
-    assert_eq!(code, 0, "{stderr}");
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    let h = Header::from_json(&v).unwrap();
     assert_eq!(h.subject.build, BuildInfo::current().tag());
     assert!(h.controls.iter().all(|c| c.passed), "{:#?}", h.controls);
     assert_eq!(v["model"], "gemma3");

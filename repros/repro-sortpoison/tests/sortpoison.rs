@@ -3,13 +3,12 @@
 
 use oracle::stage::Stage;
 use oracle::TokenId;
-use report::Header;
 use repro_sortpoison::chain::{self, Verdict};
 use repro_sortpoison::planted::{Injector, ShadowRule, ShadowTruncator};
 use repro_sortpoison::stage::ChainStage;
 use repro_sortpoison::{audit, census, cli, fuzz, perm, planted};
 use subject::{BuildInfo, Vocab};
-use test_support::{assert_refused, run_bin};
+use test_support::{assert_refused, json_report, run_bin};
 
 fn ids(v: &[i32]) -> Vec<TokenId> {
     v.iter().map(|&i| TokenId(i)).collect()
@@ -259,7 +258,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_repro-sortpoison");
 
 #[test]
 fn json_of_the_published_chain() {
-    let (code, stdout, stderr) = run_bin(
+    let (v, h) = json_report(
         BIN,
         &[
             "--logits",
@@ -273,9 +272,6 @@ fn json_of_the_published_chain() {
             "--json",
         ],
     );
-    assert_eq!(code, 0, "{stderr}");
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    let h = Header::from_json(&v).unwrap();
     assert_eq!(h.subject.build, BuildInfo::current().tag());
     assert!(h.controls.iter().all(|c| c.passed));
     assert_eq!(v["subject"], serde_json::json!([0, 1, 2, 3]));
@@ -286,7 +282,7 @@ fn json_of_the_published_chain() {
 
 #[test]
 fn the_guard_fixes_the_published_chain() {
-    let (code, stdout, _) = run_bin(
+    let (v, _) = json_report(
         BIN,
         &[
             "--logits",
@@ -302,15 +298,13 @@ fn the_guard_fixes_the_published_chain() {
             "--json",
         ],
     );
-    assert_eq!(code, 0);
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["subject"], serde_json::json!([3]));
     assert_eq!(v["verdict"], "absent");
 }
 
 #[test]
 fn order_preserving_chain_is_absent() {
-    let (code, stdout, _) = run_bin(
+    let (v, _) = json_report(
         BIN,
         &[
             "--logits",
@@ -324,8 +318,6 @@ fn order_preserving_chain_is_absent() {
             "--json",
         ],
     );
-    assert_eq!(code, 0);
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["verdict"], "absent");
     assert_eq!(v["subject"], v["oracle"]);
 }
