@@ -42,6 +42,11 @@ pub fn argmax<T: PartialOrd>(x: &[T]) -> TokenId {
     TokenId(best as i32)
 }
 
+/// Token ids from plain integers (for tables of cases, in tests and audits alike).
+pub fn token_ids(v: &[i32]) -> Vec<TokenId> {
+    v.iter().map(|&i| TokenId(i)).collect()
+}
+
 /// The survivor set of `(id, logit)` pairs in any order: the ids a sampler could still choose,
 /// those with a logit above `-inf` (NaN is not above it), ascending. The one definition: the
 /// oracle's pools ([`truncation::Pool::survivors`]) and the repros' readings of llama.cpp's

@@ -51,10 +51,7 @@ pub fn apply_repetition(logits: &mut [f32], ids: &BTreeSet<TokenId>, theta: f32)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ids(v: &[i32]) -> Vec<TokenId> {
-        v.iter().map(|&i| TokenId(i)).collect()
-    }
+    use crate::token_ids as ids;
 
     fn set(v: &[i32]) -> BTreeSet<TokenId> {
         ids(v).into_iter().collect()

@@ -101,10 +101,7 @@ pub fn differing_share(a: &[TokenId], b: &[TokenId]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ids(v: &[i32]) -> Vec<TokenId> {
-        v.iter().map(|&i| TokenId(i)).collect()
-    }
+    use crate::token_ids as ids;
 
     #[test]
     fn text_measures_by_hand() {

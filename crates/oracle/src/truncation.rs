@@ -616,10 +616,7 @@ pub fn compose(stages: &[Stage], pool: &Pool, history: &[TokenId]) -> Compositio
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ids(v: &[i32]) -> Vec<TokenId> {
-        v.iter().map(|&i| TokenId(i)).collect()
-    }
+    use crate::token_ids as ids;
 
     fn published() -> Pool {
         Pool::from_logits(&[4.0, 3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0])

@@ -235,11 +235,8 @@ impl IdOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oracle::token_ids as ids;
     use oracle::TokenId;
-
-    fn ids(v: &[i32]) -> Vec<TokenId> {
-        v.iter().map(|&i| TokenId(i)).collect()
-    }
 
     #[test]
     fn an_order_must_be_a_permutation() {

@@ -2,6 +2,7 @@
 //! Snapshots are named per build, so a change upstream shows up as a reviewed snapshot diff.
 
 use oracle::stage::Stage;
+use oracle::token_ids as ids;
 use oracle::TokenId;
 use repro_sortpoison::chain::{self, Verdict};
 use repro_sortpoison::planted::{Injector, ShadowRule, ShadowTruncator};
@@ -9,10 +10,6 @@ use repro_sortpoison::stage::ChainStage;
 use repro_sortpoison::{audit, census, cli, fuzz, perm, planted};
 use subject::{BuildInfo, Vocab};
 use test_support::{assert_refused, json_report, run_bin};
-
-fn ids(v: &[i32]) -> Vec<TokenId> {
-    v.iter().map(|&i| TokenId(i)).collect()
-}
 
 #[test]
 fn published_chain_keeps_four_where_one_is_right() {
@@ -256,22 +253,20 @@ fn regression_cases() {
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-sortpoison");
 
+/// `--logits LOGITS --stage S ... --json`, one `--stage` per stage.
+fn chain_json(logits: &str, stages: &[&str]) -> (serde_json::Value, report::Header) {
+    let mut args = vec!["--logits", logits];
+    for s in stages {
+        args.extend(["--stage", s]);
+    }
+    args.push("--json");
+    json_report(BIN, &args)
+}
+
 #[test]
 fn json_of_the_published_chain() {
-    let (v, h) = json_report(
-        BIN,
-        &[
-            "--logits",
-            "4,3,2,1,0,-1,-2,-3",
-            "--stage",
-            "top_k=4",
-            "--stage",
-            "logit_bias=3:+6",
-            "--stage",
-            "top_p=0.8",
-            "--json",
-        ],
-    );
+    let published = ["top_k=4", "logit_bias=3:+6", "top_p=0.8"];
+    let (v, h) = chain_json("4,3,2,1,0,-1,-2,-3", &published);
     assert_eq!(h.subject.build, BuildInfo::current().tag());
     assert!(h.controls.iter().all(|c| c.passed));
     assert_eq!(v["subject"], serde_json::json!([0, 1, 2, 3]));
@@ -282,42 +277,15 @@ fn json_of_the_published_chain() {
 
 #[test]
 fn the_guard_fixes_the_published_chain() {
-    let (v, _) = json_report(
-        BIN,
-        &[
-            "--logits",
-            "4,3,2,1,0,-1,-2,-3",
-            "--stage",
-            "top_k=4",
-            "--stage",
-            "logit_bias=3:+6",
-            "--stage",
-            "sorted_guard",
-            "--stage",
-            "top_p=0.8",
-            "--json",
-        ],
-    );
+    let guarded = ["top_k=4", "logit_bias=3:+6", "sorted_guard", "top_p=0.8"];
+    let (v, _) = chain_json("4,3,2,1,0,-1,-2,-3", &guarded);
     assert_eq!(v["subject"], serde_json::json!([3]));
     assert_eq!(v["verdict"], "absent");
 }
 
 #[test]
 fn order_preserving_chain_is_absent() {
-    let (v, _) = json_report(
-        BIN,
-        &[
-            "--logits",
-            "1.5,-2,0.5,3",
-            "--stage",
-            "logit_bias=1:+4",
-            "--stage",
-            "top_k=3",
-            "--stage",
-            "top_p=0.9",
-            "--json",
-        ],
-    );
+    let (v, _) = chain_json("1.5,-2,0.5,3", &["logit_bias=1:+4", "top_k=3", "top_p=0.9"]);
     assert_eq!(v["verdict"], "absent");
     assert_eq!(v["subject"], v["oracle"]);
 }
