@@ -4,8 +4,9 @@ use anyhow::Result;
 use llama_cpp_sys_2 as sys;
 use oracle::penalty::PenaltyParams;
 use oracle::window::WindowLen;
-use std::sync::OnceLock;
-use subject::{Sampler, SamplerSpec};
+use oracle::TokenId;
+use std::ffi::CStr;
+use subject::{ArrayView, CustomSampler, Sampler, SamplerSpec};
 
 /// What the penalty acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,12 +190,12 @@ impl Ledger {
         scaled - (count as f32 * c.freq + (count > 0) as u32 as f32 * c.present)
     }
 
-    fn apply(&mut self, arr: &mut sys::llama_token_data_array) {
-        if self.disabled() || self.distinct.is_empty() || arr.data.is_null() || arr.size == 0 {
-            return;
+    /// Penalizes the seen ids in `data`; false when the array was flagged `sorted` and may no
+    /// longer be.
+    fn apply_to(&mut self, data: &mut [sys::llama_token_data], sorted: bool) -> bool {
+        if self.disabled() || self.distinct.is_empty() || data.is_empty() {
+            return true;
         }
-        // SAFETY: llama.cpp hands a live array of `size` entries for the whole call.
-        let data = unsafe { std::slice::from_raw_parts_mut(arr.data, arr.size) };
         let lse = match self.cfg.mode {
             Mode::Default | Mode::Subtractive => 0.0,
             Mode::Normalized => log_sum_exp(data),
@@ -227,15 +228,11 @@ impl Ledger {
         }
         // Only touched entries moved, so the array is still sorted iff each touched entry is
         // in order with its neighbours.
-        if arr.sorted {
-            let ok = self.touched.iter().all(|&i| {
+        !sorted
+            || self.touched.iter().all(|&i| {
                 (i == 0 || data[i - 1].logit >= data[i].logit)
                     && (i + 1 >= data.len() || data[i].logit >= data[i + 1].logit)
-            });
-            if !ok {
-                arr.sorted = false;
-            }
-        }
+            })
     }
 }
 
@@ -283,82 +280,36 @@ fn fast_exp(x: f32) -> f32 {
     f32::from_bits(((i as i32 + 127) as u32) << 23) * p
 }
 
-/// # Safety
-/// `smpl` is NULL or a live sampler made by [`raw`] (its ctx NULL or a leaked `Ledger`).
-unsafe fn ledger<'a>(smpl: *const sys::llama_sampler) -> Option<&'a mut Ledger> {
-    // SAFETY: the caller's promise.
-    unsafe { smpl.as_ref().and_then(|s| (s.ctx as *mut Ledger).as_mut()) }
-}
-
-unsafe extern "C" fn name(_smpl: *const sys::llama_sampler) -> *const std::os::raw::c_char {
-    c"ledger-penalties".as_ptr()
-}
-
-unsafe extern "C" fn accept(smpl: *mut sys::llama_sampler, token: sys::llama_token) {
-    // SAFETY (every callback below): llama.cpp calls back with the sampler this iface
-    // belongs to, and with NULL or a live array header.
-    if let Some(l) = unsafe { ledger(smpl) } {
-        l.accept(token);
+impl CustomSampler for Ledger {
+    fn name(&self) -> &'static CStr {
+        c"ledger-penalties"
     }
-}
 
-unsafe extern "C" fn apply(smpl: *mut sys::llama_sampler, cur_p: *mut sys::llama_token_data_array) {
-    if let (Some(l), Some(arr)) = unsafe { (ledger(smpl), cur_p.as_mut()) } {
-        l.apply(arr);
-    }
-}
-
-unsafe extern "C" fn reset(smpl: *mut sys::llama_sampler) {
-    if let Some(l) = unsafe { ledger(smpl) } {
-        l.reset();
-    }
-}
-
-unsafe extern "C" fn clone(smpl: *const sys::llama_sampler) -> *mut sys::llama_sampler {
-    match unsafe { ledger(smpl) } {
-        // The whole ledger: window, counts and distinct list.
-        Some(l) => raw(Box::new(l.clone())),
-        None => std::ptr::null_mut(),
-    }
-}
-
-unsafe extern "C" fn free(smpl: *mut sys::llama_sampler) {
-    if let Some(s) = unsafe { smpl.as_mut() } {
-        if !s.ctx.is_null() {
-            // SAFETY: free runs once per sampler; the ctx is the Box `raw` leaked.
-            drop(unsafe { Box::from_raw(s.ctx as *mut Ledger) });
-            s.ctx = std::ptr::null_mut();
+    fn apply(&mut self, view: &mut ArrayView<'_>) {
+        let sorted = view.sorted();
+        if !self.apply_to(view.entries_mut(), sorted) {
+            view.set_sorted(false);
         }
     }
-}
 
-fn iface() -> *mut sys::llama_sampler_i {
-    static IFACE: OnceLock<sys::llama_sampler_i> = OnceLock::new();
-    let i = IFACE.get_or_init(|| {
-        // SAFETY: every field is an Option of a function pointer; all-zero is all None.
-        let mut i: sys::llama_sampler_i = unsafe { std::mem::zeroed() };
-        i.name = Some(name);
-        i.accept = Some(accept);
-        i.apply = Some(apply);
-        i.reset = Some(reset);
-        i.clone = Some(clone);
-        i.free = Some(free);
-        i
-    });
-    i as *const sys::llama_sampler_i as *mut sys::llama_sampler_i
-}
+    fn accept(&mut self, id: TokenId) {
+        Ledger::accept(self, id.0);
+    }
 
-fn raw(l: Box<Ledger>) -> *mut sys::llama_sampler {
-    // SAFETY: static iface; the context is a leaked Box that `free` reclaims exactly once.
-    unsafe { sys::llama_sampler_init(iface(), Box::into_raw(l).cast()) }
+    fn reset(&mut self) {
+        Ledger::reset(self);
+    }
+
+    /// The whole ledger: window, counts and distinct list.
+    fn clone_sampler(&self) -> Box<dyn CustomSampler> {
+        Box::new(self.clone())
+    }
 }
 
 /// A new `ledger-penalties` stage. Parameters are checked as for llama.cpp's own stage.
 pub fn ledger_penalties(cfg: PenaltyConfig) -> Result<Sampler> {
     cfg.builtin().validate()?;
-    // SAFETY: fresh sampler owned by nobody else; the iface functions check their arguments
-    // and never unwind.
-    unsafe { Sampler::adopt(raw(Box::new(Ledger::new(cfg))), Some(cfg.n_vocab)) }
+    Sampler::custom_for_vocab(Ledger::new(cfg), cfg.n_vocab)
 }
 
 #[cfg(test)]

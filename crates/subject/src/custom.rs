@@ -43,6 +43,12 @@ impl ArrayView<'_> {
         unsafe { std::slice::from_raw_parts(self.arr.data, self.arr.size) }
     }
 
+    /// The entries themselves, for a sampler that works on the whole array at once (the
+    /// ledger's penalties scan it in one pass).
+    pub fn entries_mut(&mut self) -> &mut [sys::llama_token_data] {
+        self.data_mut()
+    }
+
     fn data_mut(&mut self) -> &mut [sys::llama_token_data] {
         // SAFETY: as in `data`, and the view is the only access during the call.
         unsafe { std::slice::from_raw_parts_mut(self.arr.data, self.arr.size) }
@@ -182,5 +188,12 @@ impl Sampler {
         // SAFETY: a fresh sampler from llama_sampler_init, owned by nobody else; its callbacks
         // check their arguments and never unwind.
         unsafe { Sampler::adopt(raw_custom(Box::new(s)), None) }
+    }
+
+    /// [`Sampler::custom`] for a sampler told a vocabulary of `n_vocab` ids: ids at or above
+    /// it are refused before they reach it, as for llama.cpp's own samplers of that size.
+    pub fn custom_for_vocab(s: impl CustomSampler, n_vocab: i32) -> Result<Sampler> {
+        // SAFETY: as in `custom`.
+        unsafe { Sampler::adopt(raw_custom(Box::new(s)), Some(n_vocab)) }
     }
 }
