@@ -92,7 +92,9 @@ bench: deps models
 fmt-check:
 	@$(CARGO) fmt --all -- --check
 
-# clippy with every warning an error, on both builds (the lints are in [workspace.lints]).
+# clippy with every warning an error, on both builds (the lints are in [workspace.lints]). On
+# the legacy build clippy lints the legacy package's targets (the repro binaries and tests);
+# the library crates get rustc's lints there, clippy's on the default build.
 clippy: deps
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets -- -D warnings
 	$(CARGO) clippy $(CARGO_FLAGS) --manifest-path legacy/Cargo.toml --all-targets -- -D warnings

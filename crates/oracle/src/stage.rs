@@ -320,10 +320,15 @@ fn p_and_keep(stage: &str, args: &str) -> Parsed<(f32, usize)> {
         Some(k) => count(&format!("{stage} min_keep"), k)?,
         None => 1,
     };
+    Ok((p, keep_at_most(stage, min_keep)?))
+}
+
+/// `min_keep` within [`MAX_WINDOW`] (llama.cpp would reserve room for it).
+fn keep_at_most(stage: &str, min_keep: usize) -> Parsed<usize> {
     require(min_keep <= MAX_WINDOW as usize, || {
         format!("{stage} min_keep must be <= {MAX_WINDOW}")
     })?;
-    Ok((p, min_keep))
+    Ok(min_keep)
 }
 
 /// Splits `NAME=ARGS` (or a bare `NAME`) into trimmed parts.
@@ -395,7 +400,7 @@ impl FromStr for Stage {
                     probability,
                     threshold: unit("xtc threshold", number("xtc threshold", f[1])?)?,
                     min_keep: match f.get(2) {
-                        Some(k) => count("xtc min_keep", k)?,
+                        Some(k) => keep_at_most("xtc", count("xtc min_keep", k)?)?,
                         None => 1,
                     },
                 }
@@ -598,6 +603,7 @@ mod tests {
             "greedy=1",
             "temp=1e-5",
             "temp_ext=1:0.5:-1",
+            "xtc=1:0.1:2000000",
         ] {
             let e = bad.parse::<Stage>().unwrap_err();
             assert!(!e.0.contains('\n'), "{bad}: one line");

@@ -45,7 +45,7 @@
 //! audits choose inputs that have none.
 
 use crate::penalty::{llama_penalized, PenaltyParams};
-pub use crate::stage::Stage;
+use crate::stage::Stage;
 use crate::window::{histogram, WindowLen};
 use crate::TokenId;
 use std::cmp::Ordering;
@@ -548,25 +548,23 @@ fn unchanged(pool: &Pool) -> Step {
 /// What `stage` leaves of `pool`; `history` is the ids accepted before it (what `penalties`
 /// counts; every other stage ignores it).
 pub fn apply(stage: &Stage, pool: &Pool, history: &[TokenId]) -> Step {
-    {
-        match stage {
-            Stage::TopK { k } => top_k(pool, *k),
-            Stage::TopP { p, min_keep } => top_p(pool, *p, *min_keep),
-            Stage::MinP { p, min_keep } => min_p(pool, *p, *min_keep),
-            Stage::Typical { p, min_keep } => typical(pool, *p, *min_keep),
-            Stage::Temp { t } => temp(pool, *t),
-            Stage::TempExt { t, delta, exponent } => temp_ext(pool, *t, *delta, *exponent),
-            Stage::Xtc {
-                probability,
-                threshold,
-                min_keep,
-            } => xtc(pool, *probability, *threshold, *min_keep),
-            Stage::TopNSigma { n } => top_n_sigma(pool, *n),
-            Stage::LogitBias { biases } => logit_bias(pool, biases),
-            Stage::Penalties { last_n, params } => penalties(pool, *last_n, *params, history),
-            Stage::Greedy => greedy(pool),
-            Stage::SortedGuard => unchanged(pool),
-        }
+    match stage {
+        Stage::TopK { k } => top_k(pool, *k),
+        Stage::TopP { p, min_keep } => top_p(pool, *p, *min_keep),
+        Stage::MinP { p, min_keep } => min_p(pool, *p, *min_keep),
+        Stage::Typical { p, min_keep } => typical(pool, *p, *min_keep),
+        Stage::Temp { t } => temp(pool, *t),
+        Stage::TempExt { t, delta, exponent } => temp_ext(pool, *t, *delta, *exponent),
+        Stage::Xtc {
+            probability,
+            threshold,
+            min_keep,
+        } => xtc(pool, *probability, *threshold, *min_keep),
+        Stage::TopNSigma { n } => top_n_sigma(pool, *n),
+        Stage::LogitBias { biases } => logit_bias(pool, biases),
+        Stage::Penalties { last_n, params } => penalties(pool, *last_n, *params, history),
+        Stage::Greedy => greedy(pool),
+        Stage::SortedGuard => unchanged(pool),
     }
 }
 

@@ -49,8 +49,51 @@ pub fn files_without_summary(files: &[PathBuf]) -> Vec<String> {
         .collect()
 }
 
-/// Which of a crate's top-level modules each module names through `crate::<module>` (comments
-/// and doc links left out). `src` is the crate's `src` folder.
+/// The top-level modules a piece of code names through `crate::` paths: `crate::a::x`,
+/// `crate::{a, b::y}` (groups may span lines). Comment lines are skipped first.
+pub fn crate_refs(code: &str) -> BTreeSet<String> {
+    let code: String = code
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = BTreeSet::new();
+    for (i, _) in code.match_indices("crate::") {
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // Top-level items of the group: split on commas outside nested braces.
+            let (mut depth, mut start) = (0usize, 0usize);
+            for (k, ch) in group.char_indices() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        out.insert(ident(&group[start..k]));
+                        break;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        out.insert(ident(&group[start..k]));
+                        start = k + 1;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            out.insert(ident(rest));
+        }
+    }
+    out.retain(|m| !m.is_empty() && m != "self");
+    out
+}
+
+/// Which of a crate's top-level modules each module names through `crate::` (see
+/// [`crate_refs`]). `src` is the crate's `src` folder.
 pub fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in rust_files(src) {
@@ -70,17 +113,7 @@ pub fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         }
         let text = fs::read_to_string(&f).unwrap_or_default();
         let deps = graph.entry(top.clone()).or_default();
-        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
-            for (i, _) in line.match_indices("crate::") {
-                let name: String = line[i + 7..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() && name != top {
-                    deps.insert(name);
-                }
-            }
-        }
+        deps.extend(crate_refs(&text).into_iter().filter(|d| *d != top));
     }
     graph
 }
@@ -132,6 +165,13 @@ mod tests {
             g.entry(b.to_string()).or_default();
         }
         g
+    }
+
+    #[test]
+    fn reads_plain_grouped_and_multi_line_crate_paths() {
+        let code = "use crate::a::X;\nuse crate::{b, c::{D, E}, self};\nuse crate::{\n    f,\n    g::H,\n};\n// use crate::commented;\nlet x = crate::h::y();\n";
+        let got: Vec<String> = crate_refs(code).into_iter().collect();
+        assert_eq!(got, ["a", "b", "c", "f", "g", "h"]);
     }
 
     #[test]

@@ -24,7 +24,13 @@ fn every_source_file_opens_with_a_summary_line() {
 #[test]
 fn every_repro_builds_on_the_legacy_build_too() {
     let root = root();
-    let legacy = fs::read_to_string(root.join("legacy/Cargo.toml")).unwrap();
+    // Only lines that are not comments count.
+    let legacy: String = fs::read_to_string(root.join("legacy/Cargo.toml"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut problems = Vec::new();
     let mut repros: Vec<_> = fs::read_dir(root.join("repros"))
         .unwrap()

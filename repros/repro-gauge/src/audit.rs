@@ -3,6 +3,7 @@
 //! PREREG.md (addendum 2026-11-30).
 
 use crate::a1::{self, Cell, Design, ModelRuns, ValueCheck};
+use crate::implementation::short;
 use crate::json::{self, JsonReport};
 use crate::plot;
 use crate::reference::{self, StructuralReport};
@@ -301,8 +302,8 @@ impl Audit {
     fn body(&self) -> Result<serde_json::Value> {
         let mut body = json!({
             "design": {
-                "thetas": self.design.thetas.iter().map(|&t| shift::short(t)).collect::<Vec<_>>(),
-                "shifts": self.design.shifts.iter().map(|&c| shift::short(c)).collect::<Vec<_>>(),
+                "thetas": self.design.thetas.iter().map(|&t| short(t)).collect::<Vec<_>>(),
+                "shifts": self.design.shifts.iter().map(|&c| short(c)).collect::<Vec<_>>(),
                 "max_new": self.design.max_new,
                 "bootstrap": {"resamples": oracle::stats::BOOTSTRAP_RESAMPLES, "seed": oracle::stats::BOOTSTRAP_SEED, "level": 0.95},
                 "normalized_tolerance_at_theta_1_3": a1::NORMALIZED_TOLERANCE,

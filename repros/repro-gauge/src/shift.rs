@@ -10,7 +10,7 @@ use oracle::gauge::Operator;
 use oracle::TokenId;
 use report::{Control, ControlKind, Verdict};
 
-pub use crate::implementation::{short, Implementation};
+use crate::implementation::Implementation;
 
 /// The planted source: 4 ids; after a history `h` the logits are (1, 0.75 + n, -8, -8),
 /// where n counts the 1s in `h` (a row that depends on the history, so a run handed another

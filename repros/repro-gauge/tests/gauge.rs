@@ -3,7 +3,8 @@
 
 use oracle::gauge::{self, Operator};
 use oracle::TokenId;
-use repro_gauge::shift::{self, Implementation};
+use repro_gauge::implementation::Implementation;
+use repro_gauge::shift;
 use repro_gauge::{a1, json, schema};
 use std::collections::BTreeSet;
 use subject::BuildInfo;

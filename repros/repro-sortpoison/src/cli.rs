@@ -62,8 +62,6 @@ fn parse_history(text: &str) -> Result<Vec<TokenId>> {
 /// Random honest-flag inputs per stage for the oracle gate of a single chain.
 pub const CHAIN_GATE_INPUTS: usize = 200;
 
-pub use crate::chain::published;
-
 /// The chain the flags describe.
 pub fn case(args: &Args) -> Result<ChainCase> {
     let given = args.logits.is_some() || !args.stages.is_empty() || args.history.is_some();
@@ -71,7 +69,7 @@ pub fn case(args: &Args) -> Result<ChainCase> {
         !(args.audit && given),
         "--audit runs fixed cases; it does not take --logits, --stage or --history"
     );
-    let default = published();
+    let default = chain::published();
     let case = ChainCase {
         logits: match &args.logits {
             Some(t) => parse_logits(t)?,

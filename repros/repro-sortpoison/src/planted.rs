@@ -3,7 +3,8 @@
 //! permutation audit, the chain comparison, the census, the oracle gate) so a detector that
 //! cannot fire, or fires on sound code, shows up as a failed control.
 
-use oracle::truncation::{self, Pool, Stage, Step};
+use oracle::stage::Stage;
+use oracle::truncation::{self, Pool, Step};
 use oracle::TokenId;
 use std::ffi::CStr;
 use subject::{ArrayView, CustomSampler};

@@ -13,7 +13,7 @@ use test_support::{assert_refused, json_report, run_bin};
 
 #[test]
 fn published_chain_keeps_four_where_one_is_right() {
-    let case = cli::published();
+    let case = chain::published();
     let r = chain::run(&case).unwrap();
     assert_eq!(r.subject.survivors, ids(&[0, 1, 2, 3]));
     assert_eq!(r.oracle, ids(&[3]));
@@ -71,7 +71,7 @@ fn oracle_agrees_with_llama_cpp_on_honest_input() {
 /// the published chain and every stage shows up in it.
 #[test]
 fn single_chain_gate_covers_the_chains_stages() {
-    let case = cli::published();
+    let case = chain::published();
     let gate = fuzz::chain_gate(&case, 7, 50).unwrap();
     assert!(gate.passed(), "{}", gate.to_text());
     for stage in ["top_k", "logit_bias", "top_p"] {
