@@ -11,6 +11,8 @@ use repro_sortpoison::{audit, census, cli, fuzz, perm, planted};
 use subject::{BuildInfo, Vocab};
 use test_support::{assert_refused, json_report, run_bin};
 
+/// Pins F2, live on both builds. Upstream: no upstream report found (searched the ggml-org/llama.cpp issues and pull requests, 2026-11-30); pull request 15665 (bucket sort in
+/// top-p and min-p) is where the truncation samplers' sorting last changed.
 #[test]
 fn published_chain_keeps_four_where_one_is_right() {
     let case = chain::published();
