@@ -20,7 +20,10 @@ impl CustomSampler for Guard {
         }
         // "Not >=" rather than "<": a NaN breaks the order too.
         #[allow(clippy::neg_cmp_op_on_partial_ord)]
-        let broken = (1..view.len()).any(|i| !(view.logit(i - 1) >= view.logit(i)));
+        let broken = view
+            .entries()
+            .windows(2)
+            .any(|w| !(w[0].logit >= w[1].logit));
         if broken {
             view.set_sorted(false);
         }

@@ -37,6 +37,11 @@ pub struct ArrayView<'a> {
 }
 
 impl ArrayView<'_> {
+    /// The entries, read-only (for a whole-array pass such as the sorted guard's).
+    pub fn entries(&self) -> &[sys::llama_token_data] {
+        self.data()
+    }
+
     fn data(&self) -> &[sys::llama_token_data] {
         // SAFETY: llama.cpp hands a live array of `size` entries for the whole call; the
         // callback checked `data` is not null.

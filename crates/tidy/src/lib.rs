@@ -158,6 +158,19 @@ pub fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn flags_a_file_without_a_summary_and_passes_one_with() {
+        let dir = std::env::temp_dir().join(format!("tidy-summary-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (good, bad) = (dir.join("good.rs"), dir.join("bad.rs"));
+        fs::write(&good, "//! What this file is.\nfn f() {}\n").unwrap();
+        fs::write(&bad, "// a plain comment\n//! too late\nfn f() {}\n").unwrap();
+        let found = files_without_summary(&rust_files(&dir));
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("bad.rs"), "{found:?}");
+    }
+
     fn graph(edges: &[(&str, &str)]) -> BTreeMap<String, BTreeSet<String>> {
         let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (a, b) in edges {
