@@ -12,7 +12,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
 BUILDS   := 0.1.161 0.1.154
-FINDINGS := clone sortpoison scope gauge
+FINDINGS := clone sortpoison scope gauge edges
 # Findings rerun with the ledger samplers in place of the built-ins (F2's guard rows come
 # from its own audit).
 LEDGER_FINDINGS := clone

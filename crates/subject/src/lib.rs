@@ -13,6 +13,7 @@
 mod build;
 mod candidates;
 mod custom;
+mod edge;
 mod logs;
 mod model;
 mod multi;
@@ -24,6 +25,7 @@ mod vocab;
 pub use build::BuildInfo;
 pub use candidates::{Candidate, Candidates};
 pub use custom::{ArrayView, CustomSampler};
+pub use edge::{RawEntry, RawResult};
 pub use model::{Attention, Context, Message, Model, Weights};
 pub use multi::{Append, MultiContext, SeqId};
 pub use oracle::TokenId;

@@ -23,22 +23,7 @@ pub fn real_oracle(stage: &Stage, pool: &Pool, history: &[TokenId]) -> Step {
     oracle::truncation::apply(stage, pool, history)
 }
 
-/// Distance between two f32 values in units in the last place (0 when equal, `-inf`
-/// included; `u64::MAX` when only one is finite).
-pub fn ulps(a: f32, b: f32) -> u64 {
-    if a == b {
-        return 0;
-    }
-    if !a.is_finite() || !b.is_finite() {
-        return u64::MAX;
-    }
-    // Map the bit patterns onto a line where adjacent floats are adjacent integers.
-    let key = |x: f32| {
-        let bits = x.to_bits() as i32;
-        (if bits < 0 { i32::MIN - bits } else { bits }) as i64
-    };
-    key(a).abs_diff(key(b))
-}
+pub use oracle::ulps;
 
 /// How far a surviving logit may be from the oracle's, in ulps, for a stage on `n` entries.
 /// Every stage's arithmetic is the subject's own f32 arithmetic (0 ulps) except temp_ext with

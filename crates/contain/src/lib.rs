@@ -1,0 +1,292 @@
+//! Crash containment: work that may kill its process runs in a child the auditor supervises.
+//!
+//! llama.cpp reports a broken precondition by aborting (`GGML_ASSERT`), some of its C++ paths
+//! can throw through the C API, and a bad model file or an edge input can make it read out of
+//! bounds. In-process, any of these ends the audit. Here the binary re-runs itself as a child
+//! with a *task* named in [`TASK_ENV`]; the child does one piece of work, prints its answer
+//! on stdout and exits. The parent turns whatever happened into an [`Outcome`]: an exit code
+//! with the child's output, a signal (`aborts: SIGABRT`), or a timeout. Nothing the child does
+//! can end the parent.
+//!
+//! Protocol, kept small on purpose:
+//! - a binary that offers tasks calls [`serve`] first thing in `main`; when [`TASK_ENV`] is
+//!   set it runs the named handler with the remaining arguments and exits with its code;
+//! - [`Task::command`] builds the child's command line (this executable, the task, its
+//!   arguments) and refuses a task this binary does not serve, so a library can never start a
+//!   child that would run something else (a test harness, say);
+//! - [`run`] starts the child, feeds it nothing on stdin, collects stdout and stderr, and
+//!   kills it at the deadline.
+//!
+//! Children run with core dumps off (a dump of a process holding a model is hundreds of MB)
+//! and with `GGML_NO_BACKTRACE=1`, so ggml's abort handler does not attach a debugger.
+//!
+//! Invariant: this crate never links llama.cpp; the work is the handler's.
+
+use anyhow::{bail, Context, Result};
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The environment variable that makes a binary a child: its value names the task.
+pub const TASK_ENV: &str = "SAMPLER_AUDIT_TASK";
+
+/// A task's handler: the child's arguments after the executable name; returns the exit code.
+pub type Handler = fn(&[OsString]) -> i32;
+
+/// A piece of work a binary can run as a child of itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Task {
+    pub name: &'static str,
+    pub handler: Handler,
+}
+
+static SERVED: OnceLock<Vec<&'static str>> = OnceLock::new();
+
+/// Declares the tasks this binary serves. In a child (where [`TASK_ENV`] is set) it runs the
+/// named one and returns its exit code, which `main` must exit with; in the parent it returns
+/// `None`. An unknown task name is refused with one line and exit 2.
+pub fn serve(tasks: &[Task]) -> Option<i32> {
+    let _ = SERVED.set(tasks.iter().map(|t| t.name).collect());
+    let name = std::env::var_os(TASK_ENV)?;
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    match tasks.iter().find(|t| name == t.name) {
+        Some(t) => Some((t.handler)(&args)),
+        None => {
+            eprintln!(
+                "error: {TASK_ENV}={} names no task of this binary",
+                name.to_string_lossy()
+            );
+            Some(2)
+        }
+    }
+}
+
+/// Whether this process is a child running a task.
+pub fn in_child() -> bool {
+    std::env::var_os(TASK_ENV).is_some()
+}
+
+impl Task {
+    /// The child's command: this executable with `args`, [`TASK_ENV`] set to the task.
+    /// Refused when the running binary did not declare the task with [`serve`], and from
+    /// inside a child (children never start children).
+    pub fn command(&self, args: &[OsString]) -> Result<Command> {
+        let served = SERVED.get().is_some_and(|s| s.contains(&self.name));
+        if !served {
+            bail!(
+                "this binary does not serve the contained task '{}' (its main must call contain::serve)",
+                self.name
+            );
+        }
+        if in_child() {
+            bail!("a contained child cannot start another child");
+        }
+        let exe = std::env::current_exe().context("locating this executable")?;
+        let mut cmd = Command::new(exe);
+        cmd.args(args).env(TASK_ENV, self.name);
+        Ok(cmd)
+    }
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal ended it (an abort is `SIGABRT`, an invalid access `SIGSEGV`).
+    Signal(i32),
+    /// It was still running at the deadline and was killed.
+    TimedOut(Duration),
+}
+
+impl Ended {
+    /// `exits 0`, `aborts: SIGABRT`, `times out after 10 s`: the words the reports use.
+    pub fn describe(&self) -> String {
+        match self {
+            Ended::Exited(code) => format!("exits {code}"),
+            Ended::Signal(s) => format!("aborts: {}", signal_name(*s)),
+            Ended::TimedOut(d) => format!("times out after {} s", d.as_secs_f64()),
+        }
+    }
+
+    /// Whether the child was killed (by its own signal or by the deadline).
+    pub fn crashed(&self) -> bool {
+        !matches!(self, Ended::Exited(_))
+    }
+}
+
+/// What a child did: how it ended and what it printed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub ended: Ended,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Outcome {
+    /// The last non-empty line of stderr (a refusal's one line, or an assertion's message).
+    pub fn last_stderr_line(&self) -> &str {
+        self.stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+    }
+}
+
+/// The conventional name of signal `s` (`SIG<n>` for one outside the usual set).
+pub fn signal_name(s: i32) -> String {
+    let name = match s {
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => return format!("SIG{s}"),
+    };
+    name.to_string()
+}
+
+/// How often the supervisor looks at a running child. Short, because most children finish
+/// in a few milliseconds and the poll interval is the floor of every child's cost.
+const POLL: Duration = Duration::from_micros(200);
+
+/// Runs `cmd` as a supervised child: stdin empty, stdout and stderr collected, killed at
+/// `timeout`. An error means the child could not be started at all.
+pub fn run(mut cmd: Command, timeout: Duration) -> Result<Outcome> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("GGML_NO_BACKTRACE", "1")
+        // Its own process group, so the deadline kills whatever it started too (a child
+        // holding our pipes open would otherwise keep the readers waiting).
+        .process_group(0);
+    // SAFETY: the closure runs between fork and exec and calls only setrlimit, which is
+    // async-signal-safe; it touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            let none = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &none);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().context("starting a contained child")?;
+    // Read both pipes on their own threads: a child that fills one pipe while we wait on the
+    // other would otherwise stall until the deadline.
+    let mut out_pipe = child.stdout.take().context("child stdout")?;
+    let mut err_pipe = child.stderr.take().context("child stderr")?;
+    let out_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let start = Instant::now();
+    let ended = loop {
+        if let Some(status) = child.try_wait().context("waiting for a contained child")? {
+            break match (status.code(), status.signal()) {
+                (Some(code), _) => Ended::Exited(code),
+                (None, Some(s)) => Ended::Signal(s),
+                (None, None) => Ended::Signal(0),
+            };
+        }
+        if start.elapsed() >= timeout {
+            // SAFETY: plain syscall; the group id is the child's pid (process_group(0) above),
+            // and the child is not yet reaped, so the id cannot have been reused.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.kill();
+            let _ = child.wait();
+            break Ended::TimedOut(timeout);
+        }
+        std::thread::sleep(POLL);
+    };
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    Ok(Outcome {
+        ended,
+        stdout,
+        stderr,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", script]);
+        c
+    }
+
+    #[test]
+    fn an_exit_keeps_code_and_output() {
+        let o = run(
+            sh("echo out; echo err >&2; exit 3"),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert_eq!(o.ended, Ended::Exited(3));
+        assert_eq!(o.stdout, b"out\n");
+        assert_eq!(o.last_stderr_line(), "err");
+        assert_eq!(o.ended.describe(), "exits 3");
+    }
+
+    #[test]
+    fn an_abort_is_an_outcome_not_a_crash() {
+        let o = run(sh("kill -ABRT $$"), Duration::from_secs(10)).unwrap();
+        assert_eq!(o.ended, Ended::Signal(libc::SIGABRT));
+        assert_eq!(o.ended.describe(), "aborts: SIGABRT");
+        assert!(o.ended.crashed());
+        let o = run(sh("kill -SEGV $$"), Duration::from_secs(10)).unwrap();
+        assert_eq!(o.ended.describe(), "aborts: SIGSEGV");
+    }
+
+    #[test]
+    fn a_child_past_its_deadline_is_killed() {
+        let t = Duration::from_millis(300);
+        let start = Instant::now();
+        let o = run(sh("sleep 30"), t).unwrap();
+        assert_eq!(o.ended, Ended::TimedOut(t));
+        assert_eq!(o.ended.describe(), "times out after 0.3 s");
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_large_output_on_both_pipes_does_not_stall() {
+        let o = run(
+            sh("head -c 1000000 /dev/zero; head -c 1000000 /dev/zero >&2"),
+            Duration::from_secs(20),
+        )
+        .unwrap();
+        assert_eq!(o.ended, Ended::Exited(0));
+        assert_eq!(o.stdout.len(), 1_000_000);
+    }
+
+    #[test]
+    fn an_undeclared_task_is_refused() {
+        fn nothing(_: &[OsString]) -> i32 {
+            0
+        }
+        let t = Task {
+            name: "not-served-here",
+            handler: nothing,
+        };
+        let e = t.command(&[]).unwrap_err().to_string();
+        assert!(e.contains("does not serve"), "{e}");
+    }
+}

@@ -1,0 +1,325 @@
+//! The edge-input audit: every sampler on every input, each in its own child; the planted
+//! controls through the same probe and judge; the oracle's own check; one verdict row per
+//! sampler and the report.
+
+use crate::judge::{self, Cell, Outcome};
+use crate::planted::Planted;
+use crate::probe::{self, Observed};
+use crate::samplers::{self, Config};
+use crate::{inputs, oracle_check, FINDING, NAME};
+use anyhow::{Context, Result};
+use contain::Ended;
+use report::{Control, ControlKind, Report, Verdict};
+use serde_json::{json, Value};
+use std::time::Duration;
+use subject::BuildInfo;
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Sampler names (every subject when empty).
+    pub samplers: Vec<String>,
+    /// Input names (every input when empty).
+    pub inputs: Vec<String>,
+    pub timeout: Duration,
+}
+
+/// Probes `config` on `input`. A probe that times out is run once more before it is recorded,
+/// so a machine busy for a moment cannot make a sampler look stuck.
+fn probe(config: &Config, input: &inputs::EdgeInput, timeout: Duration) -> Result<Cell> {
+    let mut observed = probe::run(config.name, input.name, timeout)?;
+    if matches!(observed, Observed::Crashed(Ended::TimedOut(_), _)) {
+        observed = probe::run(config.name, input.name, timeout)?;
+    }
+    Ok(judge::classify(config, input, &observed))
+}
+
+fn probe_all(configs: &[Config], inputs: &[inputs::EdgeInput], t: Duration) -> Result<Vec<Cell>> {
+    let mut cells = Vec::new();
+    for c in configs {
+        for i in inputs {
+            cells.push(probe(c, i, t)?);
+        }
+    }
+    Ok(cells)
+}
+
+pub struct Audit {
+    pub build: BuildInfo,
+    pub samplers: Vec<Config>,
+    pub inputs: Vec<inputs::EdgeInput>,
+    pub cells: Vec<Cell>,
+    pub control_cells: Vec<Cell>,
+    pub oracle_cases: usize,
+    pub oracle_failures: Vec<String>,
+    pub timeout: Duration,
+}
+
+/// Runs the plan (the names were checked by the command line).
+pub fn run(plan: &Plan) -> Result<Audit> {
+    let build = BuildInfo::verified()?;
+    let samplers: Vec<Config> = samplers::subjects()
+        .into_iter()
+        .filter(|s| plan.samplers.is_empty() || plan.samplers.iter().any(|n| n == s.name))
+        .collect();
+    let all_inputs = inputs::all();
+    let inputs: Vec<inputs::EdgeInput> = all_inputs
+        .iter()
+        .filter(|i| plan.inputs.is_empty() || plan.inputs.iter().any(|n| n == i.name))
+        .cloned()
+        .collect();
+    // Building is safe (validated parameters): a configuration that cannot be built is our
+    // error, found here rather than reported as the sampler failing in every probe.
+    for c in samplers.iter().cloned().chain(samplers::controls()) {
+        c.build()
+            .with_context(|| format!("building probe sampler {}", c.name))?;
+    }
+    let (oracle_cases, oracle_failures) = oracle_check::run();
+    let cells = probe_all(&samplers, &inputs, plan.timeout)?;
+    // The controls always see every input, whatever the selection.
+    let control_cells = probe_all(&samplers::controls(), &all_inputs, plan.timeout)?;
+    Ok(Audit {
+        build,
+        samplers,
+        inputs,
+        cells,
+        control_cells,
+        oracle_cases,
+        oracle_failures,
+        timeout: plan.timeout,
+    })
+}
+
+/// A row's measured verdict: `present` on any judged defect, else `undecided` on a judged
+/// tie, else `absent`.
+pub fn row_verdict(cells: &[&Cell]) -> Verdict {
+    if cells.iter().any(|c| c.judged() && c.outcome.is_defect()) {
+        Verdict::Present
+    } else if cells
+        .iter()
+        .any(|c| c.judged() && c.outcome == Outcome::Tie)
+    {
+        Verdict::Undecided
+    } else {
+        Verdict::Absent
+    }
+}
+
+/// Every cell of a row that is neither `ok` nor `ran`, as `input: words`.
+fn row_evidence(cells: &[&Cell]) -> String {
+    let notable: Vec<String> = cells
+        .iter()
+        .filter(|c| !matches!(c.code().as_str(), "ok" | "ran"))
+        .map(|c| format!("{}: {}", c.input, c.words()))
+        .collect();
+    if notable.is_empty() {
+        format!("behaves on every input ({} probes)", cells.len())
+    } else {
+        notable.join("; ")
+    }
+}
+
+fn row<'a>(cells: &'a [Cell], sampler: &str) -> Vec<&'a Cell> {
+    cells.iter().filter(|c| c.sampler == sampler).collect()
+}
+
+impl Audit {
+    pub fn controls(&self) -> Vec<Control> {
+        let mut out = vec![Control::oracle_check(
+            "oracle on hand-computed edge cases",
+            self.oracle_failures.is_empty(),
+            if self.oracle_failures.is_empty() {
+                format!(
+                    "{} cases (k <= 0, min_keep above the size, -inf entries, ties, a 0 probability, penalties), every surviving logit bit-exact",
+                    self.oracle_cases
+                )
+            } else {
+                self.oracle_failures.join("; ")
+            },
+        )];
+        for p in Planted::ALL {
+            let cells = row(&self.control_cells, p.name());
+            match p.must_flag_on() {
+                Some(input) => {
+                    let cell = cells.iter().find(|c| c.input == input);
+                    let want = |o: &Outcome| match p {
+                        Planted::AbortsOnEmpty => {
+                            matches!(o, Outcome::Crashed(Ended::Signal(s)) if contain::signal_name(*s) == "SIGABRT")
+                        }
+                        Planted::NanOnLarge => *o == Outcome::ReturnsNan,
+                        Planted::KeepsExtra => *o == Outcome::Disagrees,
+                        Planted::HangsOnOne => matches!(o, Outcome::Crashed(Ended::TimedOut(_))),
+                        Planted::Exact => false,
+                    };
+                    let flagged = cell.is_some_and(|c| c.judged() && want(&c.outcome));
+                    out.push(Control::new(
+                        ControlKind::Positive,
+                        p.name(),
+                        flagged,
+                        format!(
+                            "{} on {input}: {}",
+                            p.what(),
+                            cell.map_or("not probed".to_string(), |c| c.words())
+                        ),
+                    ));
+                }
+                None => {
+                    let v = row_verdict(&cells);
+                    out.push(Control::negative(
+                        p.name(),
+                        v == Verdict::Absent,
+                        format!("{}: {} ({})", p.what(), v, row_evidence(&cells)),
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn measured(&self) -> Verdict {
+        let rows: Vec<Verdict> = self
+            .samplers
+            .iter()
+            .map(|s| row_verdict(&row(&self.cells, s.name)))
+            .collect();
+        if rows.contains(&Verdict::Present) {
+            Verdict::Present
+        } else if rows.contains(&Verdict::Undecided) {
+            Verdict::Undecided
+        } else {
+            Verdict::Absent
+        }
+    }
+
+    fn evidence(&self) -> String {
+        let judged: Vec<&Cell> = self.cells.iter().filter(|c| c.judged()).collect();
+        let count = |f: &dyn Fn(&Outcome) -> bool| judged.iter().filter(|c| f(&c.outcome)).count();
+        format!(
+            "{} probes ({} samplers x {} inputs), {} judged: {} crash or time out, {} return NaN, {} disagree, {} ties; {} unjudged (no oracle answer)",
+            self.cells.len(),
+            self.samplers.len(),
+            self.inputs.len(),
+            judged.len(),
+            count(&|o| matches!(o, Outcome::Crashed(_) | Outcome::Fails)),
+            count(&|o| *o == Outcome::ReturnsNan),
+            count(&|o| *o == Outcome::Disagrees),
+            count(&|o| *o == Outcome::Tie),
+            self.cells.len() - judged.len()
+        )
+    }
+
+    fn table(&self, samplers: &[&str], cells: &[Cell], inputs: &[&str]) -> String {
+        let w0 = samplers.iter().map(|s| s.len()).max().unwrap_or(0).max(7);
+        let mut out = format!("  {:<w0$}", "sampler");
+        for i in inputs {
+            out.push_str(&format!(" {i:>w$}", w = i.len().max(4)));
+        }
+        out.push('\n');
+        for s in samplers {
+            out.push_str(&format!("  {s:<w0$}"));
+            for i in inputs {
+                let code = cells
+                    .iter()
+                    .find(|c| c.sampler == *s && c.input == *i)
+                    .map_or("-".to_string(), |c| c.code());
+                out.push_str(&format!(" {code:>w$}", w = i.len().max(4)));
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    pub fn to_text(&self) -> String {
+        let names: Vec<&str> = self.samplers.iter().map(|s| s.name).collect();
+        let inputs: Vec<&str> = self.inputs.iter().map(|i| i.name).collect();
+        let mut out = String::from(
+            "edge inputs through llama_sampler_apply, each probe in a supervised child\n",
+        );
+        out.push_str(&format!(
+            "(timeout {} s per probe, a time-out is retried once)\n\n",
+            self.timeout.as_secs_f64()
+        ));
+        out.push_str("== inputs (handed over in this order, sorted = false) ==\n");
+        for i in &self.inputs {
+            let items: Vec<String> = i
+                .entries
+                .iter()
+                .map(|(id, l)| format!("{id}:{l}"))
+                .collect();
+            out.push_str(&format!(
+                "  {:<13} [{}]  {}\n",
+                i.name,
+                items.join(" "),
+                i.what
+            ));
+        }
+        out.push_str("\n== samplers ==\n");
+        for s in &self.samplers {
+            out.push_str(&format!("  {:<17} {}\n", s.name, s.params));
+        }
+        out.push_str("\n== outcomes ==\n");
+        out.push_str(&self.table(&names, &self.cells, &inputs));
+        out.push_str(
+            "  codes: ok behaves; ABRT/SEGV/... killed by that signal; TIME times out; FAIL no result;\n  NaN leaves a NaN logit or a NaN, infinite or negative p; DIFF disagrees with the oracle;\n  tie differs where the oracle's answer is undecided (a tie, a rounding margin, or a NaN\n  llama.cpp computes); lower case: no oracle answer for\n  that input (recorded, not judged), ran = finished without NaN\n",
+        );
+        out.push_str("\n== every cell that is not ok or ran ==\n");
+        for c in self
+            .cells
+            .iter()
+            .filter(|c| !matches!(c.code().as_str(), "ok" | "ran"))
+        {
+            out.push_str(&format!(
+                "  {} on {}: {} ({})\n",
+                c.sampler,
+                c.input,
+                c.words(),
+                c.detail
+            ));
+        }
+        out.push_str("\n== planted controls (judged as top_k=2) ==\n");
+        let planted: Vec<&str> = Planted::ALL.iter().map(|p| p.name()).collect();
+        let all_inputs: Vec<&str> = inputs::all().iter().map(|i| i.name).collect();
+        out.push_str(&self.table(&planted, &self.control_cells, &all_inputs));
+        out
+    }
+
+    fn cell_json(c: &Cell) -> Value {
+        json!({
+            "sampler": c.sampler,
+            "input": c.input,
+            "code": c.code(),
+            "outcome": c.words(),
+            "judged": c.judged(),
+            "detail": c.detail,
+        })
+    }
+
+    pub fn report(&self) -> Report {
+        let mut r = Report::new(
+            self.build.report_subject(FINDING, NAME),
+            self.measured(),
+            self.evidence(),
+            self.controls(),
+        );
+        for s in &self.samplers {
+            let cells = row(&self.cells, s.name);
+            r.add_row(
+                format!("{NAME}-{}", s.name),
+                row_verdict(&cells),
+                row_evidence(&cells),
+                json!({"params": s.params}),
+            );
+        }
+        r.with_body(json!({
+            "timeout_seconds": self.timeout.as_secs_f64(),
+            "inputs": self.inputs.iter().map(|i| json!({
+                "name": i.name,
+                "what": i.what,
+                "entries": i.entries.iter().map(|(id, l)| format!("{id}:{l}")).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "cells": self.cells.iter().map(Audit::cell_json).collect::<Vec<_>>(),
+            "control_cells": self.control_cells.iter().map(Audit::cell_json).collect::<Vec<_>>(),
+        }))
+        .with_text(self.to_text())
+    }
+}

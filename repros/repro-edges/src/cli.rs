@@ -1,0 +1,82 @@
+//! Command-line parsing: which samplers and inputs to probe, the probe deadline, and
+//! `--audit` (write `results/edges.<build>.{json,txt}`).
+
+use crate::audit::{self, Plan};
+use crate::{inputs, samplers};
+use anyhow::{bail, Result};
+use clap::Parser;
+use std::ffi::OsString;
+use std::time::Duration;
+
+/// F6: what llama.cpp's samplers do with edge inputs, each probe in a supervised child.
+#[derive(Parser, Debug)]
+#[command(name = "repro-edges")]
+pub struct Args {
+    /// Samplers to probe, comma-separated (default: all; the names are in the output's
+    /// sampler list). At most one of each.
+    #[arg(long, allow_hyphen_values = true)]
+    pub sampler: Option<String>,
+    /// Inputs to probe, comma-separated (default: all). At most one of each.
+    #[arg(long, allow_hyphen_values = true)]
+    pub input: Option<String>,
+    /// Seconds a probe may run before it is killed and recorded as timing out (0.1 to 600;
+    /// a time-out is retried once).
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
+    pub timeout: f64,
+    #[command(flatten)]
+    pub out: cmdline::Output,
+    /// Write results/edges.<build>.{json,txt} as well as printing the report.
+    #[arg(long)]
+    pub audit: bool,
+}
+
+/// Splits a comma list and checks every name against `known`, once each.
+fn names(flag: &str, text: &Option<String>, known: &[&str]) -> Result<Vec<String>> {
+    let Some(text) = text else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<String> = Vec::new();
+    for name in text.split(',').map(str::trim) {
+        if !known.contains(&name) {
+            bail!(
+                "{flag}: unknown name '{name}' (known: {})",
+                known.join(", ")
+            );
+        }
+        if out.iter().any(|n| n == name) {
+            bail!("{flag}: '{name}' is listed twice");
+        }
+        out.push(name.to_string());
+    }
+    Ok(out)
+}
+
+/// The plan the arguments describe, or why they are refused.
+pub fn plan(args: &Args) -> Result<Plan> {
+    let sampler_names: Vec<&str> = samplers::subjects().iter().map(|s| s.name).collect();
+    let input_names: Vec<&str> = inputs::all().iter().map(|i| i.name).collect();
+    if !(args.timeout.is_finite() && (0.1..=600.0).contains(&args.timeout)) {
+        bail!(
+            "--timeout must be between 0.1 and 600 seconds, got {}",
+            args.timeout
+        );
+    }
+    Ok(Plan {
+        samplers: names("--sampler", &args.sampler, &sampler_names)?,
+        inputs: names("--input", &args.input, &input_names)?,
+        timeout: Duration::from_secs_f64(args.timeout),
+    })
+}
+
+/// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
+pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
+    cmdline::run(argv, |args: Args| {
+        let plan = cmdline::refuse(plan(&args))?;
+        let audit = cmdline::fail(audit::run(&plan))?;
+        let report = audit.report();
+        if args.audit {
+            cmdline::fail(report.write(&args.out.results, "edges").map(|_| ()))?;
+        }
+        Ok(report.render(args.out.json))
+    })
+}

@@ -1,0 +1,18 @@
+//! F6, `edge-inputs`: what llama.cpp's built-in samplers do with inputs the public C API
+//! accepts but a careful caller might not expect (empty, all `-inf`, NaN, ties, `min_keep`
+//! above the size, ...). Each probe runs in a supervised child (`contain`), so an abort is a
+//! recorded outcome, not the end of the audit. See `main.rs` for how to read the output.
+
+pub mod audit;
+pub mod cli;
+pub mod inputs;
+pub mod judge;
+pub mod oracle_check;
+pub mod planted;
+pub mod probe;
+pub mod samplers;
+
+/// The finding's code in FINDINGS-style numbering.
+pub const FINDING: &str = "F6";
+/// The verdict's name.
+pub const NAME: &str = "edge-inputs";

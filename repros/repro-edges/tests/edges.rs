@@ -1,0 +1,114 @@
+//! F6 on whichever build this test binary links (the root workspace: 0.1.161; legacy/:
+//! 0.1.154). The outcome table is pinned per build, so a sampler that stops aborting (or
+//! starts) upstream shows up as a reviewed snapshot change.
+
+use report::Verdict;
+use repro_edges::{inputs, samplers};
+use test_support::{assert_refused, run_bin, run_bin_with_env};
+
+const BIN: &str = env!("CARGO_BIN_EXE_repro-edges");
+
+/// One full audit into a temporary results folder: the JSON and the text, written from one
+/// report value.
+fn audit() -> (serde_json::Value, String) {
+    let dir = std::env::temp_dir().join(format!("edges-test-{}", std::process::id()));
+    let (code, _, err) = run_bin(BIN, &["--audit", "--results", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let build = subject::BuildInfo::current().tag().to_string();
+    let json = std::fs::read_to_string(dir.join(format!("edges.{build}.json"))).unwrap();
+    let text = std::fs::read_to_string(dir.join(format!("edges.{build}.txt"))).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    (serde_json::from_str(&json).unwrap(), text)
+}
+
+#[test]
+fn the_audit_keeps_the_contract_and_its_table_is_pinned() {
+    let (json, text) = audit();
+    let header = report::Header::from_json(&json).unwrap();
+    assert!(
+        header.controls.iter().all(|c| c.passed),
+        "every control must pass:\n{text}"
+    );
+    assert_eq!(header.rows.len(), samplers::subjects().len());
+    let cells = json["cells"].as_array().unwrap();
+    assert_eq!(
+        cells.len(),
+        samplers::subjects().len() * inputs::all().len(),
+        "every sampler meets every input"
+    );
+    // An abort on an input the oracle answers makes its row present.
+    for (name, verdict, evidence) in &header.rows {
+        let sampler = name.trim_start_matches("edge-inputs-");
+        let crashed_judged = cells.iter().any(|c| {
+            c["sampler"] == sampler
+                && c["judged"] == true
+                && c["outcome"].as_str().unwrap().starts_with("aborts")
+        });
+        if crashed_judged {
+            assert_eq!(*verdict, Verdict::Present, "{name}: {evidence}");
+        }
+    }
+    test_support::assert_build_snapshot!("audit", text);
+}
+
+#[test]
+fn a_selection_probes_only_what_it_names_but_every_control() {
+    let (code, out, err) = run_bin(
+        BIN,
+        &[
+            "--sampler",
+            "top_k,greedy",
+            "--input",
+            "empty,one",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["cells"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        v["control_cells"].as_array().unwrap().len(),
+        5 * inputs::all().len()
+    );
+    let h = report::Header::from_json(&v).unwrap();
+    assert!(h.controls.iter().all(|c| c.passed));
+}
+
+#[test]
+fn the_same_command_prints_the_same_bytes() {
+    let args = [
+        "--sampler",
+        "top_p,dist,typical",
+        "--input",
+        "empty,nan,equal,zero-prob",
+    ];
+    let (a, first, _) = run_bin(BIN, &args);
+    let (b, second, _) = run_bin(BIN, &args);
+    assert_eq!((a, b), (0, 0));
+    assert_eq!(first, second);
+}
+
+#[test]
+fn bad_flags_are_refused_in_one_line() {
+    for args in [
+        &["--sampler", "top_q"][..],
+        &["--sampler", "top_k,top_k"],
+        &["--sampler", ""],
+        &["--input", "empty,,one"],
+        &["--timeout", "0"],
+        &["--timeout", "-1"],
+        &["--timeout", "nan"],
+        &["--timeout", "1e9"],
+        &["--bogus"],
+    ] {
+        assert_refused(BIN, args, &[]);
+    }
+}
+
+#[test]
+fn a_task_this_binary_does_not_serve_is_refused_in_one_line() {
+    let (code, out, err) = run_bin_with_env(BIN, &[], &[(contain::TASK_ENV, "no-such-task")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty());
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
