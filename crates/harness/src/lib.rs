@@ -26,7 +26,14 @@ impl LoadedModel {
 
     /// [`LoadedModel::load`] with a chosen weight layout ([`Weights::AsStored`] for
     /// [`fork`], whose batched rows are compared with lone ones).
+    ///
+    /// A file the user named (not one of the sha256-checked models) is loaded in a contained
+    /// child first ([`subject::preflight`]), so a malformed file that makes llama.cpp abort
+    /// is refused in one line.
     pub fn load_with(choice: ModelChoice, weights: Weights) -> Result<LoadedModel> {
+        if choice.known.is_none() {
+            subject::preflight(&choice.path)?;
+        }
         let model = Model::load_with(&choice.path, weights)?;
         Ok(LoadedModel { choice, model })
     }

@@ -2,6 +2,8 @@
 //! binary, the lock that keeps model decoding to one test at a time, and per-build snapshot
 //! names. Tests depend on this crate instead of keeping their own copies.
 
+pub mod gguf;
+
 use std::ffi::OsStr;
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};

@@ -26,8 +26,12 @@ pub struct Args {
     #[command(flatten)]
     pub out: cmdline::Output,
     /// Write results/edges.<build>.{json,txt} as well as printing the report.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "supervisor_cost")]
     pub audit: bool,
+    /// Benchmark instead: time N probes in this process and N in a child (1 to 10000), print
+    /// the medians and their ratio, and write results/bench/supervisor-cost.json.
+    #[arg(long, allow_negative_numbers = true)]
+    pub supervisor_cost: Option<i64>,
 }
 
 /// Splits a comma list and checks every name against `known`, once each.
@@ -72,6 +76,25 @@ pub fn plan(args: &Args) -> Result<Plan> {
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run(argv, |args: Args| {
         let plan = cmdline::refuse(plan(&args))?;
+        if let Some(n) = args.supervisor_cost {
+            cmdline::refuse(if (1..=10_000).contains(&n) {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!(
+                    "--supervisor-cost must be in 1..=10000, got {n}"
+                ))
+            })?;
+            let (text, value) = cmdline::fail(crate::cost::measure(n as usize, plan.timeout))?;
+            let dir = args.out.results.join("bench");
+            cmdline::fail(
+                std::fs::create_dir_all(&dir)
+                    .and_then(|()| {
+                        std::fs::write(dir.join("supervisor-cost.json"), format!("{:#}\n", value))
+                    })
+                    .map_err(anyhow::Error::from),
+            )?;
+            return Ok(text);
+        }
         let audit = cmdline::fail(audit::run(&plan))?;
         let report = audit.report();
         if args.audit {

@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod cli;
+pub mod cost;
 pub mod inputs;
 pub mod judge;
 pub mod oracle_check;

@@ -22,5 +22,9 @@
 
 fn main() {
     cmdline::one_line_panics();
+    // A model file the user names is loaded first in a child of this binary.
+    if let Some(code) = contain::serve(&[subject::LOAD_TASK]) {
+        std::process::exit(code);
+    }
     std::process::exit(repro_scope::cli::main(std::env::args_os()));
 }

@@ -105,6 +105,10 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run(argv, |args: Args| {
         let build = cmdline::refuse(subject::BuildInfo::verified())?;
         let case = cmdline::refuse(case(&args))?;
+        // A vocabulary file the user names is loaded in a contained child first.
+        if let Some(path) = &args.vocab_model {
+            cmdline::refuse(subject::preflight(path))?;
+        }
         cmdline::fail(run(&args, &case, &build))
     })
 }

@@ -1,0 +1,73 @@
+//! A model file the user names is loaded first in a supervised child (`contain`): llama.cpp
+//! may abort or crash on a malformed GGUF instead of returning NULL, and that must end as a
+//! one-line refusal, not as the end of the tool. Only when the child loads it cleanly does the
+//! auditor load it in its own process.
+//!
+//! The models `make models` fetches are checked by size and sha256 instead (`models::resolve`);
+//! they skip this step.
+
+use crate::model::Model;
+use anyhow::{bail, Result};
+use contain::{Ended, Task};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The contained task: load the model at the one argument's path, exit 0 or refuse in one line.
+pub const LOAD_TASK: Task = Task {
+    name: "load-model",
+    handler: load_child,
+};
+
+/// How long a load may take before it is stopped (the largest pinned model loads in seconds).
+pub const LOAD_TIMEOUT: Duration = Duration::from_secs(300);
+
+fn load_child(args: &[OsString]) -> i32 {
+    let [path] = args else {
+        eprintln!("error: the load-model task takes one path");
+        return 2;
+    };
+    match Model::load(Path::new(path)) {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            2
+        }
+    }
+}
+
+/// Paths whose child load succeeded in this process: a command line's check and its run
+/// both ask, and the second asks for free.
+static LOADED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Loads `path` in a child first. `Ok` when llama.cpp loaded it there; otherwise why not, in
+/// one line: its own refusal, or the signal it died of (contained).
+pub fn preflight(path: &Path) -> Result<()> {
+    let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    if loaded.iter().any(|p| p == path) {
+        return Ok(());
+    }
+    let cmd = LOAD_TASK.command(&[path.as_os_str().to_owned()])?;
+    let out = contain::run(cmd, LOAD_TIMEOUT)?;
+    let last = out.last_stderr_line();
+    let said = last.strip_prefix("error: ").unwrap_or(last);
+    match out.ended {
+        Ended::Exited(0) => {
+            loaded.push(path.to_path_buf());
+            Ok(())
+        }
+        Ended::Exited(_) => bail!("{said}"),
+        Ended::Signal(_) => bail!(
+            "llama.cpp {} while loading {} (contained in a child process; its last line: {})",
+            out.ended.describe(),
+            path.display(),
+            if said.is_empty() { "none" } else { said }
+        ),
+        Ended::TimedOut(_) => bail!(
+            "loading {} {} (stopped; contained in a child process)",
+            path.display(),
+            out.ended.describe()
+        ),
+    }
+}
