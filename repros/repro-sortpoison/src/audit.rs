@@ -58,13 +58,7 @@ pub fn run(fuzz_chains: usize, vocab_model: &Path) -> Result<Audit> {
         &planted::oracle_with_reciprocal_temp,
     )?;
     let perm = perm::run()?;
-    let vocab = Vocab::load(vocab_model).map_err(|e| {
-        e.context(format!(
-            "no vocabulary for the grammar census at {} (run `make models`)",
-            vocab_model.display()
-        ))
-    });
-    let census = census::run(vocab)?;
+    let census = census::run(vocab_model)?;
     let fuzz = fuzz::fuzz(fuzz::FUZZ_SEED, fuzz_chains)?;
     let published = crate::chain::published();
     let published_report = chain::run(&published)?;
@@ -154,6 +148,21 @@ impl Audit {
                 "{}; {}",
                 self.census.planted_text(Class::ResetsFlag),
                 self.census.planted_text(Class::NeverReorders)
+            ),
+        ));
+        let completed = self
+            .census
+            .rows
+            .iter()
+            .filter(|r| r.class != Class::Crashed)
+            .count();
+        c.push(Control::positive(
+            "census containment on a planted injector that aborts",
+            self.census.planted_ok(Class::Crashed) && completed > 0,
+            format!(
+                "{}; {completed} of {} built-in rows completed",
+                self.census.planted_text(Class::Crashed),
+                self.census.rows.len()
             ),
         ));
         c

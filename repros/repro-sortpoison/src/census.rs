@@ -13,6 +13,11 @@
 //! Controls, through the same `census_row`: a planted Rust injector that leaves the flag
 //! alone must be classed "keeps it stale", one that clears it "resets the flag", and a
 //! planted identity "never reorders".
+//!
+//! Containment: every row, the planted ones included, runs in its own child process
+//! ([`ROW_TASK`], `crates/contain`) and comes back as JSON, so a sampler that aborts becomes a
+//! row classed "crashes (contained)" and the census goes on. A fourth planted injector aborts
+//! on its first apply and must be classed so.
 
 use crate::chain::really_sorted;
 use crate::planted::Injector;
@@ -21,7 +26,11 @@ use anyhow::{Context, Result};
 use oracle::stage::Stage;
 use oracle::TokenId;
 use serde_json::{json, Value};
+use contain::{Ended, Task};
+use std::ffi::OsString;
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 use subject::{Candidates, DryParams, Sampler, SamplerSpec, Vocab};
 
 /// Ids in the battery are below this, so samplers that need a vocabulary size get this one.
@@ -58,6 +67,20 @@ impl Input {
     fn bottom(&self) -> TokenId {
         self.entries[self.entries.len() - 1].0
     }
+    /// The entries [`Input::text`] printed (`id:logit` separated by spaces).
+    pub fn parse(text: &str) -> Result<Input> {
+        let entries = text
+            .split(' ')
+            .map(|item| {
+                let (id, logit) = item
+                    .split_once(':')
+                    .with_context(|| format!("'{item}' is not id:logit"))?;
+                Ok((TokenId(id.parse()?), logit.parse::<f32>()?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Input { entries })
+    }
+
     pub fn text(&self) -> String {
         self.entries
             .iter()
@@ -250,15 +273,32 @@ pub enum Class {
     KeepsStale,
     ResetsFlag,
     NeverReorders,
+    /// The row's child died (a signal or the deadline); [`Row::crash`] says how.
+    Crashed,
 }
 
 impl Class {
+    pub const ALL: [Class; 4] = [
+        Class::KeepsStale,
+        Class::ResetsFlag,
+        Class::NeverReorders,
+        Class::Crashed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Class::KeepsStale => "keeps it stale",
             Class::ResetsFlag => "resets the flag",
             Class::NeverReorders => "never reorders",
+            Class::Crashed => "crashes (contained)",
         }
+    }
+
+    fn parse(text: &str) -> Result<Class> {
+        Class::ALL
+            .into_iter()
+            .find(|c| c.as_str() == text)
+            .with_context(|| format!("'{text}' is not a census class"))
     }
 }
 
@@ -274,6 +314,55 @@ pub struct Row {
     /// left an array that is not sorted.
     pub sets_flag: usize,
     pub sets_flag_falsely: usize,
+    /// How the row's child died, for [`Class::Crashed`].
+    pub crash: Option<String>,
+}
+
+impl Row {
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "sampler": self.label,
+            "llama_name": self.name,
+            "on_sorted_input": self.class.as_str(),
+            "inputs": self.inputs,
+            "witness_input": self.witness.as_ref().map(|w| w.0.text()),
+            "witness_after": self.witness.as_ref().map(|w| w.1.clone()),
+            "unsorted_input_sets_flag": self.sets_flag,
+            "unsorted_input_sets_flag_on_unsorted_output": self.sets_flag_falsely,
+        });
+        if let Some(c) = &self.crash {
+            v["crash"] = json!(c);
+        }
+        v
+    }
+
+    /// The row [`Row::to_json`] wrote (how a child hands its row back).
+    pub fn from_json(v: &Value) -> Result<Row> {
+        let text = |k: &str| -> Result<String> {
+            v[k].as_str()
+                .map(str::to_string)
+                .with_context(|| format!("census row without '{k}'"))
+        };
+        let count = |k: &str| -> Result<usize> {
+            v[k].as_u64()
+                .map(|n| n as usize)
+                .with_context(|| format!("census row without '{k}'"))
+        };
+        let witness = match (v["witness_input"].as_str(), v["witness_after"].as_str()) {
+            (Some(i), Some(a)) => Some((Input::parse(i)?, a.to_string())),
+            _ => None,
+        };
+        Ok(Row {
+            label: text("sampler")?,
+            name: text("llama_name")?,
+            class: Class::parse(&text("on_sorted_input")?)?,
+            inputs: count("inputs")?,
+            witness,
+            sets_flag: count("unsorted_input_sets_flag")?,
+            sets_flag_falsely: count("unsorted_input_sets_flag_on_unsorted_output")?,
+            crash: v["crash"].as_str().map(str::to_string),
+        })
+    }
 }
 
 fn apply(
@@ -341,6 +430,7 @@ pub fn census_row(subject: &Subject, inputs: &[Input]) -> Result<Row> {
         witness,
         sets_flag,
         sets_flag_falsely,
+        crash: None,
     })
 }
 
@@ -353,27 +443,17 @@ pub struct Census {
     pub vocab_note: Option<String>,
 }
 
-pub fn run(vocab: Result<Arc<Vocab>>) -> Result<Census> {
-    let (vocab, vocab_note) = match vocab {
-        Ok(v) => (Some(v), None),
-        Err(e) => (None, Some(format!("grammar and infill not run: {e:#}"))),
-    };
-    let plain = battery();
-    let lettered = match &vocab {
-        Some(v) => vocab_battery(v)?,
-        None => Vec::new(),
-    };
-    let rows = subjects(vocab.as_ref())
-        .iter()
-        .map(|s| census_row(s, if s.needs_vocab { &lettered } else { &plain }))
-        .collect::<Result<Vec<_>>>()?;
-    let planted = [
+/// Every census entry in order: the built-in samplers (grammar and infill when there is a
+/// vocabulary), then the planted injectors with the class each must get.
+fn entries(vocab: Option<&Arc<Vocab>>) -> Vec<(Subject, Option<Class>)> {
+    let mut out: Vec<(Subject, Option<Class>)> =
+        subjects(vocab).into_iter().map(|s| (s, None)).collect();
+    for (injector, want) in [
         (Injector::KeepsFlag, Class::KeepsStale),
         (Injector::ClearsFlag, Class::ResetsFlag),
         (Injector::Identity, Class::NeverReorders),
-    ]
-    .into_iter()
-    .map(|(injector, want)| {
+        (Injector::Aborts, Class::Crashed),
+    ] {
         let s = Subject {
             label: subject::CustomSampler::name(&injector)
                 .to_string_lossy()
@@ -382,9 +462,103 @@ pub fn run(vocab: Result<Arc<Vocab>>) -> Result<Census> {
             history: Box::new(|_| Vec::new()),
             needs_vocab: false,
         };
-        Ok((want, census_row(&s, &plain)?))
-    })
-    .collect::<Result<Vec<_>>>()?;
+        out.push((s, Some(want)));
+    }
+    out
+}
+
+/// The contained task that computes one census row: `<index> <vocabulary path or ->`.
+pub const ROW_TASK: Task = Task {
+    name: "census-row",
+    handler: row_child,
+};
+
+/// How long one row may take (a row is a few hundred applies and, for grammar and infill,
+/// loading a vocabulary).
+const ROW_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn row_child(args: &[OsString]) -> i32 {
+    let result = (|| -> Result<Value> {
+        let [index, vocab] = args else {
+            anyhow::bail!("the census row task takes an index and a vocabulary path or -");
+        };
+        let index: usize = index.to_string_lossy().parse()?;
+        let vocab = match vocab.to_str() {
+            Some("-") => None,
+            _ => Some(Vocab::load(Path::new(vocab))?),
+        };
+        let all = entries(vocab.as_ref());
+        let (subject, _) = all.get(index).context("no census entry with that index")?;
+        let inputs = match (&vocab, subject.needs_vocab) {
+            (Some(v), true) => vocab_battery(v)?,
+            _ => battery(),
+        };
+        Ok(census_row(subject, &inputs)?.to_json())
+    })();
+    match result {
+        Ok(v) => {
+            println!("{v}");
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            3
+        }
+    }
+}
+
+/// One row in a child: its row, or a [`Class::Crashed`] row saying how the child died.
+fn contained_row(index: usize, subject: &Subject, vocab: Option<&Path>) -> Result<Row> {
+    let vocab_arg = vocab.map_or(OsString::from("-"), |p| p.as_os_str().to_owned());
+    let cmd = ROW_TASK.command(&[OsString::from(index.to_string()), vocab_arg])?;
+    let out = contain::run(cmd, ROW_TIMEOUT)?;
+    match out.ended {
+        Ended::Exited(0) => {
+            let v: Value = serde_json::from_slice(&out.stdout)
+                .with_context(|| format!("reading the census row of {}", subject.label))?;
+            Row::from_json(&v)
+        }
+        Ended::Exited(_) => anyhow::bail!(
+            "the census row of {} failed: {}",
+            subject.label,
+            out.last_stderr_line()
+        ),
+        died => Ok(Row {
+            label: subject.label.clone(),
+            name: String::new(),
+            class: Class::Crashed,
+            inputs: 0,
+            witness: None,
+            sets_flag: 0,
+            sets_flag_falsely: 0,
+            crash: Some(died.describe()),
+        }),
+    }
+}
+
+/// The census, every row in its own child. `vocab_model` is the GGUF file whose vocabulary
+/// grammar and infill need; when it cannot be loaded those two rows are left out, with a note.
+pub fn run(vocab_model: &Path) -> Result<Census> {
+    let (vocab, vocab_note) = match Vocab::load(vocab_model) {
+        Ok(v) => (Some(v), None),
+        Err(e) => (
+            None,
+            Some(format!(
+                "grammar and infill not run: no vocabulary at {} ({e:#}; run `make models`)",
+                vocab_model.display()
+            )),
+        ),
+    };
+    let path = vocab.as_ref().map(|_| vocab_model);
+    let mut rows = Vec::new();
+    let mut planted = Vec::new();
+    for (index, (subject, want)) in entries(vocab.as_ref()).iter().enumerate() {
+        let row = contained_row(index, subject, path)?;
+        match want {
+            None => rows.push(row),
+            Some(w) => planted.push((*w, row)),
+        }
+    }
     Ok(Census {
         rows,
         planted,
@@ -395,10 +569,8 @@ pub fn run(vocab: Result<Arc<Vocab>>) -> Result<Census> {
 impl Census {
     /// Each planted injector was classed as it must be.
     pub fn planted_ok(&self, want: Class) -> bool {
-        self.planted
-            .iter()
-            .filter(|(w, _)| *w == want)
-            .all(|(w, r)| r.class == *w)
+        let mut planted = self.planted.iter().filter(|(w, _)| *w == want).peekable();
+        planted.peek().is_some() && planted.all(|(w, r)| r.class == *w)
     }
 
     pub fn planted_text(&self, want: Class) -> String {
@@ -418,18 +590,7 @@ impl Census {
     }
 
     pub fn to_json(&self) -> Value {
-        let row = |r: &Row| {
-            json!({
-                "sampler": r.label,
-                "llama_name": r.name,
-                "on_sorted_input": r.class.as_str(),
-                "inputs": r.inputs,
-                "witness_input": r.witness.as_ref().map(|w| w.0.text()),
-                "witness_after": r.witness.as_ref().map(|w| w.1.clone()),
-                "unsorted_input_sets_flag": r.sets_flag,
-                "unsorted_input_sets_flag_on_unsorted_output": r.sets_flag_falsely,
-            })
-        };
+        let row = |r: &Row| r.to_json();
         json!({
             "rows": self.rows.iter().map(row).collect::<Vec<_>>(),
             "planted_controls": self.planted.iter().map(|(w, r)| {
@@ -446,6 +607,15 @@ impl Census {
             "injector census: each sampler on really sorted arrays flagged sorted = true; last column: runs on\nunsorted arrays flagged false that left the flag set (and how many of those left an unsorted array)\n  sampler                                   llama.cpp name               on sorted input   sets flag on unsorted input\n",
         );
         for r in self.rows.iter().chain(self.planted.iter().map(|(_, r)| r)) {
+            if let Some(how) = &r.crash {
+                out.push_str(&format!(
+                    "  {:<41} {:<28} {} ({how}; the census went on)\n",
+                    r.label,
+                    "-",
+                    r.class.as_str()
+                ));
+                continue;
+            }
             out.push_str(&format!(
                 "  {:<41} {:<28} {:<17} {} of {}{}\n",
                 r.label,

@@ -32,8 +32,12 @@ pub struct Args {
     pub out: cmdline::Output,
     /// Run the full audit (oracle check, permutation audit, census, fuzzer, published chain)
     /// and write results/sortpoison.<build>.json.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "census")]
     pub audit: bool,
+    /// Print only the injector census (every row in its own child process; `--json` for its
+    /// JSON).
+    #[arg(long)]
+    pub census: bool,
     /// Chains the fuzzer tries in --audit.
     #[arg(long, default_value_t = audit::FUZZ_CHAINS)]
     pub fuzz_chains: usize,
@@ -114,6 +118,18 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
 }
 
 fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<String> {
+    let vocab_path = args
+        .vocab_model
+        .clone()
+        .unwrap_or_else(audit::default_vocab_model);
+    if args.census {
+        let c = crate::census::run(&vocab_path)?;
+        return Ok(if args.out.json {
+            format!("{:#}\n", c.to_json())
+        } else {
+            c.to_text()
+        });
+    }
     if !args.audit {
         let r = chain::run(case)?;
         let mut controls = chain::controls()?;
@@ -128,10 +144,6 @@ fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<Stri
         );
         return Ok(chain::report(case, &r, build, controls)?.render(args.out.json));
     }
-    let vocab_path = args
-        .vocab_model
-        .clone()
-        .unwrap_or_else(audit::default_vocab_model);
     let audit = audit::run(args.fuzz_chains, &vocab_path)?;
     let report = audit.report();
     report.write(&args.out.results, "sortpoison")?;

@@ -110,6 +110,9 @@ pub enum Injector {
     KeepsFlag,
     ClearsFlag,
     Identity,
+    /// Aborts the process on its first apply: the census runs each row in a child, so this
+    /// one must be recorded as a contained crash while every other row still completes.
+    Aborts,
 }
 
 impl CustomSampler for Injector {
@@ -118,10 +121,14 @@ impl CustomSampler for Injector {
             Injector::KeepsFlag => c"planted-injector-keeps-flag",
             Injector::ClearsFlag => c"planted-injector-clears-flag",
             Injector::Identity => c"planted-identity",
+            Injector::Aborts => c"planted-injector-aborts",
         }
     }
 
     fn apply(&mut self, view: &mut ArrayView<'_>) {
+        if *self == Injector::Aborts {
+            std::process::abort();
+        }
         if *self == Injector::Identity || view.len() < 2 {
             return;
         }

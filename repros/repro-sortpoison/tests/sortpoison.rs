@@ -165,12 +165,28 @@ fn permutation_detector_is_quiet_on_a_sound_sampler_and_fires_on_a_prefix_reader
 
 #[test]
 fn injector_census() {
-    let vocab = Vocab::load(&audit::default_vocab_model());
-    assert!(
-        vocab.is_ok(),
-        "the census needs the SmolLM2 vocabulary: run `make models`"
-    );
-    let c = census::run(vocab).unwrap();
+    // The census as the binary runs it: every row in its own child, handed back as JSON.
+    let (code, out, err) = run_bin(BIN, &["--census", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["vocab_note"].is_null(), "the census needs the SmolLM2 vocabulary: run `make models`");
+    let rows: Vec<census::Row> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| census::Row::from_json(r).unwrap())
+        .collect();
+    let planted: Vec<(String, census::Row)> = v["planted_controls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["must_be"].as_str().unwrap().to_string(), census::Row::from_json(r).unwrap()))
+        .collect();
+    let c = census::Census { rows, planted: planted.into_iter().map(|(w, r)| {
+        let want = [census::Class::KeepsStale, census::Class::ResetsFlag, census::Class::NeverReorders, census::Class::Crashed]
+            .into_iter().find(|c| c.as_str() == w).unwrap();
+        (want, r)
+    }).collect(), vocab_note: None };
     let class = |label: &str| {
         c.rows
             .iter()
