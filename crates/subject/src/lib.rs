@@ -10,6 +10,10 @@
 //! The same source builds against two releases. With the `legacy-api` feature it calls the
 //! older signatures (0.1.154 and earlier); without it, the current ones.
 
+// First: `ffi!`, which every other module uses, is defined there.
+#[macro_use]
+pub mod promise;
+
 mod build;
 mod candidates;
 mod custom;
@@ -28,6 +32,7 @@ pub use model::{Attention, Context, Message, Model, Weights};
 pub use multi::{Append, MultiContext, SeqId};
 pub use oracle::TokenId;
 pub use probe::{IdOrder, LogitsArray, ProbeArray};
+pub use promise::ffi_calls_on_this_thread;
 pub use sampler::Sampler;
 pub use spec::{DryParams, SamplerSpec, MAX_WINDOW};
 pub use vocab::Vocab;
