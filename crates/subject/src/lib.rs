@@ -7,6 +7,10 @@
 //! `GGML_ASSERT` (which aborts the whole process) or with a C++ exception (which must never
 //! unwind into Rust).
 //!
+//! What it refuses, entry point by entry point, is listed in one place: [`promise`]. Each
+//! refusal returns `Err` before any call into llama.cpp, and [`ffi_calls_on_this_thread`]
+//! counts the calls that are made.
+//!
 //! The same source builds against two releases. With the `legacy-api` feature it calls the
 //! older signatures (0.1.154 and earlier); without it, the current ones.
 

@@ -1,5 +1,105 @@
-//! A count of the calls this crate makes into llama.cpp, per thread, so that a test can check
-//! that an input the wrapper refuses never reached C.
+//! What this wrapper refuses before it calls llama.cpp, in one list, and a count of the calls
+//! it does make, so that a test can check the first against the second.
+//!
+//! llama.cpp answers some bad input with `GGML_ASSERT` (which aborts the whole process) or a
+//! C++ exception (which must never unwind into Rust), and answers more of it with silent
+//! garbage. So every entry point below checks its input in Rust first and, on bad input,
+//! returns `Err` **without making any call into llama.cpp**, which
+//! [`ffi_calls_on_this_thread`] lets a caller observe.
+//!
+//! # The vocabulary bound
+//!
+//! A [`Sampler`](crate::Sampler) may carry a vocabulary bound `n_vocab`, and then ids at or
+//! above it are refused (rules A5, B3, C2, F2, G4 below). It has one when it was built from
+//! [`SamplerSpec::Stage`](crate::SamplerSpec::Stage) with `Stage::Penalties` or
+//! `Stage::LogitBias` (the spec's `n_vocab`), from
+//! [`SamplerSpec::Mirostat`](crate::SamplerSpec::Mirostat) (its `n_vocab`), by
+//! `Sampler::grammar` or `Sampler::infill` (the vocabulary's size), by
+//! `Sampler::custom_for_vocab(_, n)` (`n`, taken as given: a non-positive `n` makes every id
+//! out of range), or by `Sampler::adopt(_, Some(n))`. A chain's bound is the smallest bound
+//! of its stages; no other sampler has one, and then any id `>= 0` passes.
+//!
+//! # The list
+//!
+//! **A. Candidate arrays**, checked on every `Sampler::apply(&mut Candidates)`, whoever built
+//! the array (a caller, or llama.cpp in a previous apply):
+//! 1. an empty array (llama.cpp's softmax asserts `size > 0`);
+//! 2. a logit that is NaN or `+inf` (`-inf` is allowed: it is how a mask is written);
+//! 3. a negative id;
+//! 4. an id that appears twice;
+//! 5. an id at or above the sampler's vocabulary bound;
+//! 6. `selected` outside `-1..len`.
+//!
+//! Not refused: any order of ids, a stale `sorted == true`, equal logits, any finite logit
+//! however large, any `p` (passed through as given).
+//!
+//! **B. `Sampler::apply_in_id_order(logits)`** (ids `0..n` by construction, so A3, A4 and A6
+//! cannot occur): 1. an empty row; 2. a NaN or `+inf` logit; 3. more logits than the
+//! sampler's vocabulary bound.
+//!
+//! **C. `Sampler::accept(id)`**: 1. a negative id (adaptive-p's accept asserts on
+//! `LLAMA_TOKEN_NULL`, which is -1); 2. an id at or above the vocabulary bound; 3. for a
+//! sampler with a grammar stage, a token the grammar rejects (llama.cpp throws on it). The
+//! check for C3 asks the grammar through llama.cpp (an apply on a clone of the chain), so
+//! that refusal is the one in this list that makes calls into C; they are calls with
+//! checked input.
+//!
+//! **D. `SamplerSpec::build()`** ([`SamplerSpec::validate`](crate::SamplerSpec::validate)).
+//! "Finite" means neither NaN nor infinite; a window is an `i32` in `0..=MAX_WINDOW`
+//! ([`MAX_WINDOW`](crate::MAX_WINDOW) is 2^20: llama.cpp allocates windows up front, and a
+//! negative or huge one becomes a huge allocation, a C++ exception).
+//! 1. `Stage::TopP`, `Stage::MinP`, `Stage::Typical`: `p` not finite, or `min_keep >
+//!    MAX_WINDOW`;
+//! 2. `Stage::Temp`: `t` not finite; `Stage::TempExt`: `t`, `delta` or `exponent` not
+//!    finite;
+//! 3. `Stage::Xtc`: `probability` or `threshold` not finite, or `min_keep > MAX_WINDOW`;
+//! 4. `Stage::TopNSigma`: `n` not finite;
+//! 5. `Stage::Penalties`: the spec's `n_vocab <= 0`, `last_n > MAX_WINDOW`, `repeat` not
+//!    finite or `<= 0`, `freq` or `present` not finite;
+//! 6. `Stage::LogitBias`: the spec's `n_vocab <= 0`, a biased id outside `0..n_vocab`
+//!    (llama.cpp's backend path asserts on it), a bias not finite;
+//! 7. `Stage::SortedGuard`: always (it is `ledger::sorted_guard`, not a llama.cpp sampler);
+//! 8. `Mirostat`: `n_vocab <= 0`, `tau` or `eta` not finite, `m` outside `1..=n_vocab`;
+//! 9. `MirostatV2`: `tau` or `eta` not finite;
+//! 10. `Dry`: `multiplier` or `base` not finite, `allowed_length`, `last_n` or `n_ctx_train`
+//!     not a window;
+//! 11. `AdaptiveP`: `target` not finite, `decay` outside `0..=0.99` (NaN included).
+//!
+//! Not refused: `Stage::Greedy`, `Stage::TopK` with any `k` (llama.cpp treats `k <= 0` as
+//! "keep all"), `Dist` with any seed, a `p` or temperature of any finite value (negative,
+//! zero, above one), the `n_vocab` of a stage that takes none.
+//!
+//! **E. `Sampler::try_clone()`**: a sampler, or a chain member, that has state but no clone
+//! function (llama.cpp aborts). The check reads the interface table and walks a chain with
+//! `llama_sampler_chain_get`/`_n`, which are counted calls into C. No built-in sampler of
+//! either pinned release and no [`CustomSampler`](crate::CustomSampler) lacks a clone, so
+//! through this crate's constructors the refusal cannot happen.
+//!
+//! **F. [`ProbeArray`](crate::ProbeArray)**: 1. `ProbeArray::new(&candidates)` refuses A1 to
+//! A4 and A6 (it calls nothing in C either way; every run starts from `sorted = false`,
+//! `selected = -1`); 2. `ProbeArray::run(sampler)` refuses an id at or above the sampler's
+//! vocabulary bound.
+//!
+//! **G. [`LogitsArray`](crate::LogitsArray) and [`IdOrder`](crate::IdOrder)** (no call into
+//! C but `apply`): 1. `load(row)`: an empty row, a NaN or `+inf` logit; 2. `load_in(row,
+//! order)`: the same, and an order whose length is not the row's; 3. `IdOrder::new(ids)`: no
+//! ids, an id twice, an id outside `0..ids.len()`; 4. `apply(sampler)`: nothing loaded, more
+//! entries than the sampler's vocabulary bound.
+//!
+//! **H. Handles**: `Sampler::grammar` refuses a grammar or root with a NUL byte (before any
+//! call into C); `Vocab::piece` an id outside the vocabulary (after asking llama.cpp for the
+//! vocabulary's size).
+//!
+//! # What is not promised
+//!
+//! The wrapper checks its callers, not llama.cpp: what a sampler leaves in an array (an
+//! overflow to `+inf`, a NaN from `-inf - -inf`) comes back unchecked, and is refused only
+//! when it is handed to C again through a path that checks it. Rule A checks every
+//! `Candidates` on every apply; `LogitsArray` checks a row when it is loaded, so a second
+//! `apply` without a reload hands C what the first one left. A stage whose parameters pass
+//! D may still compute garbage from finite input; that is audited, not refused.
+//!
+//! # The count
 //!
 //! Every call into llama-cpp-sys-2 in this crate goes through the `ffi!` macro, which adds
 //! one to a thread-local counter before the call (a unit test below fails on a call site
