@@ -5,7 +5,9 @@
 //! C++ exception (which must never unwind into Rust), and answers more of it with silent
 //! garbage. So every entry point below checks its input in Rust first and, on bad input,
 //! returns `Err` **without making any call into llama.cpp**, which
-//! [`ffi_calls_on_this_thread`] lets a caller observe.
+//! [`ffi_calls_on_this_thread`] lets a caller observe. `tests/promise_fuzz.rs` checks the
+//! list with its own copy of the rules: random specs, chains and arrays through the safe API,
+//! each refusal confirmed by an `Err` and an unchanged count, each other input sent to C.
 //!
 //! # The vocabulary bound
 //!
