@@ -39,7 +39,7 @@ pub fn check_identity(crate_version: &str, ggml_version: &str) -> Result<()> {
 impl BuildInfo {
     pub fn current() -> BuildInfo {
         // SAFETY: ggml_version returns a pointer to a static NUL-terminated string.
-        let ggml = unsafe { CStr::from_ptr(llama_cpp_sys_2::ggml_version()) };
+        let ggml = unsafe { CStr::from_ptr(ffi!(llama_cpp_sys_2::ggml_version())) };
         BuildInfo {
             crate_version: env!("SUBJECT_SYS_VERSION").to_string(),
             ggml_version: ggml.to_string_lossy().into_owned(),

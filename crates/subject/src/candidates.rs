@@ -173,7 +173,8 @@ pub(crate) fn id_ordered(
         bail!("the candidate array is empty (llama.cpp asserts size > 0)");
     }
     if let Some(n) = n_vocab {
-        if logits.len() > n as usize {
+        // A negative bound admits no id (`n as usize` would wrap to a huge one).
+        if usize::try_from(n).map_or(true, |n| logits.len() > n) {
             bail!(
                 "{} logits for a sampler built for a vocabulary of {n}",
                 logits.len()
@@ -234,6 +235,10 @@ mod tests {
         assert_eq!(
             err(&[0.0, f32::NAN, 1.0], Some(2)).as_deref(),
             Some("3 logits for a sampler built for a vocabulary of 2")
+        );
+        assert_eq!(
+            err(&[0.5], Some(-1)).as_deref(),
+            Some("1 logits for a sampler built for a vocabulary of -1")
         );
         assert_eq!(
             err(&[0.0, f32::INFINITY], None).as_deref(),

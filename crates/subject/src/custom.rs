@@ -183,7 +183,7 @@ fn iface() -> *mut sys::llama_sampler_i {
 fn raw_custom(s: Boxed) -> *mut sys::llama_sampler {
     let ctx = Box::into_raw(Box::new(s)) as *mut c_void;
     // SAFETY: a static iface whose free callback reclaims exactly this ctx.
-    unsafe { sys::llama_sampler_init(iface(), ctx) }
+    unsafe { ffi!(sys::llama_sampler_init(iface(), ctx)) }
 }
 
 impl Sampler {

@@ -7,8 +7,16 @@
 //! `GGML_ASSERT` (which aborts the whole process) or with a C++ exception (which must never
 //! unwind into Rust).
 //!
+//! What it refuses, entry point by entry point, is listed in one place: [`promise`]. Each
+//! refusal returns `Err` before any call into llama.cpp, and [`ffi_calls_on_this_thread`]
+//! counts the calls that are made.
+//!
 //! The same source builds against two releases. With the `legacy-api` feature it calls the
 //! older signatures (0.1.154 and earlier); without it, the current ones.
+
+// First: `ffi!`, which every other module uses, is defined there.
+#[macro_use]
+pub mod promise;
 
 mod build;
 mod candidates;
@@ -32,6 +40,7 @@ pub use multi::{Append, MultiContext, SeqId};
 pub use oracle::TokenId;
 pub use preflight::{preflight, LOAD_TASK, LOAD_TIMEOUT};
 pub use probe::{IdOrder, LogitsArray, ProbeArray};
+pub use promise::ffi_calls_on_this_thread;
 pub use sampler::Sampler;
 pub use spec::{DryParams, SamplerSpec, MAX_WINDOW};
 pub use vocab::Vocab;

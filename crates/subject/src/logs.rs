@@ -15,5 +15,5 @@ pub(crate) fn quiet_logs() {
     ) {
     }
     // SAFETY: installs a callback that ignores its arguments; it never unwinds.
-    ONCE.call_once(|| unsafe { sys::llama_log_set(Some(drop_log), std::ptr::null_mut()) });
+    ONCE.call_once(|| unsafe { ffi!(sys::llama_log_set(Some(drop_log), std::ptr::null_mut())) });
 }

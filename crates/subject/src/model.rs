@@ -25,7 +25,7 @@ impl Drop for Model {
     fn drop(&mut self) {
         // SAFETY: `raw` came from llama_model_load_from_file and is freed only here; every
         // context holds an Arc to this model, so none outlives it.
-        unsafe { sys::llama_model_free(self.raw.as_ptr()) }
+        unsafe { ffi!(sys::llama_model_free(self.raw.as_ptr())) }
     }
 }
 
@@ -71,11 +71,11 @@ impl Model {
         // SAFETY: params by value, a live NUL-terminated path; llama.cpp catches its own
         // loading exceptions and returns NULL.
         let raw = unsafe {
-            sys::llama_backend_init();
-            let mut params = sys::llama_model_default_params();
+            ffi!(sys::llama_backend_init());
+            let mut params = ffi!(sys::llama_model_default_params());
             params.n_gpu_layers = 0;
             params.use_extra_bufts = weights == Weights::Repacked;
-            sys::llama_model_load_from_file(c_path.as_ptr(), params)
+            ffi!(sys::llama_model_load_from_file(c_path.as_ptr(), params))
         };
         let raw = NonNull::new(raw).with_context(|| {
             format!(
@@ -96,18 +96,18 @@ impl Model {
 
     fn vocab(&self) -> *const sys::llama_vocab {
         // SAFETY: live model; the vocab lives as long as it.
-        unsafe { sys::llama_model_get_vocab(self.raw.as_ptr()) }
+        unsafe { ffi!(sys::llama_model_get_vocab(self.raw.as_ptr())) }
     }
 
     pub fn n_vocab(&self) -> i32 {
         // SAFETY: live vocab.
-        unsafe { sys::llama_vocab_n_tokens(self.vocab()) }
+        unsafe { ffi!(sys::llama_vocab_n_tokens(self.vocab())) }
     }
 
     /// End of generation (eos, eot, im_end, ...).
     pub fn is_eog(&self, id: TokenId) -> bool {
         // SAFETY: live vocab; any id is accepted.
-        unsafe { sys::llama_vocab_is_eog(self.vocab(), id.0) }
+        unsafe { ffi!(sys::llama_vocab_is_eog(self.vocab(), id.0)) }
     }
 
     /// Tokenizes `text`; `add_special` adds BOS/EOS as the model asks, `parse_special` reads
@@ -146,7 +146,12 @@ impl Model {
     /// llama.cpp's built-in templates (`gemma`, `chatml`, ...) for a file that carries none.
     pub fn chat_prompt(&self, messages: &[Message], fallback: Option<&str>) -> Result<String> {
         // SAFETY: live model; NULL name asks for the default template.
-        let own = unsafe { sys::llama_model_chat_template(self.raw.as_ptr(), std::ptr::null()) };
+        let own = unsafe {
+            ffi!(sys::llama_model_chat_template(
+                self.raw.as_ptr(),
+                std::ptr::null()
+            ))
+        };
         let fallback = fallback
             .map(CString::new)
             .transpose()
@@ -185,14 +190,14 @@ impl Model {
             // SAFETY: `chat` points into `roles`/`contents`, alive for the call; `buf` holds
             // `buf.len()` bytes.
             let n = unsafe {
-                sys::llama_chat_apply_template(
+                ffi!(sys::llama_chat_apply_template(
                     tmpl,
                     chat.as_ptr(),
                     chat.len(),
                     true,
                     buf.as_mut_ptr().cast(),
                     buf.len() as i32,
-                )
+                ))
             };
             ensure!(
                 n >= 0,
@@ -211,8 +216,13 @@ impl Model {
     pub fn describe(&self) -> String {
         let mut buf = vec![0u8; 256];
         // SAFETY: `buf` holds `buf.len()` bytes.
-        let n =
-            unsafe { sys::llama_model_desc(self.raw.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        let n = unsafe {
+            ffi!(sys::llama_model_desc(
+                self.raw.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len()
+            ))
+        };
         buf.truncate(n.max(0) as usize);
         String::from_utf8_lossy(&buf).into_owned()
     }
@@ -254,7 +264,7 @@ pub(crate) fn init_context(
     );
     // SAFETY: params by value; live model. NULL means failure (exceptions are caught).
     let raw = unsafe {
-        let mut p = sys::llama_context_default_params();
+        let mut p = ffi!(sys::llama_context_default_params());
         p.n_ctx = n_ctx;
         p.n_batch = n_batch;
         p.n_ubatch = n_batch;
@@ -268,7 +278,7 @@ pub(crate) fn init_context(
         if attention == Attention::Plain {
             p.flash_attn_type = sys::LLAMA_FLASH_ATTN_TYPE_DISABLED;
         }
-        sys::llama_init_from_model(model.raw.as_ptr(), p)
+        ffi!(sys::llama_init_from_model(model.raw.as_ptr(), p))
     };
     NonNull::new(raw).context("llama.cpp could not create a context")
 }
@@ -287,7 +297,7 @@ impl Drop for Context {
     fn drop(&mut self) {
         // SAFETY: `raw` came from llama_init_from_model and is freed only here, before the
         // Arc to its model is released (fields drop after this body).
-        unsafe { sys::llama_free(self.raw.as_ptr()) }
+        unsafe { ffi!(sys::llama_free(self.raw.as_ptr())) }
     }
 }
 
@@ -320,7 +330,12 @@ impl Context {
     /// Forgets everything decoded so far.
     pub fn clear(&mut self) {
         // SAFETY: live context; its memory handle lives as long as it.
-        unsafe { sys::llama_memory_clear(sys::llama_get_memory(self.raw.as_ptr()), true) };
+        unsafe {
+            ffi!(sys::llama_memory_clear(
+                ffi!(sys::llama_get_memory(self.raw.as_ptr())),
+                true
+            ))
+        };
         self.n_past = 0;
     }
 
@@ -343,8 +358,8 @@ impl Context {
         }
         // SAFETY: `ids` lives for the call; the batch only borrows it.
         let rc = unsafe {
-            let batch = sys::llama_batch_get_one(ids.as_mut_ptr(), ids.len() as i32);
-            sys::llama_decode(self.raw.as_ptr(), batch)
+            let batch = ffi!(sys::llama_batch_get_one(ids.as_mut_ptr(), ids.len() as i32));
+            ffi!(sys::llama_decode(self.raw.as_ptr(), batch))
         };
         ensure!(rc == 0, "llama_decode failed with code {rc}");
         self.n_past += tokens.len();
@@ -357,7 +372,7 @@ impl Context {
         let n = self.model.n_vocab() as usize;
         // SAFETY: the last batch asked for the last token's logits (llama_batch_get_one does);
         // the row holds n_vocab floats, copied at once.
-        let row = unsafe { sys::llama_get_logits_ith(self.raw.as_ptr(), -1) };
+        let row = unsafe { ffi!(sys::llama_get_logits_ith(self.raw.as_ptr(), -1)) };
         ensure!(!row.is_null(), "llama.cpp returned no logits");
         Ok(unsafe { std::slice::from_raw_parts(row, n) }.to_vec())
     }

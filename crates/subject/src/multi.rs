@@ -54,7 +54,7 @@ struct Batch {
 impl Batch {
     fn new(capacity: usize) -> Batch {
         // SAFETY: plain allocation; one sequence id per token; freed in Drop.
-        let raw = unsafe { sys::llama_batch_init(capacity as i32, 0, 1) };
+        let raw = unsafe { ffi!(sys::llama_batch_init(capacity as i32, 0, 1)) };
         Batch { raw, capacity }
     }
 }
@@ -62,7 +62,7 @@ impl Batch {
 impl Drop for Batch {
     fn drop(&mut self) {
         // SAFETY: `raw` came from llama_batch_init and is freed only here.
-        unsafe { sys::llama_batch_free(self.raw) }
+        unsafe { ffi!(sys::llama_batch_free(self.raw)) }
     }
 }
 
@@ -81,7 +81,7 @@ impl Drop for MultiContext {
     fn drop(&mut self) {
         // SAFETY: `raw` came from llama_init_from_model and is freed only here, before the
         // Arc to its model is released (fields drop after this body).
-        unsafe { sys::llama_free(self.raw.as_ptr()) }
+        unsafe { ffi!(sys::llama_free(self.raw.as_ptr())) }
     }
 }
 
@@ -139,7 +139,7 @@ impl MultiContext {
 
     fn memory(&self) -> sys::llama_memory_t {
         // SAFETY: live context; its memory handle lives as long as it.
-        unsafe { sys::llama_get_memory(self.raw.as_ptr()) }
+        unsafe { ffi!(sys::llama_get_memory(self.raw.as_ptr())) }
     }
 
     /// Appends each item's token to its sequence, all in one `llama_decode`.
@@ -177,7 +177,7 @@ impl MultiContext {
         }
         self.batch.raw.n_tokens = items.len() as i32;
         // SAFETY: live context; the batch is filled for n_tokens entries.
-        let rc = unsafe { sys::llama_decode(self.raw.as_ptr(), self.batch.raw) };
+        let rc = unsafe { ffi!(sys::llama_decode(self.raw.as_ptr(), self.batch.raw)) };
         ensure!(
             rc == 0,
             "llama_decode failed with code {rc} (1: no room left in the cache)"
@@ -199,7 +199,7 @@ impl MultiContext {
         let n = self.model.n_vocab() as usize;
         // SAFETY: batch index `i` asked for logits in the last decode; the row holds n_vocab
         // floats and stays valid until the next decode, which needs `&mut self`.
-        let row = unsafe { sys::llama_get_logits_ith(self.raw.as_ptr(), i) };
+        let row = unsafe { ffi!(sys::llama_get_logits_ith(self.raw.as_ptr(), i)) };
         ensure!(!row.is_null(), "llama.cpp returned no logits for row {i}");
         Ok(unsafe { std::slice::from_raw_parts(row, n) })
     }
@@ -210,7 +210,15 @@ impl MultiContext {
         ensure!(s != d, "cannot fork sequence {} onto itself", src.0);
         ensure!(self.len[d] == 0, "sequence {} is not empty", dst.0);
         // SAFETY: live memory handle; both ids are below n_seq_max.
-        unsafe { sys::llama_memory_seq_cp(self.memory(), src.0, dst.0, -1, -1) };
+        unsafe {
+            ffi!(sys::llama_memory_seq_cp(
+                self.memory(),
+                src.0,
+                dst.0,
+                -1,
+                -1
+            ))
+        };
         self.len[d] = self.len[s];
         Ok(())
     }
@@ -218,7 +226,7 @@ impl MultiContext {
     /// Forgets every sequence.
     pub fn clear(&mut self) {
         // SAFETY: live memory handle.
-        unsafe { sys::llama_memory_clear(self.memory(), true) };
+        unsafe { ffi!(sys::llama_memory_clear(self.memory(), true)) };
         self.len.iter_mut().for_each(|l| *l = 0);
         self.rows.clear();
     }

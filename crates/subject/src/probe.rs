@@ -148,7 +148,8 @@ impl LogitsArray {
             bail!("nothing loaded");
         }
         if let Some(n) = sampler.n_vocab() {
-            if self.size > n as usize {
+            // A negative bound admits no id (`n as usize` would wrap to a huge one).
+            if usize::try_from(n).map_or(true, |n| self.size > n) {
                 bail!(
                     "{} candidates for a sampler built for a vocabulary of {n}",
                     self.size

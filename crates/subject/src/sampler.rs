@@ -47,7 +47,7 @@ impl Drop for Sampler {
     fn drop(&mut self) {
         // SAFETY: `raw` is owned by this handle alone and has not been freed: handles are
         // created only from fresh init/clone results and consumed (not dropped) by `chain`.
-        unsafe { sys::llama_sampler_free(self.raw.as_ptr()) }
+        unsafe { ffi!(sys::llama_sampler_free(self.raw.as_ptr())) }
     }
 }
 
@@ -109,7 +109,13 @@ impl Sampler {
         let r = CString::new(root).context("grammar root contains a NUL byte")?;
         // SAFETY: live vocab and NUL-terminated strings; llama.cpp catches its own parse
         // exceptions and returns NULL for a grammar it rejects.
-        let raw = unsafe { sys::llama_sampler_init_grammar(vocab.raw(), g.as_ptr(), r.as_ptr()) };
+        let raw = unsafe {
+            ffi!(sys::llama_sampler_init_grammar(
+                vocab.raw(),
+                g.as_ptr(),
+                r.as_ptr()
+            ))
+        };
         // SAFETY: fresh result of an init function.
         let mut s = unsafe { Sampler::from_raw(raw, Some(vocab.n_tokens())) }
             .context("llama.cpp rejected the grammar")?;
@@ -121,7 +127,7 @@ impl Sampler {
     /// `llama_sampler_init_infill`: merges candidates that are prefixes of one another.
     pub fn infill(vocab: &Arc<Vocab>) -> Result<Sampler> {
         // SAFETY: live vocab; plain constructor.
-        let raw = unsafe { sys::llama_sampler_init_infill(vocab.raw()) };
+        let raw = unsafe { ffi!(sys::llama_sampler_init_infill(vocab.raw())) };
         // SAFETY: fresh result of an init function.
         let mut s = unsafe { Sampler::from_raw(raw, Some(vocab.n_tokens())) }?;
         s.vocabs.push(Arc::clone(vocab));
@@ -132,9 +138,9 @@ impl Sampler {
     pub fn chain(stages: Vec<Sampler>) -> Result<Sampler> {
         // SAFETY: plain constructor; the params struct is passed by value.
         let mut chain = unsafe {
-            let mut params = sys::llama_sampler_chain_default_params();
+            let mut params = ffi!(sys::llama_sampler_chain_default_params());
             params.no_perf = true;
-            Sampler::from_raw(sys::llama_sampler_chain_init(params), None)?
+            Sampler::from_raw(ffi!(sys::llama_sampler_chain_init(params)), None)?
         };
         for mut stage in stages {
             chain.n_vocab = min_vocab(chain.n_vocab, stage.n_vocab);
@@ -147,7 +153,7 @@ impl Sampler {
             // The chain frees it from now on; this handle must not.
             std::mem::forget(stage);
             // SAFETY: both pointers are live; chain_add takes ownership of `raw`.
-            unsafe { sys::llama_sampler_chain_add(chain.raw.as_ptr(), raw) };
+            unsafe { ffi!(sys::llama_sampler_chain_add(chain.raw.as_ptr(), raw)) };
         }
         Ok(chain)
     }
@@ -156,7 +162,7 @@ impl Sampler {
     pub fn name(&self) -> String {
         // SAFETY: the name is a static or owned-by-the-sampler C string, copied at once.
         unsafe {
-            let p = sys::llama_sampler_name(self.raw.as_ptr());
+            let p = ffi!(sys::llama_sampler_name(self.raw.as_ptr()));
             if p.is_null() {
                 return String::new();
             }
@@ -178,7 +184,7 @@ impl Sampler {
             bail!("the grammar rejects token {id}; llama.cpp would throw on accepting it");
         }
         // SAFETY: live handle, plain value; a grammar inside allows `id` (checked above).
-        unsafe { sys::llama_sampler_accept(self.raw.as_ptr(), id.0) };
+        unsafe { ffi!(sys::llama_sampler_accept(self.raw.as_ptr(), id.0)) };
         Ok(())
     }
 
@@ -206,7 +212,7 @@ impl Sampler {
         candidates.validate(self.n_vocab)?;
         let raw = self.raw.as_ptr();
         // SAFETY: `with_raw` hands C a header over a buffer that lives for the whole call.
-        candidates.with_raw(|arr| unsafe { sys::llama_sampler_apply(raw, arr) })
+        candidates.with_raw(|arr| unsafe { ffi!(sys::llama_sampler_apply(raw, arr)) })
     }
 
     /// Applies a stage that keeps the array's order and length (penalties, logit_bias, temp,
@@ -224,7 +230,7 @@ impl Sampler {
             sorted: false,
         };
         // SAFETY: the header points at `data`, which lives for the whole call.
-        unsafe { sys::llama_sampler_apply(self.raw.as_ptr(), &mut raw) };
+        unsafe { ffi!(sys::llama_sampler_apply(self.raw.as_ptr(), &mut raw)) };
         let in_place = raw.data == ptr
             && raw.size == data.len()
             && data.iter().enumerate().all(|(i, d)| d.id == i as i32);
@@ -240,13 +246,13 @@ impl Sampler {
     /// `arr` must describe a live, validated buffer of `size` entries.
     pub(crate) unsafe fn apply_raw(&mut self, arr: *mut sys::llama_token_data_array) {
         // SAFETY: our handle is live; the caller vouches for `arr`.
-        unsafe { sys::llama_sampler_apply(self.raw.as_ptr(), arr) }
+        unsafe { ffi!(sys::llama_sampler_apply(self.raw.as_ptr(), arr)) }
     }
 
     /// Clears the sampler's state.
     pub fn reset(&mut self) {
         // SAFETY: live handle.
-        unsafe { sys::llama_sampler_reset(self.raw.as_ptr()) }
+        unsafe { ffi!(sys::llama_sampler_reset(self.raw.as_ptr())) }
     }
 
     /// `llama_sampler_clone`, refused up front where llama.cpp would abort (a sampler with
@@ -260,7 +266,10 @@ impl Sampler {
         }
         // SAFETY: live handle; the result is a fresh sampler owned by the new handle.
         let mut c = unsafe {
-            Sampler::from_raw(sys::llama_sampler_clone(self.raw.as_ptr()), self.n_vocab)
+            Sampler::from_raw(
+                ffi!(sys::llama_sampler_clone(self.raw.as_ptr())),
+                self.n_vocab,
+            )
         }?;
         c.vocabs = self.vocabs.clone();
         c.grammar = self.grammar;
@@ -281,10 +290,10 @@ fn clonable(raw: *mut sys::llama_sampler) -> bool {
         if iface.clone.is_none() && !(*raw).ctx.is_null() {
             return false;
         }
-        let is_chain = !sys::llama_sampler_chain_get(raw, -1).is_null();
+        let is_chain = !ffi!(sys::llama_sampler_chain_get(raw, -1)).is_null();
         if is_chain {
-            let n = sys::llama_sampler_chain_n(raw);
-            return (0..n).all(|i| clonable(sys::llama_sampler_chain_get(raw, i)));
+            let n = ffi!(sys::llama_sampler_chain_n(raw));
+            return (0..n).all(|i| clonable(ffi!(sys::llama_sampler_chain_get(raw, i))));
         }
         true
     }

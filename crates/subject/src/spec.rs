@@ -197,23 +197,25 @@ impl SamplerSpec {
                     n_vocab,
                     seed,
                 } => init_stage(stage, *n_vocab, *seed)?,
-                SamplerSpec::Dist { seed } => sys::llama_sampler_init_dist(*seed),
+                SamplerSpec::Dist { seed } => ffi!(sys::llama_sampler_init_dist(*seed)),
                 SamplerSpec::Mirostat {
                     n_vocab,
                     seed,
                     tau,
                     eta,
                     m,
-                } => sys::llama_sampler_init_mirostat(*n_vocab, *seed, *tau, *eta, *m),
+                } => ffi!(sys::llama_sampler_init_mirostat(
+                    *n_vocab, *seed, *tau, *eta, *m
+                )),
                 SamplerSpec::MirostatV2 { seed, tau, eta } => {
-                    sys::llama_sampler_init_mirostat_v2(*seed, *tau, *eta)
+                    ffi!(sys::llama_sampler_init_mirostat_v2(*seed, *tau, *eta))
                 }
                 SamplerSpec::Dry(d) => init_dry(d),
                 SamplerSpec::AdaptiveP {
                     target,
                     decay,
                     seed,
-                } => sys::llama_sampler_init_adaptive_p(*target, *decay, *seed),
+                } => ffi!(sys::llama_sampler_init_adaptive_p(*target, *decay, *seed)),
             }
         };
         // SAFETY: `raw` was just returned by an init function and is owned by nobody else.
@@ -287,21 +289,26 @@ unsafe fn init_stage(stage: &Stage, n_vocab: i32, seed: u32) -> Result<*mut sys:
     // parameters against the inputs that make llama.cpp abort or throw.
     Ok(unsafe {
         match stage {
-            Stage::Greedy => sys::llama_sampler_init_greedy(),
-            Stage::TopK { k } => sys::llama_sampler_init_top_k(*k),
-            Stage::TopP { p, min_keep } => sys::llama_sampler_init_top_p(*p, *min_keep),
-            Stage::MinP { p, min_keep } => sys::llama_sampler_init_min_p(*p, *min_keep),
-            Stage::Typical { p, min_keep } => sys::llama_sampler_init_typical(*p, *min_keep),
-            Stage::Temp { t } => sys::llama_sampler_init_temp(*t),
+            Stage::Greedy => ffi!(sys::llama_sampler_init_greedy()),
+            Stage::TopK { k } => ffi!(sys::llama_sampler_init_top_k(*k)),
+            Stage::TopP { p, min_keep } => ffi!(sys::llama_sampler_init_top_p(*p, *min_keep)),
+            Stage::MinP { p, min_keep } => ffi!(sys::llama_sampler_init_min_p(*p, *min_keep)),
+            Stage::Typical { p, min_keep } => ffi!(sys::llama_sampler_init_typical(*p, *min_keep)),
+            Stage::Temp { t } => ffi!(sys::llama_sampler_init_temp(*t)),
             Stage::TempExt { t, delta, exponent } => {
-                sys::llama_sampler_init_temp_ext(*t, *delta, *exponent)
+                ffi!(sys::llama_sampler_init_temp_ext(*t, *delta, *exponent))
             }
             Stage::Xtc {
                 probability,
                 threshold,
                 min_keep,
-            } => sys::llama_sampler_init_xtc(*probability, *threshold, *min_keep, seed),
-            Stage::TopNSigma { n } => sys::llama_sampler_init_top_n_sigma(*n),
+            } => ffi!(sys::llama_sampler_init_xtc(
+                *probability,
+                *threshold,
+                *min_keep,
+                seed
+            )),
+            Stage::TopNSigma { n } => ffi!(sys::llama_sampler_init_top_n_sigma(*n)),
             Stage::Penalties { last_n, params } => init_penalties(
                 n_vocab,
                 last_n.0 as i32,
@@ -317,7 +324,11 @@ unsafe fn init_stage(stage: &Stage, n_vocab: i32, seed: u32) -> Result<*mut sys:
                         bias: *bias,
                     })
                     .collect();
-                sys::llama_sampler_init_logit_bias(n_vocab, raw.len() as i32, raw.as_ptr())
+                ffi!(sys::llama_sampler_init_logit_bias(
+                    n_vocab,
+                    raw.len() as i32,
+                    raw.as_ptr()
+                ))
             }
             Stage::SortedGuard => bail!("sorted_guard is not a llama.cpp sampler"),
         }
@@ -333,7 +344,11 @@ fn init_penalties(
     present: f32,
 ) -> *mut sys::llama_sampler {
     // SAFETY: plain values in, an owned sampler or NULL out.
-    unsafe { sys::llama_sampler_init_penalties(n_vocab, last_n, repeat, freq, present) }
+    unsafe {
+        ffi!(sys::llama_sampler_init_penalties(
+            n_vocab, last_n, repeat, freq, present
+        ))
+    }
 }
 
 #[cfg(feature = "legacy-api")]
@@ -345,7 +360,11 @@ fn init_penalties(
     present: f32,
 ) -> *mut sys::llama_sampler {
     // SAFETY: plain values in, an owned sampler or NULL out.
-    unsafe { sys::llama_sampler_init_penalties(last_n, repeat, freq, present) }
+    unsafe {
+        ffi!(sys::llama_sampler_init_penalties(
+            last_n, repeat, freq, present
+        ))
+    }
 }
 
 // DRY is built without a vocabulary: with no sequence breakers llama.cpp never reads it. The
@@ -356,10 +375,24 @@ fn init_dry(d: &DryParams) -> *mut sys::llama_sampler {
     // SAFETY: no vocabulary and no breakers (NULL, 0): plain values in, an owned sampler or
     // NULL out.
     #[cfg(not(feature = "legacy-api"))]
-    let raw = unsafe { sys::llama_sampler_init_dry(vocab, m, b, len, n, breakers, 0) };
+    let raw = unsafe {
+        ffi!(sys::llama_sampler_init_dry(
+            vocab, m, b, len, n, breakers, 0
+        ))
+    };
     // SAFETY: as above.
     #[cfg(feature = "legacy-api")]
-    let raw =
-        unsafe { sys::llama_sampler_init_dry(vocab, d.n_ctx_train, m, b, len, n, breakers, 0) };
+    let raw = unsafe {
+        ffi!(sys::llama_sampler_init_dry(
+            vocab,
+            d.n_ctx_train,
+            m,
+            b,
+            len,
+            n,
+            breakers,
+            0
+        ))
+    };
     raw
 }

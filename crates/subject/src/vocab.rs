@@ -27,7 +27,7 @@ unsafe impl Sync for Vocab {}
 impl Drop for Vocab {
     fn drop(&mut self) {
         // SAFETY: `model` came from llama_model_load_from_file and is freed only here.
-        unsafe { sys::llama_model_free(self.model.as_ptr()) }
+        unsafe { ffi!(sys::llama_model_free(self.model.as_ptr())) }
     }
 }
 
@@ -43,9 +43,9 @@ impl Vocab {
         // SAFETY: default params by value; the path is a live NUL-terminated string. llama.cpp
         // catches its own loading exceptions and returns NULL.
         let raw = unsafe {
-            let mut params = sys::llama_model_default_params();
+            let mut params = ffi!(sys::llama_model_default_params());
             params.vocab_only = true;
-            sys::llama_model_load_from_file(c_path.as_ptr(), params)
+            ffi!(sys::llama_model_load_from_file(c_path.as_ptr(), params))
         };
         let model = NonNull::new(raw)
             .with_context(|| format!("llama.cpp could not load {}", path.display()))?;
@@ -54,13 +54,13 @@ impl Vocab {
 
     pub(crate) fn raw(&self) -> *const sys::llama_vocab {
         // SAFETY: live model; the vocab it returns lives as long as the model.
-        unsafe { sys::llama_model_get_vocab(self.model.as_ptr()) }
+        unsafe { ffi!(sys::llama_model_get_vocab(self.model.as_ptr())) }
     }
 
     /// Number of token ids.
     pub fn n_tokens(&self) -> i32 {
         // SAFETY: live vocab.
-        unsafe { sys::llama_vocab_n_tokens(self.raw()) }
+        unsafe { ffi!(sys::llama_vocab_n_tokens(self.raw())) }
     }
 
     /// The ids of `text`, without special tokens.
@@ -92,7 +92,7 @@ pub(crate) fn tokenize_raw(
     for _ in 0..2 {
         // SAFETY: `text` and `out` are live for the call; `out` holds `out.len()` ids.
         let n = unsafe {
-            sys::llama_tokenize(
+            ffi!(sys::llama_tokenize(
                 vocab,
                 text.as_ptr().cast(),
                 len,
@@ -100,7 +100,7 @@ pub(crate) fn tokenize_raw(
                 out.len() as i32,
                 add_special,
                 parse_special,
-            )
+            ))
         };
         if n >= 0 {
             out.truncate(n as usize);
@@ -117,14 +117,14 @@ pub(crate) fn decode_piece(vocab: *const sys::llama_vocab, id: TokenId) -> Resul
     for _ in 0..2 {
         // SAFETY: `buf` is live and holds `buf.len()` bytes; the id was range-checked.
         let n = unsafe {
-            sys::llama_token_to_piece(
+            ffi!(sys::llama_token_to_piece(
                 vocab,
                 id.0,
                 buf.as_mut_ptr().cast(),
                 buf.len() as i32,
                 0,
                 true,
-            )
+            ))
         };
         if n >= 0 {
             buf.truncate(n as usize);

@@ -177,3 +177,43 @@ fn a_grammar_refuses_a_rejected_token_without_throwing() {
     assert!(chain.accept(a).is_err());
     chain.accept(b).unwrap();
 }
+
+/// A stage that leaves the array as it is, told whatever vocabulary the test gives it.
+struct Untouched;
+
+impl subject::CustomSampler for Untouched {
+    fn name(&self) -> &'static std::ffi::CStr {
+        c"untouched"
+    }
+
+    fn apply(&mut self, _view: &mut subject::ArrayView<'_>) {}
+
+    fn clone_sampler(&self) -> Box<dyn subject::CustomSampler> {
+        Box::new(Untouched)
+    }
+}
+
+/// A negative vocabulary bound (which only `custom_for_vocab` and `adopt` take as given)
+/// admits no id on every path: the row-length checks of `apply_in_id_order` and
+/// `LogitsArray::apply` once cast it to `usize`, so it wrapped to a huge bound and ids
+/// `0..n` reached C. Found by `tests/promise_fuzz.rs` (rules B3 and G4).
+#[test]
+fn a_negative_vocabulary_bound_admits_no_id() {
+    let mut s = Sampler::custom_for_vocab(Untouched, i32::MIN).unwrap();
+    let mut arr = subject::LogitsArray::new();
+    arr.load(&[0.5, 1.5]).unwrap();
+    let before = subject::ffi_calls_on_this_thread();
+    assert!(s.apply_in_id_order(&[0.5, 1.5]).is_err());
+    assert!(arr.apply(&mut s).is_err());
+    assert!(s.apply(&mut Candidates::from_logits(&[0.5, 1.5])).is_err());
+    assert!(s.accept(TokenId(0)).is_err());
+    assert_eq!(
+        subject::ffi_calls_on_this_thread(),
+        before,
+        "nothing reached C"
+    );
+    // A positive bound still admits the ids below it.
+    let mut s = Sampler::custom_for_vocab(Untouched, 2).unwrap();
+    assert_eq!(s.apply_in_id_order(&[0.5, 1.5]).unwrap(), [0.5, 1.5]);
+    arr.apply(&mut s).unwrap();
+}

@@ -19,7 +19,7 @@ use anyhow::Result;
 use report::{Control, Report};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use subject::{BuildInfo, Vocab};
+use subject::BuildInfo;
 
 /// Chains the fuzzer tries by default.
 pub const FUZZ_CHAINS: usize = 100_000;

@@ -7,8 +7,8 @@ use oracle::TokenId;
 use repro_sortpoison::chain::{self, Verdict};
 use repro_sortpoison::planted::{Injector, ShadowRule, ShadowTruncator};
 use repro_sortpoison::stage::ChainStage;
-use repro_sortpoison::{audit, census, cli, fuzz, perm, planted};
-use subject::{BuildInfo, Vocab};
+use repro_sortpoison::{census, cli, fuzz, perm, planted};
+use subject::BuildInfo;
 use test_support::{assert_refused, json_report, run_bin};
 
 /// Pins F2, live on both builds. Upstream: no upstream report found (searched the ggml-org/llama.cpp issues and pull requests, 2026-11-30); pull request 15665 (bucket sort in
@@ -169,7 +169,10 @@ fn injector_census() {
     let (code, out, err) = run_bin(BIN, &["--census", "--json"]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert!(v["vocab_note"].is_null(), "the census needs the SmolLM2 vocabulary: run `make models`");
+    assert!(
+        v["vocab_note"].is_null(),
+        "the census needs the SmolLM2 vocabulary: run `make models`"
+    );
     let rows: Vec<census::Row> = v["rows"]
         .as_array()
         .unwrap()
@@ -180,13 +183,28 @@ fn injector_census() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["must_be"].as_str().unwrap().to_string(), census::Row::from_json(r).unwrap()))
+        .map(|r| {
+            (
+                r["must_be"].as_str().unwrap().to_string(),
+                census::Row::from_json(r).unwrap(),
+            )
+        })
         .collect();
-    let c = census::Census { rows, planted: planted.into_iter().map(|(w, r)| {
-        let want = [census::Class::KeepsStale, census::Class::ResetsFlag, census::Class::NeverReorders, census::Class::Crashed]
-            .into_iter().find(|c| c.as_str() == w).unwrap();
-        (want, r)
-    }).collect(), vocab_note: None };
+    let planted = planted
+        .into_iter()
+        .map(|(want, r)| {
+            let want = census::Class::ALL
+                .into_iter()
+                .find(|c| c.as_str() == want)
+                .unwrap();
+            (want, r)
+        })
+        .collect();
+    let c = census::Census {
+        rows,
+        planted,
+        vocab_note: None,
+    };
     let class = |label: &str| {
         c.rows
             .iter()
@@ -214,6 +232,9 @@ fn injector_census() {
     assert_eq!(planted(Injector::KeepsFlag), census::Class::KeepsStale);
     assert_eq!(planted(Injector::ClearsFlag), census::Class::ResetsFlag);
     assert_eq!(planted(Injector::Identity), census::Class::NeverReorders);
+    // Containment: the aborting injector is a row, and the census went on past it.
+    assert_eq!(planted(Injector::Aborts), census::Class::Crashed);
+    assert!(c.rows.iter().all(|r| r.class != census::Class::Crashed));
     test_support::assert_build_snapshot!("census", c.to_text());
 }
 
