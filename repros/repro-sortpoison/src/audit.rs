@@ -59,7 +59,7 @@ pub fn run(fuzz_chains: usize, vocab_model: &Path) -> Result<Audit> {
     )?;
     let perm = perm::run()?;
     let census = census::run(vocab_model)?;
-    let fuzz = fuzz::fuzz(fuzz::FUZZ_SEED, fuzz_chains)?;
+    let fuzz = fuzz::fuzz_contained(fuzz::FUZZ_SEED, fuzz_chains)?;
     let published = crate::chain::published();
     let published_report = chain::run(&published)?;
     let guarded_report = chain::run(&fuzz::guarded(&published))?;

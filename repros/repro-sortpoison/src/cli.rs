@@ -36,8 +36,12 @@ pub struct Args {
     pub audit: bool,
     /// Print only the injector census (every row in its own child process; `--json` for its
     /// JSON).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "fuzz")]
     pub census: bool,
+    /// Print only the chain fuzzer's report over --fuzz-chains chains (run in contained
+    /// chunks of 2,000, as in --audit).
+    #[arg(long, conflicts_with = "audit")]
+    pub fuzz: bool,
     /// Chains the fuzzer tries in --audit.
     #[arg(long, default_value_t = audit::FUZZ_CHAINS)]
     pub fuzz_chains: usize,
@@ -122,6 +126,14 @@ fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<Stri
         .vocab_model
         .clone()
         .unwrap_or_else(audit::default_vocab_model);
+    if args.fuzz {
+        let r = crate::fuzz::fuzz_contained(crate::fuzz::FUZZ_SEED, args.fuzz_chains)?;
+        return Ok(if args.out.json {
+            format!("{:#}\n", r.to_json())
+        } else {
+            r.to_text()
+        });
+    }
     if args.census {
         let c = crate::census::run(&vocab_path)?;
         return Ok(if args.out.json {

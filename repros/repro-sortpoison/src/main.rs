@@ -26,7 +26,11 @@ fn main() {
     cmdline::one_line_panics();
     // A model file the user names is loaded first in a child of this binary, and every
     // census row runs in one.
-    if let Some(code) = contain::serve(&[subject::LOAD_TASK, repro_sortpoison::census::ROW_TASK]) {
+    if let Some(code) = contain::serve(&[
+        subject::LOAD_TASK,
+        repro_sortpoison::census::ROW_TASK,
+        repro_sortpoison::fuzz::CHUNK_TASK,
+    ]) {
         std::process::exit(code);
     }
     std::process::exit(repro_sortpoison::cli::main(std::env::args_os()));

@@ -260,6 +260,11 @@ fn fuzzer_summary_and_minimized_cases() {
         }
     }
     test_support::assert_build_snapshot!("fuzzer", r.to_text());
+    // Contained: the binary runs the same chains in children of 2,000 chains each and merges
+    // their reports; the merge must give the same bytes as the single run.
+    let (code, out, err) = run_bin(BIN, &["--fuzz", "--fuzz-chains", "5000"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, r.to_text());
 }
 
 #[test]

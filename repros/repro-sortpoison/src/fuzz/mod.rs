@@ -12,6 +12,11 @@
 //!
 //! Code map: [`generate`] (random stages and chains), [`shrink`] (minimizing an unsound
 //! chain), [`gate`] (the oracle check), and here the fuzzing loop that ties them together.
+//!
+//! Containment: the audit runs the fuzzer in chunks of [`CHUNK`] chains, each in its own
+//! child process ([`CHUNK_TASK`]), and merges their reports; a chunk whose child dies is
+//! recorded with how it died and the rest go on. The chains are one seeded stream whatever
+//! the chunking, so the merged report equals the one-process report.
 
 pub mod gate;
 pub mod generate;
@@ -26,9 +31,14 @@ pub use shrink::shrink;
 
 use crate::chain::{self, ChainCase, Verdict};
 use crate::rng::Rng;
-use anyhow::Result;
+use crate::stage::ChainStage;
+use anyhow::{bail, Context, Result};
+use contain::{Ended, Task};
+use oracle::TokenId;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct FuzzReport {
@@ -48,12 +58,23 @@ pub struct FuzzReport {
     /// unsound, and how many undecided.
     pub guarded_unsound: usize,
     pub guarded_undecided: usize,
+    /// Chunks whose child died (`chains 2000..4000: aborts: SIGABRT`); their chains are not
+    /// counted in `tried`.
+    pub crashed: Vec<String>,
 }
 
 pub const FUZZ_SEED: u64 = 0xF2;
 
 pub fn fuzz(seed: u64, chains: usize) -> Result<FuzzReport> {
+    fuzz_range(seed, 0, chains)
+}
+
+/// Chains `start..end` of the stream `seed` gives (the earlier ones are generated, not run).
+pub fn fuzz_range(seed: u64, start: usize, end: usize) -> Result<FuzzReport> {
     let mut rng = Rng::new(seed);
+    for _ in 0..start {
+        random_case(&mut rng);
+    }
     let mut r = FuzzReport {
         seed,
         tried: 0,
@@ -65,8 +86,9 @@ pub fn fuzz(seed: u64, chains: usize) -> Result<FuzzReport> {
         by_signature: BTreeMap::new(),
         guarded_unsound: 0,
         guarded_undecided: 0,
+        crashed: Vec::new(),
     };
-    for _ in 0..chains {
+    for _ in start..end {
         let case = random_case(&mut rng);
         r.tried += 1;
         match chain::run(&guarded(&case))?.verdict {
@@ -96,7 +118,7 @@ pub fn fuzz(seed: u64, chains: usize) -> Result<FuzzReport> {
 
 impl FuzzReport {
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "seed": self.seed,
             "chains_tried": self.tried,
             "sound": self.sound,
@@ -110,7 +132,11 @@ impl FuzzReport {
                 "unsound_chains": self.by_signature[&signature(c)],
                 "command": c.command(),
             })).collect::<Vec<_>>(),
-        })
+        });
+        if !self.crashed.is_empty() {
+            v["crashed_chunks"] = json!(self.crashed);
+        }
+        v
     }
 
     pub fn to_text(&self) -> String {
@@ -122,6 +148,11 @@ impl FuzzReport {
             "  with sorted_guard before every flag-reading stage: {} unsound, {} undecided\n",
             self.guarded_unsound, self.guarded_undecided
         ));
+        for c in &self.crashed {
+            out.push_str(&format!(
+                "  not run: {c} (contained; the other chunks went on)\n"
+            ));
+        }
         for (shape, n) in &self.by_shape {
             out.push_str(&format!("  {n:>6}  {shape}\n"));
         }
@@ -138,5 +169,180 @@ impl FuzzReport {
             ));
         }
         out
+    }
+}
+
+/// Chains per contained chunk.
+pub const CHUNK: usize = 2_000;
+
+/// How long one chunk may take (a few seconds on this machine).
+const CHUNK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The contained task that runs one chunk: `<seed> <start> <end>`; prints [`FuzzReport::chunk_json`].
+pub const CHUNK_TASK: Task = Task {
+    name: "fuzz-chunk",
+    handler: chunk_child,
+};
+
+fn chunk_child(args: &[OsString]) -> i32 {
+    let result = (|| -> Result<Value> {
+        let n: Vec<u64> = args
+            .iter()
+            .map(|a| Ok(a.to_string_lossy().parse::<u64>()?))
+            .collect::<Result<_>>()?;
+        let [seed, start, end] = n[..] else {
+            bail!("the fuzz chunk task takes a seed, a start and an end");
+        };
+        Ok(fuzz_range(seed, start as usize, end as usize)?.chunk_json())
+    })();
+    match result {
+        Ok(v) => {
+            println!("{v}");
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            3
+        }
+    }
+}
+
+/// [`fuzz`], chunk by chunk in contained children, merged.
+pub fn fuzz_contained(seed: u64, chains: usize) -> Result<FuzzReport> {
+    let mut total = fuzz_range(seed, 0, 0)?;
+    let mut start = 0;
+    while start < chains {
+        let end = (start + CHUNK).min(chains);
+        let args: Vec<OsString> = [seed as usize, start, end]
+            .iter()
+            .map(|n| OsString::from(n.to_string()))
+            .collect();
+        let out = contain::run(CHUNK_TASK.command(&args)?, CHUNK_TIMEOUT)?;
+        match out.ended {
+            Ended::Exited(0) => {
+                let v: Value = serde_json::from_slice(&out.stdout)
+                    .with_context(|| format!("reading fuzz chunk {start}..{end}"))?;
+                total.merge(FuzzReport::from_chunk_json(&v)?);
+            }
+            Ended::Exited(_) => bail!(
+                "fuzz chunk {start}..{end} failed: {}",
+                out.last_stderr_line()
+            ),
+            died => total
+                .crashed
+                .push(format!("chains {start}..{end}: {}", died.describe())),
+        }
+        start = end;
+    }
+    Ok(total)
+}
+
+fn case_json(c: &ChainCase) -> Value {
+    json!({
+        "logits": c.logits.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+        "stages": c.stages.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        "history": c.history.iter().map(|t| t.0).collect::<Vec<_>>(),
+    })
+}
+
+fn case_from_json(v: &Value) -> Result<ChainCase> {
+    let list = |k: &str| {
+        v[k].as_array()
+            .with_context(|| format!("a case without '{k}'"))
+    };
+    Ok(ChainCase {
+        logits: list("logits")?
+            .iter()
+            .map(|x| {
+                x.as_u64()
+                    .map(|b| f32::from_bits(b as u32))
+                    .context("a logit's bits")
+            })
+            .collect::<Result<_>>()?,
+        stages: list("stages")?
+            .iter()
+            .map(|x| ChainStage::parse(x.as_str().context("a stage's text")?))
+            .collect::<Result<_>>()?,
+        history: list("history")?
+            .iter()
+            .map(|x| {
+                x.as_i64()
+                    .map(|i| TokenId(i as i32))
+                    .context("a history id")
+            })
+            .collect::<Result<_>>()?,
+    })
+}
+
+impl FuzzReport {
+    /// Everything a chunk found, losslessly (logits as bit patterns), for [`fuzz_contained`].
+    pub fn chunk_json(&self) -> Value {
+        json!({
+            "seed": self.seed,
+            "tried": self.tried,
+            "sound": self.sound,
+            "unsound": self.unsound,
+            "undecided": self.undecided,
+            "by_shape": self.by_shape,
+            "by_signature": self.by_signature,
+            "minimized": self.minimized.iter().map(case_json).collect::<Vec<_>>(),
+            "guarded_unsound": self.guarded_unsound,
+            "guarded_undecided": self.guarded_undecided,
+        })
+    }
+
+    pub fn from_chunk_json(v: &Value) -> Result<FuzzReport> {
+        let n = |k: &str| -> Result<usize> {
+            v[k].as_u64()
+                .map(|x| x as usize)
+                .with_context(|| format!("a chunk without '{k}'"))
+        };
+        let map = |k: &str| -> Result<BTreeMap<String, usize>> {
+            v[k].as_object()
+                .with_context(|| format!("a chunk without '{k}'"))?
+                .iter()
+                .map(|(s, c)| Ok((s.clone(), c.as_u64().context("a count")? as usize)))
+                .collect()
+        };
+        Ok(FuzzReport {
+            seed: v["seed"].as_u64().context("a chunk without 'seed'")?,
+            tried: n("tried")?,
+            sound: n("sound")?,
+            unsound: n("unsound")?,
+            undecided: n("undecided")?,
+            by_shape: map("by_shape")?,
+            minimized: v["minimized"]
+                .as_array()
+                .context("a chunk without 'minimized'")?
+                .iter()
+                .map(case_from_json)
+                .collect::<Result<_>>()?,
+            by_signature: map("by_signature")?,
+            guarded_unsound: n("guarded_unsound")?,
+            guarded_undecided: n("guarded_undecided")?,
+            crashed: Vec::new(),
+        })
+    }
+
+    /// Adds a later chunk: counts add up, and minimized cases keep the first per signature.
+    pub fn merge(&mut self, later: FuzzReport) {
+        self.tried += later.tried;
+        self.sound += later.sound;
+        self.unsound += later.unsound;
+        self.undecided += later.undecided;
+        self.guarded_unsound += later.guarded_unsound;
+        self.guarded_undecided += later.guarded_undecided;
+        for (k, c) in later.by_shape {
+            *self.by_shape.entry(k).or_insert(0) += c;
+        }
+        for case in later.minimized {
+            if !self.by_signature.contains_key(&signature(&case)) {
+                self.minimized.push(case);
+            }
+        }
+        for (k, c) in later.by_signature {
+            *self.by_signature.entry(k).or_insert(0) += c;
+        }
+        self.crashed.extend(later.crashed);
     }
 }
