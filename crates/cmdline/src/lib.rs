@@ -1,9 +1,11 @@
 //! The contract every repro binary keeps, written once: `--help` prints and exits 0; bad
 //! input (a flag clap rejects, or a value the repro refuses) prints one line on stderr and
 //! exits 2; a run that could not complete prints one line and exits 1; a panic prints one line
-//! instead of a trace. Output goes to stdout only on success.
+//! instead of a trace. Output goes to stdout only on success, and a reader that closes the
+//! pipe early (`repro-x | head -1`) ends the program quietly.
 
 use std::ffi::OsString;
+use std::io::Write;
 
 /// Exit code for input the command refuses (bad flags, bad values, a missing model).
 pub const EXIT_BAD_INPUT: i32 = 2;
@@ -48,18 +50,14 @@ pub fn run<A: clap::Parser>(
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
-                return 0;
+                return write_stdout(&e.to_string());
             }
             eprintln!("{}", first_line(&e.to_string()));
             return EXIT_BAD_INPUT;
         }
     };
     match body(args) {
-        Ok(out) => {
-            print!("{out}");
-            0
-        }
+        Ok(out) => write_stdout(&out),
         Err(Failure::BadInput(e)) => {
             eprintln!("error: {}", one_line(&e));
             EXIT_BAD_INPUT
@@ -71,10 +69,34 @@ pub fn run<A: clap::Parser>(
     }
 }
 
+/// Writes `text` to stdout, flushes it, and returns the exit code.
+///
+/// Rust ignores SIGPIPE, so a reader that closed the pipe early (`repro-x | head -1`) turns
+/// into an EPIPE error, on which `print!` panics. Here a closed pipe ends the program quietly
+/// with exit 0: the run itself completed (and wrote its reports, with `--audit`), and the
+/// reader stopped reading because it had what it wanted; exit 0 also keeps the pipeline's
+/// status what the reader decides, under `set -o pipefail` too. Any other write error (a
+/// full disk, say) is a run that could not deliver its output: one line, exit 1.
+pub fn write_stdout(text: &str) -> i32 {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            eprintln!("error: writing stdout: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
 /// A panic becomes one `error: internal error: ...` line instead of a backtrace.
+///
+/// The hook writes without `eprintln!`, which panics when stderr is a closed pipe: a panic
+/// inside the hook would abort the process.
 pub fn one_line_panics() {
     std::panic::set_hook(Box::new(|info| {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "error: internal error: {}",
             info.to_string().replace('\n', " ")
         );
