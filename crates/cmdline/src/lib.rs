@@ -2,7 +2,8 @@
 //! input (a flag clap rejects, or a value the repro refuses) prints one line on stderr and
 //! exits 2; a run that could not complete prints one line and exits 1; a panic prints one line
 //! instead of a trace. Output goes to stdout only on success, and a reader that closes the
-//! pipe early (`repro-x | head -1`) ends the program quietly.
+//! pipe early (`repro-x | head -1`) ends the program quietly. With
+//! `SAMPLER_AUDIT_CHECK_ONLY=1` a binary checks its arguments and exits without running.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -40,10 +41,31 @@ pub fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("error: invalid arguments")
 }
 
-/// Parses `argv` as `A` and runs `body`; returns the process exit code.
-pub fn run<A: clap::Parser>(
+/// The environment variable of check-only mode: set to `1`, a binary parses and checks its
+/// arguments, then exits 0 with nothing on stdout instead of running. Argument fuzzing uses
+/// it, so that a generated command line that happens to be valid does not start an hour-long
+/// audit. Any other value (or none) runs normally.
+pub const CHECK_ONLY_ENV: &str = "SAMPLER_AUDIT_CHECK_ONLY";
+
+/// Whether check-only mode is on (see [`CHECK_ONLY_ENV`]).
+pub fn check_only() -> bool {
+    std::env::var_os(CHECK_ONLY_ENV).is_some_and(|v| v == "1")
+}
+
+/// Parses `argv` as `A`, checks it into a config with `check`, and runs `body` on that
+/// config; returns the process exit code.
+///
+/// `check` holds everything that can refuse the input before any work starts: flag values
+/// and their ranges, list lengths, stage texts, files that must exist, the linked build and
+/// the model names (`models::resolve`, which checks a named model's size and sha256). `body`
+/// is the work. Under [`check_only`] the program stops after `check` with exit 0 and empty
+/// stdout. What can only be checked during the work (loading a model into llama.cpp, a
+/// prompt's length in a model's tokens) is still refused with exit 2 when the work runs, but
+/// check-only mode stops before it.
+pub fn run_checked<A: clap::Parser, C>(
     argv: impl IntoIterator<Item = OsString>,
-    body: impl FnOnce(A) -> Result<String, Failure>,
+    check: impl FnOnce(A) -> Result<C, Failure>,
+    body: impl FnOnce(C) -> Result<String, Failure>,
 ) -> i32 {
     let args = match A::try_parse_from(argv) {
         Ok(a) => a,
@@ -56,7 +78,14 @@ pub fn run<A: clap::Parser>(
             return EXIT_BAD_INPUT;
         }
     };
-    match body(args) {
+    let outcome = check(args).and_then(|config| {
+        if check_only() {
+            Ok(String::new())
+        } else {
+            body(config)
+        }
+    });
+    match outcome {
         Ok(out) => write_stdout(&out),
         Err(Failure::BadInput(e)) => {
             eprintln!("error: {}", one_line(&e));

@@ -78,14 +78,27 @@ impl Args {
     }
 }
 
+/// What the command line asks for, checked: the flags, the build, and the end-to-end model.
+pub struct Config {
+    pub args: Args,
+    pub build: BuildInfo,
+    pub model: ModelChoice,
+}
+
+/// Everything that can refuse the command line before any work (see `cmdline::run_checked`):
+/// the flags, the build, and the model (its size and sha256), so that a missing or corrupt
+/// model is refused before minutes of per-apply timing.
+pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+    cmdline::refuse(args.check())?;
+    let build = cmdline::refuse(BuildInfo::verified())?;
+    let model = cmdline::refuse(models::resolve(e2e::MODEL))?;
+    Ok(Config { args, build, model })
+}
+
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cmdline::run(argv, |args: Args| {
-        cmdline::refuse(args.check())?;
-        let build = cmdline::refuse(BuildInfo::verified())?;
-        // A missing or corrupt model is refused before minutes of per-apply timing.
-        let model = cmdline::refuse(models::resolve(e2e::MODEL))?;
-        cmdline::fail(run(&args, &build, model))
+    cmdline::run_checked(argv, check, |c| {
+        cmdline::fail(run(&c.args, &c.build, c.model))
     })
 }
 

@@ -95,16 +95,45 @@ pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
     })
 }
 
+/// What the command line asks for, checked.
+pub enum Config {
+    /// The child side of the memcheck probe.
+    Probe(stateful::ProbeTarget),
+    /// The minimal case, `--stateful` or `--audit`.
+    Run(Box<RunConfig>),
+}
+
+/// The flags of a run, the scenario they describe, and the build.
+pub struct RunConfig {
+    pub args: Args,
+    pub scenario: minimal::Scenario,
+    pub build: subject::BuildInfo,
+}
+
+/// Everything that can refuse the command line, before any work (see `cmdline::run_checked`).
+pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+    if let Some(name) = &args.memcheck_probe {
+        return Ok(Config::Probe(cmdline::refuse(stateful::probe_target(
+            name,
+        ))?));
+    }
+    let build = cmdline::refuse(subject::BuildInfo::verified())?;
+    let scenario = cmdline::refuse(scenario(&args))?;
+    Ok(Config::Run(Box::new(RunConfig {
+        args,
+        scenario,
+        build,
+    })))
+}
+
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cmdline::run(argv, |args: Args| {
-        if let Some(name) = &args.memcheck_probe {
-            cmdline::refuse(stateful::probe_main(name))?;
-            return Ok(String::new());
+    cmdline::run_checked(argv, check, |config| match config {
+        Config::Probe(target) => {
+            cmdline::refuse(stateful::probe_main(&target))?;
+            Ok(String::new())
         }
-        let build = cmdline::refuse(subject::BuildInfo::verified())?;
-        let scenario = cmdline::refuse(scenario(&args))?;
-        cmdline::fail(run(&args, &scenario, &build))
+        Config::Run(c) => cmdline::fail(run(&c.args, &c.scenario, &c.build)),
     })
 }
 

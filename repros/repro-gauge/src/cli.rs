@@ -233,30 +233,63 @@ pub fn prompts(args: &Args) -> Result<Vec<String>> {
     Ok(v)
 }
 
+/// What the command line asks for, checked: the flags, the design, the prompts, the
+/// teacher-forced text and its positions, and the model files.
+pub struct Config {
+    pub args: Args,
+    pub design: Design,
+    pub prompts: Vec<String>,
+    pub positions: usize,
+    pub text: String,
+    pub models: Vec<models::ModelChoice>,
+}
+
+/// Everything that can refuse the command line before any work (see `cmdline::run_checked`):
+/// the build, the flags, the files they name, and the models (a named model's size and
+/// sha256, or a path's existence). Whether llama.cpp loads a file, and whether the prompts and
+/// the teacher-forced text fit a model's positions, are known only when the run has loaded
+/// the models.
+pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+    cmdline::refuse(BuildInfo::verified())?;
+    let design = cmdline::refuse(design(&args))?;
+    let prompts = cmdline::refuse(prompts(&args))?;
+    let positions = cmdline::refuse(positions(&args))?;
+    let text = cmdline::refuse(teacher_text(&args))?;
+    let names = cmdline::refuse(model_names(&args))?;
+    let models = cmdline::refuse(
+        names
+            .iter()
+            .map(|n| models::resolve(n))
+            .collect::<Result<Vec<_>>>(),
+    )?;
+    Ok(Config {
+        args,
+        design,
+        prompts,
+        positions,
+        text,
+        models,
+    })
+}
+
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cmdline::run(argv, |args: Args| {
-        cmdline::refuse(BuildInfo::verified())?;
-        let design = cmdline::refuse(design(&args))?;
-        let prompts = cmdline::refuse(prompts(&args))?;
-        let positions = cmdline::refuse(positions(&args))?;
-        let text = cmdline::refuse(teacher_text(&args))?;
-        let names = cmdline::refuse(model_names(&args))?;
+    cmdline::run_checked(argv, check, |c| {
         let loaded = cmdline::refuse(
-            names
-                .iter()
-                .map(|n| LoadedModel::load_with(models::resolve(n)?, Weights::AsStored))
+            c.models
+                .into_iter()
+                .map(|m| LoadedModel::load_with(m, Weights::AsStored))
                 .collect::<Result<Vec<_>>>(),
         )?;
         for m in &loaded {
-            cmdline::refuse(crate::tf::check_text(m, &text, positions))?;
-            cmdline::refuse(check_lengths(m, &prompts, &design))?;
+            cmdline::refuse(crate::tf::check_text(m, &c.text, c.positions))?;
+            cmdline::refuse(check_lengths(m, &c.prompts, &c.design))?;
         }
         cmdline::fail(execute(
-            &args,
-            &design,
-            &prompts,
-            (&text, positions),
+            &c.args,
+            &c.design,
+            &c.prompts,
+            (&c.text, c.positions),
             &loaded,
         ))
     })

@@ -75,14 +75,28 @@ pub fn published_config() -> RunConfig {
     config(&args).expect("the defaults are valid")
 }
 
+/// What the command line asks for, checked: the flags, the run they describe, the model file.
+pub struct Config {
+    pub args: Args,
+    pub run: RunConfig,
+    pub model: models::ModelChoice,
+}
+
+/// Everything that can refuse the command line before any work (see `cmdline::run_checked`):
+/// the build, the flags, and the model (a named model's size and sha256, or a path's
+/// existence). Whether llama.cpp can load the file is known only when the run loads it.
+pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+    cmdline::refuse(subject::BuildInfo::verified())?;
+    let run = cmdline::refuse(config(&args))?;
+    let model = cmdline::refuse(models::resolve(&args.model_choice.model))?;
+    Ok(Config { args, run, model })
+}
+
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cmdline::run(argv, |args: Args| {
-        cmdline::refuse(subject::BuildInfo::verified())?;
-        let cfg = cmdline::refuse(config(&args))?;
-        let loaded =
-            cmdline::refuse(models::resolve(&args.model_choice.model).and_then(LoadedModel::load))?;
-        cmdline::fail(execute(&args, &cfg, &loaded))
+    cmdline::run_checked(argv, check, |c| {
+        let loaded = cmdline::refuse(LoadedModel::load(c.model))?;
+        cmdline::fail(execute(&c.args, &c.run, &loaded))
     })
 }
 

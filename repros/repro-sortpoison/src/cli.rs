@@ -100,12 +100,25 @@ pub fn case_from_line(line: &str) -> Result<ChainCase> {
     case(&args)
 }
 
+/// What the command line asks for, checked: the flags, the chain they describe, the build.
+pub struct Config {
+    pub args: Args,
+    pub case: ChainCase,
+    pub build: subject::BuildInfo,
+}
+
+/// Everything that can refuse the command line, before any work (see `cmdline::run_checked`).
+/// `--vocab-model` is not checked here: the census loads it during `--audit`.
+pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+    let build = cmdline::refuse(subject::BuildInfo::verified())?;
+    let case = cmdline::refuse(case(&args))?;
+    Ok(Config { args, case, build })
+}
+
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cmdline::run(argv, |args: Args| {
-        let build = cmdline::refuse(subject::BuildInfo::verified())?;
-        let case = cmdline::refuse(case(&args))?;
-        cmdline::fail(run(&args, &case, &build))
+    cmdline::run_checked(argv, check, |c| {
+        cmdline::fail(run(&c.args, &c.case, &c.build))
     })
 }
 
