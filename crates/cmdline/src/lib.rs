@@ -147,7 +147,7 @@ pub struct Output {
 /// The decoding flag the model-based repros share.
 #[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Decoding {
-    /// CPU threads for decoding (fixed, so runs are byte-identical).
+    /// CPU threads for decoding, 1 to 64 (fixed, so runs are byte-identical).
     #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
     pub threads: i64,
 }
