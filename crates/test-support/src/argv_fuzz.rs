@@ -523,9 +523,10 @@ fn run_one(fuzz: &Fuzz, argv: &[OsString], out: &Path, err: &Path) -> Outcome {
     }
 }
 
-/// Drops arguments from a failing vector while it still fails (one pass per size, then one
-/// argument at a time), so that the printed vector is short.
+/// Drops arguments from a failing vector while it still fails, then halves each comma list
+/// while it still fails, so that the printed vector is short.
 fn shrink(fuzz: &Fuzz, argv: &[OsString], out: &Path, err: &Path) -> Vec<OsString> {
+    let fails = |cand: &[OsString]| run_one(fuzz, cand, out, err).problem().is_some();
     let mut best = argv.to_vec();
     let mut progress = true;
     while progress {
@@ -533,10 +534,33 @@ fn shrink(fuzz: &Fuzz, argv: &[OsString], out: &Path, err: &Path) -> Vec<OsStrin
         for i in 0..best.len() {
             let mut cand = best.clone();
             cand.remove(i);
-            if run_one(fuzz, &cand, out, err).problem().is_some() {
+            if fails(&cand) {
                 best = cand;
                 progress = true;
                 break;
+            }
+        }
+    }
+    for i in 0..best.len() {
+        loop {
+            let items: Vec<Vec<u8>> = best[i]
+                .as_bytes()
+                .split(|&b| b == b',')
+                .map(<[u8]>::to_vec)
+                .collect();
+            if items.len() < 2 {
+                break;
+            }
+            let (front, back) = items.split_at(items.len() / 2);
+            let halves = [front.join(&b","[..]), back.join(&b","[..])];
+            let cut = halves.into_iter().find_map(|half| {
+                let mut cand = best.clone();
+                cand[i] = OsString::from_vec(half);
+                fails(&cand).then_some(cand)
+            });
+            match cut {
+                Some(cand) => best = cand,
+                None => break,
             }
         }
     }
@@ -678,6 +702,80 @@ mod tests {
             assert!(m.starts_with(b"top_p="), "{}", String::from_utf8_lossy(&m));
         }
         assert_eq!(mutate(&mut g, b"greedy"), b"greedy");
+    }
+
+    /// The contract check on planted endings: each breach is named, each kept case passes.
+    #[test]
+    fn problem_names_every_breach_of_the_contract() {
+        use std::os::unix::process::ExitStatusExt;
+        let ending = |raw: i32, stdout: &str, stderr: &str| Outcome {
+            status: Some(ExitStatus::from_raw(raw)),
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: stderr.to_string(),
+        };
+        let exit = |code: i32| code << 8;
+        for (o, why) in [
+            (ending(11, "", ""), "signal"),
+            (
+                ending(exit(101), "", "error: internal error: x\n"),
+                "panicked",
+            ),
+            (ending(exit(3), "", "error: x\n"), "only 0, 1 and 2"),
+            (ending(exit(2), "", "error: x\nmore\n"), "2 lines"),
+            (ending(exit(2), "", ""), "0 lines"),
+            (ending(exit(2), "out", "error: x\n"), "stdout"),
+            (ending(exit(1), "", "x\n"), "not an error line"),
+            (ending(exit(0), "", "warning\n"), "exit 0 with stderr"),
+        ] {
+            let p = o.problem().unwrap_or_default();
+            assert!(p.contains(why), "{o:?}: {p}");
+        }
+        for o in [
+            ending(exit(0), "", ""),
+            ending(exit(0), "help\n", ""),
+            ending(exit(2), "", "error: x\n"),
+            ending(exit(1), "", "error: y\n"),
+        ] {
+            assert_eq!(o.problem(), None, "{o:?}");
+        }
+        let hung = Outcome {
+            status: None,
+            stdout: Vec::new(),
+            stderr: String::new(),
+        };
+        assert!(hung.problem().unwrap().contains("timeout"));
+    }
+
+    /// A planted binary that panics on any argument holding `nan`: the fuzz must stop on it
+    /// and print the vector, shrunk to one short argument that holds `nan`.
+    #[test]
+    fn a_planted_failure_is_found_shrunk_and_printed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("argv-fuzz-planted-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("planted.sh");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *nan*) echo \"thread 'main' panicked\" >&2; exit 101;; esac; done\necho 'error: refused' >&2\nexit 2\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut fuzz = Fuzz::new(&script, flags(), 5);
+        fuzz.vectors = 300;
+        let e = std::panic::catch_unwind(|| run(&fuzz)).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let text = e.downcast_ref::<String>().cloned().unwrap_or_default();
+        let shrunk = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("shrunk: "))
+            .unwrap_or_else(|| panic!("no shrunk vector in: {text}"));
+        let args: Vec<&str> = shrunk.split(' ').skip(2).collect();
+        assert_eq!(args.len(), 1, "{shrunk}");
+        assert!(args[0].contains("nan") && args[0].len() < 20, "{shrunk}");
+        assert!(
+            text.contains("panicked") && text.contains("whole:"),
+            "{text}"
+        );
     }
 
     #[test]
