@@ -1,9 +1,12 @@
 //! The contract every repro binary keeps, written once: `--help` prints and exits 0; bad
 //! input (a flag clap rejects, or a value the repro refuses) prints one line on stderr and
 //! exits 2; a run that could not complete prints one line and exits 1; a panic prints one line
-//! instead of a trace. Output goes to stdout only on success.
+//! instead of a trace. Output goes to stdout only on success, and a reader that closes the
+//! pipe early (`repro-x | head -1`) ends the program quietly. With
+//! `SAMPLER_AUDIT_CHECK_ONLY=1` a binary checks its arguments and exits without running.
 
 use std::ffi::OsString;
+use std::io::Write;
 
 /// Exit code for input the command refuses (bad flags, bad values, a missing model).
 pub const EXIT_BAD_INPUT: i32 = 2;
@@ -38,28 +41,52 @@ pub fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("error: invalid arguments")
 }
 
-/// Parses `argv` as `A` and runs `body`; returns the process exit code.
-pub fn run<A: clap::Parser>(
+/// The environment variable of check-only mode: set to `1`, a binary parses and checks its
+/// arguments, then exits 0 with nothing on stdout instead of running. Argument fuzzing uses
+/// it, so that a generated command line that happens to be valid does not start an hour-long
+/// audit. Any other value (or none) runs normally.
+pub const CHECK_ONLY_ENV: &str = "SAMPLER_AUDIT_CHECK_ONLY";
+
+/// Whether check-only mode is on (see [`CHECK_ONLY_ENV`]).
+pub fn check_only() -> bool {
+    std::env::var_os(CHECK_ONLY_ENV).is_some_and(|v| v == "1")
+}
+
+/// Parses `argv` as `A`, checks it into a config with `check`, and runs `body` on that
+/// config; returns the process exit code.
+///
+/// `check` holds everything that can refuse the input before any work starts: flag values
+/// and their ranges, list lengths, stage texts, files that must exist, the linked build and
+/// the model names (`models::resolve`, which checks a named model's size and sha256). `body`
+/// is the work. Under [`check_only`] the program stops after `check` with exit 0 and empty
+/// stdout. What can only be checked during the work (loading a model into llama.cpp, a
+/// prompt's length in a model's tokens) is still refused with exit 2 when the work runs, but
+/// check-only mode stops before it.
+pub fn run_checked<A: clap::Parser, C>(
     argv: impl IntoIterator<Item = OsString>,
-    body: impl FnOnce(A) -> Result<String, Failure>,
+    check: impl FnOnce(A) -> Result<C, Failure>,
+    body: impl FnOnce(C) -> Result<String, Failure>,
 ) -> i32 {
     let args = match A::try_parse_from(argv) {
         Ok(a) => a,
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
-                return 0;
+                return write_stdout(&e.to_string());
             }
             eprintln!("{}", first_line(&e.to_string()));
             return EXIT_BAD_INPUT;
         }
     };
-    match body(args) {
-        Ok(out) => {
-            print!("{out}");
-            0
+    let outcome = check(args).and_then(|config| {
+        if check_only() {
+            Ok(String::new())
+        } else {
+            body(config)
         }
+    });
+    match outcome {
+        Ok(out) => write_stdout(&out),
         Err(Failure::BadInput(e)) => {
             eprintln!("error: {}", one_line(&e));
             EXIT_BAD_INPUT
@@ -71,10 +98,34 @@ pub fn run<A: clap::Parser>(
     }
 }
 
+/// Writes `text` to stdout, flushes it, and returns the exit code.
+///
+/// Rust ignores SIGPIPE, so a reader that closed the pipe early (`repro-x | head -1`) turns
+/// into an EPIPE error, on which `print!` panics. Here a closed pipe ends the program quietly
+/// with exit 0: the run itself completed (and wrote its reports, with `--audit`), and the
+/// reader stopped reading because it had what it wanted; exit 0 also keeps the pipeline's
+/// status what the reader decides, under `set -o pipefail` too. Any other write error (a
+/// full disk, say) is a run that could not deliver its output: one line, exit 1.
+pub fn write_stdout(text: &str) -> i32 {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            eprintln!("error: writing stdout: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
 /// A panic becomes one `error: internal error: ...` line instead of a backtrace.
+///
+/// The hook writes without `eprintln!`, which panics when stderr is a closed pipe: a panic
+/// inside the hook would abort the process.
 pub fn one_line_panics() {
     std::panic::set_hook(Box::new(|info| {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "error: internal error: {}",
             info.to_string().replace('\n', " ")
         );
@@ -96,7 +147,7 @@ pub struct Output {
 /// The decoding flag the model-based repros share.
 #[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Decoding {
-    /// CPU threads for decoding (fixed, so runs are byte-identical).
+    /// CPU threads for decoding, 1 to 64 (fixed, so runs are byte-identical).
     #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
     pub threads: i64,
 }

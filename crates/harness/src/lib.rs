@@ -13,6 +13,16 @@ use oracle::TokenId;
 use std::sync::Arc;
 use subject::{Attention, Context, Message, Model, Weights};
 
+/// Loads a file the user named (not one of the sha256-checked models) in a contained child
+/// ([`subject::preflight`]): a file that makes llama.cpp abort is refused in one line. Checked
+/// once per process, so a command line's check and its run ask for one child load.
+pub fn preflight(choice: &ModelChoice) -> Result<()> {
+    if choice.known.is_none() {
+        subject::preflight(&choice.path)?;
+    }
+    Ok(())
+}
+
 /// A model loaded once, with what its chat format needs.
 pub struct LoadedModel {
     pub choice: ModelChoice,
@@ -31,9 +41,7 @@ impl LoadedModel {
     /// child first ([`subject::preflight`]), so a malformed file that makes llama.cpp abort
     /// is refused in one line.
     pub fn load_with(choice: ModelChoice, weights: Weights) -> Result<LoadedModel> {
-        if choice.known.is_none() {
-            subject::preflight(&choice.path)?;
-        }
+        preflight(&choice)?;
         let model = Model::load_with(&choice.path, weights)?;
         Ok(LoadedModel { choice, model })
     }

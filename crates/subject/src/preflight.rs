@@ -8,7 +8,7 @@
 
 use crate::model::Model;
 use anyhow::{bail, Result};
-use contain::{Ended, Task};
+use contain::{Ended, Outcome, Task};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -50,13 +50,18 @@ pub fn preflight(path: &Path) -> Result<()> {
     }
     let cmd = LOAD_TASK.command(&[path.as_os_str().to_owned()])?;
     let out = contain::run(cmd, LOAD_TIMEOUT)?;
+    judge(path, &out)?;
+    loaded.push(path.to_path_buf());
+    Ok(())
+}
+
+/// What a load child's outcome means for the command line: `Ok` when it loaded the file,
+/// otherwise the one line to refuse it with.
+fn judge(path: &Path, out: &Outcome) -> Result<()> {
     let last = out.last_stderr_line();
     let said = last.strip_prefix("error: ").unwrap_or(last);
     match out.ended {
-        Ended::Exited(0) => {
-            loaded.push(path.to_path_buf());
-            Ok(())
-        }
+        Ended::Exited(0) => Ok(()),
         Ended::Exited(_) => bail!("{said}"),
         Ended::Signal(_) => bail!(
             "llama.cpp {} while loading {} (contained in a child process; its last line: {})",
@@ -69,5 +74,43 @@ pub fn preflight(path: &Path) -> Result<()> {
             path.display(),
             out.ended.describe()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(ended: Ended, stderr: &str) -> Outcome {
+        Outcome {
+            ended,
+            stdout: Vec::new(),
+            stderr: stderr.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_child_that_dies_loading_is_a_one_line_refusal_that_says_so() {
+        let p = Path::new("m.gguf");
+        let e = judge(p, &outcome(Ended::Signal(6), "GGML_ASSERT(x) failed\n"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e.lines().count(), 1);
+        assert!(
+            e.contains("aborts: SIGABRT") && e.contains("contained"),
+            "{e}"
+        );
+        let e = judge(p, &outcome(Ended::TimedOut(LOAD_TIMEOUT), ""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("times out") && e.contains("contained"), "{e}");
+        let e = judge(
+            p,
+            &outcome(Ended::Exited(2), "error: llama.cpp could not load m.gguf\n"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e, "llama.cpp could not load m.gguf");
+        assert!(judge(p, &outcome(Ended::Exited(0), "")).is_ok());
     }
 }

@@ -134,11 +134,11 @@ pub fn mutants(src: &Path, dir: &Path, seed: u64, min: usize) -> std::io::Result
         Ok(())
     };
     let mut rng = Rng::new(seed);
-    // Truncations at the start and the middle of header fields: the first 40 fields, then an
-    // even spread over the rest.
-    let stride = (fields.len() / 60).max(1);
+    // Truncations at the start and the middle of header fields: the first 24 fields, then an
+    // even spread of 16 over the rest.
+    let stride = (fields.len() / 16).max(1);
     for (i, f) in fields.iter().enumerate() {
-        if i < 40 || i % stride == 0 {
+        if i < 24 || i % stride == 0 {
             write(
                 &mut out,
                 format!("cut at {} (byte {})", f.what, f.at),
@@ -157,14 +157,26 @@ pub fn mutants(src: &Path, dir: &Path, seed: u64, min: usize) -> std::io::Result
     write(&mut out, "cut after the header".into(), header)?;
     // Huge and nonsense values in every count, length, type and offset field we walked.
     let huge: [u64; 4] = [u64::MAX, 1 << 62, 1 << 40, 0xFFFF_FFFF];
-    for f in fields.iter().filter(|f| {
-        f.what.ends_with("count")
-            || f.what.ends_with("length")
-            || f.what.ends_with("type")
-            || f.what.ends_with("dims")
-            || f.what.contains(" dim ")
-            || f.what.ends_with("offset")
-    }) {
+    let numeric: Vec<&Field> = fields
+        .iter()
+        .filter(|f| {
+            f.what.ends_with("count")
+                || f.what.ends_with("length")
+                || f.what.ends_with("type")
+                || f.what.ends_with("dims")
+                || f.what.contains(" dim ")
+                || f.what.ends_with("offset")
+        })
+        .collect();
+    // The first 16 (the file's counts and the first keys), then 24 spread over the rest
+    // (tensor infos included).
+    let spread = (numeric.len() / 24).max(1);
+    for f in numeric
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i < 16 || i % spread == 0)
+        .map(|(_, f)| *f)
+    {
         let v = *rng.pick(&huge);
         let mut h = header.to_vec();
         let le = v.to_le_bytes();

@@ -1,12 +1,15 @@
 //! Dev-only helpers shared by every test binary (root workspace and `legacy/`): running a repro
-//! binary, the lock that keeps model decoding to one test at a time, and per-build snapshot
-//! names. Tests depend on this crate instead of keeping their own copies.
+//! binary, the lock that keeps model decoding to one test at a time, per-build snapshot names,
+//! and the checks on every binary's command line (a closed stdout pipe, argument fuzzing in
+//! [`argv_fuzz`]). Tests depend on this crate instead of keeping their own copies.
 
 pub mod gguf;
 
 use std::ffi::OsStr;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
+
+pub mod argv_fuzz;
 
 #[doc(hidden)]
 pub use insta;
@@ -102,4 +105,60 @@ pub fn json_report(bin: impl AsRef<OsStr>, args: &[&str]) -> (serde_json::Value,
         .unwrap_or_else(|e| panic!("{args:?}: stdout is not JSON ({e}): {stdout}"));
     let h = report::Header::from_json(&v).unwrap_or_else(|e| panic!("{args:?}: {e:#}"));
     (v, h)
+}
+
+/// Runs `bin` with `args` and `env` with stdout a pipe whose reader is closed before the
+/// program starts (`bin args | head -0`, deterministically), and checks that it ends quietly:
+/// exit 0, no signal, and nothing on stderr about a panic or a broken pipe. Returns stderr.
+pub fn assert_quiet_on_closed_pipe(
+    bin: impl AsRef<OsStr>,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> String {
+    let bin = bin.as_ref();
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let name = bin.to_string_lossy();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{name} {args:?} into a closed pipe: {} ({stderr})",
+        out.status
+    );
+    for bad in ["panicked", "internal error", "Broken pipe", "os error 32"] {
+        assert!(
+            !stderr.contains(bad),
+            "{name} {args:?} into a closed pipe: {stderr}"
+        );
+    }
+    stderr
+}
+
+/// Runs `bin` with `args` twice and checks that stdout is the same bytes both times (and
+/// that both runs exit 0). Returns stdout.
+pub fn assert_same_bytes_twice(bin: impl AsRef<OsStr>, args: &[&str]) -> String {
+    let bin = bin.as_ref();
+    let (code_a, a, err_a) = run_bin(bin, args);
+    assert_eq!(code_a, 0, "{args:?}: {err_a}");
+    let (code_b, b, err_b) = run_bin(bin, args);
+    assert_eq!(code_b, 0, "{args:?}: {err_b}");
+    assert!(!a.is_empty(), "{args:?} printed nothing");
+    assert!(
+        a == b,
+        "{} {args:?} printed different bytes on two runs",
+        bin.to_string_lossy()
+    );
+    a
 }

@@ -4,11 +4,26 @@
 //!
 //! It judges nothing itself: it tabulates what the repros wrote, after checking that every
 //! file keeps the report contract (`report::Header::from_json`). A file that breaks it stops
-//! the table with one line naming the file and exit 2.
+//! the table with one line naming the file and exit 2. The command line keeps the repros'
+//! contract (`cmdline::run_checked`): under `SAMPLER_AUDIT_CHECK_ONLY=1` it reads and checks
+//! every file and prints nothing.
 
 use anyhow::{Context, Result};
+use clap::Parser;
 use report::Header;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The verdict table from a results folder.
+#[derive(Parser, Debug)]
+#[command(
+    name = "verdicts",
+    about = "Prints one line per verdict from every <report>.<build>.json in a results folder"
+)]
+struct Args {
+    /// The results folder.
+    #[arg(default_value = "results")]
+    dir: PathBuf,
+}
 
 struct Line {
     finding: String,
@@ -76,21 +91,23 @@ fn table(lines: &[Line]) -> String {
     out
 }
 
-fn main() {
-    let dir = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "results".to_string());
-    match read_lines(Path::new(&dir)) {
-        Ok(lines) if lines.is_empty() => {
-            eprintln!("error: no results in {dir}; run `make audit` first");
-            std::process::exit(2);
-        }
-        Ok(lines) => print!("{}", table(&lines)),
-        Err(e) => {
-            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
-            std::process::exit(2);
-        }
+/// Reads and checks every report in the folder; an empty folder is refused too.
+fn check(args: Args) -> Result<Vec<Line>, cmdline::Failure> {
+    let lines = cmdline::refuse(read_lines(&args.dir))?;
+    if lines.is_empty() {
+        return cmdline::refuse(Err(anyhow::anyhow!(
+            "no results in {}; run `make audit` first",
+            args.dir.display()
+        )));
     }
+    Ok(lines)
+}
+
+fn main() {
+    cmdline::one_line_panics();
+    std::process::exit(cmdline::run_checked(std::env::args_os(), check, |lines| {
+        Ok(table(&lines))
+    }));
 }
 
 #[cfg(test)]

@@ -15,8 +15,12 @@ use subject::BuildInfo;
 pub const VOCABS: [usize; 2] = [49_152, 262_144];
 /// Fewest end-to-end rounds: a median's interval over fewer says little.
 pub const MIN_E2E_ROUNDS: usize = 20;
+/// Most end-to-end rounds.
+pub const MAX_E2E_ROUNDS: usize = 1000;
 /// Most tokens per generation (the context is sized for the prompt and these).
 pub const MAX_TOKENS: usize = 2048;
+/// Most per-apply rounds.
+pub const MAX_ROUNDS: usize = 10_000;
 
 #[derive(Parser, Debug, Clone, PartialEq)]
 #[command(
@@ -24,18 +28,19 @@ pub const MAX_TOKENS: usize = 2048;
     about = "F5: what the penalty stage costs per apply and per token"
 )]
 pub struct Args {
-    /// Rounds of the per-apply bench (each applies every stage once in each layout).
+    /// Rounds of the per-apply bench (each applies every stage once in each layout), 1 to
+    /// 10000.
     #[arg(long, default_value_t = 300)]
     pub rounds: usize,
     /// Rounds of the end-to-end run (each generates --tokens with no penalty, llama.cpp's
-    /// penalties and ledger-penalties, in turn); at least 20.
+    /// penalties and ledger-penalties, in turn), 20 to 1000.
     #[arg(long, default_value_t = 30)]
     pub e2e_rounds: usize,
     /// Tokens per end-to-end generation (2 to 2048).
     #[arg(long, default_value_t = 48)]
     pub tokens: usize,
-    /// Decoding threads of the end-to-end run. One by default: on a shared 2-core machine two
-    /// threads wait on each other whenever a neighbour holds a core.
+    /// Decoding threads of the end-to-end run, 1 to 64. One by default: on a shared 2-core
+    /// machine two threads wait on each other whenever a neighbour holds a core.
     #[arg(long, default_value_t = 1)]
     pub threads: i32,
     /// Where to write bench/penalty-cost.json and bench/penalty-cost.svg.
@@ -47,13 +52,18 @@ impl Args {
     /// Refuses values the run cannot use.
     pub fn check(&self) -> Result<()> {
         ensure!(
-            self.rounds >= 1,
-            "--rounds must be >= 1, got {}",
+            (1..=MAX_ROUNDS).contains(&self.rounds),
+            "--rounds must be between 1 and {MAX_ROUNDS}, got {}",
             self.rounds
         );
         ensure!(
             self.e2e_rounds >= MIN_E2E_ROUNDS,
             "--e2e-rounds must be >= {MIN_E2E_ROUNDS} (the interval is over rounds), got {}",
+            self.e2e_rounds
+        );
+        ensure!(
+            self.e2e_rounds <= MAX_E2E_ROUNDS,
+            "--e2e-rounds must be <= {MAX_E2E_ROUNDS}, got {}",
             self.e2e_rounds
         );
         ensure!(
@@ -78,14 +88,27 @@ impl Args {
     }
 }
 
+/// What the command line asks for, checked: the flags, the build, and the end-to-end model.
+pub struct Config {
+    pub args: Args,
+    pub build: BuildInfo,
+    pub model: ModelChoice,
+}
+
+/// Everything that can refuse the command line before any work (see `cmdline::run_checked`):
+/// the flags, the build, and the model (its size and sha256), so that a missing or corrupt
+/// model is refused before minutes of per-apply timing.
+pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+    cmdline::refuse(args.check())?;
+    let build = cmdline::refuse(BuildInfo::verified())?;
+    let model = cmdline::refuse(models::resolve(e2e::MODEL))?;
+    Ok(Config { args, build, model })
+}
+
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cmdline::run(argv, |args: Args| {
-        cmdline::refuse(args.check())?;
-        let build = cmdline::refuse(BuildInfo::verified())?;
-        // A missing or corrupt model is refused before minutes of per-apply timing.
-        let model = cmdline::refuse(models::resolve(e2e::MODEL))?;
-        cmdline::fail(run(&args, &build, model))
+    cmdline::run_checked(argv, check, |c| {
+        cmdline::fail(run(&c.args, &c.build, c.model))
     })
 }
 
@@ -173,6 +196,9 @@ mod tests {
             &["--tokens", "1"],
             &["--tokens", "2049"],
             &["--threads", "0"],
+            &["--threads", "65"],
+            &["--rounds", "10001"],
+            &["--e2e-rounds", "1001"],
         ] {
             assert!(parse(flags).unwrap().check().is_err(), "{flags:?}");
         }

@@ -14,14 +14,15 @@ use std::ffi::OsString;
 #[derive(Parser, Debug)]
 #[command(name = "repro-clone")]
 pub struct Args {
-    /// penalty_last_n, the window length (>= 0; default 4).
+    /// penalty_last_n, the window length, 0 to 4096 (default 4).
     #[arg(long, allow_negative_numbers = true)]
     pub last_n: Option<i64>,
-    /// Token ids accepted before the clone, comma-separated (default: 5,5,6).
+    /// Token ids accepted before the clone, comma-separated: 1 to 4096 ids, each 0 to 262143
+    /// (default: 5,5,6).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_ids)]
     pub history: Option<IdList>,
-    /// Token ids accepted by the clone afterwards, comma-separated (default: 7,8 with the
-    /// default history, none otherwise).
+    /// Token ids accepted by the clone afterwards, comma-separated: 1 to 4096 ids, each 0 to
+    /// 262143 (default: 7,8 with the default history, none otherwise).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_ids)]
     pub then: Option<IdList>,
     #[command(flatten)]
@@ -47,17 +48,31 @@ pub struct Args {
 #[derive(Debug, Clone, PartialEq)]
 pub struct IdList(pub Vec<TokenId>);
 
-/// Parses `5,5,6`: at least one id, each a non-negative integer.
+/// Most ids `--history` or `--then` takes.
+pub const MAX_IDS: usize = 4096;
+/// Largest token id: Gemma3's vocabulary (262,144), the largest any repro loads, less one.
+/// `--sampler ledger` keeps dense counts up to the largest id.
+pub const MAX_ID: i32 = 262_143;
+/// Largest `--last-n`. The readout is calibrated at every count from 0 to the window, which
+/// costs the square of the window (4096 takes under a second with the default history).
+pub const MAX_LAST_N: i64 = 4096;
+
+/// Parses `5,5,6`: 1 to [`MAX_IDS`] ids, each an integer from 0 to [`MAX_ID`].
 fn parse_ids(text: &str) -> Result<IdList, String> {
     if text.trim().is_empty() {
         return Err("must name at least one token id".to_string());
+    }
+    let n = text.split(',').count();
+    if n > MAX_IDS {
+        return Err(format!("{n} token ids; at most {MAX_IDS}"));
     }
     text.split(',')
         .map(|part| {
             let part = part.trim();
             match part.parse::<i32>() {
-                Ok(id) if id >= 0 => Ok(TokenId(id)),
-                Ok(id) => Err(format!("token id {id} is negative")),
+                Ok(id) if id < 0 => Err(format!("token id {id} is negative")),
+                Ok(id) if id > MAX_ID => Err(format!("token id {id} is above {MAX_ID}")),
+                Ok(id) => Ok(TokenId(id)),
                 Err(_) => Err(format!("'{part}' is not a token id")),
             }
         })
@@ -80,9 +95,8 @@ pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
     let last_n = args.last_n.unwrap_or(published.last_n.0 as i64);
     anyhow::ensure!(last_n >= 0, "--last-n must be >= 0, got {last_n}");
     anyhow::ensure!(
-        last_n <= subject::MAX_WINDOW as i64,
-        "--last-n must be <= {}, got {last_n}",
-        subject::MAX_WINDOW
+        last_n <= MAX_LAST_N,
+        "--last-n must be <= {MAX_LAST_N}, got {last_n}"
     );
     let (history, default_then) = match &args.history {
         Some(h) => (h.0.clone(), Vec::new()),
@@ -95,16 +109,45 @@ pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
     })
 }
 
+/// What the command line asks for, checked.
+pub enum Config {
+    /// The child side of the memcheck probe.
+    Probe(stateful::ProbeTarget),
+    /// The minimal case, `--stateful` or `--audit`.
+    Run(Box<RunConfig>),
+}
+
+/// The flags of a run, the scenario they describe, and the build.
+pub struct RunConfig {
+    pub args: Args,
+    pub scenario: minimal::Scenario,
+    pub build: subject::BuildInfo,
+}
+
+/// Everything that can refuse the command line, before any work (see `cmdline::run_checked`).
+pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+    if let Some(name) = &args.memcheck_probe {
+        return Ok(Config::Probe(cmdline::refuse(stateful::probe_target(
+            name,
+        ))?));
+    }
+    let build = cmdline::refuse(subject::BuildInfo::verified())?;
+    let scenario = cmdline::refuse(scenario(&args))?;
+    Ok(Config::Run(Box::new(RunConfig {
+        args,
+        scenario,
+        build,
+    })))
+}
+
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cmdline::run(argv, |args: Args| {
-        if let Some(name) = &args.memcheck_probe {
-            cmdline::refuse(stateful::probe_main(name))?;
-            return Ok(String::new());
+    cmdline::run_checked(argv, check, |config| match config {
+        Config::Probe(target) => {
+            cmdline::refuse(stateful::probe_main(&target))?;
+            Ok(String::new())
         }
-        let build = cmdline::refuse(subject::BuildInfo::verified())?;
-        let scenario = cmdline::refuse(scenario(&args))?;
-        cmdline::fail(run(&args, &scenario, &build))
+        Config::Run(c) => cmdline::fail(run(&c.args, &c.scenario, &c.build)),
     })
 }
 

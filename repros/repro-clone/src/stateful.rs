@@ -378,23 +378,36 @@ impl Memcheck {
 /// The environment variable the parent sets for the probe child; the probe refuses without it.
 pub const PROBE_ENV: &str = "SAMPLER_AUDIT_MEMCHECK_PROBE";
 
-/// The child side of the memcheck probe (`repro-clone --memcheck-probe NAME`): history, one
-/// apply on the original, clone, then the clone accepts the original's token without applying
-/// first. Refuses unless started by [`memcheck`] under valgrind.
-pub fn probe_main(name: &str) -> Result<()> {
+/// The sampler the memcheck probe's child runs: one of [`subjects`] or [`planted`], or the
+/// planted read past the end.
+pub struct ProbeTarget(Subject);
+
+/// Checks the child side of the memcheck probe (`repro-clone --memcheck-probe NAME`) before it
+/// runs: it refuses unless started by [`memcheck`] under valgrind, and `name` must be a sampler
+/// it knows.
+pub fn probe_target(name: &str) -> Result<ProbeTarget> {
     let preload = std::env::var("LD_PRELOAD").unwrap_or_default();
     if std::env::var(PROBE_ENV).is_err() || !preload.contains("vgpreload") {
         bail!("--memcheck-probe runs only as a child of the memcheck probe, under valgrind");
     }
-    let mut original = if name == "planted-reads-past-end" {
-        Sampler::custom(ReadsPastEnd::new())?
-    } else {
-        let all = subjects().into_iter().chain(planted());
-        all.into_iter()
-            .find(|s| s.name == name)
-            .with_context(|| format!("no stateful sampler named '{name}'"))?
-            .build()?
-    };
+    if name == "planted-reads-past-end" {
+        return Ok(ProbeTarget(Subject {
+            name: "planted-reads-past-end",
+            build: Box::new(|| Sampler::custom(ReadsPastEnd::new())),
+        }));
+    }
+    subjects()
+        .into_iter()
+        .chain(planted())
+        .find(|s| s.name == name)
+        .map(ProbeTarget)
+        .with_context(|| format!("no stateful sampler named '{name}'"))
+}
+
+/// The child side of the memcheck probe: history, one apply on the original, clone, then the
+/// clone accepts the original's token without applying first.
+pub fn probe_main(target: &ProbeTarget) -> Result<()> {
+    let mut original = target.0.build()?;
     for t in 0..HISTORY {
         let (_, token) = step(&mut original, t)?;
         original.accept(token)?;

@@ -72,34 +72,54 @@ pub fn plan(args: &Args) -> Result<Plan> {
     })
 }
 
+/// What the command line asks for, checked.
+pub struct Config {
+    pub args: Args,
+    pub plan: Plan,
+    /// `--supervisor-cost N`: the benchmark's rounds.
+    pub cost_rounds: Option<usize>,
+}
+
+/// Everything that can refuse the command line, before any work (`cmdline::run_checked`).
+pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+    cmdline::refuse(subject::BuildInfo::verified())?;
+    let plan = cmdline::refuse(plan(&args))?;
+    let cost_rounds = match args.supervisor_cost {
+        None => None,
+        Some(n) if (1..=10_000).contains(&n) => Some(n as usize),
+        Some(n) => {
+            return Err(cmdline::Failure::BadInput(anyhow::anyhow!(
+                "--supervisor-cost must be in 1..=10000, got {n}"
+            )))
+        }
+    };
+    Ok(Config {
+        args,
+        plan,
+        cost_rounds,
+    })
+}
+
+fn supervisor_cost(c: &Config, rounds: usize) -> Result<String> {
+    let (text, value) = crate::cost::measure(rounds, c.plan.timeout)?;
+    let dir = c.args.out.results.join("bench");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("supervisor-cost.json"), format!("{value:#}\n"))?;
+    Ok(text)
+}
+
+fn run(c: &Config) -> Result<String> {
+    if let Some(rounds) = c.cost_rounds {
+        return supervisor_cost(c, rounds);
+    }
+    let report = audit::run(&c.plan)?.report();
+    if c.args.audit {
+        report.write(&c.args.out.results, "edges")?;
+    }
+    Ok(report.render(c.args.out.json))
+}
+
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cmdline::run(argv, |args: Args| {
-        let plan = cmdline::refuse(plan(&args))?;
-        if let Some(n) = args.supervisor_cost {
-            cmdline::refuse(if (1..=10_000).contains(&n) {
-                Ok(())
-            } else {
-                Err(anyhow::anyhow!(
-                    "--supervisor-cost must be in 1..=10000, got {n}"
-                ))
-            })?;
-            let (text, value) = cmdline::fail(crate::cost::measure(n as usize, plan.timeout))?;
-            let dir = args.out.results.join("bench");
-            cmdline::fail(
-                std::fs::create_dir_all(&dir)
-                    .and_then(|()| {
-                        std::fs::write(dir.join("supervisor-cost.json"), format!("{:#}\n", value))
-                    })
-                    .map_err(anyhow::Error::from),
-            )?;
-            return Ok(text);
-        }
-        let audit = cmdline::fail(audit::run(&plan))?;
-        let report = audit.report();
-        if args.audit {
-            cmdline::fail(report.write(&args.out.results, "edges").map(|_| ()))?;
-        }
-        Ok(report.render(args.out.json))
-    })
+    cmdline::run_checked(argv, check, |c| cmdline::fail(run(&c)))
 }

@@ -17,16 +17,21 @@ pub struct Args {
     #[command(flatten)]
     pub model_choice: cmdline::ModelChoice,
     /// One prompt per line (blank lines and lines starting with '#' skipped); each goes
-    /// through the model's chat template. Default: the 16 prompts of prompts/a1.txt.
+    /// through the model's chat template. At most 1024 prompts (after --prompts). Default: the
+    /// 16 prompts of prompts/a1.txt.
     #[arg(long)]
     pub prompt_file: Option<PathBuf>,
-    /// Penalty strengths, comma-separated (each > 0); 1 (the no-op leg) is always added.
+    /// Penalty strengths, comma-separated (each in (0, 100]); 1 (the no-op leg) is always
+    /// added. Thetas x shifts, after both additions, at most 85 (3 operators make at most 256
+    /// runs per prompt).
     #[arg(long, default_value = "1.0,1.15,1.3", allow_hyphen_values = true)]
     pub theta: String,
-    /// Shifts added to every logit, comma-separated; 0 (the reference) is always added.
+    /// Shifts added to every logit, comma-separated (each 0 or 1e-3 <= |c| <= 1000); 0 (the
+    /// reference) is always added. Thetas x shifts at most 85, as for --theta.
     #[arg(long, default_value = "-5,-3,-1,0,1,3,5", allow_hyphen_values = true)]
     pub shifts: String,
-    /// Maximum number of generated tokens per run.
+    /// Maximum number of generated tokens per run, 1 to 512 (a prompt plus these must fit
+    /// in 512 positions; runs x --max-new at most 65536).
     #[arg(long, default_value_t = 200, allow_negative_numbers = true)]
     pub max_new: i64,
     #[command(flatten)]
@@ -38,21 +43,21 @@ pub struct Args {
     /// results/gauge.<build>.{json,txt}, results/gauge-ledger.<build>.{json,txt} and the plots.
     #[arg(long)]
     pub audit: bool,
-    /// With --audit: the models, comma-separated (default: smollm2,gemma3).
+    /// With --audit: the models, comma-separated, at most 4 (default: smollm2,gemma3).
     #[arg(long)]
     pub models: Option<String>,
-    /// With --audit: only the first N prompts of the prompt file.
+    /// With --audit: only the first N prompts of the prompt file, 1 to 1024.
     #[arg(long, allow_negative_numbers = true)]
     pub prompts: Option<i64>,
-    /// With --audit: free-running answers for only the first N prompts of the JSON corpus
-    /// (default: all).
+    /// With --audit: free-running answers for only the first N prompts of the JSON corpus, 1 to
+    /// 1024 (default: all).
     #[arg(long, allow_negative_numbers = true)]
     pub json_prompts: Option<i64>,
     /// With --audit: structural positions along grammar references for only the first N
-    /// prompt/schema pairs of the JSON corpus, on every model (default: all).
+    /// prompt/schema pairs of the JSON corpus, on every model, 1 to 1024 (default: all).
     #[arg(long, allow_negative_numbers = true)]
     pub structural_pairs: Option<i64>,
-    /// Teacher-forced positions per model (default 2048; with --audit 40960).
+    /// Teacher-forced positions per model, 1 to 200000 (default 2048; with --audit 40960).
     #[arg(long, allow_negative_numbers = true)]
     pub positions: Option<i64>,
     /// The teacher-forced text (default: the file `make models` builds in models-cache/).
@@ -134,6 +139,9 @@ pub fn design(args: &Args) -> Result<Design> {
     ))
 }
 
+/// Most models `--models` names (two are known; the rest would be paths).
+pub const MAX_MODELS: usize = 4;
+
 /// The models to run: `--models` with `--audit` (default: every known model), else `--model`.
 pub fn model_names(args: &Args) -> Result<Vec<String>> {
     match (&args.models, args.audit) {
@@ -145,6 +153,11 @@ pub fn model_names(args: &Args) -> Result<Vec<String>> {
                 .filter(|s| !s.is_empty())
                 .collect();
             ensure!(!v.is_empty(), "--models is empty");
+            ensure!(
+                v.len() <= MAX_MODELS,
+                "--models names {} models; at most {MAX_MODELS}",
+                v.len()
+            );
             Ok(v)
         }
         (None, true) => Ok(models::KNOWN.iter().map(|k| k.name.to_string()).collect()),
@@ -208,6 +221,10 @@ pub fn teacher_text(args: &Args) -> Result<String> {
     Ok(t)
 }
 
+/// Most prompts a run takes, and the largest `--prompts`, `--json-prompts` and
+/// `--structural-pairs`.
+pub const MAX_PROMPTS: usize = 1024;
+
 /// The prompts: the file's (or the default set), at most `--prompts` of them.
 pub fn prompts(args: &Args) -> Result<Vec<String>> {
     let text = match &args.prompt_file {
@@ -217,46 +234,91 @@ pub fn prompts(args: &Args) -> Result<Vec<String>> {
     };
     let mut v = audit::parse_prompts(&text);
     ensure!(!v.is_empty(), "--prompt-file holds no prompt");
+    let count = |flag: &str, n: i64| -> Result<usize> {
+        ensure!(args.audit, "{flag} only applies with --audit");
+        ensure!(
+            (1..=MAX_PROMPTS as i64).contains(&n),
+            "{flag} must be in 1..={MAX_PROMPTS}, got {n}"
+        );
+        Ok(n as usize)
+    };
     if let Some(n) = args.prompts {
-        ensure!(args.audit, "--prompts only applies with --audit");
-        ensure!(n >= 1, "--prompts must be at least 1, got {n}");
-        v.truncate(n as usize);
+        v.truncate(count("--prompts", n)?);
     }
+    ensure!(
+        v.len() <= MAX_PROMPTS,
+        "--prompt-file holds {} prompts; at most {MAX_PROMPTS} (or cut them with --prompts)",
+        v.len()
+    );
     if let Some(n) = args.json_prompts {
-        ensure!(args.audit, "--json-prompts only applies with --audit");
-        ensure!(n >= 1, "--json-prompts must be at least 1, got {n}");
+        count("--json-prompts", n)?;
     }
     if let Some(n) = args.structural_pairs {
-        ensure!(args.audit, "--structural-pairs only applies with --audit");
-        ensure!(n >= 1, "--structural-pairs must be at least 1, got {n}");
+        count("--structural-pairs", n)?;
     }
     Ok(v)
 }
 
+/// What the command line asks for, checked: the flags, the design, the prompts, the
+/// teacher-forced text and its positions, and the model files.
+pub struct Config {
+    pub args: Args,
+    pub design: Design,
+    pub prompts: Vec<String>,
+    pub positions: usize,
+    pub text: String,
+    pub models: Vec<models::ModelChoice>,
+}
+
+/// Everything that can refuse the command line before any work (see `cmdline::run_checked`):
+/// the build, the flags, the files they name, and the models (a named model's size and
+/// sha256; a path is loaded once in a contained child, `harness::preflight`). Whether the
+/// prompts and the teacher-forced text fit a model's positions is known only when the run has
+/// loaded the models.
+pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+    cmdline::refuse(BuildInfo::verified())?;
+    let design = cmdline::refuse(design(&args))?;
+    let prompts = cmdline::refuse(prompts(&args))?;
+    let positions = cmdline::refuse(positions(&args))?;
+    let text = cmdline::refuse(teacher_text(&args))?;
+    let names = cmdline::refuse(model_names(&args))?;
+    let models = cmdline::refuse(
+        names
+            .iter()
+            .map(|n| models::resolve(n))
+            .collect::<Result<Vec<_>>>(),
+    )?;
+    for m in &models {
+        cmdline::refuse(harness::preflight(m))?;
+    }
+    Ok(Config {
+        args,
+        design,
+        prompts,
+        positions,
+        text,
+        models,
+    })
+}
+
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cmdline::run(argv, |args: Args| {
-        cmdline::refuse(BuildInfo::verified())?;
-        let design = cmdline::refuse(design(&args))?;
-        let prompts = cmdline::refuse(prompts(&args))?;
-        let positions = cmdline::refuse(positions(&args))?;
-        let text = cmdline::refuse(teacher_text(&args))?;
-        let names = cmdline::refuse(model_names(&args))?;
+    cmdline::run_checked(argv, check, |c| {
         let loaded = cmdline::refuse(
-            names
-                .iter()
-                .map(|n| LoadedModel::load_with(models::resolve(n)?, Weights::AsStored))
+            c.models
+                .into_iter()
+                .map(|m| LoadedModel::load_with(m, Weights::AsStored))
                 .collect::<Result<Vec<_>>>(),
         )?;
         for m in &loaded {
-            cmdline::refuse(crate::tf::check_text(m, &text, positions))?;
-            cmdline::refuse(check_lengths(m, &prompts, &design))?;
+            cmdline::refuse(crate::tf::check_text(m, &c.text, c.positions))?;
+            cmdline::refuse(check_lengths(m, &c.prompts, &c.design))?;
         }
         cmdline::fail(execute(
-            &args,
-            &design,
-            &prompts,
-            (&text, positions),
+            &c.args,
+            &c.design,
+            &c.prompts,
+            (&c.text, c.positions),
             &loaded,
         ))
     })

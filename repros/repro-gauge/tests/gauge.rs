@@ -268,6 +268,62 @@ fn json_output_shape() {
     assert!(tf["natural_gauge"]["seen_positive_share"].is_f64());
 }
 
+/// `text` without the decoding speed: `(123 tokens/s)` becomes `(_ tokens/s)`.
+fn without_speed(text: &str) -> String {
+    text.lines()
+        .map(
+            |line| match (line.find(" tokens/s)"), line.rfind(" decoded (")) {
+                (Some(end), Some(start)) if start < end => {
+                    format!("{}(_{}", &line[..start + " decoded ".len()], &line[end..])
+                }
+                _ => line.to_string(),
+            },
+        )
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The same command twice prints the same bytes, except the decoding speed, a timing the text
+/// states (ARCHITECTURE.md's stated exception). Decodes SmolLM2 twice (one prompt, 4 tokens,
+/// 16 teacher-forced positions): a model run, so it is here and not in `gauge_argv.rs`.
+#[test]
+fn same_command_prints_the_same_bytes_but_the_speed() {
+    let _serial = one_at_a_time();
+    let file = prompt_file("twice", "Say hello.\n");
+    let args = [
+        "--model",
+        "smollm2",
+        "--prompt-file",
+        &file,
+        "--theta",
+        "1.3",
+        "--shifts",
+        "5",
+        "--max-new",
+        "4",
+        "--positions",
+        "16",
+    ];
+    let run = || {
+        let (code, stdout, stderr) = test_support::run_bin(BIN, &args);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stdout.contains(" tokens/s)"), "{stdout}");
+        without_speed(&stdout)
+    };
+    let first = run();
+    assert!(first.contains("(_ tokens/s)"), "{first}");
+    assert!(first == run(), "two runs printed different bytes:\n{first}");
+}
+
+#[test]
+fn speed_is_the_only_part_masked() {
+    let line = "smollm2 (x): 1 prompts x up to 4 new tokens; 9 generated tokens from 12 decoded (345 tokens/s)\nrow 1";
+    assert_eq!(
+        without_speed(line),
+        "smollm2 (x): 1 prompts x up to 4 new tokens; 9 generated tokens from 12 decoded (_ tokens/s)\nrow 1"
+    );
+}
+
 /// Teacher forcing on a short stretch of the text: theta 1 and the gauge-free operators never
 /// flip, the sign branch does, and the predictor agrees with the chain wherever the chain's
 /// margin is not within rounding.

@@ -21,14 +21,15 @@ pub struct Args {
     /// Repetition penalty theta (> 0).
     #[arg(long, default_value_t = 1.3, allow_negative_numbers = true)]
     pub penalty: f32,
-    /// Maximum number of generated tokens.
+    /// Maximum number of generated tokens, 1 to 4096.
     #[arg(long, default_value_t = 120, allow_negative_numbers = true)]
     pub max_new: i64,
     /// Comma-separated scopes: all, N (last N tokens of the sequence), gen:N (last N
-    /// generated tokens), llama:N (llama.cpp's penalties sampler, window N, prompt accepted).
+    /// generated tokens), llama:N (llama.cpp's penalties sampler, window N, prompt accepted);
+    /// at most 16 scopes, each window N at most 1048576.
     #[arg(long, default_value = DEFAULT_SCOPES)]
     pub scopes: String,
-    /// Generated tokens (under all) in the context of the single-vector table.
+    /// Generated tokens (under all) in the context of the single-vector table, 0 to 4096.
     #[arg(long, default_value_t = 60, allow_negative_numbers = true)]
     pub vector_at: i64,
     /// Run the published prompt, the scope sweep over the prompt corpus, and write
@@ -41,6 +42,9 @@ pub struct Args {
     pub decoding: cmdline::Decoding,
 }
 
+/// Largest `--max-new`, and largest `--vector-at` (a position among the generated tokens).
+pub const MAX_NEW: i64 = 4096;
+
 pub fn config(args: &Args) -> Result<RunConfig> {
     ensure!(
         args.penalty.is_finite() && args.penalty > 0.0,
@@ -48,14 +52,14 @@ pub fn config(args: &Args) -> Result<RunConfig> {
         args.penalty
     );
     ensure!(
-        (1..=4096).contains(&args.max_new),
-        "--max-new must be in 1..=4096, got {}",
+        (1..=MAX_NEW).contains(&args.max_new),
+        "--max-new must be in 1..={MAX_NEW}, got {}",
         args.max_new
     );
     let threads = args.decoding.threads()?;
     ensure!(
-        args.vector_at >= 0,
-        "--vector-at must be >= 0, got {}",
+        (0..=MAX_NEW).contains(&args.vector_at),
+        "--vector-at must be in 0..={MAX_NEW}, got {}",
         args.vector_at
     );
     ensure!(!args.prompt.trim().is_empty(), "--prompt is empty");
@@ -75,14 +79,30 @@ pub fn published_config() -> RunConfig {
     config(&args).expect("the defaults are valid")
 }
 
+/// What the command line asks for, checked: the flags, the run they describe, the model file.
+pub struct Config {
+    pub args: Args,
+    pub run: RunConfig,
+    pub model: models::ModelChoice,
+}
+
+/// Everything that can refuse the command line before any work (see `cmdline::run_checked`):
+/// the build, the flags, and the model (a named model's size and sha256; a path is loaded once
+/// in a contained child, `harness::preflight`, so a file llama.cpp cannot load or aborts on
+/// is refused here).
+pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+    cmdline::refuse(subject::BuildInfo::verified())?;
+    let run = cmdline::refuse(config(&args))?;
+    let model = cmdline::refuse(models::resolve(&args.model_choice.model))?;
+    cmdline::refuse(harness::preflight(&model))?;
+    Ok(Config { args, run, model })
+}
+
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cmdline::run(argv, |args: Args| {
-        cmdline::refuse(subject::BuildInfo::verified())?;
-        let cfg = cmdline::refuse(config(&args))?;
-        let loaded =
-            cmdline::refuse(models::resolve(&args.model_choice.model).and_then(LoadedModel::load))?;
-        cmdline::fail(execute(&args, &cfg, &loaded))
+    cmdline::run_checked(argv, check, |c| {
+        let loaded = cmdline::refuse(LoadedModel::load(c.model))?;
+        cmdline::fail(execute(&c.args, &c.run, &loaded))
     })
 }
 

@@ -31,22 +31,22 @@ impl ScopeSpec {
     pub fn parse(text: &str) -> Result<ScopeSpec> {
         let t = text.trim();
         let number = |s: &str| -> Result<usize> {
-            s.parse::<usize>().map_err(|_| {
+            let n = s.parse::<usize>().map_err(|_| {
                 anyhow::anyhow!("scope '{t}': '{s}' is not a non-negative window length")
-            })
+            })?;
+            ensure!(
+                n <= subject::MAX_WINDOW as usize,
+                "scope '{t}': a window must be <= {}",
+                subject::MAX_WINDOW
+            );
+            Ok(n)
         };
         Ok(if t == "all" {
             ScopeSpec::Oracle(Scope::All)
         } else if let Some(n) = t.strip_prefix("gen:") {
             ScopeSpec::Oracle(Scope::Generated(number(n)?))
         } else if let Some(n) = t.strip_prefix("llama:") {
-            let n = number(n)?;
-            ensure!(
-                n <= subject::MAX_WINDOW as usize,
-                "scope '{t}': llama.cpp's window must be <= {}",
-                subject::MAX_WINDOW
-            );
-            ScopeSpec::Llama(n)
+            ScopeSpec::Llama(number(n)?)
         } else if t.chars().all(|c| c.is_ascii_digit()) && !t.is_empty() {
             ScopeSpec::Oracle(Scope::Last(number(t)?))
         } else {
@@ -74,9 +74,17 @@ impl std::fmt::Display for ScopeSpec {
     }
 }
 
+/// Most scopes one `--scopes` list names: each is a greedy decode of its own.
+pub const MAX_SCOPES: usize = 16;
+
 /// Parses `all,64,gen:64,llama:64`; `all` is always included (it is the reference) and
-/// duplicates are refused.
+/// duplicates are refused, and so are lists of more than [`MAX_SCOPES`] entries.
 pub fn parse_list(text: &str) -> Result<Vec<ScopeSpec>> {
+    let n = text.split(',').count();
+    ensure!(
+        n <= MAX_SCOPES,
+        "{n} scopes; at most {MAX_SCOPES} (each is a greedy decode)"
+    );
     let mut out = vec![ScopeSpec::Oracle(Scope::All)];
     for part in text.split(',') {
         let s = ScopeSpec::parse(part)?;
@@ -106,10 +114,16 @@ mod tests {
             "last:4",
             "64.5",
             "llama:99999999",
+            "99999999",
+            "gen:1048577",
         ] {
             assert!(ScopeSpec::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(parse_list("64,all,128").unwrap().len(), 3);
         assert!(parse_list("64,64").is_err());
+        let sixteen: Vec<String> = (1..=16).map(|n| n.to_string()).collect();
+        assert_eq!(parse_list(&sixteen.join(",")).unwrap().len(), 17);
+        let seventeen: Vec<String> = (1..=17).map(|n| n.to_string()).collect();
+        assert!(parse_list(&seventeen.join(",")).is_err());
     }
 }

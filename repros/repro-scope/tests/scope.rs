@@ -113,6 +113,23 @@ fn json_shape_and_windows_longer_than_the_sequence() {
     assert_eq!(run_bin(BIN, &args).1, stdout);
 }
 
+/// The same command twice prints the same bytes, in text (the JSON form is compared in
+/// `json_shape_and_windows_longer_than_the_sequence`). Decodes SmolLM2 twice (8 tokens per
+/// scope): a model run, so it is here and not in `scope_argv.rs`.
+#[test]
+fn same_command_prints_the_same_bytes() {
+    let _serial = one_at_a_time();
+    let args = [
+        "--prompt",
+        "Name three colours.",
+        "--max-new",
+        "8",
+        "--scopes",
+        "all,4,gen:4,llama:4",
+    ];
+    test_support::assert_same_bytes_twice(BIN, &args);
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let _serial = one_at_a_time();

@@ -15,17 +15,20 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(name = "repro-sortpoison")]
 pub struct Args {
-    /// Logits for ids 0, 1, 2, ..., comma-separated (default: 4,3,2,1,0,-1,-2,-3).
+    /// Logits for ids 0, 1, 2, ..., comma-separated: 1 to 4096 finite values within +-1e4
+    /// (default: 4,3,2,1,0,-1,-2,-3).
     #[arg(long, allow_hyphen_values = true)]
     pub logits: Option<String>,
     /// One chain stage, repeated in chain order: top_k=K, top_p=P[:MIN_KEEP],
     /// min_p=P[:MIN_KEEP], typical=P[:MIN_KEEP], temp=T, temp_ext=T:DELTA:EXP,
     /// xtc=PROB:THRESHOLD[:MIN_KEEP], top_n_sigma=N, logit_bias=ID:BIAS[/ID:BIAS],
-    /// penalties=LAST_N:REPEAT[:FREQ[:PRESENT]], greedy (default: the published chain
-    /// top_k=4, logit_bias=3:+6, top_p=0.8).
+    /// penalties=LAST_N:REPEAT[:FREQ[:PRESENT]], greedy, sorted_guard; at most 32 stages;
+    /// LAST_N and MIN_KEEP at most 1048576 (default: the published chain top_k=4,
+    /// logit_bias=3:+6, top_p=0.8).
     #[arg(long = "stage", allow_hyphen_values = true)]
     pub stages: Vec<String>,
-    /// Token ids accepted into the chain before it runs (read by penalties), comma-separated.
+    /// Token ids accepted into the chain before it runs (read by penalties), comma-separated:
+    /// at most 4096, each an id of --logits.
     #[arg(long, allow_hyphen_values = true)]
     pub history: Option<String>,
     #[command(flatten)]
@@ -42,7 +45,7 @@ pub struct Args {
     /// chunks of 2,000, as in --audit).
     #[arg(long, conflicts_with = "audit")]
     pub fuzz: bool,
-    /// Chains the fuzzer tries in --audit.
+    /// Chains the fuzzer tries in --audit or --fuzz, at most 1000000 (default 100000).
     #[arg(long, default_value_t = audit::FUZZ_CHAINS)]
     pub fuzz_chains: usize,
     /// GGUF file whose vocabulary the census uses for grammar and infill (default: the cached
@@ -51,20 +54,40 @@ pub struct Args {
     pub vocab_model: Option<PathBuf>,
 }
 
-/// A comma-separated list, each trimmed part read by `one` (the stage syntax's own number and
-/// id readers, so a flag and a stage word their errors alike).
-fn comma_list<T>(text: &str, one: impl Fn(&str) -> Result<T, ParseError>) -> Result<Vec<T>> {
+/// Most values `--logits` takes (the ids are their positions).
+pub const MAX_LOGITS: usize = 4096;
+/// Most `--stage` flags in one chain.
+pub const MAX_STAGES: usize = 32;
+/// Most ids `--history` takes.
+pub const MAX_HISTORY: usize = 4096;
+/// Most chains `--fuzz-chains` asks for: ten times the audit's.
+pub const MAX_FUZZ_CHAINS: usize = 1_000_000;
+
+/// A comma-separated list of at most `max` items, each trimmed part read by `one` (the stage
+/// syntax's own number and id readers, so a flag and a stage word their errors alike).
+fn comma_list<T>(
+    flag: &str,
+    max: usize,
+    text: &str,
+    one: impl Fn(&str) -> Result<T, ParseError>,
+) -> Result<Vec<T>> {
+    let n = text.split(',').count();
+    ensure!(n <= max, "{flag} has {n} values; at most {max}");
     text.split(',')
         .map(|part| one(part.trim()).map_err(anyhow::Error::from))
         .collect()
 }
 
 fn parse_logits(text: &str) -> Result<Vec<f32>> {
-    comma_list(text, |part| stage::number("--logits", part))
+    comma_list("--logits", MAX_LOGITS, text, |part| {
+        stage::number("--logits", part)
+    })
 }
 
 fn parse_history(text: &str) -> Result<Vec<TokenId>> {
-    comma_list(text, |part| stage::token_id("--history", part))
+    comma_list("--history", MAX_HISTORY, text, |part| {
+        stage::token_id("--history", part)
+    })
 }
 
 /// Random honest-flag inputs per stage for the oracle gate of a single chain.
@@ -76,6 +99,11 @@ pub fn case(args: &Args) -> Result<ChainCase> {
     ensure!(
         !(args.audit && given),
         "--audit runs fixed cases; it does not take --logits, --stage or --history"
+    );
+    ensure!(
+        args.stages.len() <= MAX_STAGES,
+        "{} --stage flags; a chain has at most {MAX_STAGES} stages",
+        args.stages.len()
     );
     let default = chain::published();
     let case = ChainCase {
@@ -100,6 +128,15 @@ pub fn case(args: &Args) -> Result<ChainCase> {
     Ok(case)
 }
 
+fn check_fuzz_chains(args: &Args) -> Result<()> {
+    ensure!(
+        args.fuzz_chains <= MAX_FUZZ_CHAINS,
+        "--fuzz-chains must be at most {MAX_FUZZ_CHAINS}, got {}",
+        args.fuzz_chains
+    );
+    Ok(())
+}
+
 /// The chain a line of `repro-sortpoison` arguments describes (as in tests/regressions.txt).
 pub fn case_from_line(line: &str) -> Result<ChainCase> {
     let argv = std::iter::once("repro-sortpoison").chain(line.split_whitespace());
@@ -108,16 +145,30 @@ pub fn case_from_line(line: &str) -> Result<ChainCase> {
     case(&args)
 }
 
+/// What the command line asks for, checked: the flags, the chain they describe, the build.
+pub struct Config {
+    pub args: Args,
+    pub case: ChainCase,
+    pub build: subject::BuildInfo,
+}
+
+/// Everything that can refuse the command line, before any work (see `cmdline::run_checked`).
+/// A `--vocab-model` file is loaded once in a contained child here (`subject::preflight`), so
+/// a file that makes llama.cpp abort is refused in one line.
+pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+    let build = cmdline::refuse(subject::BuildInfo::verified())?;
+    let case = cmdline::refuse(case(&args))?;
+    cmdline::refuse(check_fuzz_chains(&args))?;
+    if let Some(path) = &args.vocab_model {
+        cmdline::refuse(subject::preflight(path))?;
+    }
+    Ok(Config { args, case, build })
+}
+
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
-    cmdline::run(argv, |args: Args| {
-        let build = cmdline::refuse(subject::BuildInfo::verified())?;
-        let case = cmdline::refuse(case(&args))?;
-        // A vocabulary file the user names is loaded in a contained child first.
-        if let Some(path) = &args.vocab_model {
-            cmdline::refuse(subject::preflight(path))?;
-        }
-        cmdline::fail(run(&args, &case, &build))
+    cmdline::run_checked(argv, check, |c| {
+        cmdline::fail(run(&c.args, &c.case, &c.build))
     })
 }
 

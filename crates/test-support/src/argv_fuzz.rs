@@ -1,0 +1,794 @@
+//! Command-line fuzzing for the binaries' contract: from a list of a binary's real flags, a
+//! seeded generator builds argument vectors (unknown and repeated flags, missing and empty
+//! values, huge, tiny and non-finite numbers, unicode and invalid UTF-8, lists of thousands of
+//! items, valid values mixed in), and [`run`] runs each against the binary in check-only mode
+//! (`SAMPLER_AUDIT_CHECK_ONLY=1`, so a vector that happens to be valid exits after its checks
+//! instead of starting an audit). Every run must keep the contract of `cmdline`: exit 0, 1 or 2
+//! and never a signal; one line on stderr for exit 1 or 2, nothing on stdout with exit 2;
+//! nothing on stderr with exit 0; never a panic. A failing vector is shrunk (arguments dropped
+//! while it still fails) and printed so it can be run again by hand.
+
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One flag of a binary, as the generator uses it.
+#[derive(Debug, Clone)]
+pub struct Flag {
+    /// `--last-n`; empty for a positional argument.
+    pub name: &'static str,
+    /// Valid values (the generator mixes them in and mutates them); empty for a switch.
+    pub good: Vec<OsString>,
+    /// Values that are valid but slow to check (a known model name makes the binary hash a
+    /// 100-250 MB file): each vector uses one with probability 1/200 at most.
+    pub rare: Vec<OsString>,
+}
+
+impl Flag {
+    /// A flag without a value (`--json`).
+    pub fn switch(name: &'static str) -> Flag {
+        Flag {
+            name,
+            good: Vec::new(),
+            rare: Vec::new(),
+        }
+    }
+
+    /// A flag that takes a value, with some valid values.
+    pub fn value(name: &'static str, good: &[&str]) -> Flag {
+        Flag {
+            name,
+            good: good.iter().map(OsString::from).collect(),
+            rare: Vec::new(),
+        }
+    }
+
+    /// A positional argument, with some valid values.
+    pub fn positional(good: &[&str]) -> Flag {
+        Flag::value("", good)
+    }
+
+    /// More valid values (paths made at run time, say).
+    pub fn with_good(mut self, good: impl IntoIterator<Item = impl Into<OsString>>) -> Flag {
+        self.good.extend(good.into_iter().map(Into::into));
+        self
+    }
+
+    /// Valid values that are slow to check (see [`Flag::rare`]).
+    pub fn with_rare(mut self, rare: &[&str]) -> Flag {
+        self.rare.extend(rare.iter().map(OsString::from));
+        self
+    }
+
+    fn is_switch(&self) -> bool {
+        self.good.is_empty() && !self.name.is_empty()
+    }
+}
+
+/// What to fuzz and how much.
+pub struct Fuzz {
+    /// The binary (`env!("CARGO_BIN_EXE_repro-x")`).
+    pub bin: PathBuf,
+    /// Its flags.
+    pub flags: Vec<Flag>,
+    /// Environment variables for every run, beside `SAMPLER_AUDIT_CHECK_ONLY=1`.
+    pub env: Vec<(OsString, OsString)>,
+    /// Vectors to generate and run.
+    pub vectors: usize,
+    pub seed: u64,
+    /// Runs at a time.
+    pub workers: usize,
+    /// A run that takes longer is killed and counts as a failure.
+    pub timeout: Duration,
+}
+
+impl Fuzz {
+    /// 10,000 vectors on two workers, 20 s per run at most.
+    pub fn new(bin: impl Into<PathBuf>, flags: Vec<Flag>, seed: u64) -> Fuzz {
+        Fuzz {
+            bin: bin.into(),
+            flags,
+            env: Vec::new(),
+            vectors: 10_000,
+            seed,
+            workers: 2,
+            timeout: Duration::from_secs(20),
+        }
+    }
+
+    /// One more environment variable for every run.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Fuzz {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+}
+
+/// How the runs ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub vectors: usize,
+    /// Runs that exited 0, 1 and 2.
+    pub exits: [usize; 3],
+    pub wall: Duration,
+}
+
+/// A seeded generator (splitmix64): the same seed gives the same vectors on every machine.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// True with probability `per_mille` / 1000.
+    fn chance(&mut self, per_mille: usize) -> bool {
+        self.below(1000) < per_mille
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// Numbers at and past the edges of every type a flag is parsed into.
+pub const NASTY_NUMBERS: &[&str] = &[
+    "1e39",
+    "-1e-45",
+    "1e-45",
+    "18446744073709551616",
+    "18446744073709551615",
+    "-9223372036854775809",
+    "9223372036854775807",
+    "2147483647",
+    "2147483648",
+    "-2147483648",
+    "-2147483649",
+    "4294967296",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "infinity",
+    "-0",
+    "-0.0",
+    "0",
+    "1",
+    "-1",
+    "0.5",
+    "1e-3",
+    "1e4",
+    "1e308",
+    "3.4028235e38",
+    "0x10",
+    "1_000",
+    "+5",
+    "4096",
+    "4097",
+    "65536",
+    "262143",
+    "262144",
+    "1048576",
+    "1048577",
+    "1000000",
+    "1000001",
+];
+
+/// Text a flag value should never trip over.
+const ODD_TEXT: &[&str] = &[
+    "é",
+    "日本語",
+    "🦀",
+    "\u{202e}4",
+    "４",
+    "٣",
+    "1\u{a0}",
+    "Ⅻ",
+    "\u{feff}1",
+    "a\nb",
+    "1\r",
+    "\t",
+    " ",
+    ",",
+    ",,",
+    " , ",
+    ":",
+    "=",
+    "/",
+    "-",
+    "--",
+    "--json",
+    "-h",
+    ".",
+    "..",
+    "/dev/null",
+];
+
+/// Bytes that are not UTF-8.
+const NOT_UTF8: &[&[u8]] = &[
+    b"\xff",
+    b"1\x80",
+    b"\xc3",
+    b"top_k=\xff",
+    b"\xed\xa0\x80",
+    b"4,\xfe,5",
+];
+
+/// Flags no binary has.
+const UNKNOWN_FLAGS: &[&str] = &[
+    "--bogus",
+    "--no-such-flag=1",
+    "-x",
+    "--JSON",
+    "--last_n",
+    "---json",
+    "-",
+    "--",
+    "junk",
+];
+
+/// The single Linux limit on one argument is 128 KiB; long lists stay under it.
+const MAX_ARG_BYTES: usize = 100_000;
+
+fn bytes(s: &OsStr) -> Vec<u8> {
+    s.as_bytes().to_vec()
+}
+
+/// One of `values`, as bytes.
+fn one_of(g: &mut Gen, values: &[OsString]) -> Vec<u8> {
+    g.pick(values).as_bytes().to_vec()
+}
+
+/// `good` with one run of digits replaced by a nasty number (`top_p=0.8:3` ->
+/// `top_p=nan:3`), or unchanged when it has no digits.
+fn mutate(g: &mut Gen, good: &[u8]) -> Vec<u8> {
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < good.len() {
+        if good[i].is_ascii_digit() {
+            let start = i;
+            while i < good.len() && (good[i].is_ascii_digit() || good[i] == b'.') {
+                i += 1;
+            }
+            runs.push((start, i));
+        } else {
+            i += 1;
+        }
+    }
+    if runs.is_empty() {
+        return good.to_vec();
+    }
+    let (a, b) = *g.pick(&runs);
+    let mut out = good[..a].to_vec();
+    out.extend_from_slice(g.pick(NASTY_NUMBERS).as_bytes());
+    out.extend_from_slice(&good[b..]);
+    out
+}
+
+/// A comma list of hundreds or thousands of items drawn from the parts of `good` values and
+/// nasty numbers.
+fn long_list(g: &mut Gen, good: &[OsString]) -> Vec<u8> {
+    let items = *g.pick(&[100usize, 1000, 3000, 5000, 20_000]);
+    let parts: Vec<Vec<u8>> = good
+        .iter()
+        .flat_map(|v| {
+            bytes(v)
+                .split(|&b| b == b',')
+                .map(<[u8]>::to_vec)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut out = Vec::new();
+    for k in 0..items {
+        let item = if !parts.is_empty() && g.chance(800) {
+            g.pick(&parts).clone()
+        } else {
+            g.pick(NASTY_NUMBERS).as_bytes().to_vec()
+        };
+        if out.len() + item.len() + 1 > MAX_ARG_BYTES {
+            break;
+        }
+        if k > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&item);
+    }
+    out
+}
+
+/// A value for `flag`: mostly valid or nearly so, often hostile.
+fn value(g: &mut Gen, flag: &Flag) -> OsString {
+    if !flag.rare.is_empty() && g.chance(5) {
+        return g.pick(&flag.rare).clone();
+    }
+    let good = &flag.good;
+    let v: Vec<u8> = match g.below(100) {
+        0..=34 => one_of(g, good),
+        35..=49 => {
+            let base = one_of(g, good);
+            mutate(g, &base)
+        }
+        50..=63 => g.pick(NASTY_NUMBERS).as_bytes().to_vec(),
+        64..=71 => long_list(g, good),
+        72..=75 => Vec::new(),
+        76..=85 => g.pick(ODD_TEXT).as_bytes().to_vec(),
+        86..=90 => g.pick(NOT_UTF8).to_vec(),
+        91..=95 => {
+            // A valid value with odd text around it.
+            let mut v = one_of(g, good);
+            let odd = g.pick(ODD_TEXT).as_bytes();
+            if g.chance(500) {
+                v.extend_from_slice(odd);
+            } else {
+                let mut w = odd.to_vec();
+                w.extend_from_slice(&v);
+                v = w;
+            }
+            v
+        }
+        _ => {
+            // Two valid values joined with a comma.
+            let mut v = one_of(g, good);
+            v.push(b',');
+            v.extend_from_slice(&one_of(g, good));
+            v
+        }
+    };
+    OsString::from_vec(v)
+}
+
+/// One argument vector (without the program name).
+fn generate(g: &mut Gen, flags: &[Flag]) -> Vec<OsString> {
+    let mut argv = Vec::new();
+    // One vector in eight uses only valid values of real flags: those reach the end of the
+    // checks (exit 0) or a refusal of a combination.
+    let clean = g.chance(125);
+    let n = *g.pick(&[0usize, 1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 9]);
+    for _ in 0..n {
+        let roll = if clean { 0 } else { g.below(100) };
+        match roll {
+            0..=79 => {
+                let flag = g.pick(flags);
+                if flag.is_switch() {
+                    argv.push(OsString::from(flag.name));
+                    if !clean && g.chance(50) {
+                        // A value given to a switch.
+                        argv.push(value(g, &Flag::positional(&["1"])));
+                    }
+                    continue;
+                }
+                let v = if clean {
+                    g.pick(&flag.good).clone()
+                } else {
+                    value(g, flag)
+                };
+                if flag.name.is_empty() {
+                    argv.push(v);
+                } else if clean || g.chance(850) {
+                    argv.push(OsString::from(flag.name));
+                    argv.push(v);
+                } else if g.chance(500) {
+                    let mut joined = OsString::from(format!("{}=", flag.name));
+                    joined.push(v);
+                    argv.push(joined);
+                } else {
+                    // The value left out: the flag is last, or takes the next argument.
+                    argv.push(OsString::from(flag.name));
+                }
+            }
+            80..=89 => argv.push(OsString::from(*g.pick(UNKNOWN_FLAGS))),
+            90..=94 => argv.push(value(g, &Flag::positional(&["x"]))),
+            95 => argv.push(OsString::from(*g.pick(&["--help", "-h"]))),
+            _ => {
+                // Repeat an argument already given.
+                if let Some(a) = argv.last().cloned() {
+                    argv.push(a);
+                }
+            }
+        }
+    }
+    argv
+}
+
+/// A shell-like rendering of a failing command, with bytes that are not UTF-8 escaped.
+pub fn render(bin: &Path, env: &[(OsString, OsString)], argv: &[OsString]) -> String {
+    let quote = |s: &OsStr| -> String {
+        match s.to_str() {
+            Some(t)
+                if !t.is_empty()
+                    && t.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_=.,:/+".contains(c)) =>
+            {
+                t.to_string()
+            }
+            Some(t) if !t.contains(['\'', '\n', '\r', '\\']) && t.is_ascii() => format!("'{t}'"),
+            _ => {
+                let mut out = String::from("$'");
+                for &b in s.as_bytes() {
+                    match b {
+                        b' '..=b'~' if b != b'\'' && b != b'\\' => out.push(b as char),
+                        _ => out.push_str(&format!("\\x{b:02x}")),
+                    }
+                }
+                out.push('\'');
+                out
+            }
+        }
+    };
+    let mut parts = vec!["SAMPLER_AUDIT_CHECK_ONLY=1".to_string()];
+    for (k, v) in env {
+        parts.push(format!("{}={}", k.to_string_lossy(), quote(v)));
+    }
+    parts.push(bin.display().to_string());
+    parts.extend(argv.iter().map(|a| quote(a)));
+    let line = parts.join(" ");
+    if line.len() > 2000 {
+        let cut: String = line.chars().take(2000).collect();
+        format!("{cut}... ({} bytes in all)", line.len())
+    } else {
+        line
+    }
+}
+
+/// How one run ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub status: Option<ExitStatus>,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Outcome {
+    /// What breaks the contract, if anything.
+    pub fn problem(&self) -> Option<String> {
+        let Some(status) = self.status else {
+            return Some("no exit within the timeout (killed)".to_string());
+        };
+        let Some(code) = status.code() else {
+            return Some(format!("ended by a signal ({status})"));
+        };
+        let err = &self.stderr;
+        if err.contains("internal error") || err.contains("panicked") {
+            return Some(format!("panicked: {err}"));
+        }
+        let one_line = err.ends_with('\n') && err.matches('\n').count() == 1;
+        match code {
+            0 if !err.is_empty() => Some(format!("exit 0 with stderr: {err}")),
+            0 => None,
+            1 | 2 if !one_line => Some(format!(
+                "exit {code} with {} lines on stderr: {err}",
+                err.matches('\n').count()
+            )),
+            1 | 2 if !err.starts_with("error") => {
+                Some(format!("exit {code}, stderr not an error line: {err}"))
+            }
+            2 if !self.stdout.is_empty() => Some("exit 2 with output on stdout".to_string()),
+            1 | 2 => None,
+            _ => Some(format!("exit {code} (only 0, 1 and 2 are allowed): {err}")),
+        }
+    }
+
+    fn code(&self) -> Option<i32> {
+        self.status.and_then(|s| s.code())
+    }
+}
+
+/// Runs `bin` once in check-only mode with `argv`, stdout and stderr going to `out` and `err`
+/// (files, so that a long error line cannot block the child on a full pipe), killing it
+/// after `timeout`.
+fn run_one(fuzz: &Fuzz, argv: &[OsString], out: &Path, err: &Path) -> Outcome {
+    let create = |p: &Path| {
+        std::fs::File::create(p).unwrap_or_else(|e| panic!("creating {}: {e}", p.display()))
+    };
+    let mut cmd = Command::new(&fuzz.bin);
+    cmd.args(argv)
+        .env("SAMPLER_AUDIT_CHECK_ONLY", "1")
+        .stdin(Stdio::null())
+        .stdout(create(out))
+        .stderr(create(err));
+    for (k, v) in &fuzz.env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not run {}: {e}", fuzz.bin.display()));
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait().expect("waiting for the child") {
+            Some(s) => break Some(s),
+            None if start.elapsed() > fuzz.timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            None => std::thread::sleep(Duration::from_micros(250)),
+        }
+    };
+    Outcome {
+        status,
+        stdout: std::fs::read(out).unwrap_or_default(),
+        stderr: String::from_utf8_lossy(&std::fs::read(err).unwrap_or_default()).into_owned(),
+    }
+}
+
+/// Drops arguments from a failing vector while it still fails, then halves each comma list
+/// while it still fails, so that the printed vector is short.
+fn shrink(fuzz: &Fuzz, argv: &[OsString], out: &Path, err: &Path) -> Vec<OsString> {
+    let fails = |cand: &[OsString]| run_one(fuzz, cand, out, err).problem().is_some();
+    let mut best = argv.to_vec();
+    let mut progress = true;
+    while progress {
+        progress = false;
+        for i in 0..best.len() {
+            let mut cand = best.clone();
+            cand.remove(i);
+            if fails(&cand) {
+                best = cand;
+                progress = true;
+                break;
+            }
+        }
+    }
+    for i in 0..best.len() {
+        loop {
+            let items: Vec<Vec<u8>> = best[i]
+                .as_bytes()
+                .split(|&b| b == b',')
+                .map(<[u8]>::to_vec)
+                .collect();
+            if items.len() < 2 {
+                break;
+            }
+            let (front, back) = items.split_at(items.len() / 2);
+            let halves = [front.join(&b","[..]), back.join(&b","[..])];
+            let cut = halves.into_iter().find_map(|half| {
+                let mut cand = best.clone();
+                cand[i] = OsString::from_vec(half);
+                fails(&cand).then_some(cand)
+            });
+            match cut {
+                Some(cand) => best = cand,
+                None => break,
+            }
+        }
+    }
+    best
+}
+
+/// The argument vectors `fuzz` generates, in order.
+pub fn vectors(fuzz: &Fuzz) -> Vec<Vec<OsString>> {
+    let mut g = Gen(fuzz.seed);
+    (0..fuzz.vectors)
+        .map(|_| generate(&mut g, &fuzz.flags))
+        .collect()
+}
+
+/// Generates and runs every vector of `fuzz`, on `fuzz.workers` threads; panics on the first
+/// vector (in generation order) that breaks the contract, printing it shrunk and whole.
+/// Writes one line with the counts and the wall time to stderr, past the test harness's
+/// capture, so `cargo test` shows it.
+pub fn run(fuzz: &Fuzz) -> Summary {
+    let all = vectors(fuzz);
+    let start = Instant::now();
+    let next = AtomicUsize::new(0);
+    let exits = Mutex::new([0usize; 3]);
+    let failures: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
+    let dir = std::env::temp_dir().join(format!(
+        "argv-fuzz-{}-{}",
+        std::process::id(),
+        fuzz.bin.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::thread::scope(|s| {
+        for w in 0..fuzz.workers.max(1) {
+            let (out, err) = (dir.join(format!("{w}.out")), dir.join(format!("{w}.err")));
+            let (all, next, exits, failures) = (&all, &next, &exits, &failures);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= all.len() || !failures.lock().unwrap().is_empty() {
+                    break;
+                }
+                let o = run_one(fuzz, &all[i], &out, &err);
+                match o.problem() {
+                    Some(p) => failures.lock().unwrap().push((i, p)),
+                    None => exits.lock().unwrap()[o.code().unwrap() as usize] += 1,
+                }
+            });
+        }
+    });
+    let wall = start.elapsed();
+    let mut failures = failures.into_inner().unwrap();
+    failures.sort();
+    if let Some((i, problem)) = failures.first() {
+        let (out, err) = (dir.join("shrink.out"), dir.join("shrink.err"));
+        let small = shrink(fuzz, &all[*i], &out, &err);
+        let again = run_one(fuzz, &small, &out, &err);
+        let _ = std::fs::remove_dir_all(&dir);
+        panic!(
+            "argv fuzz of {} (seed {:#x}), vector {i}: {problem}\n  shrunk: {}\n  shrunk run: {}\n  whole:  {}",
+            fuzz.bin.display(),
+            fuzz.seed,
+            render(&fuzz.bin, &fuzz.env, &small),
+            again.problem().unwrap_or_else(|| "passes (flaky?)".to_string()),
+            render(&fuzz.bin, &fuzz.env, &all[*i]),
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let exits = exits.into_inner().unwrap();
+    let summary = Summary {
+        vectors: all.len(),
+        exits,
+        wall,
+    };
+    let _ = writeln!(
+        std::io::stderr(),
+        "argv fuzz {}: {} vectors (seed {:#x}, {} workers) in {:.1} s: exit 0 x{}, exit 1 x{}, exit 2 x{}",
+        fuzz.bin.file_name().unwrap_or_default().to_string_lossy(),
+        summary.vectors,
+        fuzz.seed,
+        fuzz.workers,
+        wall.as_secs_f64(),
+        exits[0],
+        exits[1],
+        exits[2],
+    );
+    summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags() -> Vec<Flag> {
+        vec![
+            Flag::switch("--json"),
+            Flag::value("--last-n", &["4", "0"]),
+            Flag::value("--stage", &["top_p=0.8:3"]).with_rare(&["smollm2"]),
+        ]
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_vectors() {
+        let f = Fuzz::new("x", flags(), 7);
+        assert_eq!(vectors(&f), vectors(&f));
+        let g = Fuzz::new("x", flags(), 8);
+        assert_ne!(vectors(&f), vectors(&g));
+    }
+
+    #[test]
+    fn vectors_hold_what_the_brief_asks_for() {
+        let f = Fuzz::new("x", flags(), 1);
+        let all: Vec<Vec<u8>> = vectors(&f)
+            .iter()
+            .flat_map(|v| v.iter().map(|a| bytes(a)))
+            .collect();
+        let has = |needle: &[u8]| all.iter().any(|a| a == needle);
+        for n in ["1e39", "-1e-45", "nan", "inf", "-inf", "-0", "--bogus", ""] {
+            assert!(has(n.as_bytes()), "{n}");
+        }
+        assert!(all.iter().any(|a| std::str::from_utf8(a).is_err()));
+        assert!(all
+            .iter()
+            .any(|a| a.iter().filter(|&&b| b == b',').count() >= 2000));
+        assert!(all.iter().all(|a| a.len() <= MAX_ARG_BYTES + 64));
+        // Known model names are rare.
+        let rare = all.iter().filter(|a| a.as_slice() == b"smollm2").count();
+        assert!(rare > 0 && rare * 100 <= f.vectors, "{rare}");
+        // Repeated flags occur.
+        assert!(vectors(&f).iter().any(|v| v
+            .iter()
+            .filter(|a| a.as_bytes() == b"--last-n")
+            .count()
+            >= 2));
+    }
+
+    #[test]
+    fn mutation_replaces_one_number() {
+        let mut g = Gen(3);
+        for _ in 0..50 {
+            let m = mutate(&mut g, b"top_p=0.8:3");
+            assert!(m.starts_with(b"top_p="), "{}", String::from_utf8_lossy(&m));
+        }
+        assert_eq!(mutate(&mut g, b"greedy"), b"greedy");
+    }
+
+    /// The contract check on planted endings: each breach is named, each kept case passes.
+    #[test]
+    fn problem_names_every_breach_of_the_contract() {
+        use std::os::unix::process::ExitStatusExt;
+        let ending = |raw: i32, stdout: &str, stderr: &str| Outcome {
+            status: Some(ExitStatus::from_raw(raw)),
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: stderr.to_string(),
+        };
+        let exit = |code: i32| code << 8;
+        for (o, why) in [
+            (ending(11, "", ""), "signal"),
+            (
+                ending(exit(101), "", "error: internal error: x\n"),
+                "panicked",
+            ),
+            (ending(exit(3), "", "error: x\n"), "only 0, 1 and 2"),
+            (ending(exit(2), "", "error: x\nmore\n"), "2 lines"),
+            (ending(exit(2), "", ""), "0 lines"),
+            (ending(exit(2), "out", "error: x\n"), "stdout"),
+            (ending(exit(1), "", "x\n"), "not an error line"),
+            (ending(exit(0), "", "warning\n"), "exit 0 with stderr"),
+        ] {
+            let p = o.problem().unwrap_or_default();
+            assert!(p.contains(why), "{o:?}: {p}");
+        }
+        for o in [
+            ending(exit(0), "", ""),
+            ending(exit(0), "help\n", ""),
+            ending(exit(2), "", "error: x\n"),
+            ending(exit(1), "", "error: y\n"),
+        ] {
+            assert_eq!(o.problem(), None, "{o:?}");
+        }
+        let hung = Outcome {
+            status: None,
+            stdout: Vec::new(),
+            stderr: String::new(),
+        };
+        assert!(hung.problem().unwrap().contains("timeout"));
+    }
+
+    /// A planted binary that panics on any argument holding `nan`: the fuzz must stop on it
+    /// and print the vector, shrunk to one short argument that holds `nan`.
+    #[test]
+    fn a_planted_failure_is_found_shrunk_and_printed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("argv-fuzz-planted-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("planted.sh");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *nan*) echo \"thread 'main' panicked\" >&2; exit 101;; esac; done\necho 'error: refused' >&2\nexit 2\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut fuzz = Fuzz::new(&script, flags(), 5);
+        fuzz.vectors = 300;
+        let e = std::panic::catch_unwind(|| run(&fuzz)).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let text = e.downcast_ref::<String>().cloned().unwrap_or_default();
+        let shrunk = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("shrunk: "))
+            .unwrap_or_else(|| panic!("no shrunk vector in: {text}"));
+        let args: Vec<&str> = shrunk.split(' ').skip(2).collect();
+        assert_eq!(args.len(), 1, "{shrunk}");
+        assert!(args[0].contains("nan") && args[0].len() < 20, "{shrunk}");
+        assert!(
+            text.contains("panicked") && text.contains("whole:"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_failing_command_renders_so_a_shell_can_run_it() {
+        let argv = [
+            OsString::from("--stage"),
+            OsString::from("top p"),
+            OsString::from_vec(b"\xff".to_vec()),
+        ];
+        let r = render(Path::new("/bin/x"), &[], &argv);
+        assert_eq!(
+            r,
+            "SAMPLER_AUDIT_CHECK_ONLY=1 /bin/x --stage 'top p' $'\\xff'"
+        );
+    }
+}

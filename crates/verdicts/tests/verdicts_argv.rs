@@ -1,0 +1,103 @@
+//! verdicts' command line at every door: a closed stdout pipe, check-only mode, 10,000
+//! generated argument vectors (`test_support::argv_fuzz`), and the same bytes twice, on the
+//! committed `results/` folder and on planted folders.
+
+use std::path::{Path, PathBuf};
+use test_support::argv_fuzz::{self, Flag, Fuzz};
+use test_support::{assert_quiet_on_closed_pipe, assert_refused, run_bin_with_env};
+
+const BIN: &str = env!("CARGO_BIN_EXE_verdicts");
+const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
+
+/// The committed results folder.
+fn results() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../results")
+        .display()
+        .to_string()
+}
+
+/// Folders for the tests: one with a report that keeps the contract, one with a file that
+/// breaks it, an empty one, and a plain file.
+struct Scratch {
+    dir: PathBuf,
+    good: String,
+    bad: String,
+    empty: String,
+    file: String,
+}
+
+fn scratch(name: &str) -> Scratch {
+    let dir = std::env::temp_dir().join(format!("verdicts-argv-{name}-{}", std::process::id()));
+    let (good, bad, empty) = (dir.join("good"), dir.join("bad"), dir.join("empty"));
+    for d in [&good, &bad, &empty] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let report = report::Report::new(
+        report::Subject {
+            finding: "F9".into(),
+            name: "planted".into(),
+            build: "0.0.1".into(),
+            build_detail: "test".into(),
+        },
+        report::Verdict::Present,
+        "e",
+        vec![
+            report::Control::positive("p", true, ""),
+            report::Control::negative("n", true, ""),
+        ],
+    );
+    std::fs::write(good.join("planted.0.0.1.json"), report.to_json_text()).unwrap();
+    std::fs::write(bad.join("bare.0.0.1.json"), "{\"rows\": []}").unwrap();
+    let file = dir.join("file.json");
+    std::fs::write(&file, "{}").unwrap();
+    let s = |p: &Path| p.display().to_string();
+    Scratch {
+        good: s(&good),
+        bad: s(&bad),
+        empty: s(&empty),
+        file: s(&file),
+        dir,
+    }
+}
+
+#[test]
+fn a_closed_stdout_pipe_ends_quietly() {
+    for args in [&[results().as_str()][..], &["--help"]] {
+        assert_quiet_on_closed_pipe(BIN, args, &[]);
+    }
+}
+
+#[test]
+fn check_only_reads_every_report_and_prints_nothing() {
+    let s = scratch("check");
+    let (code, stdout, stderr) = run_bin_with_env(BIN, &[&results()], &[CHECK_ONLY]);
+    assert_eq!((code, stdout.as_str(), stderr.as_str()), (0, "", ""));
+    for dir in [&s.bad, &s.empty, &s.file, "/no/such/dir"] {
+        assert_refused(BIN, &[dir], &[CHECK_ONLY]);
+        assert_refused(BIN, &[dir], &[]);
+    }
+    assert_refused(BIN, &[&s.good, "extra"], &[]);
+    std::fs::remove_dir_all(&s.dir).unwrap();
+}
+
+#[test]
+fn same_command_prints_the_same_bytes() {
+    let table = test_support::assert_same_bytes_twice(BIN, &[&results()]);
+    assert!(table.contains("clone-drops-token-count"), "{table}");
+}
+
+#[test]
+fn argv_fuzz() {
+    let s = scratch("fuzz");
+    let flags = vec![Flag::positional(&["/no/such/dir", "results"]).with_good([
+        results(),
+        s.good.clone(),
+        s.bad.clone(),
+        s.empty.clone(),
+        s.file.clone(),
+    ])];
+    let summary = argv_fuzz::run(&Fuzz::new(BIN, flags, 0xdec1de));
+    std::fs::remove_dir_all(&s.dir).unwrap();
+    assert!(summary.exits[0] > 0 && summary.exits[2] > 0, "{summary:?}");
+}

@@ -1,0 +1,70 @@
+//! repro-edges' command line at every door: a closed stdout pipe, check-only mode, its
+//! bounds, and 10,000 generated argument vectors (`test_support::argv_fuzz`) in check-only
+//! mode.
+
+use test_support::argv_fuzz::{self, Flag, Fuzz};
+use test_support::{assert_quiet_on_closed_pipe, assert_refused, run_bin_with_env};
+
+const BIN: &str = env!("CARGO_BIN_EXE_repro-edges");
+const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
+
+#[test]
+fn a_closed_stdout_pipe_ends_quietly() {
+    for args in [
+        &["--help"][..],
+        &["--sampler", "top_k", "--input", "plain,empty"],
+        &["--sampler", "greedy", "--json"],
+    ] {
+        assert_quiet_on_closed_pipe(BIN, args, &[]);
+    }
+}
+
+#[test]
+fn check_only_checks_and_stops() {
+    let dir = std::env::temp_dir().join(format!("edges-argv-check-{}", std::process::id()));
+    let results = dir.display().to_string();
+    for args in [
+        &["--audit", "--results", &results][..],
+        &["--supervisor-cost", "10000", "--results", &results],
+    ] {
+        let (code, stdout, stderr) = run_bin_with_env(BIN, args, &[CHECK_ONLY]);
+        assert_eq!(
+            (code, stdout.as_str(), stderr.as_str()),
+            (0, "", ""),
+            "{args:?}"
+        );
+    }
+    assert!(!dir.exists(), "check-only wrote {}", dir.display());
+    for args in [
+        &["--supervisor-cost", "0"][..],
+        &["--supervisor-cost", "10001"],
+        &["--supervisor-cost", "5", "--audit"],
+        &["--timeout", "600.5"],
+    ] {
+        assert_refused(BIN, args, &[CHECK_ONLY]);
+    }
+}
+
+#[test]
+fn argv_fuzz() {
+    let tmp = std::env::temp_dir().display().to_string();
+    let flags = vec![
+        Flag::value(
+            "--sampler",
+            &[
+                "top_k",
+                "top_p,typical",
+                "greedy,dist,mirostat",
+                "adaptive_p",
+            ],
+        ),
+        Flag::value("--input", &["plain", "empty,nan", "repeated-id,zero-prob"]),
+        Flag::value("--timeout", &["3", "0.1", "600", "1.5"]),
+        Flag::switch("--json"),
+        Flag::switch("--audit"),
+        Flag::value("--results", &["results", "/no/such/dir"]).with_good([tmp]),
+        Flag::value("--supervisor-cost", &["1", "200", "10000"]),
+    ];
+    let s = argv_fuzz::run(&Fuzz::new(BIN, flags, 0xed6e));
+    assert!(s.exits[0] > 0 && s.exits[2] > 0, "{s:?}");
+}

@@ -1,0 +1,138 @@
+//! repro-scope's command line at every door: a closed stdout pipe, check-only mode, the upper
+//! bounds of its flags, and 10,000 generated argument vectors (`test_support::argv_fuzz`).
+//! Nothing here decodes: the fuzz runs in check-only mode against an empty model cache, and
+//! the one test that reads the real cache only checks SmolLM2's sha256.
+
+use std::path::PathBuf;
+use test_support::argv_fuzz::{self, Flag, Fuzz};
+use test_support::{assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env};
+
+const BIN: &str = env!("CARGO_BIN_EXE_repro-scope");
+const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
+
+/// A scratch folder for this test binary: a file that is not a model (`models::resolve`
+/// accepts any regular file as a path; llama.cpp would refuse it at load time) and an empty
+/// model cache, where `smollm2` and `gemma3` are refused at once instead of hashed.
+fn scratch(name: &str) -> (PathBuf, String, String) {
+    let dir = std::env::temp_dir().join(format!("scope-argv-{name}-{}", std::process::id()));
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let garbage = dir.join("garbage.gguf");
+    std::fs::write(&garbage, [7u8; 64]).unwrap();
+    let s = |p: &std::path::Path| p.display().to_string();
+    (dir.clone(), s(&garbage), s(&cache))
+}
+
+#[test]
+fn a_closed_stdout_pipe_ends_quietly() {
+    assert_quiet_on_closed_pipe(BIN, &["--help"], &[]);
+}
+
+/// Under check-only mode a valid command line exits 0 without loading or decoding, and a
+/// refused one is still refused; the published configuration (SmolLM2, sha256-checked) passes.
+#[test]
+fn check_only_checks_and_stops() {
+    let (dir, garbage, _) = scratch("check");
+    let results = dir.join("results").display().to_string();
+    for args in [
+        // Loading this file would fail (exit 2) at run time: check-only stops before.
+        &["--model", &garbage][..],
+        &["--model", &garbage, "--audit", "--results", &results],
+        &[],
+    ] {
+        let (code, stdout, stderr) = run_bin_with_env(BIN, args, &[CHECK_ONLY]);
+        assert_eq!(
+            (code, stdout.as_str(), stderr.as_str()),
+            (0, "", ""),
+            "{args:?}"
+        );
+    }
+    assert!(!dir.join("results").exists());
+    assert_refused(BIN, &["--penalty", "nan"], &[CHECK_ONLY]);
+    assert_refused(BIN, &["--model", "/no/such/model.gguf"], &[CHECK_ONLY]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn upper_bounds_are_stated_and_refused_past_them() {
+    let (_, help, _) = run_bin(BIN, &["--help"]);
+    for bound in [
+        "1 to 4096",
+        "at most 16 scopes, each window N at most 1048576",
+        "0 to 4096",
+        "1 to 64",
+    ] {
+        assert!(
+            help.contains(bound),
+            "--help does not state '{bound}':\n{help}"
+        );
+    }
+    let list = |n: usize| (1..=n).map(|k| k.to_string()).collect::<Vec<_>>().join(",");
+    let seventeen = list(17);
+    for args in [
+        &["--scopes", &seventeen][..],
+        &["--scopes", "1048577"],
+        &["--scopes", "gen:1048577"],
+        &["--scopes", "llama:1048577"],
+        &["--max-new", "4097"],
+        &["--vector-at", "4097"],
+        &["--threads", "65"],
+    ] {
+        assert_refused(BIN, args, &[]);
+    }
+    let (dir, garbage, _) = scratch("bounds");
+    let sixteen = format!("{},1048576,gen:1048576,llama:1048576", list(13));
+    let (code, _, stderr) = run_bin_with_env(
+        BIN,
+        &[
+            "--model",
+            &garbage,
+            "--scopes",
+            &sixteen,
+            "--max-new",
+            "4096",
+            "--vector-at",
+            "4096",
+        ],
+        &[CHECK_ONLY],
+    );
+    assert_eq!(code, 0, "{sixteen}: {stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn argv_fuzz() {
+    let (dir, garbage, cache) = scratch("fuzz");
+    let flags = vec![
+        Flag::value("--model", &["/no/such/model.gguf", "nope"])
+            .with_good([garbage])
+            .with_rare(&["smollm2", "gemma3"]),
+        Flag::value(
+            "--prompt",
+            &[
+                "How do you say thank you in Chinese?",
+                "Name three colours.",
+                "x",
+            ],
+        ),
+        Flag::value("--penalty", &["1.3", "1.1", "0.5", "2"]),
+        Flag::value("--max-new", &["120", "12", "1", "4096"]),
+        Flag::value(
+            "--scopes",
+            &[
+                "all,64,128,gen:64,llama:64",
+                "all,4,gen:4,llama:4,100000,llama:5000",
+                "64",
+                "gen:1048576",
+            ],
+        ),
+        Flag::value("--vector-at", &["60", "0", "4096"]),
+        Flag::switch("--audit"),
+        Flag::switch("--json"),
+        Flag::value("--results", &["results", "/no/such/dir"]),
+        Flag::value("--threads", &["2", "1", "64"]),
+    ];
+    let s = argv_fuzz::run(&Fuzz::new(BIN, flags, 0x5c09e).env("MODELS_CACHE", cache));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(s.exits[0] > 0 && s.exits[2] > 0, "{s:?}");
+}
