@@ -74,7 +74,7 @@ pub fn run_checked<A: clap::Parser, C>(
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
                 return write_stdout(&e.to_string());
             }
-            eprintln!("{}", first_line(&e.to_string()));
+            say(first_line(&e.to_string()));
             return EXIT_BAD_INPUT;
         }
     };
@@ -88,14 +88,21 @@ pub fn run_checked<A: clap::Parser, C>(
     match outcome {
         Ok(out) => write_stdout(&out),
         Err(Failure::BadInput(e)) => {
-            eprintln!("error: {}", one_line(&e));
+            say(&format!("error: {}", one_line(&e)));
             EXIT_BAD_INPUT
         }
         Err(Failure::Failed(e)) => {
-            eprintln!("error: {}", one_line(&e));
+            say(&format!("error: {}", one_line(&e)));
             EXIT_FAILED
         }
     }
+}
+
+/// Writes one line to stderr. `eprintln!` panics when stderr is closed (`2>&-`, a closed
+/// pipe, `/dev/full`), which would turn an exit 2 into a panic's exit 101; a line nobody can
+/// read is dropped instead, and the exit code still says what happened.
+pub fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Writes `text` to stdout, flushes it, and returns the exit code.
@@ -112,7 +119,7 @@ pub fn write_stdout(text: &str) -> i32 {
         Ok(()) => 0,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            eprintln!("error: writing stdout: {e}");
+            say(&format!("error: writing stdout: {e}"));
             EXIT_FAILED
         }
     }

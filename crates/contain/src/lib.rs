@@ -33,6 +33,44 @@ use std::time::{Duration, Instant};
 /// The environment variable that makes a binary a child: its value names the task.
 pub const TASK_ENV: &str = "SAMPLER_AUDIT_TASK";
 
+/// Set by the parent beside [`TASK_ENV`]: its process id and a stamp of its executable (size
+/// and modification time). A child refuses to run unless its parent is that process and its
+/// own executable has that stamp, so a task never runs unsupervised (a user who sets
+/// [`TASK_ENV`] by hand is refused) and never in a binary rebuilt since the parent started.
+pub const PARENT_ENV: &str = "SAMPLER_AUDIT_TASK_PARENT";
+
+/// `<size>:<mtime in ns>` of the running executable.
+fn exe_stamp() -> Result<String> {
+    let exe = std::env::current_exe().context("locating this executable")?;
+    let meta = std::fs::metadata(&exe).with_context(|| format!("reading {}", exe.display()))?;
+    let mtime = meta
+        .modified()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    Ok(format!("{}:{mtime}", meta.len()))
+}
+
+/// Why this child must not run its task, if it must not.
+fn unsupervised() -> Option<String> {
+    let want = std::env::var(PARENT_ENV).ok();
+    let parent = std::os::unix::process::parent_id();
+    let have = exe_stamp().ok().map(|stamp| format!("{parent}:{stamp}"));
+    match (want, have) {
+        (Some(w), Some(h)) if w == h => None,
+        (None, _) => Some("runs only as a supervised child of this binary".to_string()),
+        _ => Some(
+            "runs only as a supervised child of this binary, started by the same executable"
+                .to_string(),
+        ),
+    }
+}
+
+/// One line on stderr, ignoring a closed stderr (a child has nowhere else to say it).
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// A task's handler: the child's arguments after the executable name; returns the exit code.
 pub type Handler = fn(&[OsString]) -> i32;
 
@@ -52,16 +90,18 @@ pub fn serve(tasks: &[Task]) -> Option<i32> {
     let _ = SERVED.set(tasks.iter().map(|t| t.name).collect());
     let name = std::env::var_os(TASK_ENV)?;
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    match tasks.iter().find(|t| name == t.name) {
-        Some(t) => Some((t.handler)(&args)),
-        None => {
-            eprintln!(
-                "error: {TASK_ENV}={} names no task of this binary",
-                name.to_string_lossy()
-            );
-            Some(2)
-        }
+    let Some(task) = tasks.iter().find(|t| name == t.name) else {
+        say(&format!(
+            "error: {TASK_ENV}={} names no task of this binary",
+            name.to_string_lossy()
+        ));
+        return Some(2);
+    };
+    if let Some(why) = unsupervised() {
+        say(&format!("error: the task '{}' {why}", task.name));
+        return Some(2);
     }
+    Some((task.handler)(&args))
 }
 
 /// Whether this process is a child running a task.
@@ -85,8 +125,11 @@ impl Task {
             bail!("a contained child cannot start another child");
         }
         let exe = std::env::current_exe().context("locating this executable")?;
+        let stamp = format!("{}:{}", std::process::id(), exe_stamp()?);
         let mut cmd = Command::new(exe);
-        cmd.args(args).env(TASK_ENV, self.name);
+        cmd.args(args)
+            .env(TASK_ENV, self.name)
+            .env(PARENT_ENV, stamp);
         Ok(cmd)
     }
 }
@@ -168,8 +211,8 @@ pub fn run(mut cmd: Command, timeout: Duration) -> Result<Outcome> {
         // Its own process group, so the deadline kills whatever it started too (a child
         // holding our pipes open would otherwise keep the readers waiting).
         .process_group(0);
-    // SAFETY: the closure runs between fork and exec and calls only setrlimit, which is
-    // async-signal-safe; it touches no memory of the parent.
+    // SAFETY: the closure runs between fork and exec and calls only setrlimit and prctl,
+    // which are async-signal-safe; it touches no memory of the parent.
     unsafe {
         cmd.pre_exec(|| {
             let none = libc::rlimit {
@@ -177,6 +220,10 @@ pub fn run(mut cmd: Command, timeout: Duration) -> Result<Outcome> {
                 rlim_max: 0,
             };
             libc::setrlimit(libc::RLIMIT_CORE, &none);
+            // If the supervisor dies (Ctrl-C, a kill), the child goes with it instead of
+            // spinning on as an orphan: its own process group keeps the terminal's signals
+            // away from it.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
             Ok(())
         });
     }
@@ -198,6 +245,11 @@ pub fn run(mut cmd: Command, timeout: Duration) -> Result<Outcome> {
     let start = Instant::now();
     let ended = loop {
         if let Some(status) = child.try_wait().context("waiting for a contained child")? {
+            // Whatever the child left in its group (nothing, normally) would hold our pipes
+            // open and keep the readers below waiting: it goes too. The group id was the
+            // child's pid microseconds ago; a group with no members left is simply not found.
+            // SAFETY: plain syscall on a process group we created.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             break match (status.code(), status.signal()) {
                 (Some(code), _) => Ended::Exited(code),
                 (None, Some(s)) => Ended::Signal(s),

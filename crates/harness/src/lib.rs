@@ -16,9 +16,9 @@ use subject::{Attention, Context, Message, Model, Weights};
 /// Loads a file the user named (not one of the sha256-checked models) in a contained child
 /// ([`subject::preflight`]): a file that makes llama.cpp abort is refused in one line. Checked
 /// once per process, so a command line's check and its run ask for one child load.
-pub fn preflight(choice: &ModelChoice) -> Result<()> {
+pub fn preflight(choice: &ModelChoice, weights: Weights) -> Result<()> {
     if choice.known.is_none() {
-        subject::preflight(&choice.path)?;
+        subject::preflight(&choice.path, weights)?;
     }
     Ok(())
 }
@@ -41,7 +41,7 @@ impl LoadedModel {
     /// child first ([`subject::preflight`]), so a malformed file that makes llama.cpp abort
     /// is refused in one line.
     pub fn load_with(choice: ModelChoice, weights: Weights) -> Result<LoadedModel> {
-        preflight(&choice)?;
+        preflight(&choice, weights)?;
         let model = Model::load_with(&choice.path, weights)?;
         Ok(LoadedModel { choice, model })
     }

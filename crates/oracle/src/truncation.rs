@@ -159,6 +159,19 @@ impl Pool {
 #[derive(Debug, Clone, PartialEq)]
 pub struct KnifeEdge(pub String);
 
+/// The words every tie edge uses (and no other edge does): [`split_tie`] and the top-tie
+/// edges of temp, temp_ext and greedy. A test keeps them in step.
+const TIE_WORDS: [&str; 2] = ["of equal logit", "share the top logit"];
+
+impl KnifeEdge {
+    /// Whether the answer is undecided only because equal logits may be ordered either way
+    /// (as opposed to a rounding margin, or a NaN llama.cpp computes). Such an answer is
+    /// decided once a tie-break is fixed, so every tie-break can be tried.
+    pub fn is_tie(&self) -> bool {
+        TIE_WORDS.iter().any(|w| self.0.contains(w))
+    }
+}
+
 /// A stage's result: the pool it leaves and, if any, the reason its decision is undecided.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
@@ -269,6 +282,19 @@ pub fn min_p(pool: &Pool, p: f32, min_keep: usize) -> Step {
 }
 
 pub fn typical(pool: &Pool, p: f32, min_keep: usize) -> Step {
+    typical_with(pool, p, min_keep, false)
+}
+
+/// `typical` in exact arithmetic: an entry whose probability is 0 (a `-inf` logit) adds
+/// nothing to the entropy (0 ln 0 = 0) and is the least typical of all; a probability that
+/// would underflow f32 is kept in f64. This is what the stage should do whatever llama.cpp's
+/// f32 arithmetic does there, so it judges the edge-input probes (F6); F2 keeps [`typical`],
+/// which calls such pools undecided because llama.cpp's own entropy is NaN on them.
+pub fn typical_exact(pool: &Pool, p: f32, min_keep: usize) -> Step {
+    typical_with(pool, p, min_keep, true)
+}
+
+fn typical_with(pool: &Pool, p: f32, min_keep: usize, exact: bool) -> Step {
     if p >= 1.0 {
         return unchanged(pool);
     }
@@ -282,7 +308,7 @@ pub fn typical(pool: &Pool, p: f32, min_keep: usize) -> Step {
         .iter()
         .zip(&probs)
         .find(|(_, &q)| !(q > 1e-37));
-    if let Some(e) = underflowed {
+    if let (Some(e), false) = (underflowed, exact) {
         return Step {
             pool: pool.clone(),
             edge: edge(format!(
@@ -292,8 +318,21 @@ pub fn typical(pool: &Pool, p: f32, min_keep: usize) -> Step {
             selected: None,
         };
     }
-    let entropy: f64 = probs.iter().map(|q| -q * q.ln()).sum();
-    let scores: Vec<f64> = probs.iter().map(|q| (-q.ln() - entropy).abs()).collect();
+    let entropy: f64 = probs
+        .iter()
+        .filter(|&&q| q > 0.0)
+        .map(|q| -q * q.ln())
+        .sum();
+    let scores: Vec<f64> = probs
+        .iter()
+        .map(|&q| {
+            if q > 0.0 {
+                (-q.ln() - entropy).abs()
+            } else {
+                f64::INFINITY
+            }
+        })
+        .collect();
     let mut order: Vec<usize> = (0..pool.len()).collect();
     order.sort_by(|&a, &b| {
         scores[a]
@@ -301,7 +340,11 @@ pub fn typical(pool: &Pool, p: f32, min_keep: usize) -> Step {
             .then(pool.entries()[a].id.cmp(&pool.entries()[b].id))
     });
     let n = pool.len();
-    let max_surprise = probs.iter().map(|q| -q.ln()).fold(0.0, f64::max);
+    let max_surprise = probs
+        .iter()
+        .filter(|&&q| q > 0.0)
+        .map(|q| -q.ln())
+        .fold(0.0, f64::max);
     let score_tol = 8.0 * (n as f64 + 2.0) * f32::EPSILON as f64 * (1.0 + entropy + max_surprise);
     let tol = prob_tolerance(n);
     let p = p as f64;
@@ -614,6 +657,42 @@ pub fn compose(stages: &[Stage], pool: &Pool, history: &[TokenId]) -> Compositio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tie_edges_say_so_and_margin_edges_do_not() {
+        let equal = Pool::from_logits(&[1.0, 1.0, 1.0, 1.0]);
+        let cut = top_k(&equal, 2).edge.unwrap();
+        assert!(cut.is_tie(), "{}", cut.0);
+        let top = greedy(&equal).edge.unwrap();
+        assert!(top.is_tie(), "{}", top.0);
+        let top = temp(&equal, 0.0).edge.unwrap();
+        assert!(top.is_tie(), "{}", top.0);
+        // The mass of two of four equal entries is exactly p = 0.5: a margin, not a tie.
+        let margin = top_p(&equal, 0.5, 1).edge.unwrap();
+        assert!(!margin.is_tie(), "{}", margin.0);
+        let nan = typical(&Pool::from_logits(&[0.0, -200.0]), 0.5, 1)
+            .edge
+            .unwrap();
+        assert!(!nan.is_tie(), "{}", nan.0);
+    }
+
+    #[test]
+    fn exact_typical_decides_where_llama_cpp_entropy_is_nan() {
+        // p = (0.665, 0, 0.245, 0.090): entropy 0.832; scores 0.425, inf, 0.575, 1.575; the
+        // most typical entry alone holds 0.665 > 0.5.
+        let pool = Pool::from_logits(&[0.0, -200.0, -1.0, -2.0]);
+        let s = typical_exact(&pool, 0.5, 1);
+        assert_eq!(s.edge, None);
+        assert_eq!(s.pool.survivors(), vec![TokenId(0)]);
+        // A masked entry is the least typical and never kept before the others.
+        let masked = Pool::from_logits(&[2.0, f32::NEG_INFINITY, 1.0, f32::NEG_INFINITY]);
+        let s = typical_exact(&masked, 0.9, 1);
+        assert_eq!(s.edge, None);
+        assert_eq!(s.pool.survivors(), vec![TokenId(0), TokenId(2)]);
+        // Without zeros, exact and llama.cpp-shaped typical agree.
+        let plain = Pool::from_logits(&[2.0, 1.0, 0.5, -1.0]);
+        assert_eq!(typical_exact(&plain, 0.5, 1), typical(&plain, 0.5, 1));
+    }
     use crate::token_ids as ids;
 
     fn published() -> Pool {

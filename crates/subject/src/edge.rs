@@ -81,9 +81,10 @@ impl Sampler {
         // SAFETY: the header points at `data`, which holds at least max(len, 1) initialized
         // entries and lives for the whole call; every id is in the sampler's range.
         unsafe { self.apply_raw(&mut raw) };
-        let offset = (raw.data as usize).wrapping_sub(ptr as usize)
-            / std::mem::size_of::<sys::llama_token_data>();
-        if raw.data < ptr || offset > len || raw.size > len - offset {
+        let entry = std::mem::size_of::<sys::llama_token_data>();
+        let bytes = (raw.data as usize).wrapping_sub(ptr as usize);
+        let offset = bytes / entry;
+        if raw.data < ptr || bytes % entry != 0 || offset > len || raw.size > len - offset {
             bail!("the sampler left the array's window outside the buffer it was given");
         }
         Ok(RawResult {

@@ -6,7 +6,7 @@
 //! The models `make models` fetches are checked by size and sha256 instead (`models::resolve`);
 //! they skip this step.
 
-use crate::model::Model;
+use crate::model::{Model, Weights};
 use anyhow::{bail, Result};
 use contain::{Ended, Outcome, Task};
 use std::ffi::OsString;
@@ -24,11 +24,15 @@ pub const LOAD_TASK: Task = Task {
 pub const LOAD_TIMEOUT: Duration = Duration::from_secs(300);
 
 fn load_child(args: &[OsString]) -> i32 {
-    let [path] = args else {
-        eprintln!("error: the load-model task takes one path");
-        return 2;
+    let weights = match args.get(1).and_then(|w| w.to_str()) {
+        Some("as-stored") => Weights::AsStored,
+        Some("repacked") => Weights::Repacked,
+        _ => {
+            eprintln!("error: the load-model task takes a path and as-stored or repacked");
+            return 2;
+        }
     };
-    match Model::load(Path::new(path)) {
+    match Model::load_with(Path::new(&args[0]), weights) {
         Ok(_) => 0,
         Err(e) => {
             eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
@@ -39,19 +43,24 @@ fn load_child(args: &[OsString]) -> i32 {
 
 /// Paths whose child load succeeded in this process: a command line's check and its run
 /// both ask, and the second asks for free.
-static LOADED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static LOADED: Mutex<Vec<(PathBuf, Weights)>> = Mutex::new(Vec::new());
 
-/// Loads `path` in a child first. `Ok` when llama.cpp loaded it there; otherwise why not, in
-/// one line: its own refusal, or the signal it died of (contained).
-pub fn preflight(path: &Path) -> Result<()> {
+/// Loads `path` in a child first, with the weight layout the run will use. `Ok` when
+/// llama.cpp loaded it there; otherwise why not, in one line: its own refusal, or the signal
+/// it died of (contained).
+pub fn preflight(path: &Path, weights: Weights) -> Result<()> {
     let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
-    if loaded.iter().any(|p| p == path) {
+    if loaded.iter().any(|(p, w)| p == path && *w == weights) {
         return Ok(());
     }
-    let cmd = LOAD_TASK.command(&[path.as_os_str().to_owned()])?;
+    let layout = match weights {
+        Weights::AsStored => "as-stored",
+        Weights::Repacked => "repacked",
+    };
+    let cmd = LOAD_TASK.command(&[path.as_os_str().to_owned(), OsString::from(layout)])?;
     let out = contain::run(cmd, LOAD_TIMEOUT)?;
     judge(path, &out)?;
-    loaded.push(path.to_path_buf());
+    loaded.push((path.to_path_buf(), weights));
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! controls through the same probe and judge; the oracle's own check; one verdict row per
 //! sampler and the report.
 
-use crate::judge::{self, Cell, Outcome};
+use crate::judge::{self, Cell, Judged, Outcome};
 use crate::planted::Planted;
 use crate::probe::{self, Observed};
 use crate::samplers::{self, Config};
@@ -90,14 +90,16 @@ pub fn run(plan: &Plan) -> Result<Audit> {
     })
 }
 
-/// A row's measured verdict: `present` on any judged defect, else `undecided` on a judged
-/// tie, else `absent`.
+/// A row's measured verdict: `present` on any defect (see `judge`), else `undecided` on a
+/// judged difference that rests on a margin, or when nothing in the row could be judged;
+/// else `absent`.
 pub fn row_verdict(cells: &[&Cell]) -> Verdict {
-    if cells.iter().any(|c| c.judged() && c.outcome.is_defect()) {
+    if cells.iter().any(|c| c.is_defect()) {
         Verdict::Present
     } else if cells
         .iter()
-        .any(|c| c.judged() && c.outcome == Outcome::Tie)
+        .any(|c| c.judged == Judged::Fully && c.outcome == Outcome::Tie)
+        || !cells.iter().any(|c| c.judged())
     {
         Verdict::Undecided
     } else {
@@ -147,11 +149,14 @@ impl Audit {
                             matches!(o, Outcome::Crashed(Ended::Signal(s)) if contain::signal_name(*s) == "SIGABRT")
                         }
                         Planted::NanOnLarge => *o == Outcome::ReturnsNan,
-                        Planted::KeepsExtra => *o == Outcome::Disagrees,
+                        Planted::KeepsExtra | Planted::DrawsMasked | Planted::GreedyLast => {
+                            *o == Outcome::Disagrees
+                        }
                         Planted::HangsOnOne => matches!(o, Outcome::Crashed(Ended::TimedOut(_))),
-                        Planted::Exact => false,
+                        Planted::SelectsOutside => *o == Outcome::SelectsOutside,
+                        Planted::Exact | Planted::ExactDraw | Planted::ExactGreedy => false,
                     };
-                    let flagged = cell.is_some_and(|c| c.judged() && want(&c.outcome));
+                    let flagged = cell.is_some_and(|c| c.is_defect() && want(&c.outcome));
                     out.push(Control::new(
                         ControlKind::Positive,
                         p.name(),
@@ -192,19 +197,32 @@ impl Audit {
     }
 
     fn evidence(&self) -> String {
-        let judged: Vec<&Cell> = self.cells.iter().filter(|c| c.judged()).collect();
-        let count = |f: &dyn Fn(&Outcome) -> bool| judged.iter().filter(|c| f(&c.outcome)).count();
+        let defects: Vec<&Cell> = self.cells.iter().filter(|c| c.is_defect()).collect();
+        let count = |f: &dyn Fn(&Outcome) -> bool| defects.iter().filter(|c| f(&c.outcome)).count();
+        let fully = self
+            .cells
+            .iter()
+            .filter(|c| c.judged == Judged::Fully)
+            .count();
+        let judged = self.cells.iter().filter(|c| c.judged()).count();
+        let ties = self
+            .cells
+            .iter()
+            .filter(|c| c.judged == Judged::Fully && c.outcome == Outcome::Tie)
+            .count();
         format!(
-            "{} probes ({} samplers x {} inputs), {} judged: {} crash or time out, {} return NaN, {} disagree, {} ties; {} unjudged (no oracle answer)",
+            "{} probes ({} samplers x {} inputs): {} judged for robustness, {} of them against the oracle's set, {} garbage-in; defects: {} crash or time out, {} select outside, {} return NaN, {} disagree; {} undecided (margin)",
             self.cells.len(),
             self.samplers.len(),
             self.inputs.len(),
-            judged.len(),
+            judged,
+            fully,
+            self.cells.len() - judged,
             count(&|o| matches!(o, Outcome::Crashed(_) | Outcome::Fails)),
+            count(&|o| *o == Outcome::SelectsOutside),
             count(&|o| *o == Outcome::ReturnsNan),
             count(&|o| *o == Outcome::Disagrees),
-            count(&|o| *o == Outcome::Tie),
-            self.cells.len() - judged.len()
+            ties
         )
     }
 
@@ -260,7 +278,7 @@ impl Audit {
         out.push_str("\n== outcomes ==\n");
         out.push_str(&self.table(&names, &self.cells, &inputs));
         out.push_str(
-            "  codes: ok behaves; ABRT/SEGV/... killed by that signal; TIME times out; FAIL no result;\n  NaN leaves a NaN logit or a NaN, infinite or negative p; DIFF disagrees with the oracle;\n  tie differs where the oracle's answer is undecided (a tie, a rounding margin, or a NaN\n  llama.cpp computes); lower case: no oracle answer for\n  that input (recorded, not judged), ran = finished without NaN\n",
+            "  codes: ok behaves (matches the oracle under some tie-break); ran finishes cleanly, no set\n  answer to judge; ABRT/SEGV/... killed by that signal; TIME times out; FAIL unreadable\n  result; OUT selected outside the array left; NaN leaves a NaN logit or a NaN, infinite or\n  negative p; DIFF disagrees with the oracle under every tie-break; tie differs where only a\n  rounding margin decides; lower case: garbage in (a NaN or +inf logit), recorded, not judged\n",
         );
         out.push_str("\n== every cell that is not ok or ran ==\n");
         for c in self
@@ -276,7 +294,7 @@ impl Audit {
                 c.detail
             ));
         }
-        out.push_str("\n== planted controls (judged as top_k=2) ==\n");
+        out.push_str("\n== planted controls (each judged as the sampler it imitates) ==\n");
         let planted: Vec<&str> = Planted::ALL.iter().map(|p| p.name()).collect();
         let all_inputs: Vec<&str> = inputs::all().iter().map(|i| i.name).collect();
         out.push_str(&self.table(&planted, &self.control_cells, &all_inputs));
@@ -289,7 +307,12 @@ impl Audit {
             "input": c.input,
             "code": c.code(),
             "outcome": c.words(),
-            "judged": c.judged(),
+            "judged": match &c.judged {
+                Judged::Fully => "robustness and set",
+                Judged::RobustnessOnly(_) => "robustness only",
+                Judged::Not(_) => "not judged",
+            },
+            "defect": c.is_defect(),
             "detail": c.detail,
         })
     }

@@ -21,7 +21,7 @@ pub struct Args {
     pub input: Option<String>,
     /// Seconds a probe may run before it is killed and recorded as timing out (0.1 to 600;
     /// a time-out is retried once).
-    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
     pub timeout: f64,
     #[command(flatten)]
     pub out: cmdline::Output,
@@ -64,6 +64,9 @@ pub fn plan(args: &Args) -> Result<Plan> {
             "--timeout must be between 0.1 and 600 seconds, got {}",
             args.timeout
         );
+    }
+    if args.audit && (args.sampler.is_some() || args.input.is_some()) {
+        bail!("--audit writes the full table; it does not take --sampler or --input");
     }
     Ok(Plan {
         samplers: names("--sampler", &args.sampler, &sampler_names)?,

@@ -1,20 +1,24 @@
-//! Classifies one probe: what the sampler did with the input, and whether the oracle may
-//! judge it.
+//! Classifies one probe: what the sampler did with the input, and what of it may be judged.
 //!
-//! Order of the rule (the first that applies): the child was killed (`aborts: SIG...`) or
-//! ran past the deadline (`times out`); it ended without a result (`fails`); the array it
-//! left holds a NaN logit or a `p` that is NaN, infinite or negative (`returns NaN`); the
-//! oracle's answer differs (`disagrees`, or `tie` when that answer rests on a tie or a
-//! rounding margin, or on a NaN llama.cpp computes: `tie`); otherwise `behaves`. A cell is *judged* only when the oracle has an
-//! answer for the input (see [`crate::inputs::domain`]); other cells are recorded with the
-//! same words and never count toward a verdict.
+//! Two questions, each asked only where it has an answer:
+//! - **Robustness** (no oracle needed), on every input without a NaN or `+inf` logit: the
+//!   sampler must not kill the process (`aborts: SIG...`), run past the deadline (`times
+//!   out`), leave a window the probe cannot read (`fails`), leave `selected` pointing outside
+//!   the array it leaves (`selects outside`), or leave a NaN logit or a NaN, infinite or
+//!   negative `p` (`returns NaN`). An input with NaN or `+inf` logits is garbage in: nothing
+//!   about it is judged, what happens is recorded.
+//! - **The set** (the oracle), where [`crate::inputs::domain`] gives a pool and the oracle
+//!   answers for the sampler: the survivors with every surviving logit (bit-exact, temp_ext
+//!   within 8(n+2) ulps), greedy's choice, or that a draw lands on a survivor. Where equal
+//!   logits may be ordered either way, every tie-break is tried and any one of them may be
+//!   matched; a difference that only a rounding margin can explain is `tie` (undecided).
 
 use crate::inputs::{self, EdgeInput};
 use crate::probe::Observed;
 use crate::samplers::{Config, Expect};
 use contain::Ended;
 use oracle::stage::Stage;
-use oracle::truncation::{self, Pool};
+use oracle::truncation::{self, Entry, Pool, Step};
 use oracle::TokenId;
 use subject::RawResult;
 
@@ -23,6 +27,7 @@ use subject::RawResult;
 pub enum Outcome {
     Crashed(Ended),
     Fails,
+    SelectsOutside,
     ReturnsNan,
     Disagrees,
     Tie,
@@ -30,23 +35,19 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The table's short code (upper case when judged).
-    pub fn code(&self, judged: bool) -> String {
-        let code = match self {
+    /// The table's short code.
+    fn code(&self) -> String {
+        match self {
             Outcome::Crashed(Ended::Signal(s)) => contain::signal_name(*s)
                 .trim_start_matches("SIG")
                 .to_string(),
             Outcome::Crashed(Ended::TimedOut(_)) => "TIME".to_string(),
             Outcome::Crashed(Ended::Exited(_)) | Outcome::Fails => "FAIL".to_string(),
+            Outcome::SelectsOutside => "OUT".to_string(),
             Outcome::ReturnsNan => "NaN".to_string(),
             Outcome::Disagrees => "DIFF".to_string(),
             Outcome::Tie => "tie".to_string(),
             Outcome::Behaves => "ok".to_string(),
-        };
-        if judged {
-            code
-        } else {
-            code.to_lowercase()
         }
     }
 
@@ -54,7 +55,8 @@ impl Outcome {
     pub fn words(&self) -> String {
         match self {
             Outcome::Crashed(e) => e.describe(),
-            Outcome::Fails => "fails".to_string(),
+            Outcome::Fails => "fails (the array's window is unreadable)".to_string(),
+            Outcome::SelectsOutside => "selects outside the array it leaves".to_string(),
             Outcome::ReturnsNan => "returns NaN".to_string(),
             Outcome::Disagrees => "disagrees with the oracle".to_string(),
             Outcome::Tie => "differs where the oracle's answer is undecided".to_string(),
@@ -62,10 +64,24 @@ impl Outcome {
         }
     }
 
-    /// Whether a judged cell with this outcome is a defect.
-    pub fn is_defect(&self) -> bool {
-        !matches!(self, Outcome::Behaves | Outcome::Tie)
+    /// Whether this outcome breaks the robustness rule.
+    fn unrobust(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Crashed(_) | Outcome::Fails | Outcome::SelectsOutside | Outcome::ReturnsNan
+        )
     }
+}
+
+/// How much of a cell may be judged.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Judged {
+    /// Robustness and the set.
+    Fully,
+    /// Robustness only; why the oracle has no set answer.
+    RobustnessOnly(String),
+    /// Nothing (a NaN or `+inf` logit in the input).
+    Not(String),
 }
 
 /// One probe's classification.
@@ -74,32 +90,47 @@ pub struct Cell {
     pub sampler: &'static str,
     pub input: &'static str,
     pub outcome: Outcome,
-    /// `None` when the oracle has an answer; otherwise why it has none.
-    pub unjudged: Option<String>,
+    pub judged: Judged,
     /// What was seen, in one line (the array left, the oracle's answer where they differ).
     pub detail: String,
 }
 
 impl Cell {
-    pub fn judged(&self) -> bool {
-        self.unjudged.is_none()
-    }
-
-    /// The table's code: upper case when judged; `ran` for an unjudged probe that finished
-    /// without NaN (there is no answer to call it `ok` against).
-    pub fn code(&self) -> String {
-        match (&self.outcome, self.judged()) {
-            (Outcome::Behaves, false) => "ran".to_string(),
-            (o, judged) => o.code(judged),
+    /// Whether the cell is a defect under the rules (see the module doc).
+    pub fn is_defect(&self) -> bool {
+        match self.judged {
+            Judged::Not(_) => false,
+            Judged::RobustnessOnly(_) => self.outcome.unrobust(),
+            Judged::Fully => !matches!(self.outcome, Outcome::Behaves | Outcome::Tie),
         }
     }
 
-    /// The cell in words, with why it is not judged where it is not.
+    /// Whether anything about the cell was judged.
+    pub fn judged(&self) -> bool {
+        !matches!(self.judged, Judged::Not(_))
+    }
+
+    /// The table's code: upper case when judged, lower case when not; `ran` for a probe that
+    /// finished cleanly with no set answer to call it `ok` against.
+    pub fn code(&self) -> String {
+        match (&self.outcome, &self.judged) {
+            (Outcome::Behaves, Judged::Fully) => "ok".to_string(),
+            (Outcome::Behaves, _) => "ran".to_string(),
+            (o, Judged::Not(_)) => o.code().to_lowercase(),
+            (o, _) => o.code(),
+        }
+    }
+
+    /// The cell in words, with what was not judged and why.
     pub fn words(&self) -> String {
-        match (&self.outcome, &self.unjudged) {
-            (Outcome::Behaves, Some(why)) => format!("finishes; not judged ({why})"),
-            (o, Some(why)) => format!("{}; not judged ({why})", o.words()),
-            (o, None) => o.words(),
+        match (&self.outcome, &self.judged) {
+            (o, Judged::Fully) => o.words(),
+            (Outcome::Behaves, Judged::RobustnessOnly(why)) => {
+                format!("finishes cleanly; its set not judged ({why})")
+            }
+            (o, Judged::RobustnessOnly(_)) => o.words(),
+            (Outcome::Behaves, Judged::Not(why)) => format!("finishes; not judged ({why})"),
+            (o, Judged::Not(why)) => format!("{}; not judged ({why})", o.words()),
         }
     }
 }
@@ -114,12 +145,83 @@ fn left(r: &RawResult) -> String {
     format!("left {} selected {}", show(&items), r.selected)
 }
 
-/// The oracle's answer for `config` on `input`, or why it has none.
+/// The oracle's answer for `config` on `input`.
 enum Answer {
-    /// The stage's result; the entry a selecting stage chose.
-    Stage(truncation::Step, usize),
+    /// The stage's result under the canonical tie-break, and under every other one.
+    Stage(Vec<Step>, usize),
     /// A draw must land on one of these ids.
     Draw(Vec<TokenId>),
+}
+
+/// The stage's result on `pool`; typical in exact arithmetic (see `typical_exact`).
+pub fn oracle_step(stage: &Stage, pool: &Pool, history: &[TokenId]) -> Step {
+    match stage {
+        Stage::Typical { p, min_keep } => truncation::typical_exact(pool, *p, *min_keep),
+        s => truncation::apply(s, pool, history),
+    }
+}
+
+/// Every way to order equal logits: the pool's ids permuted within each group of equal
+/// logits (the canonical order, logit descending then id ascending, breaks ties by id, so a
+/// relabelled pool is the same pool under another tie-break).
+fn relabelings(pool: &Pool) -> Vec<Vec<(TokenId, TokenId)>> {
+    let e = pool.entries();
+    let mut out: Vec<Vec<(TokenId, TokenId)>> = vec![Vec::new()];
+    let mut i = 0;
+    while i < e.len() {
+        let j = (i..e.len())
+            .find(|&j| e[j].logit.to_bits() != e[i].logit.to_bits())
+            .unwrap_or(e.len());
+        let ids: Vec<TokenId> = e[i..j].iter().map(|x| x.id).collect();
+        let mut next = Vec::new();
+        for perm in permutations(&ids) {
+            for prefix in &out {
+                let mut m = prefix.clone();
+                m.extend(ids.iter().copied().zip(perm.iter().copied()));
+                next.push(m);
+            }
+        }
+        out = next;
+        i = j;
+    }
+    out
+}
+
+fn permutations(ids: &[TokenId]) -> Vec<Vec<TokenId>> {
+    if ids.len() <= 1 {
+        return vec![ids.to_vec()];
+    }
+    let mut out = Vec::new();
+    for k in 0..ids.len() {
+        let mut rest = ids.to_vec();
+        let first = rest.remove(k);
+        for mut tail in permutations(&rest) {
+            tail.insert(0, first);
+            out.push(tail);
+        }
+    }
+    out
+}
+
+/// The stage under the tie-break `map` (id -> the id it is ordered as), read back in the
+/// original ids.
+fn under(stage: &Stage, pool: &Pool, history: &[TokenId], map: &[(TokenId, TokenId)]) -> Step {
+    let to = |id: TokenId| map.iter().find(|(a, _)| *a == id).map_or(id, |(_, b)| *b);
+    let from = |id: TokenId| map.iter().find(|(_, b)| *b == id).map_or(id, |(a, _)| *a);
+    let relabelled = Pool::new(pool.entries().iter().map(|e| Entry {
+        id: to(e.id),
+        logit: e.logit,
+    }));
+    let history: Vec<TokenId> = history.iter().map(|&h| to(h)).collect();
+    let step = oracle_step(stage, &relabelled, &history);
+    Step {
+        pool: Pool::new(step.pool.entries().iter().map(|e| Entry {
+            id: from(e.id),
+            logit: e.logit,
+        })),
+        edge: step.edge,
+        selected: step.selected.map(from),
+    }
 }
 
 fn answer(config: &Config, input: &EdgeInput) -> Result<Answer, String> {
@@ -129,10 +231,18 @@ fn answer(config: &Config, input: &EdgeInput) -> Result<Answer, String> {
             if *stage == Stage::Greedy && pool.is_empty() {
                 return Err("an empty array has nothing to select".to_string());
             }
-            Ok(Answer::Stage(
-                truncation::apply(stage, &pool, &config.history),
-                pool.len(),
-            ))
+            // Penalties count ids of the history, which a relabelling would move: they are
+            // elementwise and have no tie-break to try.
+            let maps = if matches!(stage, Stage::Penalties { .. }) {
+                vec![Vec::new()]
+            } else {
+                relabelings(&pool)
+            };
+            let steps = maps
+                .iter()
+                .map(|m| under(stage, &pool, &config.history, m))
+                .collect();
+            Ok(Answer::Stage(steps, pool.len()))
         }
         Expect::Draw => {
             let survivors = pool.survivors();
@@ -168,66 +278,96 @@ fn selected_id(r: &RawResult) -> Option<i32> {
         .map(|e| e.id)
 }
 
-/// Compares a returned array with the oracle's answer: `None` when they agree.
-fn compare(config: &Config, r: &RawResult, answer: &Answer) -> Option<String> {
+/// How a returned array differs from one oracle step: `None` when they agree.
+fn differs(config: &Config, r: &RawResult, step: &Step, n: usize) -> Option<String> {
+    let got = oracle::survivors(r.entries.iter().map(|e| (TokenId(e.id), e.logit)));
+    let want = step.pool.survivors();
+    if got != want {
+        return Some(format!("survivors {got:?}, oracle {want:?}"));
+    }
+    let bound = ulp_bound(config, n);
+    for e in r.entries.iter().filter(|e| e.logit > f32::NEG_INFINITY) {
+        let w = step
+            .pool
+            .entries()
+            .iter()
+            .find(|x| x.id == TokenId(e.id))
+            .map(|x| x.logit);
+        if let Some(w) = w {
+            if oracle::ulps(e.logit, w) > bound {
+                return Some(format!(
+                    "id {} has logit {}, oracle {w} (more than {bound} ulps apart)",
+                    e.id, e.logit
+                ));
+            }
+        }
+    }
+    if let Some(want) = step.selected {
+        if selected_id(r) != Some(want.0) {
+            return Some(format!(
+                "selected index {} (id {:?}), oracle id {want}",
+                r.selected,
+                selected_id(r)
+            ));
+        }
+    }
+    None
+}
+
+/// The set verdict: `None` when the array matches the oracle (under some tie-break),
+/// otherwise the outcome and why.
+fn compare(config: &Config, r: &RawResult, answer: &Answer) -> Option<(Outcome, String)> {
     match answer {
         Answer::Draw(allowed) => match selected_id(r) {
             Some(id) if allowed.contains(&TokenId(id)) => None,
-            Some(id) => Some(format!(
-                "drew id {id}, not one of the survivors {allowed:?}"
+            Some(id) => Some((
+                Outcome::Disagrees,
+                format!("drew id {id}, not one of the survivors {allowed:?}"),
             )),
-            None => Some(format!(
-                "selected index {} is not an entry of the {} left",
-                r.selected,
-                r.entries.len()
+            None => Some((
+                Outcome::Disagrees,
+                format!("drew nothing (selected {})", r.selected),
             )),
         },
-        Answer::Stage(step, n) => {
-            let got = oracle::survivors(r.entries.iter().map(|e| (TokenId(e.id), e.logit)));
-            let want = step.pool.survivors();
-            if got != want {
-                return Some(format!("survivors {got:?}, oracle {want:?}"));
+        Answer::Stage(steps, n) => {
+            let first = differs(config, r, &steps[0], *n)?;
+            if steps.iter().any(|s| differs(config, r, s, *n).is_none()) {
+                return None;
             }
-            let bound = ulp_bound(config, *n);
-            for e in r.entries.iter().filter(|e| e.logit > f32::NEG_INFINITY) {
-                let w = step
-                    .pool
-                    .entries()
-                    .iter()
-                    .find(|x| x.id == TokenId(e.id))
-                    .map(|x| x.logit);
-                if let Some(w) = w {
-                    if oracle::ulps(e.logit, w) > bound {
-                        return Some(format!(
-                            "id {} has logit {}, oracle {w} (more than {bound} ulps apart)",
-                            e.id, e.logit
-                        ));
-                    }
-                }
+            // No tie-break explains it. Only a rounding margin (or a NaN llama.cpp computes)
+            // could; a tie alone cannot, once every tie-break was tried.
+            match steps
+                .iter()
+                .find_map(|s| s.edge.as_ref().filter(|e| !e.is_tie()))
+            {
+                Some(margin) => Some((Outcome::Tie, format!("{first}; {}", margin.0))),
+                None => Some((
+                    Outcome::Disagrees,
+                    format!("{first} (under each of {} tie-breaks)", steps.len()),
+                )),
             }
-            if let Some(want) = step.selected {
-                if selected_id(r) != Some(want.0) {
-                    return Some(format!(
-                        "selected index {} (id {:?}), oracle id {want}",
-                        r.selected,
-                        selected_id(r)
-                    ));
-                }
-            }
-            None
         }
     }
 }
 
 /// Classifies one probe of `config` on `input`.
 pub fn classify(config: &Config, input: &EdgeInput, observed: &Observed) -> Cell {
+    let garbage = input
+        .entries
+        .iter()
+        .find(|(_, l)| l.is_nan() || *l == f32::INFINITY)
+        .map(|(id, l)| format!("garbage in: id {id} has logit {l}"));
     let answer = answer(config, input);
-    let unjudged = answer.as_ref().err().cloned();
+    let judged = match (&garbage, &answer) {
+        (Some(g), _) => Judged::Not(g.clone()),
+        (None, Err(why)) => Judged::RobustnessOnly(why.clone()),
+        (None, Ok(_)) => Judged::Fully,
+    };
     let cell = |outcome, detail: String| Cell {
         sampler: config.name,
         input: input.name,
         outcome,
-        unjudged: unjudged.clone(),
+        judged: judged.clone(),
         detail,
     };
     let r = match observed {
@@ -242,6 +382,9 @@ pub fn classify(config: &Config, input: &EdgeInput, observed: &Observed) -> Cell
         Observed::Failed(line) => return cell(Outcome::Fails, line.clone()),
         Observed::Returned(r) => r,
     };
+    if r.selected != -1 && selected_id(r).is_none() {
+        return cell(Outcome::SelectsOutside, left(r));
+    }
     if let Some(what) = has_nan(r) {
         return cell(Outcome::ReturnsNan, format!("{what}; {}", left(r)));
     }
@@ -250,15 +393,33 @@ pub fn classify(config: &Config, input: &EdgeInput, observed: &Observed) -> Cell
     };
     match compare(config, r, &answer) {
         None => cell(Outcome::Behaves, left(r)),
-        Some(diff) => match &answer {
-            Answer::Stage(step, _) if step.edge.is_some() => cell(
-                Outcome::Tie,
-                format!(
-                    "{diff}; {}",
-                    step.edge.as_ref().map_or(String::new(), |e| e.0.clone())
-                ),
-            ),
-            _ => cell(Outcome::Disagrees, format!("{diff}; {}", left(r))),
-        },
+        Some((outcome, why)) => cell(outcome, format!("{why}; {}", left(r))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tie_break_is_one_relabelling() {
+        let pool = Pool::from_logits(&[1.0, 2.0, 1.0, 1.0]);
+        // One group of one (id 1), one group of three: 3! orders.
+        assert_eq!(relabelings(&pool).len(), 6);
+        let distinct = Pool::from_logits(&[1.0, 2.0, 3.0]);
+        assert_eq!(relabelings(&distinct).len(), 1);
+    }
+
+    #[test]
+    fn under_a_tie_break_top_k_may_keep_any_two_of_equal_logits() {
+        let pool = Pool::from_logits(&[1.0, 1.0, 1.0, 1.0]);
+        let k2: Stage = "top_k=2".parse().unwrap();
+        let mut kept: Vec<Vec<TokenId>> = relabelings(&pool)
+            .iter()
+            .map(|m| under(&k2, &pool, &[], m).pool.survivors())
+            .collect();
+        kept.sort();
+        kept.dedup();
+        assert_eq!(kept.len(), 6, "every pair of the four ids: {kept:?}");
     }
 }

@@ -1,10 +1,10 @@
 //! The oracle checked on its own, on edge inputs where it could be wrong, before it judges a
 //! probe: each case states by hand (computed on paper, exact in f32) which ids survive with
-//! which logits, or that the answer rests on a tie, and the oracle must match every value.
+//! which logits, or that the answer rests on a tie or on a margin, and the oracle the judge
+//! uses (`judge::oracle_step`, exact typical included) must match every value.
 
 use crate::inputs::{self, EdgeInput};
 use oracle::stage::Stage;
-use oracle::truncation;
 use oracle::TokenId;
 
 /// One hand-computed case.
@@ -14,8 +14,8 @@ struct Case {
     history: &'static [i32],
     /// Surviving ids with their exact logits, ascending by id; ignored when `tie`.
     survivors: Vec<(i32, f32)>,
-    /// The answer must carry a knife edge (a tie or an f32 margin).
-    tie: bool,
+    /// The answer must carry a knife edge: `Some(true)` a tie, `Some(false)` a margin.
+    tie: Option<bool>,
     /// The id a selecting stage must choose.
     selected: Option<i32>,
 }
@@ -27,7 +27,7 @@ fn cases() -> Vec<Case> {
         input,
         history: &[],
         survivors,
-        tie: false,
+        tie: None,
         selected: None,
     };
     vec![
@@ -60,7 +60,7 @@ fn cases() -> Vec<Case> {
                 (2, 0.5f32 / 1.5 - 1.0),
                 (3, -1.0),
             ],
-            tie: false,
+            tie: None,
             selected: None,
         },
         Case {
@@ -68,19 +68,25 @@ fn cases() -> Vec<Case> {
             input: "one",
             history: &[],
             survivors: vec![(0, 1.0)],
-            tie: false,
+            tie: None,
             selected: Some(0),
         },
         // The cut after two of four equal logits is a tie.
         Case {
-            tie: true,
+            tie: Some(true),
             ..case("top_k=2", "equal", vec![])
         },
-        // A probability that is 0 in f32 makes llama.cpp's entropy NaN: no decided answer.
+        // Two of four equal entries hold exactly p = 0.5: a margin, not a tie.
         Case {
-            tie: true,
-            ..case("typical=0.5", "zero-prob", vec![])
+            tie: Some(false),
+            ..case("top_p=0.5", "equal", vec![])
         },
+        // Exact typical where llama.cpp's f32 entropy is NaN: p = (0.665, 0, 0.245, 0.090),
+        // entropy 0.832, the most typical entry alone holds 0.665 > 0.5.
+        case("typical=0.5", "zero-prob", vec![(0, 0.0)]),
+        // Masked entries add nothing to the entropy and are the least typical: p = (0.731,
+        // 0.269) over ids 0 and 2, scores 0.269 and 0.731, so id 0 alone (0.731 > 0.5).
+        case("typical=0.5", "some-neg-inf", vec![(0, 2.0)]),
     ]
 }
 
@@ -97,12 +103,13 @@ fn check(c: &Case, inputs: &[EdgeInput]) -> Option<String> {
         Err(why) => return Some(format!("{} on {}: {why}", c.stage, c.input)),
     };
     let history: Vec<TokenId> = oracle::token_ids(c.history);
-    let step = truncation::apply(&stage, &pool, &history);
+    let step = crate::judge::oracle_step(&stage, &pool, &history);
     let label = format!("{} on {}", c.stage, c.input);
-    if c.tie {
-        return match step.edge {
-            Some(_) => None,
-            None => Some(format!("{label}: expected a tie, the oracle decided")),
+    if let Some(tie) = c.tie {
+        return match &step.edge {
+            Some(e) if e.is_tie() == tie => None,
+            Some(e) => Some(format!("{label}: the edge is of the other kind ({})", e.0)),
+            None => Some(format!("{label}: expected an edge, the oracle decided")),
         };
     }
     if let Some(e) = &step.edge {

@@ -7,7 +7,7 @@
 //! would dwarf the probes; their edge inputs are a task for a model-backed probe).
 
 use crate::inputs::N_VOCAB;
-use crate::planted::{self, Planted};
+use crate::planted::{self, Imitates, Planted};
 use anyhow::Result;
 use oracle::penalty::PenaltyParams;
 use oracle::stage::Stage;
@@ -151,16 +151,19 @@ pub fn subjects() -> Vec<Config> {
     ]
 }
 
-/// The planted controls, judged as `top_k=2`.
+/// The planted controls, each judged as the sampler it imitates.
 pub fn controls() -> Vec<Config> {
-    let top_k: Stage = "top_k=2".parse().expect("parses");
     Planted::ALL
         .into_iter()
         .map(|p| Config {
             name: p.name(),
             params: p.what().to_string(),
             make: Make::Planted(p),
-            expect: Expect::Stage(top_k.clone()),
+            expect: match p.imitates() {
+                Imitates::TopK2 => Expect::Stage(Stage::TopK { k: 2 }),
+                Imitates::Greedy => Expect::Stage(Stage::Greedy),
+                Imitates::Draw => Expect::Draw,
+            },
             history: Vec::new(),
         })
         .collect()

@@ -289,7 +289,7 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
             .collect::<Result<Vec<_>>>(),
     )?;
     for m in &models {
-        cmdline::refuse(harness::preflight(m))?;
+        cmdline::refuse(harness::preflight(m, Weights::AsStored))?;
     }
     Ok(Config {
         args,

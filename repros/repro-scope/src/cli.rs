@@ -94,7 +94,7 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
     cmdline::refuse(subject::BuildInfo::verified())?;
     let run = cmdline::refuse(config(&args))?;
     let model = cmdline::refuse(models::resolve(&args.model_choice.model))?;
-    cmdline::refuse(harness::preflight(&model))?;
+    cmdline::refuse(harness::preflight(&model, subject::Weights::Repacked))?;
     Ok(Config { args, run, model })
 }
 

@@ -176,8 +176,13 @@ impl Audit {
             .iter()
             .map(|r| format!("{} {}", r.sampler, r.max_distinct))
             .collect();
+        let crashed = if self.fuzz.crashed.is_empty() {
+            String::new()
+        } else {
+            format!(" (not run: {})", self.fuzz.crashed.join("; "))
+        };
         format!(
-            "max distinct sets over orders {}; fuzzer {} of {} chains unsound, {} undecided",
+            "max distinct sets over orders {}; fuzzer {} of {} chains unsound, {} undecided{crashed}",
             distinct.join(", "),
             self.fuzz.unsound,
             self.fuzz.tried,
@@ -217,9 +222,12 @@ impl Audit {
     /// The fix's measured answer: `absent` when, with `sorted_guard` before each flag-reading
     /// stage, the permutation audit gives one set (the oracle's) everywhere, the fuzzer finds no
     /// unsound chain and the published chain is sound.
+    /// A fuzzer chunk whose child died ran chains nobody judged, guarded ones among them, so
+    /// the fix cannot be called `absent` then.
     pub fn guard_measured(&self) -> Verdict {
         let clean = self.perm.rows.iter().all(|r| r.guarded_ok)
             && self.fuzz.guarded_unsound == 0
+            && self.fuzz.crashed.is_empty()
             && self.guarded_report.verdict == Verdict::Absent;
         Verdict::found(!clean)
     }
@@ -227,12 +235,17 @@ impl Audit {
     pub fn guard_report(&self) -> Report {
         let guarded = fuzz::guarded(&self.published);
         let evidence = format!(
-            "with sorted_guard: published chain keeps {}; permutation audit one set = oracle in every case: {}; fuzzer {} of {} chains unsound, {} undecided",
+            "with sorted_guard: published chain keeps {}; permutation audit one set = oracle in every case: {}; fuzzer {} of {} chains unsound, {} undecided{}",
             chain::ids_text(&self.guarded_report.subject.survivors),
             self.perm.rows.iter().all(|r| r.guarded_ok),
             self.fuzz.guarded_unsound,
             self.fuzz.tried,
-            self.fuzz.guarded_undecided
+            self.fuzz.guarded_undecided,
+            if self.fuzz.crashed.is_empty() {
+                String::new()
+            } else {
+                format!(" (not run: {})", self.fuzz.crashed.join("; "))
+            }
         );
         Report::new(
             self.build

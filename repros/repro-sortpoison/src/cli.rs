@@ -4,7 +4,7 @@ use crate::audit;
 use crate::chain::{self, ChainCase};
 use crate::fuzz;
 use crate::stage::ChainStage;
-use anyhow::{ensure, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use clap::Parser;
 use oracle::stage::{self, ParseError};
 use oracle::TokenId;
@@ -96,10 +96,14 @@ pub const CHAIN_GATE_INPUTS: usize = 200;
 /// The chain the flags describe.
 pub fn case(args: &Args) -> Result<ChainCase> {
     let given = args.logits.is_some() || !args.stages.is_empty() || args.history.is_some();
-    ensure!(
-        !(args.audit && given),
-        "--audit runs fixed cases; it does not take --logits, --stage or --history"
-    );
+    let fixed = [
+        (args.audit, "--audit"),
+        (args.census, "--census"),
+        (args.fuzz, "--fuzz"),
+    ];
+    if let Some((_, mode)) = fixed.iter().find(|(on, _)| *on && given) {
+        bail!("{mode} runs fixed cases; it does not take --logits, --stage or --history");
+    }
     ensure!(
         args.stages.len() <= MAX_STAGES,
         "{} --stage flags; a chain has at most {MAX_STAGES} stages",
@@ -160,7 +164,7 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
     let case = cmdline::refuse(case(&args))?;
     cmdline::refuse(check_fuzz_chains(&args))?;
     if let Some(path) = &args.vocab_model {
-        cmdline::refuse(subject::preflight(path))?;
+        cmdline::refuse(subject::preflight(path, subject::Weights::Repacked))?;
     }
     Ok(Config { args, case, build })
 }
