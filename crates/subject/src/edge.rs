@@ -84,7 +84,8 @@ impl Sampler {
         let entry = std::mem::size_of::<sys::llama_token_data>();
         let bytes = (raw.data as usize).wrapping_sub(ptr as usize);
         let offset = bytes / entry;
-        if raw.data < ptr || !bytes.is_multiple_of(entry) || offset > len || raw.size > len - offset {
+        if raw.data < ptr || !bytes.is_multiple_of(entry) || offset > len || raw.size > len - offset
+        {
             bail!("the sampler left the array's window outside the buffer it was given");
         }
         Ok(RawResult {
