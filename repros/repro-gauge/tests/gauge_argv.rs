@@ -13,9 +13,12 @@ const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
 /// A scratch folder for this test binary and its paths.
 struct Scratch {
     dir: PathBuf,
-    /// A regular file that is not a model (`models::resolve` accepts it as a path; llama.cpp
-    /// would refuse it at load time).
+    /// A regular file that is not a model (`models::resolve` accepts it as a path; the
+    /// check's contained load refuses it).
     garbage: String,
+    /// A link to the real SmolLM2 file under another name: a user-named model, loaded once in
+    /// a child by the check (about 0.15 s).
+    model: String,
     /// A model cache with the teacher-forced text and no models: `smollm2` and `gemma3` are
     /// refused at once instead of hashed.
     cache: String,
@@ -42,8 +45,14 @@ fn scratch(name: &str) -> Scratch {
         &cache.join("teacher-text.md"),
         b"# A short teacher-forced text\n",
     );
+    let model = dir.join("my-model.gguf");
+    let real = models::resolve("smollm2")
+        .expect("run `make models` first")
+        .path;
+    std::os::unix::fs::symlink(real, &model).unwrap();
     Scratch {
         garbage: write(&dir.join("garbage.gguf"), &[7u8; 64]),
+        model: model.display().to_string(),
         cache: cache.display().to_string(),
         two: write(
             &dir.join("two.txt"),
@@ -75,9 +84,8 @@ fn check_only_checks_and_stops() {
             .split(' ')
             .collect();
     for args in [
-        // Loading this file would fail (exit 2) at run time: check-only stops before.
-        &["--model", &s.garbage][..],
-        &["--audit", "--models", &s.garbage, "--results", &results],
+        &["--model", &s.model][..],
+        &["--audit", "--models", &s.model, "--results", &results],
         &[],
         &makefile_default,
         &makefile_legacy,
@@ -92,6 +100,8 @@ fn check_only_checks_and_stops() {
     assert!(!s.dir.join("results").exists());
     assert_refused(BIN, &["--theta", "0"], &[CHECK_ONLY]);
     assert_refused(BIN, &["--prompt-file", &s.empty], &[CHECK_ONLY]);
+    // A file llama.cpp cannot load is refused by the check's contained load.
+    assert_refused(BIN, &["--model", &s.garbage], &[CHECK_ONLY]);
     std::fs::remove_dir_all(&s.dir).unwrap();
 }
 
@@ -123,7 +133,7 @@ fn upper_bounds_are_stated_and_refused_past_them() {
     let (one_theta, shifts_42) = (values(1, 0.1), values(42, 1.0));
     // 5 thetas x 17 shifts = 85, at the bound.
     let (thetas_4, shifts_16) = (values(4, 0.1), values(16, 1.0));
-    let g = s.garbage.as_str();
+    let g = s.model.as_str();
     let five = [g; 5].join(",");
     let four = [g; 4].join(",");
     for args in [
@@ -166,13 +176,15 @@ fn upper_bounds_are_stated_and_refused_past_them() {
 #[test]
 fn argv_fuzz() {
     let s = scratch("fuzz");
-    let models = Flag::value("--models", &["nope", "/no/such/model.gguf"])
-        .with_good([s.garbage.clone(), format!("{},/no/such.gguf", s.garbage)])
-        .with_rare(&["smollm2", "gemma3", "smollm2,gemma3"]);
+    let garbage_list = format!("{},/no/such.gguf", s.garbage);
+    let models = Flag::value(
+        "--models",
+        &["nope", "/no/such/model.gguf", &s.garbage, &garbage_list],
+    )
+    .with_rare(&["smollm2", "gemma3", "smollm2,gemma3", &s.model]);
     let flags = vec![
-        Flag::value("--model", &["/no/such/model.gguf", "nope"])
-            .with_good([s.garbage.clone()])
-            .with_rare(&["smollm2", "gemma3"]),
+        Flag::value("--model", &["/no/such/model.gguf", "nope", &s.garbage])
+            .with_rare(&["smollm2", "gemma3", &s.model]),
         Flag::value("--prompt-file", &["/no/such/prompts.txt"]).with_good([
             s.two.clone(),
             s.empty.clone(),

@@ -11,16 +11,23 @@ const BIN: &str = env!("CARGO_BIN_EXE_repro-scope");
 const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
 
 /// A scratch folder for this test binary: a file that is not a model (`models::resolve`
-/// accepts any regular file as a path; llama.cpp would refuse it at load time) and an empty
-/// model cache, where `smollm2` and `gemma3` are refused at once instead of hashed.
-fn scratch(name: &str) -> (PathBuf, String, String) {
+/// accepts any regular file as a path; the check's contained load refuses it), a link to the
+/// real SmolLM2 file under another name (a user-named model: the check loads it once in a
+/// child, about 0.15 s), and an empty model cache, where `smollm2` and `gemma3` are refused
+/// at once instead of hashed.
+fn scratch(name: &str) -> (PathBuf, String, String, String) {
     let dir = std::env::temp_dir().join(format!("scope-argv-{name}-{}", std::process::id()));
     let cache = dir.join("cache");
     std::fs::create_dir_all(&cache).unwrap();
     let garbage = dir.join("garbage.gguf");
     std::fs::write(&garbage, [7u8; 64]).unwrap();
+    let model = dir.join("my-model.gguf");
+    let real = models::resolve("smollm2")
+        .expect("run `make models` first")
+        .path;
+    std::os::unix::fs::symlink(real, &model).unwrap();
     let s = |p: &std::path::Path| p.display().to_string();
-    (dir.clone(), s(&garbage), s(&cache))
+    (dir.clone(), s(&garbage), s(&cache), s(&model))
 }
 
 #[test]
@@ -28,16 +35,16 @@ fn a_closed_stdout_pipe_ends_quietly() {
     assert_quiet_on_closed_pipe(BIN, &["--help"], &[]);
 }
 
-/// Under check-only mode a valid command line exits 0 without loading or decoding, and a
-/// refused one is still refused; the published configuration (SmolLM2, sha256-checked) passes.
+/// Under check-only mode a valid command line exits 0 without decoding, and a refused one is
+/// still refused; the published configuration (SmolLM2, sha256-checked) passes, and a file
+/// llama.cpp cannot load is refused by the check's contained load.
 #[test]
 fn check_only_checks_and_stops() {
-    let (dir, garbage, _) = scratch("check");
+    let (dir, garbage, _, model) = scratch("check");
     let results = dir.join("results").display().to_string();
     for args in [
-        // Loading this file would fail (exit 2) at run time: check-only stops before.
-        &["--model", &garbage][..],
-        &["--model", &garbage, "--audit", "--results", &results],
+        &["--model", &model][..],
+        &["--model", &model, "--audit", "--results", &results],
         &[],
     ] {
         let (code, stdout, stderr) = run_bin_with_env(BIN, args, &[CHECK_ONLY]);
@@ -50,6 +57,7 @@ fn check_only_checks_and_stops() {
     assert!(!dir.join("results").exists());
     assert_refused(BIN, &["--penalty", "nan"], &[CHECK_ONLY]);
     assert_refused(BIN, &["--model", "/no/such/model.gguf"], &[CHECK_ONLY]);
+    assert_refused(BIN, &["--model", &garbage], &[CHECK_ONLY]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -80,13 +88,13 @@ fn upper_bounds_are_stated_and_refused_past_them() {
     ] {
         assert_refused(BIN, args, &[]);
     }
-    let (dir, garbage, _) = scratch("bounds");
+    let (dir, _, _, model) = scratch("bounds");
     let sixteen = format!("{},1048576,gen:1048576,llama:1048576", list(13));
     let (code, _, stderr) = run_bin_with_env(
         BIN,
         &[
             "--model",
-            &garbage,
+            &model,
             "--scopes",
             &sixteen,
             "--max-new",
@@ -102,11 +110,10 @@ fn upper_bounds_are_stated_and_refused_past_them() {
 
 #[test]
 fn argv_fuzz() {
-    let (dir, garbage, cache) = scratch("fuzz");
+    let (dir, garbage, cache, model) = scratch("fuzz");
     let flags = vec![
-        Flag::value("--model", &["/no/such/model.gguf", "nope"])
-            .with_good([garbage])
-            .with_rare(&["smollm2", "gemma3"]),
+        Flag::value("--model", &["/no/such/model.gguf", "nope", &garbage])
+            .with_rare(&["smollm2", "gemma3", &model]),
         Flag::value(
             "--prompt",
             &[
