@@ -65,6 +65,8 @@ measure() {
   STATUS=0
   "${VALGRIND[@]}" --log-file="$log" "$@" >"$log.stdout" 2>"$log.stderr" || STATUS=$?
   t1=$(date +%s.%N)
+  # Valgrind writes no log when it cannot start the program (a missing binary, say).
+  [ -f "$log" ] || : >"$log"
   SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   # One pass over the log: every count valgrind printed, commas dropped. A leak shown as a
   # loss record is one of the "errors" of the ERROR SUMMARY line; those are taken out again.
@@ -84,7 +86,7 @@ measure() {
     NOTE="valgrind cannot run an instruction (unhandled instruction bytes; see $log)"
   fi
   if [ "$total" = none ]; then
-    NOTE="${NOTE:-no memcheck summary (valgrind or the program was killed; see $log)}"
+    NOTE="${NOTE:-no memcheck summary (valgrind or the program did not run to the end; see $log and $log.stderr)}"
     ERRORS=0
   else
     ERRORS=$((total - records))
