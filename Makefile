@@ -1,7 +1,9 @@
 # sampler-audit: every finding on every pinned llama.cpp build.
 #
 #   make audit   build both pinned builds, run every finding on each, write results/, print verdicts
-#   make test    the whole test suite on both builds, clippy and tidy included (CI runs this)
+#   make test    the whole test suite on both builds, clippy, tidy and memcheck included (CI runs this)
+#   make memcheck  valgrind memcheck on both builds (each repro's non-model paths, a short decode
+#                  of each model); fails on any memory error or byte definitely or indirectly lost
 #   make run BUILD=0.1.154 REPRO=repro-clone ARGS='--json'   one repro on one build
 #   make bench   F5: penalty stage cost per apply and end to end (results/bench/penalty-cost.json),
 #                and what a contained child costs per probe (results/bench/supervisor-cost.json)
@@ -38,10 +40,10 @@ bindir_0.1.154   := legacy/target/release
 CARGO := cargo
 CARGO_FLAGS := --release --locked
 
-.PHONY: audit test run deps build check-build fmt-check clippy models bench
+.PHONY: audit test run deps build check-build fmt-check clippy models bench memcheck
 
 # cmake and libclang are what llama-cpp-sys-2's build script needs; valgrind runs the
-# memcheck probe of repro-clone --stateful. Install them only if missing.
+# memcheck probe of repro-clone --stateful and `make memcheck`. Install them only if missing.
 deps:
 	@if ! command -v cmake >/dev/null || ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ! command -v valgrind >/dev/null; then \
 	  echo "installing cmake, libclang-dev and valgrind with apt-get" >&2; \
@@ -102,6 +104,16 @@ clippy: deps
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets -- -D warnings
 	$(CARGO) clippy $(CARGO_FLAGS) --manifest-path legacy/Cargo.toml --all-targets -- -D warnings
 
+# Valgrind memcheck on both builds (scripts/memcheck.sh): repro-clone's minimal case (built-in
+# and ledger-penalties) and --stateful, repro-sortpoison's published chain and one chain of
+# every stage, and repro-scope decoding one token on SmolLM2 and on Gemma3. Planted controls
+# (crates/memcheck-planted) run first through the same check: a leak and an invalid read must
+# be caught. Suppressions, each explained, live in scripts/memcheck.supp (none are needed now).
+# It prints one line per run and exits 1 if any run has an error or a leak. About 6 minutes.
+memcheck: build models
+	@scripts/memcheck.sh
+
 test: deps fmt-check clippy models
 	$(CARGO) test $(CARGO_FLAGS) --workspace
 	$(CARGO) test $(CARGO_FLAGS) --manifest-path legacy/Cargo.toml
+	@$(MAKE) --no-print-directory memcheck
