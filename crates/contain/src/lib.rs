@@ -104,6 +104,23 @@ pub fn serve(tasks: &[Task]) -> Option<i32> {
     Some((task.handler)(&args))
 }
 
+/// A handler's last step: prints `answer` on stdout and returns 0, or prints the error in one
+/// line on stderr and returns 3 (the parent reads any other exit as "ended without an
+/// answer" and reports that line).
+pub fn reply(answer: Result<String>) -> i32 {
+    use std::io::Write;
+    match answer {
+        Ok(text) => match std::io::stdout().lock().write_all(text.as_bytes()) {
+            Ok(()) => 0,
+            Err(_) => 3,
+        },
+        Err(e) => {
+            say(&format!("error: {}", format!("{e:#}").replace('\n', " ")));
+            3
+        }
+    }
+}
+
 /// Whether this process is a child running a task.
 pub fn in_child() -> bool {
     std::env::var_os(TASK_ENV).is_some()

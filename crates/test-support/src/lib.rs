@@ -51,6 +51,20 @@ pub fn run_bin_with_env(
     )
 }
 
+/// The environment variable of `cmdline`'s check-only mode, set to `1`.
+pub const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
+
+/// Asserts that `bin args` passes its checks in check-only mode: exit 0, nothing on stdout or
+/// stderr.
+pub fn assert_check_only_ok(bin: impl AsRef<OsStr>, args: &[&str]) {
+    let (code, stdout, stderr) = run_bin_with_env(bin, args, &[CHECK_ONLY]);
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (0, "", ""),
+        "{args:?}"
+    );
+}
+
 /// Held by every test that decodes a model, in-process or through a repro binary.
 static DECODER: Mutex<()> = Mutex::new(());
 

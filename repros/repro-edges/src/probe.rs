@@ -58,16 +58,7 @@ fn last_words(line: &str) -> String {
 
 /// The child: `<sampler> <input>`; prints the result, or one line and exit 3.
 fn child(args: &[OsString]) -> i32 {
-    match child_result(args) {
-        Ok(text) => {
-            print!("{text}");
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            3
-        }
-    }
+    contain::reply(child_result(args))
 }
 
 fn child_result(args: &[OsString]) -> Result<String> {

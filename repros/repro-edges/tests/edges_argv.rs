@@ -3,7 +3,7 @@
 //! mode.
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
-use test_support::{assert_quiet_on_closed_pipe, assert_refused, run_bin_with_env};
+use test_support::{assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused};
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-edges");
 const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
@@ -27,12 +27,7 @@ fn check_only_checks_and_stops() {
         &["--audit", "--results", &results][..],
         &["--supervisor-cost", "10000", "--results", &results],
     ] {
-        let (code, stdout, stderr) = run_bin_with_env(BIN, args, &[CHECK_ONLY]);
-        assert_eq!(
-            (code, stdout.as_str(), stderr.as_str()),
-            (0, "", ""),
-            "{args:?}"
-        );
+        assert_check_only_ok(BIN, args);
     }
     assert!(!dir.exists(), "check-only wrote {}", dir.display());
     for args in [

@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 use test_support::argv_fuzz::{self, Flag, Fuzz};
-use test_support::{assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env};
+use test_support::{
+    assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-gauge");
 const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
@@ -90,12 +92,7 @@ fn check_only_checks_and_stops() {
         &makefile_default,
         &makefile_legacy,
     ] {
-        let (code, stdout, stderr) = run_bin_with_env(BIN, args, &[CHECK_ONLY]);
-        assert_eq!(
-            (code, stdout.as_str(), stderr.as_str()),
-            (0, "", ""),
-            "{args:?}"
-        );
+        assert_check_only_ok(BIN, args);
     }
     assert!(!s.dir.join("results").exists());
     assert_refused(BIN, &["--theta", "0"], &[CHECK_ONLY]);

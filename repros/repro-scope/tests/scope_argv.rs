@@ -5,7 +5,9 @@
 
 use std::path::PathBuf;
 use test_support::argv_fuzz::{self, Flag, Fuzz};
-use test_support::{assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env};
+use test_support::{
+    assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-scope");
 const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
@@ -47,12 +49,7 @@ fn check_only_checks_and_stops() {
         &["--model", &model, "--audit", "--results", &results],
         &[],
     ] {
-        let (code, stdout, stderr) = run_bin_with_env(BIN, args, &[CHECK_ONLY]);
-        assert_eq!(
-            (code, stdout.as_str(), stderr.as_str()),
-            (0, "", ""),
-            "{args:?}"
-        );
+        assert_check_only_ok(BIN, args);
     }
     assert!(!dir.join("results").exists());
     assert_refused(BIN, &["--penalty", "nan"], &[CHECK_ONLY]);

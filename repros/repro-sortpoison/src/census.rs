@@ -478,7 +478,7 @@ pub const ROW_TASK: Task = Task {
 const ROW_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn row_child(args: &[OsString]) -> i32 {
-    let result = (|| -> Result<Value> {
+    contain::reply((|| -> Result<String> {
         let [index, vocab] = args else {
             anyhow::bail!("the census row task takes an index and a vocabulary path or -");
         };
@@ -493,18 +493,8 @@ fn row_child(args: &[OsString]) -> i32 {
             (Some(v), true) => vocab_battery(v)?,
             _ => battery(),
         };
-        Ok(census_row(subject, &inputs)?.to_json())
-    })();
-    match result {
-        Ok(v) => {
-            println!("{v}");
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
-            3
-        }
-    }
+        Ok(census_row(subject, &inputs)?.to_json().to_string() + "\n")
+    })())
 }
 
 /// One row in a child: its row, or a [`Class::Crashed`] row saying how the child died.

@@ -3,7 +3,9 @@
 //! (`test_support::argv_fuzz`). The fuzz runs in check-only mode.
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
-use test_support::{assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env};
+use test_support::{
+    assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-sortpoison");
 const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
@@ -25,12 +27,7 @@ fn check_only_checks_and_stops() {
         &["--audit", "--results", &results][..],
         &["--logits", "2,1,0,-1", "--stage", "top_k=3", "--json"],
     ] {
-        let (code, stdout, stderr) = run_bin_with_env(BIN, args, &[CHECK_ONLY]);
-        assert_eq!(
-            (code, stdout.as_str(), stderr.as_str()),
-            (0, "", ""),
-            "{args:?}"
-        );
+        assert_check_only_ok(BIN, args);
     }
     assert!(!dir.exists(), "check-only wrote {}", dir.display());
     assert_refused(BIN, &["--stage", "top_p=1.5"], &[CHECK_ONLY]);

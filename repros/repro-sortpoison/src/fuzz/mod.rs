@@ -185,7 +185,7 @@ pub const CHUNK_TASK: Task = Task {
 };
 
 fn chunk_child(args: &[OsString]) -> i32 {
-    let result = (|| -> Result<Value> {
+    contain::reply((|| -> Result<String> {
         let n: Vec<u64> = args
             .iter()
             .map(|a| Ok(a.to_string_lossy().parse::<u64>()?))
@@ -193,18 +193,11 @@ fn chunk_child(args: &[OsString]) -> i32 {
         let [seed, start, end] = n[..] else {
             bail!("the fuzz chunk task takes a seed, a start and an end");
         };
-        Ok(fuzz_range(seed, start as usize, end as usize)?.chunk_json())
-    })();
-    match result {
-        Ok(v) => {
-            println!("{v}");
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
-            3
-        }
-    }
+        Ok(fuzz_range(seed, start as usize, end as usize)?
+            .chunk_json()
+            .to_string()
+            + "\n")
+    })())
 }
 
 /// [`fuzz`], chunk by chunk in contained children, merged.
