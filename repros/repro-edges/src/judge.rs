@@ -231,14 +231,7 @@ fn answer(config: &Config, input: &EdgeInput) -> Result<Answer, String> {
             if *stage == Stage::Greedy && pool.is_empty() {
                 return Err("an empty array has nothing to select".to_string());
             }
-            // Penalties count ids of the history, which a relabelling would move: they are
-            // elementwise and have no tie-break to try.
-            let maps = if matches!(stage, Stage::Penalties { .. }) {
-                vec![Vec::new()]
-            } else {
-                relabelings(&pool)
-            };
-            let steps = maps
+            let steps = relabelings(&pool)
                 .iter()
                 .map(|m| under(stage, &pool, &config.history, m))
                 .collect();

@@ -55,10 +55,6 @@ impl Config {
         }
         Ok(s)
     }
-
-    pub fn is_planted(&self) -> bool {
-        matches!(self.make, Make::Planted(_))
-    }
 }
 
 const SEED: u32 = 1;
