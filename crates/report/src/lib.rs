@@ -245,11 +245,20 @@ pub struct Subject {
     pub finding: String,
     /// The verdict's name, e.g. `clone-drops-token-count` or `...+ledger` for a fix's rerun.
     pub name: String,
-    /// The build tag (crate version), e.g. `0.1.161`.
+    /// The engine's label in the verdict table: `llama.cpp` or `candle` (`engine::EngineName`).
+    pub engine: String,
+    /// The build tag (crate version), e.g. `0.1.161`, or `candle-0.11.1`.
     pub build: String,
     /// One readable line naming the linked library.
     pub build_detail: String,
 }
+
+/// The key naming the engine, right after the header keys. Reports written before the engine
+/// seam (issue 14) have none; they are llama.cpp's, which is what [`Header::from_json`] reads.
+pub const ENGINE_KEY: &str = "engine";
+
+/// The engine a report without [`ENGINE_KEY`] was written for.
+pub const DEFAULT_ENGINE: &str = "llama.cpp";
 
 /// The key under which a report lists its verdict rows (after the header and `measured`).
 pub const ROWS_KEY: &str = "verdict_rows";
@@ -331,7 +340,11 @@ impl Report {
     pub fn with_body(mut self, body: Value) -> Report {
         if let Value::Object(m) = body {
             for (k, v) in m {
-                if !HEADER_KEYS.contains(&k.as_str()) && k != ROWS_KEY && k != "measured" {
+                if !HEADER_KEYS.contains(&k.as_str())
+                    && k != ROWS_KEY
+                    && k != "measured"
+                    && k != ENGINE_KEY
+                {
                     self.body.insert(k, v);
                 }
             }
@@ -379,6 +392,7 @@ impl Report {
             "controls".into(),
             Value::Array(self.controls.iter().map(Control::to_json).collect()),
         );
+        m.insert(ENGINE_KEY.into(), json!(s.engine));
         m.insert("measured".into(), json!(self.measured.as_str()));
         if !self.rows.is_empty() {
             m.insert(
@@ -540,6 +554,13 @@ impl Header {
             subject: Subject {
                 finding: text("finding")?,
                 name: text("name")?,
+                engine: match obj.get(ENGINE_KEY) {
+                    None => DEFAULT_ENGINE.to_string(),
+                    Some(v) => v
+                        .as_str()
+                        .map(str::to_string)
+                        .context("'engine' is not a string")?,
+                },
                 build: text("build")?,
                 build_detail: text("build_detail")?,
             },
@@ -559,6 +580,7 @@ mod tests {
         Subject {
             finding: "F9".into(),
             name: "planted".into(),
+            engine: DEFAULT_ENGINE.into(),
             build: "0.0.1".into(),
             build_detail: "test build".into(),
         }

@@ -68,6 +68,7 @@ impl BuildInfo {
         report::Subject {
             finding: finding.to_string(),
             name: name.to_string(),
+            engine: report::DEFAULT_ENGINE.to_string(),
             build: self.tag().to_string(),
             build_detail: self.describe(),
         }

@@ -28,6 +28,7 @@ struct Args {
 struct Line {
     finding: String,
     name: String,
+    engine: String,
     build: String,
     verdict: String,
     controls: String,
@@ -56,6 +57,7 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
         lines.push(Line {
             finding: s.finding.clone(),
             name: s.name.clone(),
+            engine: s.engine.clone(),
             build: s.build.clone(),
             verdict: h.verdict.as_str().to_string(),
             controls: controls.clone(),
@@ -65,6 +67,7 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
             lines.push(Line {
                 finding: s.finding.clone(),
                 name: name.clone(),
+                engine: s.engine.clone(),
                 build: s.build.clone(),
                 verdict: verdict.as_str().to_string(),
                 controls: controls.clone(),
@@ -72,20 +75,28 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
             });
         }
     }
-    lines.sort_by(|a, b| (&a.finding, &a.name, &a.build).cmp(&(&b.finding, &b.name, &b.build)));
+    lines.sort_by(|a, b| {
+        (&a.finding, &a.name, &a.engine, &a.build).cmp(&(&b.finding, &b.name, &b.engine, &b.build))
+    });
     Ok(lines)
 }
 
 fn table(lines: &[Line]) -> String {
     let w = lines.iter().map(|l| l.name.len()).max().unwrap_or(0).max(7);
+    let b = lines
+        .iter()
+        .map(|l| l.build.len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
     let mut out = format!(
-        "{:<4} {:<w$} {:<9} {:<12} {:<8} evidence\n",
-        "", "name", "build", "verdict", "controls"
+        "{:<4} {:<w$} {:<9} {:<b$} {:<12} {:<8} evidence\n",
+        "", "name", "engine", "build", "verdict", "controls"
     );
     for l in lines {
         out.push_str(&format!(
-            "{:<4} {:<w$} {:<9} {:<12} {:<8} {}\n",
-            l.finding, l.name, l.build, l.verdict, l.controls, l.evidence
+            "{:<4} {:<w$} {:<9} {:<b$} {:<12} {:<8} {}\n",
+            l.finding, l.name, l.engine, l.build, l.verdict, l.controls, l.evidence
         ));
     }
     out
@@ -126,6 +137,7 @@ mod tests {
             report::Subject {
                 finding: "F9".into(),
                 name: "planted".into(),
+                engine: "llama.cpp".into(),
                 build: "0.0.1".into(),
                 build_detail: "test".into(),
             },

@@ -37,6 +37,7 @@ fn scratch(name: &str) -> Scratch {
         report::Subject {
             finding: "F9".into(),
             name: "planted".into(),
+            engine: "llama.cpp".into(),
             build: "0.0.1".into(),
             build_detail: "test".into(),
         },

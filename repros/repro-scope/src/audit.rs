@@ -61,9 +61,7 @@ impl Audit {
 
     pub fn report(&self) -> Report {
         Report::new(
-            self.published
-                .build
-                .report_subject(crate::FINDING, run::NAME),
+            self.published.subject(),
             self.published.measured(),
             self.evidence(),
             self.controls(),
@@ -80,7 +78,7 @@ impl Audit {
     /// `results/scope.<build>.{json,txt}` and `results/scope-sweep.<build>.svg`.
     pub fn write(&self, dir: &Path) -> Result<()> {
         self.report().write(dir, "scope")?;
-        let tag = self.published.build.tag();
+        let tag = &self.published.engine.tag;
         let svg_path = dir.join(format!("scope-sweep.{tag}.svg"));
         let title = format!(
             "F3: where a last-N penalty window parts from the whole-sequence penalty ({}, {}, theta {})",

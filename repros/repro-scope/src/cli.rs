@@ -4,10 +4,14 @@ use crate::run::{self, LoadedModel, RunConfig};
 use crate::{audit, scope};
 use anyhow::{ensure, Context, Result};
 use clap::Parser;
+use engine::EngineName;
 use std::ffi::OsString;
 
 pub const PUBLISHED_PROMPT: &str = "How do you say thank you in Chinese?";
 pub const DEFAULT_SCOPES: &str = "all,64,128,gen:64,llama:64";
+/// With `--engine candle`: the scopes candle's examples use (the whole sequence, the last 64
+/// as the quantized example, the last 128 as the llama example).
+pub const DEFAULT_SCOPES_OTHER_ENGINE: &str = "all,64,128";
 
 /// F3: one repetition penalty, different scopes: where does greedy output part ways?
 #[derive(Parser, Debug)]
@@ -25,10 +29,17 @@ pub struct Args {
     #[arg(long, default_value_t = 120, allow_negative_numbers = true)]
     pub max_new: i64,
     /// Comma-separated scopes: all, N (last N tokens of the sequence), gen:N (last N
-    /// generated tokens), llama:N (llama.cpp's penalties sampler, window N, prompt accepted);
-    /// at most 16 scopes, each window N at most 1048576.
-    #[arg(long, default_value = DEFAULT_SCOPES)]
-    pub scopes: String,
+    /// generated tokens), llama:N (llama.cpp's penalties sampler, window N, prompt accepted;
+    /// llama.cpp only); at most 16 scopes, each window N at most 1048576. Default:
+    /// all,64,128,gen:64,llama:64 (llama), all,64,128 (candle).
+    #[arg(long)]
+    pub scopes: Option<String>,
+    /// Whose logits, penalty and greedy choice: llama (llama.cpp, the build this binary
+    /// links) or candle (its quantized GGUF decoder and `apply_repeat_penalty` on the same
+    /// file and prompt ids; default build only). With candle, each scope is also decoded by
+    /// llama.cpp and the two are compared.
+    #[arg(long, default_value = "llama")]
+    pub engine: String,
     /// Generated tokens (under all) in the context of the single-vector table, 0 to 4096.
     #[arg(long, default_value_t = 60, allow_negative_numbers = true)]
     pub vector_at: i64,
@@ -63,13 +74,33 @@ pub fn config(args: &Args) -> Result<RunConfig> {
         args.vector_at
     );
     ensure!(!args.prompt.trim().is_empty(), "--prompt is empty");
+    let engine = EngineName::parse(&args.engine).context("--engine")?;
+    let scopes_text = args.scopes.clone().unwrap_or_else(|| {
+        if engine == EngineName::Llama {
+            DEFAULT_SCOPES
+        } else {
+            DEFAULT_SCOPES_OTHER_ENGINE
+        }
+        .to_string()
+    });
+    let scopes = scope::parse_list(&scopes_text).context("--scopes")?;
+    if engine != EngineName::Llama {
+        if let Some(s) = scopes
+            .iter()
+            .find(|s| matches!(s, scope::ScopeSpec::Llama(_)))
+        {
+            anyhow::bail!("--scopes: '{s}' names llama.cpp's sampler chain; with --engine {engine} use all, N or gen:N");
+        }
+        harness::engines::get(engine)?;
+    }
     Ok(RunConfig {
         prompt: args.prompt.clone(),
         theta: args.penalty,
         max_new: args.max_new as usize,
-        scopes: scope::parse_list(&args.scopes).context("--scopes")?,
+        scopes,
         threads,
         vector_at: args.vector_at as usize,
+        engine,
     })
 }
 
@@ -107,7 +138,18 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
 }
 
 fn execute(args: &Args, cfg: &RunConfig, m: &LoadedModel) -> Result<String> {
-    let report = if args.audit {
+    let report = if args.audit && cfg.engine != EngineName::Llama {
+        // Another engine's audit: the published prompt on this model (no sweep), written
+        // as scope-<model>.<engine build>.{json,txt} (`file` for a model named by path).
+        let r = run::run(m, cfg)?.report();
+        let model = if m.choice.known.is_some() {
+            m.choice.label.as_str()
+        } else {
+            "file"
+        };
+        r.write(&args.out.results, &format!("scope-{model}"))?;
+        r
+    } else if args.audit {
         let a = audit::run(m, cfg, audit::SweepPlan::full())?;
         a.write(&args.out.results)?;
         a.report()

@@ -15,8 +15,10 @@
 //! maxima).
 
 use crate::scope::{PlantedScope, ScopeSpec};
+use anyhow::ensure;
 use anyhow::{Context as _, Result};
-use harness::Session;
+use engine::{Engine, EngineName, Logits};
+use harness::engine::LlamaLogits;
 use oracle::penalty::PenaltyParams;
 use oracle::scope::{apply_repetition, penalized_ids, Scope};
 use oracle::stage::Stage;
@@ -39,6 +41,10 @@ pub struct StepChecks {
     pub twin_mismatches: usize,
     /// `llama:N` only: steps where llama.cpp's greedy choice was not the first maximum.
     pub greedy_mismatches: usize,
+    /// An engine other than llama.cpp: steps where its own penalty was compared with the
+    /// oracle, and of those the steps whose logit rows differed in any bit.
+    pub engine_twin_steps: usize,
+    pub engine_twin_mismatches: usize,
     /// `all` only: steps where a planted twin, llama.cpp's penalties with theta one f32 step
     /// higher, differs from the oracle (the positive control of the twin comparison).
     pub planted_twin_mismatches: usize,
@@ -173,6 +179,17 @@ pub fn through_llama(penalties: &mut Sampler, logits: &[f32]) -> Result<Vec<f32>
     penalties.apply_in_id_order(logits)
 }
 
+/// The tokens an engine's penalty is handed for `scope`, sliced the way candle's examples
+/// slice them: the whole sequence, its last N tokens, or the last N generated tokens.
+pub fn engine_context(scope: Scope, prompt: &[TokenId], generated: &[TokenId]) -> Vec<TokenId> {
+    let all: Vec<TokenId> = prompt.iter().chain(generated).copied().collect();
+    match scope {
+        Scope::All => all,
+        Scope::Last(n) => all[all.len().saturating_sub(n)..].to_vec(),
+        Scope::Generated(n) => generated[generated.len().saturating_sub(n)..].to_vec(),
+    }
+}
+
 /// The ids a scope penalizes after `prompt ++ generated`.
 pub fn ids_of(scope: ScopeSpec, prompt: &[TokenId], generated: &[TokenId]) -> BTreeSet<TokenId> {
     match scope {
@@ -233,10 +250,19 @@ fn next_up(x: f32) -> f32 {
     f32::from_bits(x.to_bits() + 1)
 }
 
-/// A session and a theta, shared by every trajectory of one run.
+/// The engine whose logits and (for an engine other than llama.cpp) whose penalty and greedy
+/// choice a trajectory uses.
+pub struct EngineSide {
+    pub engine: Box<dyn Engine>,
+    pub logits: Box<dyn Logits>,
+}
+
+/// A model's logits (through the engine seam), a prompt and a theta, shared by every
+/// trajectory of one run. llama.cpp's model is always loaded: it tokenizes, detokenizes,
+/// knows the end-of-generation ids, and runs the llama.cpp twin.
 pub struct Decoder {
     pub model: Arc<Model>,
-    pub session: Session,
+    pub side: EngineSide,
     pub prompt: Vec<TokenId>,
     pub theta: f32,
     /// The longest generation, so `all`'s twin window covers every sequence.
@@ -244,6 +270,7 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// llama.cpp's logits: the same context size and decode path as `harness::Session`.
     pub fn new(
         model: Arc<Model>,
         prompt: Vec<TokenId>,
@@ -251,19 +278,67 @@ impl Decoder {
         max_new: usize,
         threads: i32,
     ) -> Result<Decoder> {
-        let session = Session::new(&model, prompt.clone(), max_new, threads)?;
+        let logits = LlamaLogits::new(Arc::clone(&model), threads.max(1) as usize, max_new)?;
+        let side = EngineSide {
+            engine: Box::new(harness::engine::Llama),
+            logits: Box::new(logits),
+        };
+        Decoder::with_engine(model, side, prompt, theta, max_new)
+    }
+
+    /// Another engine's logits, penalty and greedy choice; llama.cpp's `model` for the rest.
+    pub fn with_engine(
+        model: Arc<Model>,
+        side: EngineSide,
+        prompt: Vec<TokenId>,
+        theta: f32,
+        max_new: usize,
+    ) -> Result<Decoder> {
+        ensure!(!prompt.is_empty(), "the prompt has no tokens");
+        ensure!(
+            side.logits.n_vocab() == model.n_vocab() as usize,
+            "{} has {} logits, llama.cpp's vocabulary {}",
+            side.engine.info().name.label(),
+            side.logits.n_vocab(),
+            model.n_vocab()
+        );
         Ok(Decoder {
             model,
-            session,
+            side,
             prompt,
             theta,
             max_new,
         })
     }
 
-    /// The raw logits after `prompt ++ generated` (a fresh decode, prompt in one batch).
+    pub fn engine_name(&self) -> EngineName {
+        self.side.engine.info().name
+    }
+
+    /// The raw logits after `prompt ++ generated`.
     pub fn logits_after(&mut self, generated: &[TokenId]) -> Result<Vec<f32>> {
-        self.session.logits_after(generated)
+        self.side.logits.logits_after(&self.prompt, generated)
+    }
+
+    /// Up to `max_new` tokens, each chosen by `choose(raw logits, generated so far)`; stops
+    /// after an end-of-generation token (kept) or at the limit.
+    fn generate(
+        side: &mut EngineSide,
+        model: &Model,
+        prompt: &[TokenId],
+        max_new: usize,
+        mut choose: impl FnMut(&dyn Engine, &[f32], &[TokenId]) -> Result<TokenId>,
+    ) -> Result<(Vec<TokenId>, Stop)> {
+        let mut tokens = Vec::new();
+        while tokens.len() < max_new {
+            let raw = side.logits.logits_after(prompt, &tokens)?;
+            let next = choose(side.engine.as_ref(), &raw, &tokens)?;
+            tokens.push(next);
+            if model.is_eog(next) {
+                return Ok((tokens, Stop::Eos));
+            }
+        }
+        Ok((tokens, Stop::Limit))
     }
 
     /// llama.cpp's computation of `scope`'s penalty: (window, whether the prompt is accepted).
@@ -327,92 +402,118 @@ impl Decoder {
         let mut divergence = None;
         let mut first_mattering = None;
         let (prompt, theta) = (&self.prompt, self.theta);
-        let (tokens, stop) = self.session.generate(max_new, |raw, tokens| {
-            let ids = ids_of(scope, prompt, tokens);
-            let mut z = raw.to_vec();
-            apply_repetition(&mut z, &ids, theta);
-            let next = match (scope, llama.as_mut()) {
-                (ScopeSpec::Llama(_), Some(chain)) => {
-                    let mut cand = Candidates::from_logits(raw);
-                    chain.apply(&mut cand)?;
-                    let chosen = cand.selected_id().context("greedy selected nothing")?;
-                    let logits: Vec<f32> = cand.entries.iter().map(|e| e.logit).collect();
-                    if argmax(&logits) != chosen {
-                        checks.greedy_mismatches += 1;
+        let other_engine = self.engine_name() != EngineName::Llama;
+        let (tokens, stop) = Self::generate(
+            &mut self.side,
+            &self.model,
+            &self.prompt,
+            max_new,
+            |engine, raw, tokens| {
+                let ids = ids_of(scope, prompt, tokens);
+                let mut z = raw.to_vec();
+                apply_repetition(&mut z, &ids, theta);
+                let next = match (scope, llama.as_mut()) {
+                    (ScopeSpec::Llama(_), Some(chain)) => {
+                        let mut cand = Candidates::from_logits(raw);
+                        chain.apply(&mut cand)?;
+                        let chosen = cand.selected_id().context("greedy selected nothing")?;
+                        let logits: Vec<f32> = cand.entries.iter().map(|e| e.logit).collect();
+                        if argmax(&logits) != chosen {
+                            checks.greedy_mismatches += 1;
+                        }
+                        checks.twin_steps += 1;
+                        checks.twin_mismatches += usize::from(count_changed(&logits, &z) != 0);
+                        chosen
                     }
-                    checks.twin_steps += 1;
-                    checks.twin_mismatches += usize::from(count_changed(&logits, &z) != 0);
-                    chosen
+                    (ScopeSpec::Oracle(oracle_scope), _) if other_engine => {
+                        // The engine's own penalty over the tokens its examples pass, and its own
+                        // greedy choice; the oracle's logits are the reference.
+                        let context = engine_context(oracle_scope, prompt, tokens);
+                        let penalized = engine.repeat_penalty(raw, theta, &context)?;
+                        checks.engine_twin_steps += 1;
+                        checks.engine_twin_mismatches +=
+                            usize::from(count_changed(&penalized, &z) != 0);
+                        if let Some(twin) = llama.as_mut() {
+                            checks.twin_steps += 1;
+                            checks.twin_mismatches +=
+                                usize::from(count_changed(&twin.apply_in_id_order(raw)?, &z) != 0);
+                        }
+                        let chosen = engine.greedy(&penalized)?;
+                        if chosen != argmax(&z) {
+                            checks.greedy_mismatches += 1;
+                        }
+                        chosen
+                    }
+                    (_, Some(twin)) => {
+                        checks.twin_steps += 1;
+                        checks.twin_mismatches +=
+                            usize::from(count_changed(&twin.apply_in_id_order(raw)?, &z) != 0);
+                        argmax(&z)
+                    }
+                    (_, None) => argmax(&z),
+                };
+                if is_all {
+                    if first_mattering.is_none() {
+                        first_mattering = mattering_id(raw, &z, &ids).map(|d| (tokens.len(), d));
+                    }
+                    for (d, gap) in gaps_to_choice(raw, &z, &prompt_ids) {
+                        let c = closest.entry(d).or_insert(f32::NEG_INFINITY);
+                        *c = c.max(gap);
+                    }
+                    if tokens.is_empty() {
+                        nonzero_at_start = prompt
+                            .iter()
+                            .copied()
+                            .filter(|t| raw[t.0 as usize] != 0.0)
+                            .collect();
+                    }
                 }
-                (_, Some(twin)) => {
-                    checks.twin_steps += 1;
-                    checks.twin_mismatches +=
-                        usize::from(count_changed(&twin.apply_in_id_order(raw)?, &z) != 0);
-                    argmax(&z)
+                if let Some(p) = planted_twin.as_mut() {
+                    checks.planted_twin_mismatches +=
+                        usize::from(count_changed(&p.apply_in_id_order(raw)?, &z) != 0);
+                    p.accept(next)?;
                 }
-                (_, None) => argmax(&z),
-            };
-            if is_all {
-                if first_mattering.is_none() {
-                    first_mattering = mattering_id(raw, &z, &ids).map(|d| (tokens.len(), d));
+                if let Some(r) = reference {
+                    let t = tokens.len();
+                    let same_prefix = divergence.is_none() && r.tokens.get(..t) == Some(tokens);
+                    if same_prefix && r.tokens.get(t) != Some(&next) {
+                        let ref_ids = ids_of(r.scope, prompt, tokens);
+                        let mut z_ref = raw.to_vec();
+                        apply_repetition(&mut z_ref, &ref_ids, theta);
+                        let a = argmax(&z_ref);
+                        let causes = [a, next]
+                            .into_iter()
+                            .filter(|id| ref_ids.contains(id) != ids.contains(id))
+                            .map(|id| Cause {
+                                id,
+                                raw: raw[id.0 as usize],
+                                under_reference: z_ref[id.0 as usize],
+                                under_scope: z[id.0 as usize],
+                                penalized_by: if ref_ids.contains(&id) {
+                                    "reference"
+                                } else {
+                                    "scope"
+                                },
+                            })
+                            .collect();
+                        divergence = Some(Divergence {
+                            step: t,
+                            reference_token: a,
+                            token: next,
+                            margin_reference: top2_margin(&z_ref),
+                            margin_scope: top2_margin(&z),
+                            symmetric_difference: ref_ids.symmetric_difference(&ids).count(),
+                            causes,
+                        });
+                    }
                 }
-                for (d, gap) in gaps_to_choice(raw, &z, &prompt_ids) {
-                    let c = closest.entry(d).or_insert(f32::NEG_INFINITY);
-                    *c = c.max(gap);
+                checks.steps += 1;
+                if let Some(s) = llama.as_mut() {
+                    s.accept(next)?;
                 }
-                if tokens.is_empty() {
-                    nonzero_at_start = prompt
-                        .iter()
-                        .copied()
-                        .filter(|t| raw[t.0 as usize] != 0.0)
-                        .collect();
-                }
-            }
-            if let Some(p) = planted_twin.as_mut() {
-                checks.planted_twin_mismatches +=
-                    usize::from(count_changed(&p.apply_in_id_order(raw)?, &z) != 0);
-                p.accept(next)?;
-            }
-            if let Some(r) = reference {
-                let t = tokens.len();
-                let same_prefix = divergence.is_none() && r.tokens.get(..t) == Some(tokens);
-                if same_prefix && r.tokens.get(t) != Some(&next) {
-                    let ref_ids = ids_of(r.scope, prompt, tokens);
-                    let mut z_ref = raw.to_vec();
-                    apply_repetition(&mut z_ref, &ref_ids, theta);
-                    let a = argmax(&z_ref);
-                    let causes = [a, next]
-                        .into_iter()
-                        .filter(|id| ref_ids.contains(id) != ids.contains(id))
-                        .map(|id| Cause {
-                            id,
-                            raw: raw[id.0 as usize],
-                            under_reference: z_ref[id.0 as usize],
-                            under_scope: z[id.0 as usize],
-                            penalized_by: if ref_ids.contains(&id) {
-                                "reference"
-                            } else {
-                                "scope"
-                            },
-                        })
-                        .collect();
-                    divergence = Some(Divergence {
-                        step: t,
-                        reference_token: a,
-                        token: next,
-                        margin_reference: top2_margin(&z_ref),
-                        margin_scope: top2_margin(&z),
-                        symmetric_difference: ref_ids.symmetric_difference(&ids).count(),
-                        causes,
-                    });
-                }
-            }
-            checks.steps += 1;
-            if let Some(s) = llama.as_mut() {
-                s.accept(next)?;
-            }
-            Ok(next)
-        })?;
+                Ok(next)
+            },
+        )?;
         let quiet_id = nonzero_at_start
             .into_iter()
             .filter(|t| !tokens.contains(t))

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod cli;
 pub mod controls;
+pub mod cross;
 pub mod decode;
 pub mod plot;
 pub mod run;

@@ -2,15 +2,17 @@
 //! single-vector table, and the controls.
 
 use crate::controls::{planted_controls, twin_controls, PlantedRuns};
+use crate::cross::{self, Parting};
+use crate::decode::EngineSide;
 use crate::decode::{Decoder, Trajectory};
 use crate::scope::ScopeSpec;
 use crate::vector::{self, VectorTable};
 use anyhow::Result;
+use engine::{EngineInfo, EngineName};
 use oracle::TokenId;
 use report::{Control, Report, Verdict};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
-use subject::BuildInfo;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
@@ -21,6 +23,8 @@ pub struct RunConfig {
     pub threads: i32,
     /// Generated tokens (under `all`) in the single-vector context.
     pub vector_at: usize,
+    /// Whose logits, penalty and greedy choice the trajectories use.
+    pub engine: EngineName,
 }
 
 pub use harness::LoadedModel;
@@ -29,7 +33,7 @@ pub use harness::LoadedModel;
 pub const NAME: &str = "penalty-scope-divergence";
 
 pub struct RunReport {
-    pub build: BuildInfo,
+    pub engine: EngineInfo,
     pub model_label: String,
     pub model_desc: String,
     pub config: RunConfig,
@@ -39,17 +43,40 @@ pub struct RunReport {
     pub texts: Vec<String>,
     pub planted: PlantedRuns,
     pub vector: VectorTable,
+    /// Another engine than llama.cpp: each scope decoded by llama.cpp too, compared.
+    pub cross: Vec<Parting>,
+}
+
+/// llama.cpp's decoder for `prompt_ids`, or the configured engine's.
+fn decoder(m: &LoadedModel, cfg: &RunConfig, prompt_ids: &[TokenId]) -> Result<Decoder> {
+    let llama = || {
+        Decoder::new(
+            Arc::clone(&m.model),
+            prompt_ids.to_vec(),
+            cfg.theta,
+            cfg.max_new,
+            cfg.threads,
+        )
+    };
+    match cfg.engine {
+        EngineName::Llama => llama(),
+        other => {
+            let engine = harness::engines::get(other)?;
+            let logits = engine.load(&m.choice.path, cfg.threads.max(1) as usize, cfg.max_new)?;
+            Decoder::with_engine(
+                Arc::clone(&m.model),
+                EngineSide { engine, logits },
+                prompt_ids.to_vec(),
+                cfg.theta,
+                cfg.max_new,
+            )
+        }
+    }
 }
 
 pub fn run(m: &LoadedModel, cfg: &RunConfig) -> Result<RunReport> {
     let prompt_ids = m.chat_ids(&cfg.prompt)?;
-    let mut dec = Decoder::new(
-        Arc::clone(&m.model),
-        prompt_ids.clone(),
-        cfg.theta,
-        cfg.max_new,
-        cfg.threads,
-    )?;
+    let mut dec = decoder(m, cfg, &prompt_ids)?;
     let all = dec.greedy(cfg.scopes[0], cfg.max_new, None)?;
     let mut trajectories = vec![all.clone()];
     for &s in &cfg.scopes[1..] {
@@ -61,16 +88,29 @@ pub fn run(m: &LoadedModel, cfg: &RunConfig) -> Result<RunReport> {
         .map(|t| m.model.detokenize(&t.tokens))
         .collect::<Result<Vec<_>>>()?;
     let vector = vector::table(&mut dec, &trajectories[0], &cfg.scopes, cfg.vector_at)?;
+    let cross = if cfg.engine == EngineName::Llama {
+        Vec::new()
+    } else {
+        let mut llama = Decoder::new(
+            Arc::clone(&m.model),
+            prompt_ids.clone(),
+            cfg.theta,
+            cfg.max_new,
+            cfg.threads,
+        )?;
+        cross::compare(&mut llama, &mut dec, &trajectories, cfg.max_new)?
+    };
     Ok(RunReport {
-        build: BuildInfo::current(),
+        engine: dec.side.engine.info(),
         model_label: m.choice.label.clone(),
-        model_desc: m.model.describe(),
+        model_desc: dec.side.logits.describe(),
         config: cfg.clone(),
         prompt_ids,
         trajectories,
         texts,
         planted,
         vector,
+        cross,
     })
 }
 
@@ -135,18 +175,63 @@ impl RunReport {
                 )
             })
             .collect();
-        format!(
+        let mut out = format!(
             "{} {} prompt tokens: {}; all stops at {}",
             self.model_label,
             self.prompt_ids.len(),
             per.join(", "),
             self.all().stopped_at()
-        )
+        );
+        if let Some(checks) = self.engine_checks() {
+            let parts: Vec<String> = self
+                .cross
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} {}",
+                        p.scope,
+                        p.parts
+                            .map_or("same".to_string(), |x| format!("parts at {}", x.0))
+                    )
+                })
+                .collect();
+            out += &format!("; {checks}; against llama.cpp: {}", parts.join(", "));
+        }
+        out
+    }
+
+    /// The header's subject: the finding, the verdict's name, the engine and its build.
+    pub fn subject(&self) -> report::Subject {
+        report::Subject {
+            finding: crate::FINDING.to_string(),
+            name: NAME.to_string(),
+            engine: self.engine.name.label().to_string(),
+            build: self.engine.tag.clone(),
+            build_detail: self.engine.detail.clone(),
+        }
+    }
+
+    /// Another engine: its own penalty against the oracle's, and its greedy choice against
+    /// the first maximum, over every step of every scope.
+    pub fn engine_checks(&self) -> Option<String> {
+        if self.engine.name == EngineName::Llama {
+            return None;
+        }
+        let (mut steps, mut differ, mut greedy) = (0, 0, 0);
+        for t in &self.trajectories {
+            steps += t.checks.engine_twin_steps;
+            differ += t.checks.engine_twin_mismatches;
+            greedy += t.checks.greedy_mismatches;
+        }
+        Some(format!(
+            "{}'s penalty differs from the oracle's at {differ} of {steps} steps, its greedy choice from the first maximum at {greedy}",
+            self.engine.name.label()
+        ))
     }
 
     pub fn report(&self) -> Report {
         Report::new(
-            self.build.report_subject(crate::FINDING, NAME),
+            self.subject(),
             self.measured(),
             self.evidence(),
             self.controls(),
@@ -169,6 +254,7 @@ impl RunReport {
                     "stopped_at": t.stopped_at(),
                     "stop": t.stop.as_str(),
                     "llama_twin": {"steps": t.checks.twin_steps, "mismatching_steps": t.checks.twin_mismatches},
+                    "engine_twin": {"steps": t.checks.engine_twin_steps, "mismatching_steps": t.checks.engine_twin_mismatches, "greedy_not_first_max": t.checks.greedy_mismatches},
                 }),
             );
         }
@@ -184,6 +270,7 @@ impl RunReport {
             "scopes": scopes,
             "planted": self.planted.to_json(),
             "vector": self.vector.to_json(),
+            "cross_engine": self.cross.iter().map(Parting::to_json).collect::<Vec<_>>(),
         })
     }
 
@@ -222,6 +309,16 @@ impl RunReport {
             out.push_str(&format!("  [{}] {:?}\n", t.scope, text));
         }
         out.push_str(&self.vector.to_text());
+        if let Some(checks) = self.engine_checks() {
+            out.push_str(&format!("{checks}\n"));
+            out.push_str(&format!(
+                "against llama.cpp on the same file and prompt ids (llama.cpp with the oracle's penalty, {} with its own):\n",
+                self.engine.name.label()
+            ));
+            for p in &self.cross {
+                out.push_str(&format!("  {}\n", p.describe(self.engine.name.label())));
+            }
+        }
         out
     }
 }

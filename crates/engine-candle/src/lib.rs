@@ -1,0 +1,222 @@
+//! candle behind the engine seam.
+//!
+//! Every operation calls candle's own public code, unchanged: the penalty is
+//! `candle_transformers::utils::apply_repeat_penalty`, every draw and the greedy choice go
+//! through `candle_transformers::generation::LogitsProcessor`, and the models are candle's
+//! quantized GGUF decoders (`quantized_llama` for SmolLM2, `quantized_gemma3` for Gemma3) on
+//! the CPU device. Nothing here re-implements what candle does; the adapter only converts
+//! between plain Rust values and candle's tensors.
+
+use anyhow::{bail, ensure, Context, Result};
+use candle_core::quantized::gguf_file;
+use candle_core::{Device, Tensor};
+use candle_transformers::generation::{LogitsProcessor, Sampling as CandleSampling};
+use candle_transformers::models::{quantized_gemma3, quantized_llama};
+use engine::{Engine, EngineInfo, EngineName, Logits, Sampling};
+use oracle::TokenId;
+use std::path::Path;
+
+/// The candle release linked here (kept in step with the `=` pin in Cargo.toml; a test reads
+/// the lockfile's pin back).
+pub const CANDLE_VERSION: &str = "0.11.1";
+
+pub struct Candle;
+
+fn tensor(logits: &[f32]) -> Result<Tensor> {
+    Tensor::from_vec(logits.to_vec(), logits.len(), &Device::Cpu).context("candle: making a tensor")
+}
+
+fn ids(context: &[TokenId]) -> Result<Vec<u32>> {
+    context
+        .iter()
+        .map(|t| u32::try_from(t.0).with_context(|| format!("token id {t} is negative")))
+        .collect()
+}
+
+/// candle's name for our configuration: temperature first, then top-k, then top-p.
+pub fn candle_sampling(s: &Sampling) -> Result<CandleSampling> {
+    ensure!(
+        s.min_p.is_none(),
+        "candle's LogitsProcessor has no min_p (it offers all, top_k, top_p and top_k then top_p)"
+    );
+    let temperature = f64::from(s.temperature);
+    Ok(match (s.top_k, s.top_p) {
+        (None, None) => CandleSampling::All { temperature },
+        (Some(k), None) => CandleSampling::TopK { k, temperature },
+        (None, Some(p)) => CandleSampling::TopP {
+            p: f64::from(p),
+            temperature,
+        },
+        (Some(k), Some(p)) => CandleSampling::TopKThenTopP {
+            k,
+            p: f64::from(p),
+            temperature,
+        },
+    })
+}
+
+impl Engine for Candle {
+    fn info(&self) -> EngineInfo {
+        EngineInfo {
+            name: EngineName::Candle,
+            tag: format!("candle-{CANDLE_VERSION}"),
+            detail: format!(
+                "candle-core {CANDLE_VERSION}, candle-transformers {CANDLE_VERSION} (CPU)"
+            ),
+        }
+    }
+
+    fn repeat_penalty(&self, logits: &[f32], theta: f32, context: &[TokenId]) -> Result<Vec<f32>> {
+        let out = candle_transformers::utils::apply_repeat_penalty(
+            &tensor(logits)?,
+            theta,
+            &ids(context)?,
+        )
+        .context("candle: apply_repeat_penalty")?;
+        out.to_vec1::<f32>()
+            .context("candle: reading the penalized logits")
+    }
+
+    fn greedy(&self, logits: &[f32]) -> Result<TokenId> {
+        let mut p = LogitsProcessor::from_sampling(0, CandleSampling::ArgMax);
+        let id = p.sample(&tensor(logits)?).context("candle: argmax")?;
+        Ok(TokenId(id as i32))
+    }
+
+    fn supports(&self, sampling: &Sampling) -> Result<()> {
+        candle_sampling(sampling).map(|_| ())
+    }
+
+    fn draw(
+        &self,
+        logits: &[f32],
+        sampling: &Sampling,
+        seed: u64,
+        draws: usize,
+    ) -> Result<Vec<TokenId>> {
+        ensure!(!logits.is_empty(), "no logits to draw from");
+        let mut p = LogitsProcessor::from_sampling(seed, candle_sampling(sampling)?);
+        let t = tensor(logits)?;
+        (0..draws)
+            .map(|_| {
+                let id = p.sample(&t).context("candle: LogitsProcessor::sample")?;
+                Ok(TokenId(id as i32))
+            })
+            .collect()
+    }
+
+    fn load(&self, path: &Path, _threads: usize, _room: usize) -> Result<Box<dyn Logits>> {
+        Ok(Box::new(CandleModel::load(path)?))
+    }
+}
+
+enum Weights {
+    Llama(quantized_llama::ModelWeights),
+    Gemma3(quantized_gemma3::ModelWeights),
+}
+
+/// A candle GGUF decoder with its KV cache and what has been fed through it.
+pub struct CandleModel {
+    weights: Weights,
+    describe: String,
+    n_vocab: usize,
+    /// The prompt, then the generated tokens fed one at a time after it.
+    fed_prompt: Vec<TokenId>,
+    fed_generated: Vec<TokenId>,
+    last: Vec<f32>,
+}
+
+impl CandleModel {
+    pub fn load(path: &Path) -> Result<CandleModel> {
+        let mut file =
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let content = gguf_file::Content::read(&mut file)
+            .map_err(|e| anyhow::anyhow!("candle cannot read {} as GGUF: {e}", path.display()))?;
+        let arch = match content.metadata.get("general.architecture") {
+            Some(gguf_file::Value::String(a)) => a.clone(),
+            _ => bail!("{}: no general.architecture", path.display()),
+        };
+        let n_vocab = match content.metadata.get("tokenizer.ggml.tokens") {
+            Some(gguf_file::Value::Array(tokens)) => tokens.len(),
+            _ => bail!("{}: no tokenizer.ggml.tokens", path.display()),
+        };
+        let weights = match arch.as_str() {
+            "llama" => Weights::Llama(
+                quantized_llama::ModelWeights::from_gguf(content, &mut file, &Device::Cpu)
+                    .context("candle: quantized_llama::ModelWeights::from_gguf")?,
+            ),
+            "gemma3" => Weights::Gemma3(
+                quantized_gemma3::ModelWeights::from_gguf(content, &mut file, &Device::Cpu)
+                    .context("candle: quantized_gemma3::ModelWeights::from_gguf")?,
+            ),
+            other => {
+                bail!("candle adapter: architecture '{other}' is not wired (llama and gemma3 are)")
+            }
+        };
+        Ok(CandleModel {
+            weights,
+            describe: format!("{arch}, {n_vocab} tokens, candle quantized_{arch} on the CPU"),
+            n_vocab,
+            fed_prompt: Vec::new(),
+            fed_generated: Vec::new(),
+            last: Vec::new(),
+        })
+    }
+
+    /// Feeds `tokens` at position `pos` (position 0 resets candle's KV cache) and keeps the
+    /// last position's logits.
+    fn feed(&mut self, tokens: &[TokenId], pos: usize) -> Result<()> {
+        let input = Tensor::new(ids(tokens)?, &Device::Cpu)?.unsqueeze(0)?;
+        let out = match &mut self.weights {
+            Weights::Llama(w) => w.forward(&input, pos),
+            Weights::Gemma3(w) => w.forward(&input, pos),
+        }
+        .context("candle: forward")?;
+        self.last = out
+            .squeeze(0)?
+            .to_dtype(candle_core::DType::F32)?
+            .to_vec1::<f32>()?;
+        ensure!(
+            self.last.len() == self.n_vocab,
+            "candle returned {} logits for a {}-token vocabulary",
+            self.last.len(),
+            self.n_vocab
+        );
+        Ok(())
+    }
+}
+
+impl Logits for CandleModel {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    fn n_vocab(&self) -> usize {
+        self.n_vocab
+    }
+
+    fn logits_after(&mut self, prompt: &[TokenId], generated: &[TokenId]) -> Result<Vec<f32>> {
+        ensure!(!prompt.is_empty(), "the prompt has no tokens");
+        let extends_by_one = self.fed_prompt == prompt
+            && generated.len() == self.fed_generated.len() + 1
+            && generated.starts_with(&self.fed_generated);
+        let same = self.fed_prompt == prompt && generated == self.fed_generated.as_slice();
+        if same {
+            return Ok(self.last.clone());
+        }
+        if !extends_by_one {
+            // Start again the one way every sequence is fed: the prompt in one batch, then
+            // each generated token alone, so equal sequences see equal bits.
+            self.fed_prompt.clear();
+            self.fed_generated.clear();
+            self.feed(prompt, 0)?;
+            self.fed_prompt = prompt.to_vec();
+        }
+        for &t in &generated[self.fed_generated.len()..] {
+            let pos = self.fed_prompt.len() + self.fed_generated.len();
+            self.feed(&[t], pos)?;
+            self.fed_generated.push(t);
+        }
+        Ok(self.last.clone())
+    }
+}

@@ -1,0 +1,373 @@
+//! One engine over the grid (`--audit`), or one input from the command line; the controls
+//! that every report carries; the report.
+
+use crate::expect::Expectation;
+use crate::judge::{judge, Outcome};
+use crate::planted::{self, Defect};
+use crate::vectors::{self, GridRow};
+use crate::{oracle_check, FINDING, NAME};
+use anyhow::{Context, Result};
+use engine::{Engine, EngineInfo, Sampling};
+use oracle::fit::bonferroni;
+use report::{Control, Report, Verdict};
+use serde_json::{json, Value};
+
+/// The family-wise significance level of one report (PREREG, F7); each of its `m`
+/// chi-square tests is held to `ALPHA / m` (Bonferroni).
+pub const ALPHA: f64 = 0.01;
+
+/// Vectors longer than this are named, not printed, in reports.
+const PRINT_MAX: usize = 16;
+
+/// One input: a vector, a configuration, a number of draws, a seed.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub vector: String,
+    pub logits: Vec<f32>,
+    pub sampling: Sampling,
+    pub draws: usize,
+    pub seed: u64,
+}
+
+impl Case {
+    pub fn of(row: &GridRow, index: usize) -> Case {
+        let v = vectors::by_name(row.vector).expect("grid rows name known vectors");
+        Case {
+            vector: row.vector.to_string(),
+            logits: v.logits,
+            sampling: row.sampling,
+            draws: row.draws,
+            seed: index as u64 + 1,
+        }
+    }
+
+    pub fn row_name(&self) -> String {
+        format!("{NAME}-{}-{}", self.vector, self.sampling)
+    }
+
+    /// The input in a form a reader can rerun: the logits (or the vector's name) and flags.
+    pub fn input(&self) -> String {
+        let logits = if self.vector != "command-line" {
+            format!("--vector {}", self.vector)
+        } else if self.logits.len() <= PRINT_MAX {
+            let v: Vec<String> = self.logits.iter().map(|x| x.to_string()).collect();
+            format!("--logits {}", v.join(","))
+        } else {
+            format!("--logits ({} values)", self.logits.len())
+        };
+        format!(
+            "{logits} --sampling {} --draws {} --seed {}",
+            self.sampling, self.draws, self.seed
+        )
+    }
+
+    fn logits_json(&self) -> Value {
+        if self.logits.len() <= PRINT_MAX {
+            json!(self
+                .logits
+                .iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>())
+        } else {
+            json!(format!("{} ({} entries)", self.vector, self.logits.len()))
+        }
+    }
+}
+
+/// One case run: what the engine drew and how it was judged, or why the engine has no such
+/// configuration.
+#[derive(Debug, Clone)]
+pub struct CaseRun {
+    pub case: Case,
+    pub expectation: Expectation,
+    pub outcome: Result<Outcome, String>,
+}
+
+impl CaseRun {
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "vector": self.case.vector,
+            "logits": self.case.logits_json(),
+            "sampling": self.case.sampling.to_string(),
+            "draws": self.case.draws,
+            "seed": self.case.seed,
+            "input": self.case.input(),
+            "oracle": self.expectation.to_json(),
+        });
+        match &self.outcome {
+            Ok(o) => {
+                for (k, x) in o.to_json().as_object().expect("an object") {
+                    v[k] = x.clone();
+                }
+            }
+            Err(why) => v["not_offered"] = json!(why),
+        }
+        v
+    }
+}
+
+/// Runs `case` through `draw` and the detector at level `alpha`.
+pub fn run_case(
+    case: &Case,
+    alpha: f64,
+    draw: impl Fn(&Case) -> Result<Vec<oracle::TokenId>>,
+) -> Result<CaseRun> {
+    let expectation = Expectation::of(&case.logits, &case.sampling)?;
+    let draws = draw(case).with_context(|| format!("drawing for {}", case.row_name()))?;
+    let outcome = judge(&draws, &expectation, alpha);
+    Ok(CaseRun {
+        case: case.clone(),
+        expectation,
+        outcome: Ok(outcome),
+    })
+}
+
+fn planted_draw(defect: Defect) -> impl Fn(&Case) -> Result<Vec<oracle::TokenId>> {
+    move |c: &Case| planted::draw(&c.logits, &c.sampling, c.seed, c.draws, defect)
+}
+
+fn engine_draw(e: &dyn Engine) -> impl Fn(&Case) -> Result<Vec<oracle::TokenId>> + '_ {
+    move |c: &Case| e.draw(&c.logits, &c.sampling, c.seed, c.draws)
+}
+
+/// The rows the positive controls must be flagged on: (defect, grid vector, configuration).
+pub const PLANTED_ROWS: [(Defect, &str, &str); 2] = [
+    (Defect::KeepsOneExtra, "published", "top_k=3"),
+    (Defect::SkipsRenormalization, "published", "top_k=2"),
+];
+
+/// The controls: the oracle's hand cases; each planted defect on its row, which must be
+/// flagged; the exact Rust sampler on `negative_cases` (and on the planted rows), which must
+/// pass every one the oracle decides, at level `alpha`.
+pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<Vec<Control>> {
+    let mut out = oracle_check::run();
+    let grid = vectors::grid();
+    let mut exact_cases: Vec<Case> = negative_cases.to_vec();
+    for (defect, vector, sampling) in PLANTED_ROWS {
+        let index = grid
+            .iter()
+            .position(|r| r.vector == vector && r.sampling.to_string() == sampling)
+            .expect("planted rows are grid rows");
+        let case = Case::of(&grid[index], index);
+        let run = run_case(&case, alpha, planted_draw(defect))?;
+        let o = run
+            .outcome
+            .as_ref()
+            .expect("planted samplers offer every configuration");
+        out.push(Control::positive(
+            format!("{} ({} {})", defect.label(), vector, sampling),
+            o.verdict == Verdict::Present,
+            format!("{}: {}", o.describe_support(8), o.why),
+        ));
+        if !exact_cases.iter().any(|c| c.row_name() == case.row_name()) {
+            exact_cases.push(case);
+        }
+    }
+    let mut failures = Vec::new();
+    let mut undecided = 0;
+    let mut smallest = f64::INFINITY;
+    for case in &exact_cases {
+        let run = run_case(case, alpha, planted_draw(Defect::Exact))?;
+        let o = run
+            .outcome
+            .as_ref()
+            .expect("the exact sampler offers every configuration");
+        if let Some(p) = o.p_value() {
+            smallest = smallest.min(p);
+        }
+        match o.verdict {
+            Verdict::Absent => {}
+            // Nothing to pass or fail: the oracle has no answer there.
+            Verdict::Undecided => undecided += 1,
+            _ => failures.push(format!("{}: {}", case.row_name(), o.why)),
+        }
+    }
+    out.push(Control::negative(
+        format!("{} on {} inputs", Defect::Exact.label(), exact_cases.len()),
+        failures.is_empty(),
+        if failures.is_empty() {
+            format!(
+                "passes every input the oracle decides ({undecided} undecided); smallest p = {smallest:.3e}, level {alpha:.1e}"
+            )
+        } else {
+            format!("flagged: {}", failures.join("; "))
+        },
+    ));
+    Ok(out)
+}
+
+/// An engine over a list of cases, with the controls.
+pub struct Audit {
+    pub engine: EngineInfo,
+    pub runs: Vec<CaseRun>,
+    pub controls: Vec<Control>,
+    /// The per-test level: `ALPHA / (number of offered cases)`.
+    pub alpha: f64,
+    pub audit_mode: bool,
+}
+
+/// Runs `cases` on `e`. Cases the engine does not offer are kept as such (no draws).
+pub fn run(e: &dyn Engine, cases: &[Case], audit_mode: bool) -> Result<Audit> {
+    let offered = cases
+        .iter()
+        .filter(|c| e.supports(&c.sampling).is_ok())
+        .count();
+    let alpha = bonferroni(ALPHA, offered.max(1));
+    let mut runs = Vec::new();
+    for c in cases {
+        match e.supports(&c.sampling) {
+            Ok(()) => runs.push(run_case(c, alpha, engine_draw(e))?),
+            Err(why) => runs.push(CaseRun {
+                case: c.clone(),
+                expectation: Expectation::of(&c.logits, &c.sampling)?,
+                outcome: Err(cmdline::one_line(&why)),
+            }),
+        }
+    }
+    let controls = controls(cases, alpha)?;
+    Ok(Audit {
+        engine: e.info(),
+        runs,
+        controls,
+        alpha,
+        audit_mode,
+    })
+}
+
+/// The grid's cases, seeds 1, 2, ... in grid order.
+pub fn grid_cases() -> Vec<Case> {
+    vectors::grid()
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Case::of(r, i))
+        .collect()
+}
+
+impl Audit {
+    /// `present` if any case is, else `undecided` if any case is, else `absent`.
+    pub fn measured(&self) -> Verdict {
+        let verdicts: Vec<Verdict> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.outcome.as_ref().ok().map(|o| o.verdict))
+            .collect();
+        if verdicts.contains(&Verdict::Present) {
+            Verdict::Present
+        } else if verdicts.contains(&Verdict::Undecided) {
+            Verdict::Undecided
+        } else {
+            Verdict::Absent
+        }
+    }
+
+    /// The rule and the count of cases per verdict, then every present case with its input.
+    pub fn evidence(&self) -> String {
+        let mut counts = std::collections::BTreeMap::new();
+        for r in &self.runs {
+            let key = match &r.outcome {
+                Ok(o) => o.verdict.as_str(),
+                Err(_) => "not offered",
+            };
+            *counts.entry(key).or_insert(0) += 1;
+        }
+        let counts: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        let present: Vec<String> = self
+            .runs
+            .iter()
+            .filter(|r| matches!(&r.outcome, Ok(o) if o.verdict == Verdict::Present))
+            .map(|r| {
+                let o = r.outcome.as_ref().expect("filtered on Ok");
+                format!("[{}: {}]", r.case.input(), o.why)
+            })
+            .collect();
+        format!(
+            "{} of {} inputs: {}{}{}",
+            self.engine.name.label(),
+            self.runs.len(),
+            counts.join(", "),
+            if present.is_empty() {
+                ""
+            } else {
+                "; present on "
+            },
+            present.join(" ")
+        )
+    }
+
+    pub fn report(&self) -> Report {
+        let subject = report::Subject {
+            finding: FINDING.to_string(),
+            name: NAME.to_string(),
+            engine: self.engine.name.label().to_string(),
+            build: self.engine.tag.clone(),
+            build_detail: self.engine.detail.clone(),
+        };
+        let mut r = Report::new(
+            subject,
+            self.measured(),
+            self.evidence(),
+            self.controls.clone(),
+        );
+        if self.audit_mode {
+            for run in &self.runs {
+                if let Ok(o) = &run.outcome {
+                    r.add_row(
+                        run.case.row_name(),
+                        o.verdict,
+                        format!("{}; {}; {}", run.case.input(), o.describe_support(6), o.why),
+                        Value::Null,
+                    );
+                }
+            }
+        }
+        let body = if self.audit_mode {
+            json!({
+                "alpha_family": ALPHA,
+                "alpha_each": self.alpha,
+                "cases": self.runs.iter().map(CaseRun::to_json).collect::<Vec<_>>(),
+            })
+        } else {
+            let run = &self.runs[0];
+            let mut v = run.to_json();
+            v["alpha_family"] = json!(ALPHA);
+            v
+        };
+        r.with_body(body).with_text(self.to_text())
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "{} draws judged against the oracle (family level {ALPHA}, each test at {:.1e})\n",
+            self.engine.name.label(),
+            self.alpha
+        );
+        out.push_str(
+            "  vector     sampling                draws  verdict    support / oracle / test\n",
+        );
+        for r in &self.runs {
+            let (verdict, detail) = match &r.outcome {
+                Ok(o) => (
+                    o.verdict.as_str().to_string(),
+                    format!(
+                        "{}\n{:>48}oracle: {}\n{:>48}{}",
+                        o.describe_support(6),
+                        "",
+                        r.expectation.describe(4),
+                        "",
+                        o.why
+                    ),
+                ),
+                Err(why) => ("not offered".to_string(), why.clone()),
+            };
+            out.push_str(&format!(
+                "  {:<10} {:<22} {:>6}  {:<10} {}\n",
+                r.case.vector,
+                r.case.sampling.to_string(),
+                r.case.draws,
+                verdict,
+                detail
+            ));
+        }
+        out
+    }
+}

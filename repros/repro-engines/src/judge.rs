@@ -1,0 +1,190 @@
+//! The detector: one set of draws against one [`Expectation`]. The same function judges
+//! every engine and every planted sampler.
+//!
+//! Rule (PREREG, F7): a draw outside the oracle's possible set, or more distinct ids drawn
+//! from a tie class than the class keeps, is a definite defect (`present`). Otherwise, if the
+//! survivor set rests on a rounding margin, `undecided`. Otherwise Pearson's chi-square test
+//! of the counts against the renormalized probabilities (categories expecting fewer than 5
+//! draws pooled, `oracle::fit`): `present` when p < the per-test level, else `absent`.
+
+use crate::expect::Expectation;
+use oracle::fit::{goodness_of_fit, GoodnessOfFit};
+use oracle::TokenId;
+use report::Verdict;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// How often each id was drawn.
+    pub support: BTreeMap<TokenId, u64>,
+    /// Drawn ids the oracle never keeps.
+    pub outside: Vec<TokenId>,
+    /// Tie classes with more distinct ids drawn than they keep: (class ids, drawn, kept).
+    pub overfull: Vec<(Vec<TokenId>, usize, usize)>,
+    pub fit: Option<GoodnessOfFit>,
+    /// The per-test significance level the p-value was compared with.
+    pub alpha: f64,
+    pub verdict: Verdict,
+    /// The rule that decided, in one line.
+    pub why: String,
+}
+
+pub fn count(draws: &[TokenId]) -> BTreeMap<TokenId, u64> {
+    let mut m = BTreeMap::new();
+    for &d in draws {
+        *m.entry(d).or_insert(0) += 1;
+    }
+    m
+}
+
+/// The chi-square categories: one per id of a class that is whole, or whose drawn ids are as
+/// many as it keeps (then the drawn ones are the kept ones); otherwise the class is one bin.
+fn bins(exp: &Expectation, support: &BTreeMap<TokenId, u64>) -> (Vec<String>, Vec<u64>, Vec<f64>) {
+    let (mut labels, mut observed, mut p) = (Vec::new(), Vec::new(), Vec::new());
+    for c in &exp.classes {
+        let drawn: Vec<TokenId> = c
+            .ids
+            .iter()
+            .copied()
+            .filter(|id| support.contains_key(id))
+            .collect();
+        let members: Vec<TokenId> = if !c.is_split() {
+            c.ids.clone()
+        } else if drawn.len() == c.kept {
+            drawn.clone()
+        } else {
+            let ids: Vec<String> = c.ids.iter().map(|i| i.0.to_string()).collect();
+            labels.push(format!("{} of {{{}}}", c.kept, ids.join(",")));
+            observed.push(drawn.iter().map(|id| support[id]).sum());
+            p.push(c.kept as f64 * c.p_each);
+            continue;
+        };
+        for id in members {
+            labels.push(id.0.to_string());
+            observed.push(support.get(&id).copied().unwrap_or(0));
+            p.push(c.p_each);
+        }
+    }
+    (labels, observed, p)
+}
+
+pub fn judge(draws: &[TokenId], exp: &Expectation, alpha: f64) -> Outcome {
+    let support = count(draws);
+    let possible = exp.possible();
+    let outside: Vec<TokenId> = support
+        .keys()
+        .copied()
+        .filter(|id| !possible.contains(id))
+        .collect();
+    let overfull: Vec<(Vec<TokenId>, usize, usize)> = exp
+        .classes
+        .iter()
+        .filter(|c| c.is_split())
+        .filter_map(|c| {
+            let drawn = c.ids.iter().filter(|id| support.contains_key(id)).count();
+            (drawn > c.kept).then(|| (c.ids.clone(), drawn, c.kept))
+        })
+        .collect();
+    let mut out = Outcome {
+        support,
+        outside,
+        overfull,
+        fit: None,
+        alpha,
+        verdict: Verdict::Absent,
+        why: String::new(),
+    };
+    if !out.outside.is_empty() || !out.overfull.is_empty() {
+        out.verdict = Verdict::Present;
+        out.why = definite(&out);
+        return out;
+    }
+    if let Some(edge) = &exp.undecided {
+        out.verdict = Verdict::Undecided;
+        out.why = format!("the survivor set rests on a rounding margin: {edge}");
+        return out;
+    }
+    let (labels, observed, p) = bins(exp, &out.support);
+    match goodness_of_fit(&labels, &observed, &p) {
+        Err(category) => {
+            out.verdict = Verdict::Present;
+            out.why = format!("drawn: {category}, which the oracle gives probability 0 in f64");
+        }
+        Ok(fit) => {
+            let reject = fit.p_value < alpha;
+            out.verdict = Verdict::found(reject);
+            out.why = format!(
+                "chi-square {:.3} on {} df, p = {:.3e} {} {:.1e}",
+                fit.statistic,
+                fit.df,
+                fit.p_value,
+                if reject { "<" } else { ">=" },
+                alpha
+            );
+            out.fit = Some(fit);
+        }
+    }
+    out
+}
+
+fn definite(o: &Outcome) -> String {
+    let mut parts = Vec::new();
+    if !o.outside.is_empty() {
+        let ids: Vec<String> = o
+            .outside
+            .iter()
+            .map(|id| format!("{} ({}x)", id, o.support[id]))
+            .collect();
+        parts.push(format!(
+            "drawn outside the survivor set: {}",
+            ids.join(", ")
+        ));
+    }
+    for (ids, drawn, kept) in &o.overfull {
+        let ids: Vec<String> = ids.iter().map(|i| i.0.to_string()).collect();
+        parts.push(format!(
+            "{drawn} distinct ids drawn from the tie class {{{}}}, which keeps {kept}",
+            ids.join(",")
+        ));
+    }
+    parts.join("; ")
+}
+
+impl Outcome {
+    pub fn p_value(&self) -> Option<f64> {
+        self.fit.as_ref().map(|f| f.p_value)
+    }
+
+    /// The drawn ids, with counts, at most `max` of them (the rest summed).
+    pub fn describe_support(&self, max: usize) -> String {
+        let mut parts: Vec<String> = self
+            .support
+            .iter()
+            .take(max)
+            .map(|(id, n)| format!("{id}:{n}"))
+            .collect();
+        if self.support.len() > max {
+            let rest: u64 = self.support.values().skip(max).sum();
+            parts.push(format!("{} more ids:{rest}", self.support.len() - max));
+        }
+        format!("{} ids drawn ({})", self.support.len(), parts.join(" "))
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "support": self.support.iter().map(|(id, n)| (id.0.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "outside": self.outside.iter().map(|i| i.0).collect::<Vec<_>>(),
+            "overfull": self.overfull.iter().map(|(ids, d, k)| json!({
+                "ids": ids.iter().map(|i| i.0).collect::<Vec<_>>(), "drawn": d, "kept": k
+            })).collect::<Vec<_>>(),
+            "statistic": self.fit.as_ref().map(|f| f.statistic),
+            "df": self.fit.as_ref().map(|f| f.df),
+            "p_value": self.p_value(),
+            "pooled_categories": self.fit.as_ref().map(|f| f.pooled),
+            "alpha": self.alpha,
+            "row_verdict": self.verdict.as_str(),
+            "why": self.why,
+        })
+    }
+}

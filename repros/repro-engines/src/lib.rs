@@ -1,0 +1,16 @@
+//! F7, `draw-conformance`: seeded draws from each engine's samplers, judged against the
+//! oracle's survivor set and its renormalized distribution. See `main.rs` for how to read the
+//! output.
+
+pub mod audit;
+pub mod cli;
+pub mod expect;
+pub mod judge;
+pub mod oracle_check;
+pub mod planted;
+pub mod vectors;
+
+/// The finding's code in FINDINGS-style numbering.
+pub const FINDING: &str = "F7";
+/// The verdict's name.
+pub const NAME: &str = "draw-conformance";

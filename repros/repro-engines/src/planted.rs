@@ -1,0 +1,140 @@
+//! Samplers written here, in plain Rust, run through the same detector as the engines: an
+//! exact one (the negative control) and two with a planted defect (the positive controls).
+//!
+//! The exact sampler does not call the oracle: it states the seam's semantics again in f64
+//! (sort by logit, then id; temperature; top-k; top-p on the renormalized remainder; min-p;
+//! inverse-CDF draw from `oracle::rng::Rng`), so a mistake in either would show as a failed
+//! control rather than cancel out.
+
+use anyhow::{ensure, Result};
+use engine::Sampling;
+use oracle::rng::Rng;
+use oracle::TokenId;
+
+/// Which defect, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Defect {
+    /// None: the exact sampler.
+    Exact,
+    /// After truncation, the best id that was cut is kept as well.
+    KeepsOneExtra,
+    /// Draws against the full-vocabulary probabilities of the survivors, without dividing by
+    /// their mass; a uniform number past that mass lands on the last survivor.
+    SkipsRenormalization,
+}
+
+impl Defect {
+    pub fn label(self) -> &'static str {
+        match self {
+            Defect::Exact => "exact Rust sampler",
+            Defect::KeepsOneExtra => "planted: keeps one extra token",
+            Defect::SkipsRenormalization => "planted: skips renormalization",
+        }
+    }
+}
+
+/// The survivors (best first) and their weights: renormalized probabilities, or for
+/// [`Defect::SkipsRenormalization`] the full-vocabulary ones.
+fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Vec<(TokenId, f64)> {
+    let t = f64::from(s.temperature);
+    let mut order: Vec<(TokenId, f64)> = logits
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| **x > f32::NEG_INFINITY)
+        .map(|(i, &x)| (TokenId(i as i32), f64::from(x) / t))
+        .collect();
+    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let softmax = |xs: &[(TokenId, f64)]| -> Vec<f64> {
+        let m = xs[0].1;
+        let w: Vec<f64> = xs.iter().map(|(_, x)| (x - m).exp()).collect();
+        let z: f64 = w.iter().sum();
+        w.into_iter().map(|x| x / z).collect()
+    };
+    let full = softmax(&order);
+    let mut keep = order.len();
+    if let Some(k) = s.top_k {
+        keep = keep.min(k);
+    }
+    if let Some(p) = s.top_p {
+        let probs = softmax(&order[..keep]);
+        let mut cum = 0.0;
+        for (i, q) in probs.iter().enumerate() {
+            cum += q;
+            if cum >= f64::from(p) {
+                keep = i + 1;
+                break;
+            }
+        }
+    }
+    if let Some(p) = s.min_p {
+        let probs = softmax(&order[..keep]);
+        let floor = probs[0] * f64::from(p);
+        keep = probs.iter().take_while(|&&q| q >= floor).count();
+    }
+    if defect == Defect::KeepsOneExtra {
+        keep = (keep + 1).min(order.len());
+    }
+    let kept = &order[..keep];
+    if defect == Defect::SkipsRenormalization {
+        return kept
+            .iter()
+            .zip(&full)
+            .map(|((id, _), &q)| (*id, q))
+            .collect();
+    }
+    kept.iter()
+        .copied()
+        .map(|(id, _)| id)
+        .zip(softmax(kept))
+        .collect()
+}
+
+/// `draws` draws from the Rust sampler with `defect`, seeded with `seed`.
+pub fn draw(
+    logits: &[f32],
+    s: &Sampling,
+    seed: u64,
+    draws: usize,
+    defect: Defect,
+) -> Result<Vec<TokenId>> {
+    ensure!(
+        logits.iter().any(|x| x.is_finite()),
+        "at least one logit must be finite"
+    );
+    let dist = distribution(logits, s, defect);
+    let mut cdf = Vec::with_capacity(dist.len());
+    let mut cum = 0.0;
+    for (_, w) in &dist {
+        cum += w;
+        cdf.push(cum);
+    }
+    let mut rng = Rng::new(seed);
+    Ok((0..draws)
+        .map(|_| {
+            // 53 random bits: a uniform number in [0, 1).
+            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            let i = cdf.partition_point(|&c| c <= u).min(dist.len() - 1);
+            dist[i].0
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_planted_defects_change_what_they_say() {
+        let logits = [3.0, 2.0, 1.0, 0.0];
+        let s = Sampling::parse("top_k=2").unwrap();
+        let exact = distribution(&logits, &s, Defect::Exact);
+        assert_eq!(exact.len(), 2);
+        assert!((exact[0].1 + exact[1].1 - 1.0).abs() < 1e-15);
+        assert_eq!(distribution(&logits, &s, Defect::KeepsOneExtra).len(), 3);
+        let raw = distribution(&logits, &s, Defect::SkipsRenormalization);
+        assert!(raw[0].1 + raw[1].1 < 0.95);
+        // The same top-k then top-p example as the interface: the renormalized cut keeps 2.
+        let both = Sampling::parse("top_k=3,top_p=0.9").unwrap();
+        assert_eq!(distribution(&logits, &both, Defect::Exact).len(), 2);
+    }
+}

@@ -1,0 +1,157 @@
+//! F7 on the engines this test binary links: llama.cpp (the root workspace's 0.1.161 or
+//! legacy/'s 0.1.154) and, on the default build, candle 0.11.1. Each engine's audit table is
+//! pinned, so an upstream change in what an engine draws shows up as a reviewed snapshot
+//! change; the one-input interface keeps its keys and its refusals.
+
+use report::Verdict;
+use test_support::{assert_refused, json_report, run_bin};
+
+const BIN: &str = env!("CARGO_BIN_EXE_repro-engines");
+
+/// One grid audit of `engine` into a temporary folder: the JSON and the text.
+fn audit(engine: &str) -> (serde_json::Value, String, String) {
+    let dir = std::env::temp_dir().join(format!("engines-test-{engine}-{}", std::process::id()));
+    let (code, _, err) = run_bin(
+        BIN,
+        &[
+            "--engine",
+            engine,
+            "--audit",
+            "--results",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a results file");
+    let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+    let json = std::fs::read_to_string(&file).unwrap();
+    let text = std::fs::read_to_string(file.with_extension("txt")).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    (serde_json::from_str(&json).unwrap(), text, stem)
+}
+
+fn check_audit(json: &serde_json::Value, text: &str, engine_label: &str) {
+    let header = report::Header::from_json(json).unwrap();
+    assert_eq!(header.subject.engine, engine_label);
+    assert!(header.controls.iter().all(|c| c.passed), "{text}");
+    let cases = json["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), repro_engines::vectors::grid().len());
+    // Every row names its input, and a present row either drew outside the oracle's set or
+    // failed the test at the stated level.
+    for (name, verdict, evidence) in &header.rows {
+        assert!(evidence.contains("--sampling"), "{name}: {evidence}");
+        let case = cases
+            .iter()
+            .find(|c| {
+                format!(
+                    "draw-conformance-{}-{}",
+                    c["vector"].as_str().unwrap(),
+                    c["sampling"].as_str().unwrap()
+                ) == *name
+            })
+            .unwrap();
+        if *verdict == Verdict::Present {
+            let outside = !case["outside"].as_array().unwrap().is_empty()
+                || !case["overfull"].as_array().unwrap().is_empty();
+            let rejected = case["p_value"]
+                .as_f64()
+                .is_some_and(|p| p < json["alpha_each"].as_f64().unwrap());
+            assert!(outside || rejected, "{name}: {case}");
+        }
+    }
+}
+
+#[test]
+fn llama_cpp_draws_follow_the_oracle_and_the_table_is_pinned() {
+    let (json, text, stem) = audit("llama");
+    assert_eq!(
+        stem,
+        format!("engines.{}", subject::BuildInfo::current().tag())
+    );
+    check_audit(&json, &text, "llama.cpp");
+    test_support::assert_build_snapshot!("audit_llama", text);
+}
+
+#[cfg(feature = "candle")]
+#[test]
+fn candle_draws_are_judged_by_the_same_detector_and_the_table_is_pinned() {
+    let (json, text, stem) = audit("candle");
+    assert_eq!(stem, "engines.candle-0.11.1");
+    check_audit(&json, &text, "candle");
+    // candle's TopKThenTopP keeps what top-k then top-p (renormalized) must cut.
+    let header = report::Header::from_json(&json).unwrap();
+    let row = header
+        .rows
+        .iter()
+        .find(|r| r.0 == "draw-conformance-published-top_k=3,top_p=0.9")
+        .unwrap();
+    assert_eq!(row.1, Verdict::Present, "{}", row.2);
+    // min_p is not one of candle's configurations: listed, not drawn, not a row.
+    assert!(text.contains("not offered"), "{text}");
+    insta::assert_snapshot!("audit_candle", text);
+}
+
+#[cfg(feature = "candle")]
+#[test]
+fn the_interface_example_prints_the_header_and_the_draw_keys() {
+    let (v, h) = json_report(
+        BIN,
+        &[
+            "--engine",
+            "candle",
+            "--logits",
+            "3,2,1,0",
+            "--sampling",
+            "top_k=3,top_p=0.9",
+            "--draws",
+            "20000",
+            "--seed",
+            "1",
+            "--json",
+        ],
+    );
+    assert_eq!(h.subject.engine, "candle");
+    for key in ["engine", "support", "oracle", "p_value", "verdict"] {
+        assert!(v.get(key).is_some(), "no '{key}' in {v}");
+    }
+    assert_eq!(h.verdict, Verdict::Present);
+    assert_eq!(v["outside"], serde_json::json!([2]));
+    assert_refused(BIN, &["--engine", "candle", "--sampling", "min_p=0.1"], &[]);
+}
+
+#[test]
+fn llama_cpp_offers_min_p_and_refuses_bad_input_in_one_line() {
+    let (v, h) = json_report(
+        BIN,
+        &[
+            "--logits",
+            "3,2,1,0",
+            "--sampling",
+            "min_p=0.1",
+            "--draws",
+            "5000",
+            "--json",
+        ],
+    );
+    assert_eq!(h.subject.engine, "llama.cpp");
+    assert!(v["support"].as_object().unwrap().len() <= 3, "{v}");
+    for bad in [
+        &["--logits", "1,nan"][..],
+        &["--logits", "-inf,-inf"],
+        &["--logits", "1,inf"],
+        &["--logits", ""],
+        &["--sampling", "top_p=1.5"],
+        &["--sampling", "xtc=0.1"],
+        &["--draws", "0"],
+        &["--draws", "-3"],
+        &["--seed", "4294967296"],
+        &["--engine", "vllm"],
+        &["--vector", "nope"],
+    ] {
+        assert_refused(BIN, bad, &[]);
+    }
+}
