@@ -1,6 +1,7 @@
 # sampler-audit: every finding on every pinned llama.cpp build.
 #
-#   make audit   build both pinned builds, run every finding on each, write results/, print verdicts
+#   make audit   build both pinned builds, run every finding on each (and candle's rows on the
+#                default build), write results/, print the verdict table (finding x engine x build)
 #   make test    the whole test suite on both builds, clippy, tidy and memcheck included (CI runs this)
 #   make memcheck  valgrind memcheck on both builds (each repro's non-model paths, a short decode
 #                  of each model); fails on any memory error or byte definitely or indirectly lost
@@ -15,7 +16,12 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
 BUILDS   := 0.1.161 0.1.154
-FINDINGS := clone sortpoison scope gauge edges
+FINDINGS := clone sortpoison scope gauge edges engines
+# The second engine, candle 0.11.1, linked on the default build only: F7's draws, F3 on both
+# models and F4's sign slot (SmolLM2, the first 4 prompts; PREREG, F3/F4 addenda and F7).
+CANDLE_BUILD := 0.1.161
+CANDLE_SCOPE_MODELS := smollm2 gemma3
+CANDLE_GAUGE_ARGS := --models smollm2 --prompts 4
 # Findings rerun with the ledger samplers in place of the built-ins (F2's guard rows come
 # from its own audit).
 LEDGER_FINDINGS := clone
@@ -83,6 +89,14 @@ audit: build models
 	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--sampler ledger --audit --results $(RESULTS)" > /dev/null; \
 	  done; \
 	done
+	@echo "running repro-engines with candle" >&2
+	@$(MAKE) -s --no-print-directory run BUILD=$(CANDLE_BUILD) REPRO=repro-engines ARGS="--engine candle --audit --results $(RESULTS)" > /dev/null
+	@for m in $(CANDLE_SCOPE_MODELS); do \
+	  echo "running repro-scope with candle on $$m" >&2; \
+	  $(MAKE) -s --no-print-directory run BUILD=$(CANDLE_BUILD) REPRO=repro-scope ARGS="--engine candle --model $$m --audit --results $(RESULTS)" > /dev/null; \
+	done
+	@echo "running repro-gauge with candle" >&2
+	@$(MAKE) -s --no-print-directory run BUILD=$(CANDLE_BUILD) REPRO=repro-gauge ARGS="--engine candle --audit $(CANDLE_GAUGE_ARGS) --results $(RESULTS)" > /dev/null
 	@$(CARGO) run $(CARGO_FLAGS) --quiet -p verdicts -- $(RESULTS)
 
 # F5: the penalty stage's cost, per apply and end to end, on the default build (timings go to

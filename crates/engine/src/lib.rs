@@ -191,8 +191,9 @@ pub trait Logits {
 }
 
 /// What a repro asks of an engine. Every method takes plain Rust values and returns plain
-/// Rust values, so the same detector code judges every engine.
-pub trait Engine {
+/// Rust values, so the same detector code judges every engine. `Send + Sync`: a sampler that
+/// calls an engine may live inside a llama.cpp chain (F4's engine slot).
+pub trait Engine: Send + Sync {
     fn info(&self) -> EngineInfo;
     /// The engine's repetition penalty with `theta` over `context` (the engine decides how
     /// it treats repeated ids and signs; that is what is audited), on a copy of `logits`.

@@ -132,6 +132,9 @@ pub fn sampler_for(
         Implementation::PlantedSubtractive => {
             Sampler::custom(crate::planted::Subtractive::new(n_vocab as usize, theta))?
         }
+        Implementation::EngineSign(name) => Sampler::custom(
+            crate::engine_slot::EnginePenalty::new(name, n_vocab as usize, theta, window)?,
+        )?,
     };
     Sampler::chain(vec![stage])
 }

@@ -3,13 +3,14 @@
 //! PREREG.md (addendum 2026-11-30).
 
 use crate::a1::{self, Cell, Design, ModelRuns, ValueCheck};
-use crate::implementation::short;
+use crate::implementation::{short, Implementation};
 use crate::json::{self, JsonReport};
 use crate::plot;
 use crate::reference::{self, StructuralReport};
 use crate::shift;
 use crate::tf::{self, TfReport};
 use anyhow::{Context, Result};
+use engine::{EngineInfo, EngineName};
 use harness::LoadedModel;
 use oracle::gauge::Operator;
 use report::{Control, Report, Verdict};
@@ -38,6 +39,10 @@ pub fn parse_prompts(text: &str) -> Vec<String> {
 
 pub struct Audit {
     pub build: BuildInfo,
+    /// The engine in the sign slot (llama.cpp, or another engine's penalty through the seam).
+    pub engine: EngineInfo,
+    /// Another engine: its penalty and llama.cpp's at logits of exactly 0 (a named row).
+    pub zero_boundary: Option<crate::engine_slot::ZeroBoundary>,
     pub design: Design,
     pub models: Vec<ModelRuns>,
     /// Teacher-forced flips, one table per model.
@@ -56,7 +61,7 @@ pub fn run(
     models: &[LoadedModel],
     design: &Design,
     prompts: &[String],
-    (text, positions): (&str, usize),
+    teacher: Option<(&str, usize)>,
     json_prompts: Option<usize>,
     structural_pairs: Option<usize>,
 ) -> Result<Audit> {
@@ -69,7 +74,9 @@ pub fn run(
         .collect::<Result<Vec<_>>>()?;
     let tf = models
         .iter()
+        .filter(|_| teacher.is_some())
         .map(|m| {
+            let (text, positions) = teacher.expect("filtered on Some");
             tf::run(
                 m,
                 text,
@@ -108,8 +115,22 @@ pub fn run(
         }
         None => Vec::new(),
     };
+    let engine_name = design
+        .slots
+        .iter()
+        .find_map(|(_, imp)| match imp {
+            Implementation::EngineSign(name) => Some(*name),
+            _ => None,
+        })
+        .unwrap_or(EngineName::Llama);
+    let engine = harness::engines::get(engine_name)?;
+    let zero_boundary = (engine_name != EngineName::Llama)
+        .then(|| crate::engine_slot::ZeroBoundary::measure(engine.as_ref()))
+        .transpose()?;
     Ok(Audit {
         build: BuildInfo::current(),
+        engine: engine.info(),
+        zero_boundary,
         design: design.clone(),
         models: runs,
         tf,
@@ -359,14 +380,20 @@ impl Audit {
     }
 
     pub fn report(&self) -> Result<Report> {
-        Ok(Report::new(
-            self.build.report_subject(crate::FINDING, NAME),
-            self.measured()?,
-            self.evidence()?,
-            self.controls(),
-        )
-        .with_body(self.body()?)
-        .with_text(self.text()?))
+        let subject = report::Subject {
+            finding: crate::FINDING.to_string(),
+            name: NAME.to_string(),
+            engine: self.engine.name.label().to_string(),
+            build: self.engine.tag.clone(),
+            build_detail: self.engine.detail.clone(),
+        };
+        let mut r = Report::new(subject, self.measured()?, self.evidence()?, self.controls());
+        let mut text = self.text()?;
+        if let Some(z) = &self.zero_boundary {
+            r.add_row(z.row_name(), z.verdict(), z.evidence(), z.to_json());
+            text.push_str(&format!("\n{}\n", z.evidence()));
+        }
+        Ok(r.with_body(self.body()?).with_text(text))
     }
 
     /// The fix's report, from the same runs.
@@ -414,6 +441,11 @@ impl Audit {
     pub fn write(&self, dir: &Path) -> Result<()> {
         let tag = self.build.tag();
         self.report()?.write(dir, "gauge")?;
+        if self.engine.name != EngineName::Llama {
+            // Another engine's sign slot: its verdict only (the fix and the plots are
+            // llama.cpp's runs).
+            return Ok(());
+        }
         self.fix_report()?.write(dir, "gauge-ledger")?;
         let mut files = vec![
             (

@@ -2,8 +2,10 @@
 
 use crate::a1::Design;
 use crate::audit;
+use crate::implementation::Implementation;
 use anyhow::{ensure, Context as _, Result};
 use clap::Parser;
+use engine::EngineName;
 use harness::LoadedModel;
 use oracle::gauge::Operator;
 use std::ffi::OsString;
@@ -63,6 +65,12 @@ pub struct Args {
     /// The teacher-forced text (default: the file `make models` builds in models-cache/).
     #[arg(long)]
     pub teacher_text: Option<PathBuf>,
+    /// Whose penalty fills the sign slot: llama (llama.cpp's penalties stage) or candle (its
+    /// `apply_repeat_penalty` through the engine seam, over the same window; default build
+    /// only). The logits are llama.cpp's decoding in both. With candle, --audit runs the
+    /// design and the zero-boundary row only (no teacher forcing, no JSON corpus).
+    #[arg(long, default_value = "llama")]
+    pub engine: String,
 }
 
 /// At most this many runs share one batch (llama.cpp's LLAMA_MAX_SEQ).
@@ -131,12 +139,17 @@ pub fn design(args: &Args) -> Result<Design> {
         "{runs} runs x --max-new {} exceed {MAX_CELLS} cache cells per prompt",
         args.max_new
     );
-    Ok(Design::standard(
-        thetas,
-        shifts,
-        args.max_new as usize,
-        threads,
-    ))
+    let mut design = Design::standard(thetas, shifts, args.max_new as usize, threads);
+    let engine = EngineName::parse(&args.engine).context("--engine")?;
+    if engine != EngineName::Llama {
+        harness::engines::get(engine)?;
+        for (op, imp) in &mut design.slots {
+            if *op == Operator::Sign {
+                *imp = Implementation::EngineSign(engine);
+            }
+        }
+    }
+    Ok(design)
 }
 
 /// Most models `--models` names (two are known; the rest would be paths).
@@ -337,13 +350,16 @@ fn execute(
     let structural_pairs = args
         .audit
         .then(|| args.structural_pairs.map_or(usize::MAX, |n| n as usize));
+    // Another engine in the sign slot: the design only (teacher forcing, the JSON corpus
+    // and the grammar references measure llama.cpp's own stage).
+    let llama = args.engine == "llama";
     let a = audit::run(
         loaded,
         design,
         prompts,
-        teacher,
-        json_prompts,
-        structural_pairs,
+        llama.then_some(teacher),
+        json_prompts.filter(|_| llama),
+        structural_pairs.filter(|_| llama),
     )?;
     if args.audit {
         a.write(&args.out.results)?;

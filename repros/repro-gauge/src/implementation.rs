@@ -1,6 +1,7 @@
 //! The implementations of F4's operators that the design runs (llama.cpp's penalties, the
 //! ledger's modes, the planted subtractive sampler), and how numbers are written in reports.
 
+use engine::EngineName;
 use oracle::gauge::Operator;
 
 /// One implementation of one operator.
@@ -16,6 +17,9 @@ pub enum Implementation {
     LedgerSubtractive,
     /// The planted subtractive sampler (`crate::planted`), in a chain, handed `z + c` in f32.
     PlantedSubtractive,
+    /// Another engine's own repetition penalty through the engine seam
+    /// (`crate::engine_slot`), in a chain, handed `z + c` in f32.
+    EngineSign(EngineName),
 }
 
 impl Implementation {
@@ -31,7 +35,9 @@ impl Implementation {
 
     pub fn operator(self) -> Operator {
         match self {
-            Implementation::LlamaSign | Implementation::LedgerSign => Operator::Sign,
+            Implementation::LlamaSign
+            | Implementation::LedgerSign
+            | Implementation::EngineSign(_) => Operator::Sign,
             Implementation::LedgerNormalized => Operator::Normalized,
             Implementation::LedgerSubtractive => Operator::Subtractive,
             Implementation::PlantedSubtractive => Operator::Subtractive,
@@ -45,6 +51,8 @@ impl Implementation {
             Implementation::LedgerNormalized => "ledger-penalties normalized",
             Implementation::LedgerSubtractive => "ledger-penalties subtractive",
             Implementation::PlantedSubtractive => "planted subtractive",
+            Implementation::EngineSign(EngineName::Llama) => "llama.cpp penalties (engine seam)",
+            Implementation::EngineSign(EngineName::Candle) => "candle apply_repeat_penalty",
         }
     }
 }

@@ -4,6 +4,7 @@
 pub mod a1;
 pub mod audit;
 pub mod cli;
+pub mod engine_slot;
 pub mod implementation;
 pub mod json;
 pub mod planted;

@@ -530,3 +530,47 @@ fn structural_subset() {
     assert!(controls.iter().all(|c| c.passed), "{controls:#?}");
     test_support::assert_build_snapshot!("structural_subset", r.to_text());
 }
+
+/// F4 through candle: its `apply_repeat_penalty` in the sign slot, handed `z + c`, judged by
+/// the same rule, value check and planted controls as llama.cpp's penalties; the exact-zero
+/// boundary is a named row with its input.
+#[cfg(feature = "candle")]
+#[test]
+fn candle_penalty_in_the_sign_slot() {
+    let _serial = one_at_a_time();
+    let file = prompt_file("candle", "Say hello.\nCount to three.\n");
+    let (v, h) = json_report(
+        BIN,
+        &[
+            "--engine",
+            "candle",
+            "--prompt-file",
+            &file,
+            "--theta",
+            "1.3",
+            "--shifts",
+            "-5,5",
+            "--max-new",
+            "16",
+            "--json",
+        ],
+    );
+    assert_eq!(h.subject.engine, "candle");
+    assert_eq!(h.subject.build, "candle-0.11.1");
+    assert!(h.controls.iter().all(|c| c.passed), "{:#?}", h.controls);
+    let sign_rows: Vec<&serde_json::Value> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["operator"] == "sign")
+        .collect();
+    assert!(!sign_rows.is_empty());
+    for r in sign_rows {
+        assert_eq!(r["implementation"], "candle apply_repeat_penalty", "{r}");
+    }
+    let (name, verdict, evidence) = &h.rows[0];
+    assert_eq!(name, "penalty-gauge-dependence-zero-boundary");
+    // Both rules leave 0 and -0 as they are: the engines agree bit for bit there.
+    assert_eq!(*verdict, report::Verdict::Absent, "{evidence}");
+    assert!(evidence.contains("logits [0.0, -0.0"), "{evidence}");
+}

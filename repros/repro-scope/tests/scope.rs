@@ -216,3 +216,82 @@ fn divergence_detector_flags_a_planted_dropped_id_and_not_a_copy_of_all() {
         .unwrap();
     assert!(quiet.divergence.is_none());
 }
+
+/// F3 through candle: its own decoder, penalty and greedy choice on the same file and prompt
+/// ids, the same keys as llama.cpp's report, the cross-engine comparison beside it, and the
+/// text pinned (a change in what candle decodes is a reviewed snapshot change).
+#[cfg(feature = "candle")]
+#[test]
+fn candle_decodes_the_same_scopes_with_its_own_penalty() {
+    let _serial = one_at_a_time();
+    let common = [
+        "--prompt",
+        "Name three colours.",
+        "--max-new",
+        "24",
+        "--vector-at",
+        "8",
+    ];
+    let llama_args: Vec<&str> = common
+        .iter()
+        .copied()
+        .chain(["--scopes", "all,4,16", "--json"])
+        .collect();
+    // One candle run with --audit writes the JSON and the text from one report value.
+    let dir = std::env::temp_dir().join(format!("scope-candle-{}", std::process::id()));
+    let results = dir.display().to_string();
+    let candle_args: Vec<&str> = common
+        .iter()
+        .copied()
+        .chain([
+            "--scopes",
+            "all,4,16",
+            "--engine",
+            "candle",
+            "--audit",
+            "--results",
+            &results,
+        ])
+        .collect();
+    let (code, llama_out, err) = run_bin(BIN, &llama_args);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run_bin(BIN, &candle_args);
+    assert_eq!(code, 0, "{err}");
+    let candle_out = std::fs::read_to_string(dir.join("scope-smollm2.candle-0.11.1.json")).unwrap();
+    let text = std::fs::read_to_string(dir.join("scope-smollm2.candle-0.11.1.txt")).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let l: serde_json::Value = serde_json::from_str(&llama_out).unwrap();
+    let c: serde_json::Value = serde_json::from_str(&candle_out).unwrap();
+    let h = Header::from_json(&c).unwrap();
+    assert_eq!(h.subject.engine, "candle");
+    assert_eq!(h.subject.build, "candle-0.11.1");
+    assert!(h.controls.iter().all(|x| x.passed), "{candle_out}");
+    // Every key of llama.cpp's report, at the top and per scope.
+    for k in l.as_object().unwrap().keys() {
+        assert!(c.get(k).is_some(), "candle's report lacks '{k}'");
+    }
+    assert_eq!(l["prompt_ids"], c["prompt_ids"], "the same prompt ids");
+    for s in ["all", "4", "16"] {
+        for k in l["scopes"][s].as_object().unwrap().keys() {
+            assert!(c["scopes"][s].get(k).is_some(), "scope {s} lacks '{k}'");
+        }
+        // candle's own penalty ran at every step and agreed with the oracle.
+        let twin = &c["scopes"][s]["engine_twin"];
+        assert!(twin["steps"].as_u64().unwrap() > 0, "{twin}");
+        assert_eq!(twin["mismatching_steps"], 0, "{twin}");
+    }
+    // The comparison names, per scope, where the engines part or that they never do.
+    let cross = c["cross_engine"].as_array().unwrap();
+    assert_eq!(cross.len(), 3);
+    for p in cross {
+        assert!(p["max_logit_diff"].as_f64().unwrap() >= 0.0, "{p}");
+        assert!(p["shared_prefix"].is_u64(), "{p}");
+    }
+    insta::assert_snapshot!("candle_short", text);
+    // llama:N names llama.cpp's chain: refused with another engine.
+    test_support::assert_refused(
+        BIN,
+        &["--engine", "candle", "--scopes", "all,llama:64"],
+        &[],
+    );
+}
