@@ -120,7 +120,8 @@ clippy: deps
 
 # Valgrind memcheck on both builds (scripts/memcheck.sh): repro-clone's minimal case (built-in
 # and ledger-penalties) and --stateful, repro-sortpoison's published chain and one chain of
-# every stage, and repro-scope decoding one token on SmolLM2 and on Gemma3. Planted controls
+# every stage, repro-edges' supervisor, repro-engines' draw chain, and repro-scope decoding one
+# token on SmolLM2 (both builds) and on Gemma3 (the default build). Planted controls
 # (crates/memcheck-planted) run first through the same check: a leak and an invalid read must
 # be caught. Suppressions, each explained, live in scripts/memcheck.supp (none are needed now).
 # It prints one line per run and exits 1 if any run has an error or a leak. About 6 minutes.

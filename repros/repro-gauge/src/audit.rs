@@ -390,7 +390,12 @@ impl Audit {
         let mut r = Report::new(subject, self.measured()?, self.evidence()?, self.controls());
         let mut text = self.text()?;
         if let Some(z) = &self.zero_boundary {
-            r.add_row(z.row_name(), z.verdict(), z.evidence(), z.to_json());
+            r.add_row(
+                format!("{NAME}-zero-boundary"),
+                z.verdict(),
+                z.evidence(),
+                z.to_json(),
+            );
             text.push_str(&format!("\n{}\n", z.evidence()));
         }
         Ok(r.with_body(self.body()?).with_text(text))

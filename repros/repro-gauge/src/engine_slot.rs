@@ -114,10 +114,6 @@ impl ZeroBoundary {
         })
     }
 
-    pub fn row_name(&self) -> String {
-        format!("{}-zero-boundary", crate::audit::NAME)
-    }
-
     /// `present` when the engine and llama.cpp leave different bits anywhere.
     pub fn verdict(&self) -> report::Verdict {
         let same = self
