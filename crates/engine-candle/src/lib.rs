@@ -17,7 +17,7 @@ use oracle::TokenId;
 use std::path::Path;
 
 /// The candle release linked here (kept in step with the `=` pin in Cargo.toml; a test reads
-/// the lockfile's pin back).
+/// the pin back).
 pub const CANDLE_VERSION: &str = "0.11.1";
 
 pub struct Candle;
@@ -218,5 +218,46 @@ impl Logits for CandleModel {
             self.fed_generated.push(t);
         }
         Ok(self.last.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The version reports print is the one Cargo.toml pins with `=`.
+    #[test]
+    fn the_reported_version_is_the_pinned_one() {
+        let manifest = include_str!("../Cargo.toml");
+        for krate in ["candle-core", "candle-transformers"] {
+            let pin = format!("{krate} = {{ version = \"={CANDLE_VERSION}\"");
+            assert!(
+                manifest.contains(&pin),
+                "{krate} is not pinned at ={CANDLE_VERSION}"
+            );
+        }
+    }
+
+    /// candle's own code through the adapter: its penalty divides a positive seen logit and
+    /// multiplies a negative one, once per distinct id; its top-k-then-top-p draw on
+    /// [3, 2, 1, 0] keeps id 2 (the renormalized cut would not).
+    #[test]
+    fn the_adapter_calls_candle() {
+        let out = Candle
+            .repeat_penalty(
+                &[3.0, 2.0, -1.0, 0.0],
+                2.0,
+                &[TokenId(0), TokenId(2), TokenId(0)],
+            )
+            .unwrap();
+        assert_eq!(out, vec![1.5, 2.0, -2.0, 0.0]);
+        let s = Sampling::parse("top_k=3,top_p=0.9").unwrap();
+        let draws = Candle.draw(&[3.0, 2.0, 1.0, 0.0], &s, 1, 2000).unwrap();
+        assert!(draws.contains(&TokenId(2)));
+        assert!(!draws.contains(&TokenId(3)));
+        assert!(Candle
+            .supports(&Sampling::parse("min_p=0.1").unwrap())
+            .is_err());
+        assert_eq!(Candle.greedy(&[1.0, 3.0, 3.0]).unwrap().0, 1);
     }
 }

@@ -25,11 +25,3 @@ fn candle() -> Result<Box<dyn Engine>> {
         subject::BuildInfo::current().tag()
     )
 }
-
-/// The engines this binary can run, in table order.
-pub fn linked() -> Vec<EngineName> {
-    EngineName::ALL
-        .into_iter()
-        .filter(|&e| get(e).is_ok())
-        .collect()
-}

@@ -646,8 +646,22 @@ mod tests {
         let v = r.to_json();
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
         assert_eq!(&keys[..7], HEADER_KEYS);
-        assert_eq!(keys[7..], ["measured", "verdict_rows", "zeta", "alpha"]);
+        assert_eq!(
+            keys[7..],
+            ["engine", "measured", "verdict_rows", "zeta", "alpha"]
+        );
         assert_eq!(v["verdict"], "absent");
+        // A results file written before the engine key is llama.cpp's; a malformed key is
+        // refused.
+        let mut old = v.clone();
+        old.as_object_mut().unwrap().remove("engine");
+        assert_eq!(
+            Header::from_json(&old).unwrap().subject.engine,
+            DEFAULT_ENGINE
+        );
+        let mut bad = v.clone();
+        bad["engine"] = json!(3);
+        assert!(Header::from_json(&bad).is_err());
         let h = Header::from_json(&serde_json::from_str(&r.to_json_text()).unwrap()).unwrap();
         assert_eq!(h.verdict, Verdict::Absent);
         assert_eq!(h.subject, subject());

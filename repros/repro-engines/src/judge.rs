@@ -1,9 +1,9 @@
 //! The detector: one set of draws against one [`Expectation`]. The same function judges
 //! every engine and every planted sampler.
 //!
-//! Rule (PREREG, F7): a draw outside the oracle's possible set, or more distinct ids drawn
-//! from a tie class than the class keeps, is a definite defect (`present`). Otherwise, if the
-//! survivor set rests on a rounding margin, `undecided`. Otherwise Pearson's chi-square test
+//! Rule (PREREG, F7): if the survivor set rests on a rounding margin, `undecided`. Otherwise
+//! a draw outside the oracle's possible set, or more distinct ids drawn from a tie class than
+//! the class keeps, is a definite defect (`present`). Otherwise Pearson's chi-square test
 //! of the counts against the renormalized probabilities (categories expecting fewer than 5
 //! draws pooled, `oracle::fit`): `present` when p < the per-test level, else `absent`.
 
@@ -95,14 +95,19 @@ pub fn judge(draws: &[TokenId], exp: &Expectation, alpha: f64) -> Outcome {
         verdict: Verdict::Absent,
         why: String::new(),
     };
-    if !out.outside.is_empty() || !out.overfull.is_empty() {
-        out.verdict = Verdict::Present;
-        out.why = definite(&out);
-        return out;
-    }
+    // A set that rests on a rounding margin decides nothing, not even where it ends: a draw
+    // just past the cut may be the engine rounding the other way.
     if let Some(edge) = &exp.undecided {
         out.verdict = Verdict::Undecided;
         out.why = format!("the survivor set rests on a rounding margin: {edge}");
+        if !out.outside.is_empty() || !out.overfull.is_empty() {
+            out.why += &format!(" ({})", definite(&out));
+        }
+        return out;
+    }
+    if !out.outside.is_empty() || !out.overfull.is_empty() {
+        out.verdict = Verdict::Present;
+        out.why = definite(&out);
         return out;
     }
     let (labels, observed, p) = bins(exp, &out.support);
@@ -114,6 +119,13 @@ pub fn judge(draws: &[TokenId], exp: &Expectation, alpha: f64) -> Outcome {
         Ok(fit) => {
             let reject = fit.p_value < alpha;
             out.verdict = Verdict::found(reject);
+            if fit.df == 0 {
+                out.why =
+                    "every draw inside the survivor set; one category, so no distribution to test"
+                        .to_string();
+                out.fit = Some(fit);
+                return out;
+            }
             out.why = format!(
                 "chi-square {:.3} on {} df, p = {:.3e} {} {:.1e}",
                 fit.statistic,
@@ -186,5 +198,61 @@ impl Outcome {
             "row_verdict": self.verdict.as_str(),
             "why": self.why,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expect::{Class, Expectation};
+
+    fn two_classes(undecided: Option<&str>) -> Expectation {
+        Expectation {
+            classes: vec![
+                Class {
+                    ids: vec![TokenId(0)],
+                    kept: 1,
+                    p_each: 0.5,
+                },
+                Class {
+                    ids: vec![TokenId(1), TokenId(2)],
+                    kept: 1,
+                    p_each: 0.5,
+                },
+            ],
+            undecided: undecided.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn outside_draws_and_overfull_classes_are_definite_unless_the_set_is_undecided() {
+        let draws = [TokenId(0), TokenId(1), TokenId(3)];
+        assert_eq!(
+            judge(&draws, &two_classes(None), 0.01).verdict,
+            Verdict::Present
+        );
+        let overfull = [TokenId(0), TokenId(1), TokenId(2)];
+        let o = judge(&overfull, &two_classes(None), 0.01);
+        assert_eq!(o.verdict, Verdict::Present, "{}", o.why);
+        assert_eq!(o.overfull.len(), 1);
+        // A draw past a cut that rests on a rounding margin may be the engine rounding the
+        // other way: undecided, and the outside id still named.
+        let o = judge(&draws, &two_classes(Some("margin")), 0.01);
+        assert_eq!(o.verdict, Verdict::Undecided);
+        assert!(o.why.contains("outside"), "{}", o.why);
+    }
+
+    #[test]
+    fn the_test_compares_counts_with_the_renormalized_probabilities() {
+        let fair: Vec<TokenId> = (0..1000).map(|i| TokenId(i % 2)).collect();
+        assert_eq!(
+            judge(&fair, &two_classes(None), 0.01).verdict,
+            Verdict::Absent
+        );
+        let skewed: Vec<TokenId> = (0..1000).map(|i| TokenId(i32::from(i % 10 == 0))).collect();
+        assert_eq!(
+            judge(&skewed, &two_classes(None), 0.01).verdict,
+            Verdict::Present
+        );
     }
 }

@@ -21,6 +21,11 @@ pub enum Defect {
     /// Draws against the full-vocabulary probabilities of the survivors, without dividing by
     /// their mass; a uniform number past that mass lands on the last survivor.
     SkipsRenormalization,
+    /// After top-k, top-p adds up the full-vocabulary probabilities instead of the
+    /// renormalized ones (the mechanism read in candle's `sample_topk_topp`).
+    TopPOnFullMass,
+    /// A cut inside equal logits keeps every one of them.
+    KeepsWholeTie,
 }
 
 impl Defect {
@@ -29,6 +34,8 @@ impl Defect {
             Defect::Exact => "exact Rust sampler",
             Defect::KeepsOneExtra => "planted: keeps one extra token",
             Defect::SkipsRenormalization => "planted: skips renormalization",
+            Defect::TopPOnFullMass => "planted: top-p on the full-vocabulary mass after top-k",
+            Defect::KeepsWholeTie => "planted: keeps the whole tie at a cut",
         }
     }
 }
@@ -56,7 +63,11 @@ fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Vec<(TokenId, f
         keep = keep.min(k);
     }
     if let Some(p) = s.top_p {
-        let probs = softmax(&order[..keep]);
+        let probs = if defect == Defect::TopPOnFullMass {
+            full[..keep].to_vec()
+        } else {
+            softmax(&order[..keep])
+        };
         let mut cum = 0.0;
         for (i, q) in probs.iter().enumerate() {
             cum += q;
@@ -73,6 +84,11 @@ fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Vec<(TokenId, f
     }
     if defect == Defect::KeepsOneExtra {
         keep = (keep + 1).min(order.len());
+    }
+    if defect == Defect::KeepsWholeTie {
+        while keep < order.len() && order[keep].1 == order[keep - 1].1 {
+            keep += 1;
+        }
     }
     let kept = &order[..keep];
     if defect == Defect::SkipsRenormalization {

@@ -75,7 +75,7 @@ pub struct GridRow {
 }
 
 /// Draws per configuration on the small vectors, and on the vocabulary-sized one (where one
-/// draw costs a pass over 262,144 entries, and llama.cpp's a sort of them; PREREG, F7).
+/// draw refills and walks an array of 262,144 entries in every engine; PREREG, F7).
 /// top_p alone is not drawn on that vector: the oracle's rounding bound for a sum of n f32
 /// probabilities, 8(n+2) ulp, is about 0.25 at n = 262,144, so no cut is decided there.
 pub const DRAWS: usize = 20_000;

@@ -387,7 +387,15 @@ impl Audit {
             build: self.engine.tag.clone(),
             build_detail: self.engine.detail.clone(),
         };
-        let mut r = Report::new(subject, self.measured()?, self.evidence()?, self.controls());
+        let mut evidence = self.evidence()?;
+        if self.engine.name != EngineName::Llama {
+            evidence = format!(
+                "{} penalty on the logits of {}: {evidence}",
+                self.engine.name.label(),
+                self.build.describe()
+            );
+        }
+        let mut r = Report::new(subject, self.measured()?, evidence, self.controls());
         let mut text = self.text()?;
         if let Some(z) = &self.zero_boundary {
             r.add_row(

@@ -139,7 +139,7 @@ impl ZeroBoundary {
             show(&self.engine_out),
             show(&self.llama_out),
             if self.verdict() == report::Verdict::Absent {
-                "bit for bit the same"
+                "bit for bit the same, as IEEE arithmetic requires: 0 and -0 divided or multiplied by theta stay 0 and -0, so this row records where the two branch rules meet and cannot show a defect in the values"
             } else {
                 "the bits differ"
             }

@@ -192,6 +192,8 @@ fn argv_fuzz() {
         Flag::value("--max-new", &["200", "8", "1", "512"]),
         Flag::value("--threads", &["2", "1", "64"]),
         Flag::switch("--json"),
+        Flag::value("--engine", &["vllm", ""])
+            .with_good(["llama".to_string(), "candle".to_string()]),
         Flag::value("--results", &["results", "/no/such/dir"]),
         Flag::switch("--audit"),
         models,

@@ -9,9 +9,11 @@ use std::ffi::OsString;
 
 pub const PUBLISHED_PROMPT: &str = "How do you say thank you in Chinese?";
 pub const DEFAULT_SCOPES: &str = "all,64,128,gen:64,llama:64";
-/// With `--engine candle`: the scopes candle's examples use (the whole sequence, the last 64
-/// as the quantized example, the last 128 as the llama example).
-pub const DEFAULT_SCOPES_OTHER_ENGINE: &str = "all,64,128";
+/// With `--engine candle`: the whole sequence; the last 64 tokens of the sequence; the last 64
+/// generated tokens, which is what candle's quantized example passes (its token list starts
+/// empty and holds only sampled tokens); the last 128 of the sequence, which is what its llama
+/// example passes (its list starts with the prompt).
+pub const DEFAULT_SCOPES_OTHER_ENGINE: &str = "all,64,gen:64,128";
 
 /// F3: one repetition penalty, different scopes: where does greedy output part ways?
 #[derive(Parser, Debug)]
@@ -31,7 +33,7 @@ pub struct Args {
     /// Comma-separated scopes: all, N (last N tokens of the sequence), gen:N (last N
     /// generated tokens), llama:N (llama.cpp's penalties sampler, window N, prompt accepted;
     /// llama.cpp only); at most 16 scopes, each window N at most 1048576. Default:
-    /// all,64,128,gen:64,llama:64 (llama), all,64,128 (candle).
+    /// all,64,128,gen:64,llama:64 (llama), all,64,gen:64,128 (candle).
     #[arg(long)]
     pub scopes: Option<String>,
     /// Whose logits, penalty and greedy choice: llama (llama.cpp, the build this binary

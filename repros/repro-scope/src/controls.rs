@@ -151,9 +151,10 @@ pub fn planted_controls<'a>(
 /// twin (with its planted positive control), and the greedy rule where `llama:N` ran, totalled
 /// over `trajectories`.
 pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>) -> Vec<Control> {
+    let all_trajectories: Vec<&Trajectory> = trajectories.into_iter().collect();
     let (mut steps, mut mismatches, mut greedy_steps, mut greedy_mismatches) = (0, 0, 0, 0);
     let (mut planted_steps, mut planted_caught) = (0, 0);
-    for t in trajectories {
+    for &t in &all_trajectories {
         steps += t.checks.twin_steps;
         mismatches += t.checks.twin_mismatches;
         if matches!(t.scope, ScopeSpec::Llama(_)) {
@@ -177,6 +178,28 @@ pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>)
             format!("beside all: {planted_caught} of {planted_steps} steps caught"),
         ),
     ];
+    // Another engine's own penalty, compared the same way, with its own planted twin.
+    let (mut e_steps, mut e_mismatches, mut e_planted_steps, mut e_planted) = (0, 0, 0, 0);
+    for t in &all_trajectories {
+        e_steps += t.checks.engine_twin_steps;
+        e_mismatches += t.checks.engine_twin_mismatches;
+        if t.scope == ScopeSpec::Oracle(Scope::All) {
+            e_planted_steps += t.checks.engine_twin_steps;
+            e_planted += t.checks.planted_engine_twin_mismatches;
+        }
+    }
+    if e_steps > 0 {
+        c.push(Control::oracle_check(
+            "the engine's own penalty = the oracle's scope penalty, bit for bit",
+            e_mismatches == 0,
+            format!("{e_mismatches} of {e_steps} steps differ in some logit (all, N and gen:N)"),
+        ));
+        c.push(Control::positive(
+            "twin comparison on the engine's own penalty with theta one f32 step higher",
+            e_planted > 0,
+            format!("beside all: {e_planted} of {e_planted_steps} steps caught"),
+        ));
+    }
     if greedy_steps > 0 {
         c.push(Control::oracle_check(
             "llama.cpp's greedy = the first maximum",

@@ -45,6 +45,9 @@ pub struct StepChecks {
     /// oracle, and of those the steps whose logit rows differed in any bit.
     pub engine_twin_steps: usize,
     pub engine_twin_mismatches: usize,
+    /// Another engine, `all` only: steps where the same engine's penalty with theta one f32
+    /// step higher differs from the oracle (the positive control of that comparison).
+    pub planted_engine_twin_mismatches: usize,
     /// `all` only: steps where a planted twin, llama.cpp's penalties with theta one f32 step
     /// higher, differs from the oracle (the positive control of the twin comparison).
     pub planted_twin_mismatches: usize,
@@ -433,6 +436,11 @@ impl Decoder {
                         checks.engine_twin_steps += 1;
                         checks.engine_twin_mismatches +=
                             usize::from(count_changed(&penalized, &z) != 0);
+                        if is_all {
+                            let planted = engine.repeat_penalty(raw, next_up(theta), &context)?;
+                            checks.planted_engine_twin_mismatches +=
+                                usize::from(count_changed(&planted, &z) != 0);
+                        }
                         if let Some(twin) = llama.as_mut() {
                             checks.twin_steps += 1;
                             checks.twin_mismatches +=

@@ -133,6 +133,8 @@ fn argv_fuzz() {
         Flag::value("--vector-at", &["60", "0", "4096"]),
         Flag::switch("--audit"),
         Flag::switch("--json"),
+        Flag::value("--engine", &["vllm", ""])
+            .with_good(["llama".to_string(), "candle".to_string()]),
         Flag::value("--results", &["results", "/no/such/dir"]),
         Flag::value("--threads", &["2", "1", "64"]),
     ];
