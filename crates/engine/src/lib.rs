@@ -77,6 +77,19 @@ pub struct Sampling {
 /// Largest `top_k` a configuration may name (the largest vocabulary we audit is 262,144).
 pub const MAX_TOP_K: usize = 1 << 20;
 
+/// A probability threshold strictly between 0 and 1, named once.
+fn open_unit(key: &str, value: &str, before: Option<f32>) -> Result<f32> {
+    ensure!(before.is_none(), "{key} is named twice");
+    let p: f32 = value
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{key} '{value}' is not a number"))?;
+    ensure!(
+        p > 0.0 && p < 1.0,
+        "{key} must be strictly between 0 and 1, got {value}"
+    );
+    Ok(p)
+}
+
 impl Sampling {
     /// Parses `all`, `top_k=K`, `top_p=P`, `top_k=K,top_p=P`, `min_p=P` (alone or after the
     /// others), each optionally with `temp=T` (`all,temp=0.5`, `top_p=0.9,temp=2`). Temperature defaults to 1. Every value is checked
@@ -111,28 +124,8 @@ impl Sampling {
                     );
                     s.top_k = Some(k);
                 }
-                "top_p" => {
-                    ensure!(s.top_p.is_none(), "top_p is named twice");
-                    let p: f32 = value
-                        .parse()
-                        .map_err(|_| anyhow::anyhow!("top_p '{value}' is not a number"))?;
-                    ensure!(
-                        p > 0.0 && p < 1.0,
-                        "top_p must be strictly between 0 and 1, got {value}"
-                    );
-                    s.top_p = Some(p);
-                }
-                "min_p" => {
-                    ensure!(s.min_p.is_none(), "min_p is named twice");
-                    let p: f32 = value
-                        .parse()
-                        .map_err(|_| anyhow::anyhow!("min_p '{value}' is not a number"))?;
-                    ensure!(
-                        p > 0.0 && p < 1.0,
-                        "min_p must be strictly between 0 and 1, got {value}"
-                    );
-                    s.min_p = Some(p);
-                }
+                "top_p" => s.top_p = Some(open_unit(key, value, s.top_p)?),
+                "min_p" => s.min_p = Some(open_unit(key, value, s.min_p)?),
                 "temp" => {
                     ensure!(!saw_temp, "temp is named twice");
                     saw_temp = true;
