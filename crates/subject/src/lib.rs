@@ -31,7 +31,7 @@ mod sampler;
 mod spec;
 mod vocab;
 
-pub use build::BuildInfo;
+pub use build::{BuildInfo, PINNED};
 pub use candidates::{Candidate, Candidates};
 pub use custom::{ArrayView, CustomSampler};
 pub use edge::{RawEntry, RawResult};

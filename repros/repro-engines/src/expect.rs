@@ -29,6 +29,9 @@ impl Class {
     }
 }
 
+/// Most classes a report lists.
+pub const JSON_CLASSES: usize = 64;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expectation {
     /// Highest probability first, ids ascending within a class.
@@ -153,10 +156,13 @@ impl Expectation {
         self.classes.iter().map(|c| c.kept).sum()
     }
 
+    /// The first [`JSON_CLASSES`] classes (highest probability first) and how many there are:
+    /// a 262,144-entry `all` has as many classes, which `--json` would otherwise print.
     pub fn to_json(&self) -> Value {
         json!({
             "survivors": self.kept(),
-            "classes": self.classes.iter().map(|c| json!({
+            "classes_total": self.classes.len(),
+            "classes": self.classes.iter().take(JSON_CLASSES).map(|c| json!({
                 "ids": c.ids.iter().map(|i| i.0).collect::<Vec<_>>(),
                 "kept": c.kept,
                 "p_each": c.p_each,
