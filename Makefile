@@ -18,10 +18,10 @@ SHELL := /bin/bash
 BUILDS   := 0.1.161 0.1.154
 FINDINGS := clone sortpoison scope gauge edges engines
 # The second engine, candle 0.11.1, linked on the default build only: F7's draws, F3 on both
-# models and F4's sign slot (SmolLM2, the first 4 prompts; PREREG, F3/F4 addenda and F7).
+# models and F4's sign slot (SmolLM2, the first 2 prompts; PREREG, F3/F4 addenda and F7).
 CANDLE_BUILD := 0.1.161
 CANDLE_SCOPE_MODELS := smollm2 gemma3
-CANDLE_GAUGE_ARGS := --models smollm2 --prompts 4
+CANDLE_GAUGE_ARGS := --models smollm2 --prompts 2
 # Findings rerun with the ledger samplers in place of the built-ins (F2's guard rows come
 # from its own audit).
 LEDGER_FINDINGS := clone
