@@ -14,7 +14,7 @@
 //!
 //! Output: one line per input (vector, configuration, draws, verdict), the ids drawn with
 //! their counts, the oracle's classes (`2 of {0,1,2}` is a tie class that keeps two), the
-//! test; then the controls (the oracle's hand cases, two planted samplers that must be
+//! test; then the controls (the oracle's hand cases, four planted samplers that must be
 //! flagged, an exact Rust sampler that must pass), a verdict row per input with `--audit`,
 //! and `draw-conformance: <verdict> on <engine build>`. `--json` prints one object: the
 //! report header (with `engine`), then `support`, `oracle`, `p_value` and the rest.
