@@ -8,6 +8,7 @@
 //! This crate is plain Rust: it links no engine and no FFI.
 
 use anyhow::{bail, ensure, Context, Result};
+use oracle::stage::Stage;
 use oracle::TokenId;
 use std::path::Path;
 
@@ -147,6 +148,32 @@ impl Sampling {
             "name either 'all' or at least one of top_k, top_p and min_p"
         );
         Ok(s)
+    }
+}
+
+impl Sampling {
+    /// The configuration as the oracle's stages, in the seam's order, each `min_keep` 1 (temp
+    /// only when it is not 1): what the oracle composes and what llama.cpp's chain runs.
+    pub fn stages(&self) -> Vec<Stage> {
+        let mut out = Vec::new();
+        if self.temperature != 1.0 {
+            out.push(Stage::Temp {
+                t: self.temperature,
+            });
+        }
+        if let Some(k) = self.top_k {
+            // Larger than any vocabulary either way: keeps everything.
+            out.push(Stage::TopK {
+                k: i32::try_from(k).unwrap_or(i32::MAX),
+            });
+        }
+        if let Some(p) = self.top_p {
+            out.push(Stage::TopP { p, min_keep: 1 });
+        }
+        if let Some(p) = self.min_p {
+            out.push(Stage::MinP { p, min_keep: 1 });
+        }
+        out
     }
 }
 

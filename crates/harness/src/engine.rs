@@ -16,26 +16,10 @@ use subject::{BuildInfo, Candidates, Context, Model, Sampler, SamplerSpec, Weigh
 /// The llama.cpp build this binary links.
 pub struct Llama;
 
-/// The chain [`Llama::draw`] runs: temp (unless 1), top_k, top_p, min_p (those named, each
-/// with `min_keep` 1), then `dist` seeded with `seed`.
+/// The chain [`Llama::draw`] runs: the configuration's stages ([`Sampling::stages`], the same
+/// list the oracle composes), then `dist` seeded with `seed`.
 pub fn draw_chain(sampling: &Sampling, seed: u32) -> Result<Sampler> {
-    let mut stages = Vec::new();
-    if sampling.temperature != 1.0 {
-        stages.push(Stage::Temp {
-            t: sampling.temperature,
-        });
-    }
-    if let Some(k) = sampling.top_k {
-        stages.push(Stage::TopK {
-            k: i32::try_from(k).context("top_k does not fit llama.cpp's int32_t")?,
-        });
-    }
-    if let Some(p) = sampling.top_p {
-        stages.push(Stage::TopP { p, min_keep: 1 });
-    }
-    if let Some(p) = sampling.min_p {
-        stages.push(Stage::MinP { p, min_keep: 1 });
-    }
+    let stages = sampling.stages();
     let mut samplers = stages
         .into_iter()
         .map(|s| SamplerSpec::from(s).build())

@@ -155,6 +155,18 @@ mod tests {
             (lines[0].verdict.as_str(), lines[0].controls.as_str()),
             ("present", "2/2")
         );
+        // The same finding on another engine is its own line, in the engine column.
+        let mut other = good.clone();
+        other.subject.engine = "candle".into();
+        other.subject.build = "candle-0.0.1".into();
+        write(&dir, "planted.candle-0.0.1.json", &other.to_json_text());
+        let lines = read_lines(&dir).unwrap();
+        let engines: Vec<&str> = lines.iter().map(|l| l.engine.as_str()).collect();
+        assert_eq!(engines, ["candle", "llama.cpp"]);
+        let text = table(&lines);
+        assert!(text.lines().next().unwrap().contains("engine"), "{text}");
+        assert!(text.contains("candle    candle-0.0.1"), "{text}");
+        std::fs::remove_file(dir.join("planted.candle-0.0.1.json")).unwrap();
         write(&dir, "bare.0.0.1.json", "{\"rows\": []}");
         let e = read_lines(&dir).err().unwrap();
         assert!(format!("{e:#}").contains("bare.0.0.1.json"), "{e:#}");

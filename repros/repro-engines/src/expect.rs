@@ -40,24 +40,6 @@ pub struct Expectation {
     pub undecided: Option<String>,
 }
 
-/// The oracle's stages for a configuration, in the seam's order.
-pub fn stages(s: &Sampling) -> Vec<Stage> {
-    let mut out = Vec::new();
-    if s.temperature != 1.0 {
-        out.push(Stage::Temp { t: s.temperature });
-    }
-    if let Some(k) = s.top_k {
-        out.push(Stage::TopK { k: k as i32 });
-    }
-    if let Some(p) = s.top_p {
-        out.push(Stage::TopP { p, min_keep: 1 });
-    }
-    if let Some(p) = s.min_p {
-        out.push(Stage::MinP { p, min_keep: 1 });
-    }
-    out
-}
-
 /// Every probability is a multiple of 2^-24 that f32 holds exactly, so sums of them in f32
 /// are exact and a comparison with a threshold that f32 holds is decided exactly.
 fn dyadic(probabilities: &[f64]) -> bool {
@@ -77,7 +59,7 @@ impl Expectation {
             logits.iter().any(|x| x.is_finite()),
             "at least one logit must be finite"
         );
-        let stages = stages(s);
+        let stages = s.stages();
         let start = Pool::from_logits(logits);
         let comp = compose(&stages, &start, &[]);
         // A margin edge (not a tie) is decided when the pool it was decided on is dyadic.

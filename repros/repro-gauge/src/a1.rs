@@ -286,6 +286,18 @@ pub struct Design {
 }
 
 impl Design {
+    /// The engine whose penalty fills the sign slot: llama.cpp unless another engine's
+    /// (`Implementation::EngineSign`) does.
+    pub fn engine(&self) -> engine::EngineName {
+        self.slots
+            .iter()
+            .find_map(|(_, imp)| match imp {
+                Implementation::EngineSign(name) => Some(*name),
+                _ => None,
+            })
+            .unwrap_or(engine::EngineName::Llama)
+    }
+
     /// The audited design: the subject in the sign slot, the ledger's modes in the others.
     pub fn standard(thetas: Vec<f32>, shifts: Vec<f32>, max_new: usize, threads: i32) -> Design {
         Design {

@@ -3,7 +3,7 @@
 //! PREREG.md (addendum 2026-11-30).
 
 use crate::a1::{self, Cell, Design, ModelRuns, ValueCheck};
-use crate::implementation::{short, Implementation};
+use crate::implementation::short;
 use crate::json::{self, JsonReport};
 use crate::plot;
 use crate::reference::{self, StructuralReport};
@@ -115,14 +115,7 @@ pub fn run(
         }
         None => Vec::new(),
     };
-    let engine_name = design
-        .slots
-        .iter()
-        .find_map(|(_, imp)| match imp {
-            Implementation::EngineSign(name) => Some(*name),
-            _ => None,
-        })
-        .unwrap_or(EngineName::Llama);
+    let engine_name = design.engine();
     let engine = harness::engines::get(engine_name)?;
     let zero_boundary = (engine_name != EngineName::Llama)
         .then(|| crate::engine_slot::ZeroBoundary::measure(engine.as_ref()))

@@ -352,7 +352,7 @@ fn execute(
         .then(|| args.structural_pairs.map_or(usize::MAX, |n| n as usize));
     // Another engine in the sign slot: the design only (teacher forcing, the JSON corpus
     // and the grammar references measure llama.cpp's own stage).
-    let llama = args.engine == "llama";
+    let llama = design.engine() == EngineName::Llama;
     let a = audit::run(
         loaded,
         design,
