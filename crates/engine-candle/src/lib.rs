@@ -13,6 +13,7 @@ use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling as CandleSampling};
 use candle_transformers::models::{quantized_gemma3, quantized_llama};
 use engine::{Engine, EngineInfo, EngineName, Logits, Sampling};
+use oracle::stage::Stage;
 use oracle::TokenId;
 use std::path::Path;
 
@@ -33,25 +34,57 @@ fn ids(context: &[TokenId]) -> Result<Vec<u32>> {
         .collect()
 }
 
-/// candle's name for our configuration: temperature first, then top-k, then top-p.
+/// What candle's `LogitsProcessor` offers, in one line: the end of every refusal.
+const OFFERS: &str = "it offers all, top_k, top_p and top_k then top_p";
+
+/// Whether candle has `stage` at all, whatever its place in the list.
+fn has(stage: &Stage) -> Result<()> {
+    match stage {
+        Stage::Temp { .. } | Stage::TopK { .. } | Stage::TopP { min_keep: 1, .. } => Ok(()),
+        Stage::TopP { min_keep, .. } => {
+            bail!("candle's top_p keeps at least 1 token, not {min_keep} ({OFFERS})")
+        }
+        Stage::MinP { .. }
+        | Stage::Typical { .. }
+        | Stage::TempExt { .. }
+        | Stage::Xtc { .. }
+        | Stage::TopNSigma { .. }
+        | Stage::LogitBias { .. }
+        | Stage::Penalties { .. }
+        | Stage::Greedy => {
+            bail!("candle's LogitsProcessor has no {} ({OFFERS})", stage.name())
+        }
+        Stage::Dist { .. } => {
+            bail!("candle's LogitsProcessor draws once, after the other stages ({OFFERS})")
+        }
+    }
+}
+
+/// candle's name for a list of stages: an optional temperature first, then top-k, top-p, or
+/// top-k then top-p (candle's `TopKThenTopP`).
 pub fn candle_sampling(s: &Sampling) -> Result<CandleSampling> {
-    ensure!(
-        s.min_p.is_none(),
-        "candle's LogitsProcessor has no min_p (it offers all, top_k, top_p and top_k then top_p)"
-    );
-    let temperature = f64::from(s.temperature);
-    Ok(match (s.top_k, s.top_p) {
-        (None, None) => CandleSampling::All { temperature },
-        (Some(k), None) => CandleSampling::TopK { k, temperature },
-        (None, Some(p)) => CandleSampling::TopP {
-            p: f64::from(p),
+    s.stages().iter().try_for_each(has)?;
+    let (temperature, cuts) = match s.stages() {
+        [Stage::Temp { t }, rest @ ..] => (f64::from(*t), rest),
+        all => (1.0, all),
+    };
+    let k = |k: &i32| usize::try_from(*k).with_context(|| format!("candle's top_k takes k >= 0, got {k}"));
+    Ok(match cuts {
+        [] => CandleSampling::All { temperature },
+        [Stage::TopK { k: n }] => CandleSampling::TopK {
+            k: k(n)?,
             temperature,
         },
-        (Some(k), Some(p)) => CandleSampling::TopKThenTopP {
-            k,
-            p: f64::from(p),
+        [Stage::TopP { p, .. }] => CandleSampling::TopP {
+            p: f64::from(*p),
             temperature,
         },
+        [Stage::TopK { k: n }, Stage::TopP { p, .. }] => CandleSampling::TopKThenTopP {
+            k: k(n)?,
+            p: f64::from(*p),
+            temperature,
+        },
+        _ => bail!("candle's LogitsProcessor cannot run {s} in this order ({OFFERS})"),
     })
 }
 

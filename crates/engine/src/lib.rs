@@ -1,9 +1,10 @@
 //! The engine seam: the few operations a repro asks of an inference engine.
 //!
 //! The oracle is one; the engines are many. Each engine is an adapter crate that implements
-//! [`Engine`] (llama.cpp's lives in `harness::engine`, candle's in `engine-candle`). A repro
-//! holds a `&dyn Engine` and never names an engine's own types, so a third engine is one new
-//! adapter crate plus one arm in [`EngineName`] (see ARCHITECTURE.md, "Adding an engine").
+//! [`Engine`] (llama.cpp's is `engine-llama`, candle's `engine-candle`). A repro holds a
+//! `&dyn Engine` and never names an engine's own types, so a third engine is one new adapter
+//! crate, one line in the [`engines!`] table below and one arm in the registry
+//! (`harness::engines::get`; see ARCHITECTURE.md, "Adding an engine").
 //!
 //! This crate is plain Rust: it links no engine and no FFI.
 
@@ -12,37 +13,77 @@ use oracle::stage::Stage;
 use oracle::TokenId;
 use std::path::Path;
 
-/// The engines this workspace can link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum EngineName {
-    Llama,
-    Candle,
+/// How one engine is spelled in each place that names it.
+struct Spelling {
+    /// On the command line (`--engine llama`).
+    flag: &'static str,
+    /// In reports and the verdict table's engine column.
+    label: &'static str,
+    /// The engine's repetition penalty as F4's reports name it in the sign slot.
+    penalty: &'static str,
+}
+
+/// Declares [`EngineName`] and its spellings from one table: a row per engine.
+macro_rules! engines {
+    ($($variant:ident => $flag:literal, $label:literal, $penalty:literal;)+) => {
+        /// The engines this workspace can link.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum EngineName {
+            $($variant,)+
+        }
+
+        impl EngineName {
+            /// Every engine, in the table's order.
+            pub const ALL: &'static [EngineName] = &[$(EngineName::$variant,)+];
+
+            fn spelling(self) -> Spelling {
+                match self {
+                    $(EngineName::$variant => Spelling {
+                        flag: $flag,
+                        label: $label,
+                        penalty: $penalty,
+                    },)+
+                }
+            }
+        }
+    };
+}
+
+engines! {
+    Llama => "llama", "llama.cpp", "llama.cpp penalties (engine seam)";
+    Candle => "candle", "candle", "candle apply_repeat_penalty";
 }
 
 impl EngineName {
-    pub const ALL: [EngineName; 2] = [EngineName::Llama, EngineName::Candle];
-
     /// The spelling on the command line (`--engine llama|candle`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            EngineName::Llama => "llama",
-            EngineName::Candle => "candle",
-        }
+        self.spelling().flag
     }
 
     /// The spelling in reports and the verdict table's engine column.
     pub fn label(self) -> &'static str {
-        match self {
-            EngineName::Llama => "llama.cpp",
-            EngineName::Candle => "candle",
-        }
+        self.spelling().label
+    }
+
+    /// The engine's own repetition penalty, as a report names it.
+    pub fn penalty_label(self) -> &'static str {
+        self.spelling().penalty
     }
 
     pub fn parse(text: &str) -> Result<EngineName> {
-        match text {
-            "llama" => Ok(EngineName::Llama),
-            "candle" => Ok(EngineName::Candle),
-            other => bail!("unknown engine '{other}' (use llama or candle)"),
+        match EngineName::ALL.iter().find(|e| e.as_str() == text) {
+            Some(&e) => Ok(e),
+            None => bail!("unknown engine '{text}' (use {})", EngineName::choices()),
+        }
+    }
+
+    /// The command-line spellings as a sentence: `llama or candle`.
+    pub fn choices() -> String {
+        let flags: Vec<&str> = EngineName::ALL.iter().map(|e| e.as_str()).collect();
+        match flags.split_last() {
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
         }
     }
 }
@@ -64,15 +105,17 @@ pub struct EngineInfo {
     pub detail: String,
 }
 
-/// A sampling configuration as every engine is asked for it: temperature first, then top-k,
-/// then top-p on what top-k left, then min-p on what top-p left, then one draw. `None` means
-/// the stage is absent.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A sampling configuration: the oracle's stages a draw runs, in order, then one draw from
+/// the softmax of what they left. This one list is what the oracle composes, what llama.cpp's
+/// chain is built from and what another engine maps to its own configuration; each engine
+/// says which lists it runs ([`Engine::supports`]).
+///
+/// The text form names the lists `[temp] [top_k] [top_p] [min_p]`: temperature first, then
+/// top-k, then top-p on what top-k left (renormalized), then min-p on what top-p left, each
+/// `min_keep` 1; a temperature of 1 is no stage.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Sampling {
-    pub temperature: f32,
-    pub top_k: Option<usize>,
-    pub top_p: Option<f32>,
-    pub min_p: Option<f32>,
+    stages: Vec<Stage>,
 }
 
 /// Largest `top_k` a configuration may name (the largest vocabulary we audit is 262,144).
@@ -93,15 +136,12 @@ fn open_unit(key: &str, value: &str, before: Option<f32>) -> Result<f32> {
 
 impl Sampling {
     /// Parses `all`, `top_k=K`, `top_p=P`, `top_k=K,top_p=P`, `min_p=P` (alone or after the
-    /// others), each optionally with `temp=T` (`all,temp=0.5`, `top_p=0.9,temp=2`). Temperature defaults to 1. Every value is checked
-    /// here; whether an engine offers the configuration is [`Engine::supports`]'s question.
+    /// others), each optionally with `temp=T` (`all,temp=0.5`, `top_p=0.9,temp=2`), in any
+    /// order of keys. Temperature defaults to 1. Every value is checked here; whether an
+    /// engine runs the list is [`Engine::supports`]'s question.
     pub fn parse(text: &str) -> Result<Sampling> {
-        let mut s = Sampling {
-            temperature: 1.0,
-            top_k: None,
-            top_p: None,
-            min_p: None,
-        };
+        let mut temperature = 1.0;
+        let (mut top_k, mut top_p, mut min_p) = (None, None, None);
         let (mut saw_all, mut saw_temp) = (false, false);
         for part in text.split(',') {
             let part = part.trim();
@@ -115,7 +155,7 @@ impl Sampling {
                 .with_context(|| format!("'{part}' is not all, top_k=K, top_p=P or temp=T"))?;
             match key {
                 "top_k" => {
-                    ensure!(s.top_k.is_none(), "top_k is named twice");
+                    ensure!(top_k.is_none(), "top_k is named twice");
                     let k: usize = value
                         .parse()
                         .map_err(|_| anyhow::anyhow!("top_k '{value}' is not a whole number"))?;
@@ -123,10 +163,10 @@ impl Sampling {
                         (1..=MAX_TOP_K).contains(&k),
                         "top_k must be in 1..={MAX_TOP_K}, got {k}"
                     );
-                    s.top_k = Some(k);
+                    top_k = Some(i32::try_from(k).context("top_k")?);
                 }
-                "top_p" => s.top_p = Some(open_unit(key, value, s.top_p)?),
-                "min_p" => s.min_p = Some(open_unit(key, value, s.min_p)?),
+                "top_p" => top_p = Some(open_unit(key, value, top_p)?),
+                "min_p" => min_p = Some(open_unit(key, value, min_p)?),
                 "temp" => {
                     ensure!(!saw_temp, "temp is named twice");
                     saw_temp = true;
@@ -137,64 +177,46 @@ impl Sampling {
                         t.is_finite() && (1.0 / 64.0..=64.0).contains(&t),
                         "temp must be in 1/64..=64, got {value}"
                     );
-                    s.temperature = t;
+                    temperature = t;
                 }
                 other => bail!("unknown sampling key '{other}' (use top_k, top_p, min_p or temp)"),
             }
         }
-        let truncates = s.top_k.is_some() || s.top_p.is_some() || s.min_p.is_some();
+        let truncates = top_k.is_some() || top_p.is_some() || min_p.is_some();
         ensure!(
             saw_all != truncates,
             "name either 'all' or at least one of top_k, top_p and min_p"
         );
-        Ok(s)
+        let stages = [
+            (temperature != 1.0).then_some(Stage::Temp { t: temperature }),
+            top_k.map(|k| Stage::TopK { k }),
+            top_p.map(|p| Stage::TopP { p, min_keep: 1 }),
+            min_p.map(|p| Stage::MinP { p, min_keep: 1 }),
+        ];
+        Ok(Sampling {
+            stages: stages.into_iter().flatten().collect(),
+        })
+    }
+
+    /// The stages, in the order they run; the draw follows the last.
+    pub fn stages(&self) -> &[Stage] {
+        &self.stages
     }
 }
 
-impl Sampling {
-    /// The configuration as the oracle's stages, in the seam's order, each `min_keep` 1 (temp
-    /// only when it is not 1): what the oracle composes and what llama.cpp's chain runs.
-    pub fn stages(&self) -> Vec<Stage> {
-        let mut out = Vec::new();
-        if self.temperature != 1.0 {
-            out.push(Stage::Temp {
-                t: self.temperature,
-            });
-        }
-        if let Some(k) = self.top_k {
-            // Larger than any vocabulary either way: keeps everything.
-            out.push(Stage::TopK {
-                k: i32::try_from(k).unwrap_or(i32::MAX),
-            });
-        }
-        if let Some(p) = self.top_p {
-            out.push(Stage::TopP { p, min_keep: 1 });
-        }
-        if let Some(p) = self.min_p {
-            out.push(Stage::MinP { p, min_keep: 1 });
-        }
-        out
-    }
-}
-
+/// The text [`Sampling::parse`] reads back to the same list: the truncating stages in order
+/// (or `all`), then the temperature, which runs first.
 impl std::fmt::Display for Sampling {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut parts = Vec::new();
-        if let Some(k) = self.top_k {
-            parts.push(format!("top_k={k}"));
-        }
-        if let Some(p) = self.top_p {
-            parts.push(format!("top_p={p}"));
-        }
-        if let Some(p) = self.min_p {
-            parts.push(format!("min_p={p}"));
-        }
+        let (temps, cuts): (Vec<&Stage>, Vec<&Stage>) = self
+            .stages
+            .iter()
+            .partition(|s| matches!(s, Stage::Temp { .. }));
+        let mut parts: Vec<String> = cuts.iter().map(|s| s.to_string()).collect();
         if parts.is_empty() {
             parts.push("all".to_string());
         }
-        if self.temperature != 1.0 {
-            parts.push(format!("temp={}", self.temperature));
-        }
+        parts.extend(temps.iter().map(|s| s.to_string()));
         f.write_str(&parts.join(","))
     }
 }
@@ -220,7 +242,7 @@ pub trait Engine: Send + Sync {
     fn repeat_penalty(&self, logits: &[f32], theta: f32, context: &[TokenId]) -> Result<Vec<f32>>;
     /// The engine's greedy choice on `logits`.
     fn greedy(&self, logits: &[f32]) -> Result<TokenId>;
-    /// `Ok` if the engine has this configuration, else why not (one line).
+    /// `Ok` if the engine runs this list of stages before a draw, else why not (one line).
     fn supports(&self, sampling: &Sampling) -> Result<()>;
     /// `draws` draws from `logits` under `sampling`, from one sampler seeded with `seed` and
     /// used `draws` times in a row (as a decoding loop would).
@@ -258,6 +280,29 @@ mod tests {
             Sampling::parse("temp=0.5,top_p=0.9").unwrap().to_string(),
             "top_p=0.9,temp=0.5"
         );
+        assert_eq!(Sampling::parse("all,temp=1").unwrap().to_string(), "all");
+    }
+
+    #[test]
+    fn sampling_is_the_oracles_stages_temperature_first() {
+        let s = Sampling::parse("min_p=0.1,top_p=0.9,temp=0.5,top_k=3").unwrap();
+        assert_eq!(
+            s.stages(),
+            [
+                Stage::Temp { t: 0.5 },
+                Stage::TopK { k: 3 },
+                Stage::TopP {
+                    p: 0.9,
+                    min_keep: 1
+                },
+                Stage::MinP {
+                    p: 0.1,
+                    min_keep: 1
+                },
+            ]
+        );
+        assert!(Sampling::parse("all").unwrap().stages().is_empty());
+        assert!(Sampling::parse("all,temp=1").unwrap().stages().is_empty());
     }
 
     #[test]
@@ -269,6 +314,7 @@ mod tests {
             "top_k=0",
             "top_k=-1",
             "top_k=3,top_k=4",
+            "top_k=1048577",
             "top_p=1",
             "top_p=0",
             "top_p=NaN",
@@ -287,9 +333,13 @@ mod tests {
 
     #[test]
     fn engine_names_round_trip() {
-        for e in EngineName::ALL {
+        for &e in EngineName::ALL {
             assert_eq!(EngineName::parse(e.as_str()).unwrap(), e);
+            assert!(!e.label().is_empty() && !e.penalty_label().is_empty());
         }
-        assert!(EngineName::parse("vllm").is_err());
+        assert_eq!(
+            EngineName::parse("vllm").unwrap_err().to_string(),
+            "unknown engine 'vllm' (use llama or candle)"
+        );
     }
 }

@@ -5,7 +5,6 @@
 //! one token per batch. Two generations therefore see bit-identical logits for as long as
 //! their tokens agree, which is what lets the repros compare trajectories token by token.
 
-pub mod engine;
 pub mod engines;
 pub mod fork;
 

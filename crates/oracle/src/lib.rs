@@ -1,15 +1,17 @@
 //! Exact reference semantics for the samplers under audit.
 //!
-//! Which module serves which finding: `window` and `penalty` serve F1; `stage` and
-//! `truncation` serve F2; `scope` serves F3; `gauge` and `stats` serve F4; `rng` serves F2, F4
-//! and F5; `fit` serves F7 (draw conformance). F5 is a timing and judges nothing: it uses only
-//! `rng`, the bootstrap in `stats`, `Stage` and `WindowLen`.
+//! Which module serves which finding: `window` and `penalty` serve F1; `stage`,
+//! `truncation` and `draw` (dist's distribution) serve F2; `scope` serves F3; `gauge` and
+//! `stats` serve F4; `rng` serves F2, F4 and F5; `fit` serves F7 (draw conformance). F5 is a
+//! timing and judges nothing: it uses only `rng`, the bootstrap in `stats`, `Stage` and
+//! `WindowLen`.
 //!
 //! This crate is plain Rust with no FFI and no dependency on llama.cpp: every function here
 //! is a from-scratch statement of what a sampler's parameters promise, written so a reader
 //! can check it by eye. Subjects are judged against these functions, never the other way
 //! round, and each function is tested on its own before it judges anything.
 
+pub mod draw;
 pub mod fit;
 pub mod gauge;
 pub mod penalty;

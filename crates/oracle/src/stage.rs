@@ -1,21 +1,26 @@
-//! The one description of a deterministic sampler stage (F2's chains, and every penalty or
-//! truncation a repro builds): plain data, its `--stage` text form, and its properties.
+//! The one description of a llama.cpp sampler stage as the suite audits it (F2's chains, F6's
+//! probes, F7's draws, and every penalty or truncation a repro builds): plain data, its
+//! `--stage` text form, and its properties. The suite's own stages (ledger's `sorted_guard`)
+//! are a type of their own, [`SuiteStage`], beside it.
 //!
-//! Serves F2 first: every chain the audit runs is a list of these. It also describes the
-//! stages F1's `clone-incomplete` check builds, F3's penalties and greedy chain, and F5's
-//! greedy stage.
+//! This is the only place a stage's parameters are listed, and [`table::STAGES`] the only
+//! place its name, syntax, example and bounds are. The oracle evaluates a [`Stage`]
+//! ([`crate::truncation`], and [`crate::draw`] for `dist`'s distribution); the subject crate
+//! converts the same value once into llama.cpp's sampler (`subject::SamplerSpec::Stage`); the
+//! command lines parse it with [`Stage::from_str`](std::str::FromStr), through the table, and
+//! print it back with `Display`, so every printed chain can be pasted into a command line.
 //!
-//! This is the only place a stage's parameters are listed. The oracle evaluates a [`Stage`]
-//! ([`crate::truncation`]); the subject crate converts the same value once into llama.cpp's
-//! sampler (`subject::SamplerSpec::Stage`); the command lines parse it with
-//! [`Stage::from_str`](std::str::FromStr) and print it back with `Display`, so every printed
-//! chain can be pasted into a command line.
-//!
-//! Syntax (ids are positions in the logits the stage is applied to):
-//! `top_k=K`, `top_p=P[:MIN_KEEP]`, `min_p=P[:MIN_KEEP]`, `typical=P[:MIN_KEEP]`, `temp=T`,
-//! `temp_ext=T:DELTA:EXPONENT`, `xtc=PROBABILITY:THRESHOLD[:MIN_KEEP]` (probability 0 or 1),
-//! `top_n_sigma=N`, `logit_bias=ID:BIAS[/ID:BIAS...]`, `penalties=LAST_N:REPEAT[:FREQ[:PRESENT]]`,
-//! `greedy`, `sorted_guard`. `MIN_KEEP` defaults to 1.
+//! Syntax: see [`table::STAGES`] (ids are positions in the logits the stage is applied to;
+//! `MIN_KEEP` defaults to 1).
+
+pub mod parse;
+pub mod table;
+
+pub use parse::{
+    bias, fields, keep_suffix, number, require, signed, split_name, token_id, unit, ParseError,
+    Parsed,
+};
+pub use table::{StageInfo, STAGES};
 
 use crate::penalty::PenaltyParams;
 use crate::window::WindowLen;
@@ -35,51 +40,56 @@ pub const LOGIT_LIMIT: f32 = 1e4;
 /// overflows f32.
 pub const MIN_TEMP: f32 = 1e-3;
 
-/// A deterministic llama.cpp stage with its parameters.
+/// A llama.cpp sampler with its parameters, one variant per `llama_sampler_init_*` the suite
+/// audits. Each variant names its C call; `subject::SamplerSpec` makes that call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stage {
-    TopK {
-        k: i32,
-    },
-    TopP {
-        p: f32,
-        min_keep: usize,
-    },
-    MinP {
-        p: f32,
-        min_keep: usize,
-    },
-    Typical {
-        p: f32,
-        min_keep: usize,
-    },
-    Temp {
-        t: f32,
-    },
-    TempExt {
-        t: f32,
-        delta: f32,
-        exponent: f32,
-    },
-    /// Only the deterministic settings: `probability` is 0 (never fires) or >= 1 (always).
+    /// `llama_sampler_init_top_k(k)`: the `k` top entries (`k <= 0` keeps every entry).
+    TopK { k: i32 },
+    /// `llama_sampler_init_top_p(p, min_keep)`: the shortest top prefix whose probability
+    /// mass reaches `p`, with at least `min_keep` entries.
+    TopP { p: f32, min_keep: usize },
+    /// `llama_sampler_init_min_p(p, min_keep)`: every entry whose probability is at least `p`
+    /// times the top one's, topped up to `min_keep`.
+    MinP { p: f32, min_keep: usize },
+    /// `llama_sampler_init_typical(p, min_keep)`: locally typical sampling, mass `p`.
+    Typical { p: f32, min_keep: usize },
+    /// `llama_sampler_init_temp(t)`: divides every logit by `t` (`t <= 0`: keeps the top one).
+    Temp { t: f32 },
+    /// `llama_sampler_init_temp_ext(t, delta, exponent)`: a temperature in `t +- delta`
+    /// chosen from the normalized entropy raised to `exponent`.
+    TempExt { t: f32, delta: f32, exponent: f32 },
+    /// `llama_sampler_init_xtc(probability, threshold, min_keep, seed)`, only the
+    /// deterministic settings: `probability` is 0 (never fires) or >= 1 (always).
     Xtc {
         probability: f32,
         threshold: f32,
         min_keep: usize,
     },
-    TopNSigma {
-        n: f32,
-    },
-    LogitBias {
-        biases: Vec<(TokenId, f32)>,
-    },
-    /// Counts come from the ids accepted before the stage runs (the history the oracle is
-    /// given beside the stage, never part of its parameters).
+    /// `llama_sampler_init_top_n_sigma(n)`: entries more than `n` standard deviations below
+    /// the top logit become `-inf`.
+    TopNSigma { n: f32 },
+    /// `llama_sampler_init_logit_bias(n_vocab, n_logit_bias, logit_bias)`: adds each bias to
+    /// its id.
+    LogitBias { biases: Vec<(TokenId, f32)> },
+    /// `llama_sampler_init_penalties(n_vocab, last_n, repeat, freq, present)` (0.1.154: no
+    /// `n_vocab`). Counts come from the ids accepted before the stage runs (the history the
+    /// oracle is given beside the stage, never part of its parameters).
     Penalties {
         last_n: WindowLen,
         params: PenaltyParams,
     },
+    /// `llama_sampler_init_greedy()`: selects the top entry.
     Greedy,
+    /// `llama_sampler_init_dist(seed)`: draws one entry from the softmax of the array, with
+    /// an RNG seeded by `seed`; the last stage of a real chain. The oracle of its draw is a
+    /// distribution ([`crate::draw`]), not a set.
+    Dist { seed: u32 },
+}
+
+/// A stage the suite adds to llama.cpp's chains; not a llama.cpp sampler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuiteStage {
     /// `ledger::sorted_guard` (the F2 fix): clears a `sorted` flag the array does not honour;
     /// the multiset is unchanged.
     SortedGuard,
@@ -98,6 +108,7 @@ pub enum Role {
     Resetter,
     /// Changes every logit in an order-preserving way.
     Monotone,
+    /// Picks the token (greedy, dist).
     Selector,
     Guard,
 }
@@ -116,26 +127,9 @@ impl Role {
     }
 }
 
-/// Every name [`Stage::from_str`] accepts, in the order of the enum.
-pub const NAMES: &[&str] = &[
-    "top_k",
-    "top_p",
-    "min_p",
-    "typical",
-    "temp",
-    "temp_ext",
-    "xtc",
-    "top_n_sigma",
-    "logit_bias",
-    "penalties",
-    "greedy",
-    "sorted_guard",
-];
-
 /// Built-in llama.cpp samplers that are not a [`Stage`], and why the oracle does not compose
 /// them.
 pub const NOT_COMPOSED: &[(&str, &str)] = &[
-    ("dist", "it draws from an RNG"),
     ("mirostat", "it draws from an RNG"),
     ("mirostat_v2", "it draws from an RNG"),
     ("adaptive_p", "it draws from an RNG"),
@@ -148,7 +142,7 @@ pub const NOT_COMPOSED: &[(&str, &str)] = &[
 ];
 
 impl Stage {
-    /// The stage's name in `--stage` syntax.
+    /// The stage's name in `--stage` syntax (its row of [`STAGES`]).
     pub fn name(&self) -> &'static str {
         match self {
             Stage::TopK { .. } => "top_k",
@@ -162,22 +156,35 @@ impl Stage {
             Stage::LogitBias { .. } => "logit_bias",
             Stage::Penalties { .. } => "penalties",
             Stage::Greedy => "greedy",
-            Stage::SortedGuard => "sorted_guard",
+            Stage::Dist { .. } => "dist",
         }
     }
 
+    /// The stage's row of [`STAGES`]. Panics when the table has none: a stage added to the
+    /// enum without its row fails every test that prints or parses it.
+    pub fn info(&self) -> &'static StageInfo {
+        table::row(self.name())
+            .unwrap_or_else(|| panic!("stage {} has no row in oracle::stage::STAGES", self.name()))
+    }
+
     /// Whether llama.cpp's implementation reads the array's `sorted` flag: the prefix
-    /// readers, and the stages that sort through llama.cpp's softmax (which skips the sort
-    /// when the flag says sorted).
+    /// readers, the stages that sort through llama.cpp's softmax (which skips the sort when
+    /// the flag says sorted), and dist, whose softmax takes `data[0]` as the maximum when the
+    /// flag says sorted.
     pub fn reads_sorted_flag(&self) -> bool {
         match self {
             Stage::TopK { .. }
             | Stage::TopP { .. }
             | Stage::MinP { .. }
             | Stage::Typical { .. }
-            | Stage::Xtc { .. } => true,
+            | Stage::Xtc { .. }
+            | Stage::Dist { .. } => true,
             Stage::TempExt { delta, .. } => *delta > 0.0,
-            _ => false,
+            Stage::Temp { .. }
+            | Stage::TopNSigma { .. }
+            | Stage::LogitBias { .. }
+            | Stage::Penalties { .. }
+            | Stage::Greedy => false,
         }
     }
 
@@ -195,21 +202,48 @@ impl Stage {
             Stage::LogitBias { .. } => Role::Injector,
             Stage::Penalties { .. } | Stage::Typical { .. } => Role::Resetter,
             Stage::Temp { .. } | Stage::TempExt { .. } | Stage::TopNSigma { .. } => Role::Monotone,
-            Stage::Greedy => Role::Selector,
-            Stage::SortedGuard => Role::Guard,
+            Stage::Greedy | Stage::Dist { .. } => Role::Selector,
         }
     }
 
     /// Whether the stage counts the ids accepted before it (and so reads a history).
     pub fn reads_history(&self) -> bool {
-        matches!(self, Stage::Penalties { .. })
+        match self {
+            Stage::Penalties { .. } => true,
+            Stage::TopK { .. }
+            | Stage::TopP { .. }
+            | Stage::MinP { .. }
+            | Stage::Typical { .. }
+            | Stage::Temp { .. }
+            | Stage::TempExt { .. }
+            | Stage::Xtc { .. }
+            | Stage::TopNSigma { .. }
+            | Stage::LogitBias { .. }
+            | Stage::Greedy
+            | Stage::Dist { .. } => false,
+        }
+    }
+
+    /// Whether the stage draws from an RNG (so its oracle is a distribution, not a set).
+    pub fn draws(&self) -> bool {
+        matches!(self, Stage::Dist { .. })
     }
 
     /// The token ids the stage's parameters name (logit_bias's ids).
     pub fn named_ids(&self) -> Vec<TokenId> {
         match self {
             Stage::LogitBias { biases } => biases.iter().map(|(id, _)| *id).collect(),
-            _ => Vec::new(),
+            Stage::TopK { .. }
+            | Stage::TopP { .. }
+            | Stage::MinP { .. }
+            | Stage::Typical { .. }
+            | Stage::Temp { .. }
+            | Stage::TempExt { .. }
+            | Stage::Xtc { .. }
+            | Stage::TopNSigma { .. }
+            | Stage::Penalties { .. }
+            | Stage::Greedy
+            | Stage::Dist { .. } => Vec::new(),
         }
     }
 
@@ -228,273 +262,67 @@ impl Stage {
     }
 }
 
-/// A parse error: one line saying what is wrong.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParseError(pub String);
+impl SuiteStage {
+    pub fn name(&self) -> &'static str {
+        match self {
+            SuiteStage::SortedGuard => "sorted_guard",
+        }
+    }
 
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+    pub fn role(&self) -> Role {
+        match self {
+            SuiteStage::SortedGuard => Role::Guard,
+        }
     }
 }
 
-impl std::error::Error for ParseError {}
-
-type Parsed<T> = Result<T, ParseError>;
-
-/// Fails with `text` unless `ok`.
-pub fn require(ok: bool, text: impl FnOnce() -> String) -> Parsed<()> {
-    if ok {
-        Ok(())
-    } else {
-        Err(ParseError(text()))
+/// The row for `name`, or a one-line error that lists every name (and says why a llama.cpp
+/// sampler the oracle does not compose is not one).
+pub fn lookup(name: &str) -> Parsed<&'static StageInfo> {
+    if let Some((_, why)) = NOT_COMPOSED.iter().find(|(n, _)| *n == name) {
+        return Err(ParseError(format!(
+            "stage '{name}' is a llama.cpp sampler the oracle does not compose: {why}"
+        )));
     }
-}
-
-/// A finite number.
-pub fn number(name: &str, text: &str) -> Parsed<f32> {
-    let x: f32 = text
-        .trim()
-        .parse()
-        .map_err(|_| ParseError(format!("{name}: '{text}' is not a number")))?;
-    require(x.is_finite(), || format!("{name}: '{text}' is not finite"))?;
-    Ok(x)
-}
-
-fn count(name: &str, text: &str) -> Parsed<usize> {
-    text.trim()
-        .parse()
-        .map_err(|_| ParseError(format!("{name}: '{text}' is not a non-negative integer")))
-}
-
-/// A number in [0, 1].
-pub fn unit(name: &str, x: f32) -> Parsed<f32> {
-    require((0.0..=1.0).contains(&x), || {
-        format!("{name} must be in [0, 1], got {x}")
-    })?;
-    Ok(x)
-}
-
-/// Splits `ARGS` on `:` and checks it has between `min` and `max` fields.
-pub fn fields<'a>(stage: &str, args: &'a str, min: usize, max: usize) -> Parsed<Vec<&'a str>> {
-    let parts: Vec<&str> = args.split(':').collect();
-    require(
-        (min..=max).contains(&parts.len()) && !args.is_empty(),
-        || {
-            format!(
-                "stage '{stage}' takes {} value(s) separated by ':', got '{args}'",
-                if min == max {
-                    min.to_string()
-                } else {
-                    format!("{min} to {max}")
-                }
-            )
-        },
-    )?;
-    Ok(parts)
-}
-
-/// A token id (>= 0) as a stage names it.
-pub fn token_id(stage: &str, text: &str) -> Parsed<TokenId> {
-    let id: i32 = text
-        .trim()
-        .parse()
-        .map_err(|_| ParseError(format!("{stage}: '{text}' is not a token id")))?;
-    require(id >= 0, || format!("{stage}: token id {id} is negative"))?;
-    Ok(TokenId(id))
-}
-
-/// A logit bias within [`LOGIT_LIMIT`].
-pub fn bias(stage: &str, text: &str) -> Parsed<f32> {
-    let b = number(&format!("{stage} bias"), text)?;
-    require(b.abs() <= LOGIT_LIMIT, || {
-        format!("{stage}: bias {b} is outside +-{LOGIT_LIMIT}")
-    })?;
-    Ok(b)
-}
-
-fn p_and_keep(stage: &str, args: &str) -> Parsed<(f32, usize)> {
-    let f = fields(stage, args, 1, 2)?;
-    let p = unit(&format!("{stage} p"), number(stage, f[0])?)?;
-    let min_keep = match f.get(1) {
-        Some(k) => count(&format!("{stage} min_keep"), k)?,
-        None => 1,
-    };
-    Ok((p, keep_at_most(stage, min_keep)?))
-}
-
-/// `min_keep` within [`MAX_WINDOW`] (llama.cpp would reserve room for it).
-fn keep_at_most(stage: &str, min_keep: usize) -> Parsed<usize> {
-    require(min_keep <= MAX_WINDOW as usize, || {
-        format!("{stage} min_keep must be <= {MAX_WINDOW}")
-    })?;
-    Ok(min_keep)
-}
-
-/// Splits `NAME=ARGS` (or a bare `NAME`) into trimmed parts.
-pub fn split_name(text: &str) -> (&str, &str) {
-    match text.split_once('=') {
-        Some((n, a)) => (n.trim(), a.trim()),
-        None => (text.trim(), ""),
-    }
+    table::row(name).ok_or_else(|| {
+        ParseError(format!(
+            "unknown stage '{name}' (known: {})",
+            table::names().join(", ")
+        ))
+    })
 }
 
 impl FromStr for Stage {
     type Err = ParseError;
 
-    /// Parses one `--stage` value.
+    /// Parses one `--stage` value naming a llama.cpp sampler.
     fn from_str(text: &str) -> Parsed<Stage> {
         let (name, args) = split_name(text);
-        if let Some((_, why)) = NOT_COMPOSED.iter().find(|(n, _)| *n == name) {
-            return Err(ParseError(format!(
-                "stage '{name}' is a llama.cpp sampler the oracle does not compose: {why}"
-            )));
+        match lookup(name)?.parser {
+            table::Parser::Llama(parse) => parse(args),
+            table::Parser::Suite(s) => Err(ParseError(format!(
+                "stage '{}' is the suite's own stage, not a llama.cpp sampler",
+                s.name()
+            ))),
         }
-        require(NAMES.contains(&name), || {
-            format!("unknown stage '{name}' (known: {})", NAMES.join(", "))
-        })?;
-        if name == "greedy" || name == "sorted_guard" {
-            require(args.is_empty(), || format!("stage '{name}' takes no value"))?;
-            return Ok(if name == "greedy" {
-                Stage::Greedy
-            } else {
-                Stage::SortedGuard
-            });
-        }
-        require(!args.is_empty(), || {
-            format!("stage '{name}' needs a value: {name}=...")
-        })?;
-        Ok(match name {
-            "top_k" => Stage::TopK {
-                k: args
-                    .parse()
-                    .map_err(|_| ParseError(format!("top_k: '{args}' is not an integer")))?,
-            },
-            "top_p" => {
-                let (p, min_keep) = p_and_keep(name, args)?;
-                Stage::TopP { p, min_keep }
-            }
-            "min_p" => {
-                let (p, min_keep) = p_and_keep(name, args)?;
-                Stage::MinP { p, min_keep }
-            }
-            "typical" => {
-                let (p, min_keep) = p_and_keep(name, args)?;
-                Stage::Typical { p, min_keep }
-            }
-            "temp" => {
-                let t = number("temp", args)?;
-                require(t <= 0.0 || t >= MIN_TEMP, || {
-                    format!("temp must be <= 0 (keep the top token) or >= {MIN_TEMP}, got {t}")
-                })?;
-                Stage::Temp { t }
-            }
-            "temp_ext" => parse_temp_ext(name, args)?,
-            "xtc" => {
-                let f = fields(name, args, 2, 3)?;
-                let probability = number("xtc probability", f[0])?;
-                require(probability == 0.0 || probability == 1.0, || {
-                    format!("xtc probability must be 0 or 1, got {probability} (other values draw from an RNG the oracle does not model)")
-                })?;
-                Stage::Xtc {
-                    probability,
-                    threshold: unit("xtc threshold", number("xtc threshold", f[1])?)?,
-                    min_keep: match f.get(2) {
-                        Some(k) => keep_at_most("xtc", count("xtc min_keep", k)?)?,
-                        None => 1,
-                    },
-                }
-            }
-            "top_n_sigma" => Stage::TopNSigma {
-                n: number("top_n_sigma", args)?,
-            },
-            "logit_bias" => {
-                let mut biases: Vec<(TokenId, f32)> = Vec::new();
-                for pair in args.split('/') {
-                    let (id, b) = pair.split_once(':').ok_or_else(|| {
-                        ParseError(format!("logit_bias: '{pair}' is not ID:BIAS"))
-                    })?;
-                    let id = token_id("logit_bias", id)?;
-                    require(!biases.iter().any(|(t, _)| *t == id), || {
-                        format!(
-                            "logit_bias: id {id} appears twice in one stage; give one bias per id"
-                        )
-                    })?;
-                    biases.push((id, bias("logit_bias", b)?));
-                }
-                Stage::LogitBias { biases }
-            }
-            "penalties" => parse_penalties(name, args)?,
-            _ => unreachable!("every name in NAMES is handled"),
-        })
     }
 }
 
-fn parse_temp_ext(name: &str, args: &str) -> Parsed<Stage> {
-    let f = fields(name, args, 3, 3)?;
-    let t = number("temp_ext temperature", f[0])?;
-    let delta = number("temp_ext delta", f[1])?;
-    let exponent = number("temp_ext exponent", f[2])?;
-    require((0.0..=10.0).contains(&exponent), || {
-        format!("temp_ext exponent must be in [0, 10], got {exponent}")
-    })?;
-    // The dynamic temperature ranges down to t - delta (clamped at 0, which keeps the top
-    // token); a tiny positive value would overflow f32.
-    require(
-        delta <= 0.0 || t - delta <= 0.0 || t - delta >= MIN_TEMP,
-        || {
-            format!(
-                "temp_ext t - delta must be <= 0 or >= {MIN_TEMP}, got {}",
-                t - delta
-            )
-        },
-    )?;
-    require(delta > 0.0 || t <= 0.0 || t >= MIN_TEMP, || {
-        format!("temp_ext temperature must be <= 0 or >= {MIN_TEMP}, got {t}")
-    })?;
-    Ok(Stage::TempExt { t, delta, exponent })
-}
+impl FromStr for SuiteStage {
+    type Err = ParseError;
 
-fn parse_penalties(name: &str, args: &str) -> Parsed<Stage> {
-    let f = fields(name, args, 2, 4)?;
-    let last_n: i32 = f[0]
-        .trim()
-        .parse()
-        .map_err(|_| ParseError(format!("penalties last_n: '{}' is not an integer", f[0])))?;
-    require((0..=MAX_WINDOW).contains(&last_n), || {
-        format!("penalties last_n must be in 0..={MAX_WINDOW}, got {last_n}")
-    })?;
-    let repeat = number("penalties repeat", f[1])?;
-    require(repeat > 0.0, || {
-        format!("penalties repeat must be > 0, got {repeat}")
-    })?;
-    Ok(Stage::Penalties {
-        last_n: WindowLen(last_n as usize),
-        params: PenaltyParams {
-            repeat,
-            freq: f.get(2).map_or(Ok(0.0), |x| number("penalties freq", x))?,
-            present: f
-                .get(3)
-                .map_or(Ok(0.0), |x| number("penalties present", x))?,
-        },
-    })
-}
-
-/// `:MIN_KEEP`, left out when it is the default 1.
-pub fn keep_suffix(min_keep: usize) -> String {
-    if min_keep == 1 {
-        String::new()
-    } else {
-        format!(":{min_keep}")
-    }
-}
-
-/// A bias with its sign always written (`+6`, `-2.5`).
-pub fn signed(b: f32) -> String {
-    if b >= 0.0 {
-        format!("+{b}")
-    } else {
-        b.to_string()
+    /// Parses one `--stage` value naming one of the suite's own stages.
+    fn from_str(text: &str) -> Parsed<SuiteStage> {
+        let (name, args) = split_name(text);
+        match lookup(name)?.parser {
+            table::Parser::Suite(s) => {
+                parse::bare(name, args)?;
+                Ok(s)
+            }
+            table::Parser::Llama(_) => Err(ParseError(format!(
+                "stage '{name}' is a llama.cpp sampler, not one of the suite's own stages"
+            ))),
+        }
     }
 }
 
@@ -527,8 +355,14 @@ impl fmt::Display for Stage {
                 last_n.0, params.repeat, params.freq, params.present
             ),
             Stage::Greedy => write!(f, "greedy"),
-            Stage::SortedGuard => write!(f, "sorted_guard"),
+            Stage::Dist { seed } => write!(f, "dist={seed}"),
         }
+    }
+}
+
+impl fmt::Display for SuiteStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -536,50 +370,63 @@ impl fmt::Display for Stage {
 mod tests {
     use super::*;
 
+    /// Every row: its example parses to a stage of that name (llama.cpp's as a [`Stage`],
+    /// the suite's as a [`SuiteStage`], never the other way round) and prints back to itself.
     #[test]
-    fn every_stage_prints_what_it_parses_from() {
-        for text in [
-            "top_k=4",
-            "logit_bias=3:+6",
-            "top_p=0.8",
-            "top_p=0.8:2",
-            "logit_bias=1:-2.5/4:+1",
-            "xtc=1:0.1",
-            "temp_ext=1:0.5:1",
-            "penalties=64:1.3:0:0",
-            "greedy",
-            "sorted_guard",
-            "min_p=0.05:3",
-            "typical=0.5",
-            "temp=0.5",
-            "top_n_sigma=1.5",
-        ] {
-            let s: Stage = text.parse().unwrap();
-            assert_eq!(s.to_string(), text);
-            assert_eq!(s.to_string().parse::<Stage>().unwrap(), s);
-            assert_eq!(s.name(), super::split_name(text).0);
+    fn every_row_parses_its_example_and_prints_it_back() {
+        for row in STAGES {
+            match row.parser {
+                table::Parser::Llama(_) => {
+                    let s: Stage = row.example.parse().unwrap();
+                    assert_eq!(s.name(), row.name);
+                    assert_eq!(s.info().name, row.name);
+                    assert_eq!(s.to_string(), row.example);
+                    assert_eq!(s.to_string().parse::<Stage>().unwrap(), s);
+                    assert!(row.example.parse::<SuiteStage>().is_err(), "{}", row.name);
+                }
+                table::Parser::Suite(want) => {
+                    let s: SuiteStage = row.example.parse().unwrap();
+                    assert_eq!(s, want);
+                    assert_eq!(s.to_string(), row.example);
+                    assert!(row.example.parse::<Stage>().is_err(), "{}", row.name);
+                }
+            }
+            assert!(row.syntax.starts_with(row.name), "{}", row.name);
+        }
+        let names = table::names();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "a name appears twice in STAGES");
+        for (name, _) in NOT_COMPOSED {
+            assert!(!names.contains(name), "{name} is both composed and not");
         }
     }
 
     #[test]
-    fn every_name_parses_to_a_stage_of_that_name() {
-        let example = |name: &str| match name {
-            "greedy" | "sorted_guard" => name.to_string(),
-            "temp_ext" => "temp_ext=1:0:1".into(),
-            "xtc" => "xtc=1:0.1".into(),
-            "logit_bias" => "logit_bias=0:+1".into(),
-            "penalties" => "penalties=8:1.1".into(),
-            _ => format!("{name}=0.5"),
-        };
-        for name in NAMES {
-            let text = example(name);
-            let text = if *name == "top_k" {
-                "top_k=2".into()
-            } else {
-                text
-            };
-            assert_eq!(text.parse::<Stage>().unwrap().name(), *name);
+    fn more_stages_print_what_they_parse_from() {
+        for text in [
+            "logit_bias=3:+6",
+            "top_p=0.8:2",
+            "penalties=64:1.3:0:0",
+            "min_p=0.05",
+            "dist=0",
+            "dist=4294967294",
+            "top_k=-1",
+        ] {
+            let s: Stage = text.parse().unwrap();
+            assert_eq!(s.to_string(), text);
+            assert_eq!(s.name(), split_name(text).0);
         }
+    }
+
+    #[test]
+    fn help_lists_every_row() {
+        let help = table::help();
+        for row in STAGES {
+            assert!(help.contains(row.syntax), "{}", row.name);
+        }
+        assert!(!help.contains('\n'));
     }
 
     #[test]
@@ -599,15 +446,22 @@ mod tests {
             "penalties=-1:1.1",
             "penalties=64:0",
             "penalties=2000000:1.1",
-            "dist=1",
+            "mirostat=1",
             "greedy=1",
             "temp=1e-5",
             "temp_ext=1:0.5:-1",
             "xtc=1:0.1:2000000",
+            "dist",
+            "dist=-1",
+            "dist=4294967295",
+            "dist=1.5",
+            "sorted_guard",
         ] {
             let e = bad.parse::<Stage>().unwrap_err();
             assert!(!e.0.contains('\n'), "{bad}: one line");
         }
+        assert!("sorted_guard=1".parse::<SuiteStage>().is_err());
+        assert!("top_k=1".parse::<SuiteStage>().is_err());
         let bias: Stage = "logit_bias=8:+1".parse().unwrap();
         assert!(bias.check_ids(8).is_err());
         assert!(bias.check_ids(9).is_ok());
@@ -629,5 +483,9 @@ mod tests {
         assert_eq!(dynamic.role(false), Role::Sorter);
         assert!("penalties=4:1.1".parse::<Stage>().unwrap().reads_history());
         assert!(!top_p.reads_history());
+        let dist: Stage = "dist=1".parse().unwrap();
+        assert!(dist.reads_sorted_flag() && dist.draws() && !top_p.draws());
+        assert_eq!(dist.role(true), Role::Selector);
+        assert_eq!(SuiteStage::SortedGuard.role(), Role::Guard);
     }
 }

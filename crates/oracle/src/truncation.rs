@@ -34,6 +34,8 @@
 //! - `penalties`: llama.cpp's sign-branched penalty ([`crate::penalty::llama_penalized`])
 //!   with counts from the last `last_n` ids of the history ([`crate::window::histogram`]).
 //! - `greedy`: selects the top entry and keeps the set unchanged.
+//! - `dist`: keeps the set unchanged; what it draws is a distribution ([`crate::draw`]).
+//! - the suite's `sorted_guard` ([`SuiteStage`]): keeps the set unchanged.
 //!
 //! # Tie rule
 //! Where a definition needs an order among equal keys (equal logits at the edge of a
@@ -45,7 +47,7 @@
 //! audits choose inputs that have none.
 
 use crate::penalty::{llama_penalized, PenaltyParams};
-use crate::stage::Stage;
+use crate::stage::{Stage, SuiteStage};
 use crate::window::{histogram, WindowLen};
 use crate::TokenId;
 use std::cmp::Ordering;
@@ -607,7 +609,28 @@ pub fn apply(stage: &Stage, pool: &Pool, history: &[TokenId]) -> Step {
         Stage::LogitBias { biases } => logit_bias(pool, biases),
         Stage::Penalties { last_n, params } => penalties(pool, *last_n, *params, history),
         Stage::Greedy => greedy(pool),
-        Stage::SortedGuard => unchanged(pool),
+        Stage::Dist { .. } => unchanged(pool),
+    }
+}
+
+/// A link of a chain the oracle can follow: llama.cpp's stages, the suite's own, and any
+/// caller's type that reads as one of them (repro-sortpoison's planted stages).
+pub trait Link {
+    /// What the link leaves of `pool` after `history` (see [`apply`]).
+    fn step(&self, pool: &Pool, history: &[TokenId]) -> Step;
+}
+
+impl Link for Stage {
+    fn step(&self, pool: &Pool, history: &[TokenId]) -> Step {
+        apply(self, pool, history)
+    }
+}
+
+impl Link for SuiteStage {
+    fn step(&self, pool: &Pool, _history: &[TokenId]) -> Step {
+        match self {
+            SuiteStage::SortedGuard => unchanged(pool),
+        }
     }
 }
 
@@ -622,7 +645,7 @@ pub struct Composition {
 }
 
 /// `stages` applied in order to `pool`, after `history` was accepted into the chain.
-pub fn compose(stages: &[Stage], pool: &Pool, history: &[TokenId]) -> Composition {
+pub fn compose<L: Link>(stages: &[L], pool: &Pool, history: &[TokenId]) -> Composition {
     let mut out = Composition {
         pool: pool.clone(),
         edges: Vec::new(),
@@ -636,7 +659,7 @@ pub fn compose(stages: &[Stage], pool: &Pool, history: &[TokenId]) -> Compositio
             ));
             break;
         }
-        let step = apply(stage, &out.pool, history);
+        let step = stage.step(&out.pool, history);
         out.pool = step.pool;
         if let Some(e) = step.edge {
             out.edges.push((i, e));
@@ -872,5 +895,17 @@ mod tests {
                 .logit
         };
         assert_eq!((logit(0), logit(1), logit(5)), (4.0, 1.5, -2.0));
+    }
+
+    #[test]
+    fn dist_and_the_guard_keep_the_multiset() {
+        let pool = published();
+        for step in [
+            apply(&Stage::Dist { seed: 1 }, &pool, &[]),
+            SuiteStage::SortedGuard.step(&pool, &[]),
+        ] {
+            assert_eq!(step.pool, pool);
+            assert_eq!((step.edge, step.selected), (None, None));
+        }
     }
 }

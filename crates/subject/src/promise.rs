@@ -67,7 +67,8 @@
 //!    finite or `<= 0`, `freq` or `present` not finite;
 //! 6. `Stage::LogitBias`: the spec's `n_vocab <= 0`, a biased id outside `0..n_vocab`
 //!    (llama.cpp's backend path asserts on it), a bias not finite;
-//! 7. `Stage::SortedGuard`: always (it is `ledger::sorted_guard`, not a llama.cpp sampler);
+//! 7. (no rule: `sorted_guard` is `oracle::stage::SuiteStage`, not a `Stage`, so no
+//!    `SamplerSpec` can hold it);
 //! 8. `Mirostat`: `n_vocab <= 0`, `tau` or `eta` not finite, `m` outside `1..=n_vocab`;
 //! 9. `MirostatV2`: `tau` or `eta` not finite;
 //! 10. `Dry`: `multiplier` or `base` not finite, `allowed_length`, `last_n` or `n_ctx_train`
@@ -75,7 +76,7 @@
 //! 11. `AdaptiveP`: `target` not finite, `decay` outside `0..=0.99` (NaN included).
 //!
 //! Not refused: `Stage::Greedy`, `Stage::TopK` with any `k` (llama.cpp treats `k <= 0` as
-//! "keep all"), `Dist` with any seed, a `p` or temperature of any finite value (negative,
+//! "keep all"), `Dist` and `Stage::Dist` with any seed, a `p` or temperature of any finite value (negative,
 //! zero, above one), the `n_vocab` of a stage that takes none.
 //!
 //! **E. `Sampler::try_clone()`**: a sampler, or a chain member, that has state but no clone

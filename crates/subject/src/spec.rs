@@ -34,13 +34,14 @@ pub struct DryParams {
 pub enum SamplerSpec {
     /// A stage the oracle models. `n_vocab` is told to the samplers that take a vocabulary
     /// size (penalties, logit_bias) and `seed` to the one that may draw (xtc, when its
-    /// probability is strictly between 0 and 1); the others ignore them.
-    /// `Stage::SortedGuard` is not a llama.cpp sampler and is refused (it lives in `ledger`).
+    /// probability is strictly between 0 and 1); the others ignore them (dist carries its
+    /// own seed).
     Stage {
         stage: Stage,
         n_vocab: i32,
         seed: u32,
     },
+    /// The same sampler as `Stage::Dist`, built by the same call.
     Dist {
         seed: u32,
     },
@@ -197,7 +198,7 @@ impl SamplerSpec {
                     n_vocab,
                     seed,
                 } => init_stage(stage, *n_vocab, *seed)?,
-                SamplerSpec::Dist { seed } => ffi!(sys::llama_sampler_init_dist(*seed)),
+                SamplerSpec::Dist { seed } => init_stage(&Stage::Dist { seed: *seed }, 0, 0)?,
                 SamplerSpec::Mirostat {
                     n_vocab,
                     seed,
@@ -226,7 +227,7 @@ impl SamplerSpec {
 
 fn validate_stage(stage: &Stage, n_vocab: i32) -> Result<()> {
     match stage {
-        Stage::Greedy | Stage::TopK { .. } => {}
+        Stage::Greedy | Stage::TopK { .. } | Stage::Dist { .. } => {}
         Stage::TopP { p, min_keep }
         | Stage::MinP { p, min_keep }
         | Stage::Typical { p, min_keep } => {
@@ -269,11 +270,6 @@ fn validate_stage(stage: &Stage, n_vocab: i32) -> Result<()> {
                 }
                 finite("logit bias", *bias)?;
             }
-        }
-        Stage::SortedGuard => {
-            bail!(
-                "sorted_guard is ledger's sampler, not a llama.cpp built-in (ledger::sorted_guard)"
-            )
         }
     }
     Ok(())
@@ -330,7 +326,7 @@ unsafe fn init_stage(stage: &Stage, n_vocab: i32, seed: u32) -> Result<*mut sys:
                     raw.as_ptr()
                 ))
             }
-            Stage::SortedGuard => bail!("sorted_guard is not a llama.cpp sampler"),
+            Stage::Dist { seed } => ffi!(sys::llama_sampler_init_dist(*seed)),
         }
     })
 }

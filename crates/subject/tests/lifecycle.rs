@@ -67,7 +67,6 @@ fn bad_input_is_refused_before_c() {
         SamplerSpec::from(bias).build().is_err(),
         "no vocabulary given"
     );
-    assert!(SamplerSpec::from(Stage::SortedGuard).build().is_err());
     assert!(SamplerSpec::Dry(DryParams {
         multiplier: 1.0,
         base: 2.0,

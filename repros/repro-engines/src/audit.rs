@@ -35,7 +35,7 @@ impl Case {
         Case {
             vector: row.vector.to_string(),
             logits: v.logits,
-            sampling: row.sampling,
+            sampling: row.sampling.clone(),
             draws: row.draws,
             seed: index as u64 + 1,
         }

@@ -1,13 +1,14 @@
 //! What the oracle says a configuration may draw: the survivor set, as tie classes, and the
 //! renormalized probability of each survivor.
 //!
-//! The semantics are the seam's (`engine::Sampling`): temperature, then top-k, then top-p on
-//! what top-k left (renormalized), then min-p, then one draw from the softmax of what is
-//! left. Each stage is `oracle::truncation`'s. Equal logits cut by a stage form a *class*:
-//! which members survive depends on a tie-break, how many does not (every stage here treats
-//! equal logits alike), so a draw is judged against the class and its kept count.
+//! The semantics are the seam's (`engine::Sampling`): its stages in order (temperature, then
+//! top-k, then top-p on what top-k left, renormalized, then min-p), then one draw from the
+//! softmax of what is left. Each stage is `oracle::truncation`'s. Equal logits cut by a stage
+//! form a *class*: which members survive depends on a tie-break, how many does not (every
+//! stage modelled here treats equal logits alike), so a draw is judged against the class and
+//! its kept count.
 
-use anyhow::{ensure, Result};
+use anyhow::{bail, ensure, Result};
 use engine::Sampling;
 use oracle::stage::Stage;
 use oracle::truncation::{compose, Pool};
@@ -49,6 +50,25 @@ fn dyadic(probabilities: &[f64]) -> bool {
     })
 }
 
+/// Whether the classes below are the oracle's answer for `stage`: true for the stages that
+/// treat equal logits alike and change no logit but by a temperature.
+fn modelled(stage: &Stage) -> Result<()> {
+    match stage {
+        Stage::Temp { .. } | Stage::TopK { .. } | Stage::TopP { .. } | Stage::MinP { .. } => Ok(()),
+        Stage::Typical { .. }
+        | Stage::TempExt { .. }
+        | Stage::Xtc { .. }
+        | Stage::TopNSigma { .. }
+        | Stage::LogitBias { .. }
+        | Stage::Penalties { .. }
+        | Stage::Greedy
+        | Stage::Dist { .. } => bail!(
+            "F7's expectation models temp, top_k, top_p and min_p before a draw, not {}",
+            stage.name()
+        ),
+    }
+}
+
 impl Expectation {
     pub fn of(logits: &[f32], s: &Sampling) -> Result<Expectation> {
         ensure!(
@@ -60,8 +80,9 @@ impl Expectation {
             "at least one logit must be finite"
         );
         let stages = s.stages();
+        stages.iter().try_for_each(modelled)?;
         let start = Pool::from_logits(logits);
-        let comp = compose(&stages, &start, &[]);
+        let comp = compose(stages, &start, &[]);
         // A margin edge (not a tie) is decided when the pool it was decided on is dyadic.
         let mut undecided = None;
         for (i, edge) in &comp.edges {
@@ -83,10 +104,12 @@ impl Expectation {
         }
         // Classes: group the tempered pool by logit; keep the groups that lost no member or
         // some, and count what survived.
-        let tempered = match stages.first() {
-            Some(t @ Stage::Temp { .. }) => compose(std::slice::from_ref(t), &start, &[]).pool,
-            _ => start.clone(),
-        };
+        let temps: Vec<Stage> = stages
+            .iter()
+            .filter(|s| matches!(s, Stage::Temp { .. }))
+            .cloned()
+            .collect();
+        let tempered = compose(&temps, &start, &[]).pool;
         let kept: Vec<(TokenId, f64)> = comp
             .pool
             .entries()

@@ -6,8 +6,9 @@
 //! inverse-CDF draw from `oracle::rng::Rng`), so a mistake in either would show as a failed
 //! control rather than cancel out.
 
-use anyhow::{ensure, Result};
+use anyhow::{bail, ensure, Result};
 use engine::Sampling;
+use oracle::stage::Stage;
 use oracle::rng::Rng;
 use oracle::TokenId;
 
@@ -41,46 +42,75 @@ impl Defect {
 }
 
 /// The survivors (best first) and their weights: renormalized probabilities, or for
-/// [`Defect::SkipsRenormalization`] the full-vocabulary ones.
-fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Vec<(TokenId, f64)> {
-    let t = f64::from(s.temperature);
+/// [`Defect::SkipsRenormalization`] the full-vocabulary ones. The stages run in the list's
+/// order; this sampler states temp, top_k, top_p and min_p and refuses the others.
+fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Result<Vec<(TokenId, f64)>> {
     let mut order: Vec<(TokenId, f64)> = logits
         .iter()
         .enumerate()
         .filter(|(_, x)| **x > f32::NEG_INFINITY)
-        .map(|(i, &x)| (TokenId(i as i32), f64::from(x) / t))
+        .map(|(i, &x)| (TokenId(i as i32), f64::from(x)))
         .collect();
-    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let sort = |xs: &mut Vec<(TokenId, f64)>| xs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    sort(&mut order);
     let softmax = |xs: &[(TokenId, f64)]| -> Vec<f64> {
         let m = xs[0].1;
         let w: Vec<f64> = xs.iter().map(|(_, x)| (x - m).exp()).collect();
         let z: f64 = w.iter().sum();
         w.into_iter().map(|x| x / z).collect()
     };
-    let full = softmax(&order);
     let mut keep = order.len();
-    if let Some(k) = s.top_k {
-        keep = keep.min(k);
-    }
-    if let Some(p) = s.top_p {
-        let probs = if defect == Defect::TopPOnFullMass {
-            full[..keep].to_vec()
-        } else {
-            softmax(&order[..keep])
-        };
-        let mut cum = 0.0;
-        for (i, q) in probs.iter().enumerate() {
-            cum += q;
-            if cum >= f64::from(p) {
-                keep = i + 1;
-                break;
+    for stage in s.stages() {
+        match stage {
+            Stage::Temp { t } => {
+                ensure!(*t > 0.0, "the exact sampler takes a positive temperature");
+                let t = f64::from(*t);
+                for (_, x) in &mut order {
+                    *x /= t;
+                }
+                // Rounding may make two tempered values equal; they then sort by id.
+                sort(&mut order);
             }
+            Stage::TopK { k } => {
+                if let Ok(k) = usize::try_from(*k) {
+                    if k > 0 {
+                        keep = keep.min(k);
+                    }
+                }
+            }
+            Stage::TopP { p, min_keep } => {
+                let probs = if defect == Defect::TopPOnFullMass {
+                    softmax(&order)[..keep].to_vec()
+                } else {
+                    softmax(&order[..keep])
+                };
+                let mut cum = 0.0;
+                for (i, q) in probs.iter().enumerate() {
+                    cum += q;
+                    if cum >= f64::from(*p) && i + 1 >= *min_keep {
+                        keep = i + 1;
+                        break;
+                    }
+                }
+            }
+            Stage::MinP { p, min_keep } => {
+                let probs = softmax(&order[..keep]);
+                let floor = probs[0] * f64::from(*p);
+                let above = probs.iter().take_while(|&&q| q >= floor).count();
+                keep = above.max(*min_keep).min(keep);
+            }
+            Stage::Typical { .. }
+            | Stage::TempExt { .. }
+            | Stage::Xtc { .. }
+            | Stage::TopNSigma { .. }
+            | Stage::LogitBias { .. }
+            | Stage::Penalties { .. }
+            | Stage::Greedy
+            | Stage::Dist { .. } => bail!(
+                "the exact sampler states temp, top_k, top_p and min_p, not {}",
+                stage.name()
+            ),
         }
-    }
-    if let Some(p) = s.min_p {
-        let probs = softmax(&order[..keep]);
-        let floor = probs[0] * f64::from(p);
-        keep = probs.iter().take_while(|&&q| q >= floor).count();
     }
     if defect == Defect::KeepsOneExtra {
         keep = (keep + 1).min(order.len());
@@ -92,17 +122,18 @@ fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Vec<(TokenId, f
     }
     let kept = &order[..keep];
     if defect == Defect::SkipsRenormalization {
-        return kept
+        return Ok(kept
             .iter()
-            .zip(&full)
-            .map(|((id, _), &q)| (*id, q))
-            .collect();
+            .zip(softmax(&order))
+            .map(|((id, _), q)| (*id, q))
+            .collect());
     }
-    kept.iter()
+    Ok(kept
+        .iter()
         .copied()
         .map(|(id, _)| id)
         .zip(softmax(kept))
-        .collect()
+        .collect())
 }
 
 /// `draws` draws from the Rust sampler with `defect`, seeded with `seed`.
@@ -117,7 +148,7 @@ pub fn draw(
         logits.iter().any(|x| x.is_finite()),
         "at least one logit must be finite"
     );
-    let dist = distribution(logits, s, defect);
+    let dist = distribution(logits, s, defect)?;
     let mut cdf = Vec::with_capacity(dist.len());
     let mut cum = 0.0;
     for (_, w) in &dist {
@@ -143,14 +174,14 @@ mod tests {
     fn the_planted_defects_change_what_they_say() {
         let logits = [3.0, 2.0, 1.0, 0.0];
         let s = Sampling::parse("top_k=2").unwrap();
-        let exact = distribution(&logits, &s, Defect::Exact);
+        let exact = distribution(&logits, &s, Defect::Exact).unwrap();
         assert_eq!(exact.len(), 2);
         assert!((exact[0].1 + exact[1].1 - 1.0).abs() < 1e-15);
-        assert_eq!(distribution(&logits, &s, Defect::KeepsOneExtra).len(), 3);
-        let raw = distribution(&logits, &s, Defect::SkipsRenormalization);
+        assert_eq!(distribution(&logits, &s, Defect::KeepsOneExtra).unwrap().len(), 3);
+        let raw = distribution(&logits, &s, Defect::SkipsRenormalization).unwrap();
         assert!(raw[0].1 + raw[1].1 < 0.95);
         // The same top-k then top-p example as the interface: the renormalized cut keeps 2.
         let both = Sampling::parse("top_k=3,top_p=0.9").unwrap();
-        assert_eq!(distribution(&logits, &both, Defect::Exact).len(), 2);
+        assert_eq!(distribution(&logits, &both, Defect::Exact).unwrap().len(), 2);
     }
 }

@@ -107,7 +107,7 @@ impl ZeroBoundary {
         Ok(ZeroBoundary {
             engine: engine.info().name.label(),
             engine_out: engine.repeat_penalty(&logits, theta, &context)?,
-            llama_out: harness::engine::Llama.repeat_penalty(&logits, theta, &context)?,
+            llama_out: engine_llama::Llama.repeat_penalty(&logits, theta, &context)?,
             logits,
             context,
             theta,

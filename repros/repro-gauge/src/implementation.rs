@@ -51,8 +51,7 @@ impl Implementation {
             Implementation::LedgerNormalized => "ledger-penalties normalized",
             Implementation::LedgerSubtractive => "ledger-penalties subtractive",
             Implementation::PlantedSubtractive => "planted subtractive",
-            Implementation::EngineSign(EngineName::Llama) => "llama.cpp penalties (engine seam)",
-            Implementation::EngineSign(EngineName::Candle) => "candle apply_repeat_penalty",
+            Implementation::EngineSign(engine) => engine.penalty_label(),
         }
     }
 }

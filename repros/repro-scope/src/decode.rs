@@ -18,7 +18,7 @@ use crate::scope::{PlantedScope, ScopeSpec};
 use anyhow::ensure;
 use anyhow::{Context as _, Result};
 use engine::{Engine, EngineName, Logits};
-use harness::engine::LlamaLogits;
+use engine_llama::LlamaLogits;
 use oracle::penalty::PenaltyParams;
 use oracle::scope::{apply_repetition, penalized_ids, Scope};
 use oracle::stage::Stage;
@@ -283,7 +283,7 @@ impl Decoder {
     ) -> Result<Decoder> {
         let logits = LlamaLogits::new(Arc::clone(&model), threads.max(1) as usize, max_new)?;
         let side = EngineSide {
-            engine: Box::new(harness::engine::Llama),
+            engine: Box::new(engine_llama::Llama),
             logits: Box::new(logits),
         };
         Decoder::with_engine(model, side, prompt, theta, max_new)

@@ -1,8 +1,10 @@
 //! llama.cpp behind the engine seam (`engine::Engine`), through the safe wrapper of
 //! `subject`: the penalties sampler, the greedy sampler, a chain ending in `dist`, and a
 //! decoding context.
+//!
+//! A sibling of `engine-candle`: it depends on the seam, the oracle's types and `subject`,
+//! never on a repro or on `harness`, so the registry (`harness::engines`) can hold both.
 
-use crate::Attention;
 use anyhow::{ensure, Context as _, Result};
 use engine::{Engine, EngineInfo, EngineName, Logits, Sampling};
 use oracle::penalty::PenaltyParams;
@@ -11,18 +13,19 @@ use oracle::window::WindowLen;
 use oracle::TokenId;
 use std::path::Path;
 use std::sync::Arc;
-use subject::{BuildInfo, Candidates, Context, Model, Sampler, SamplerSpec, Weights};
+use subject::{Attention, BuildInfo, Candidates, Context, Model, Sampler, SamplerSpec, Weights};
 
 /// The llama.cpp build this binary links.
 pub struct Llama;
 
-/// The chain [`Llama::draw`] runs: the configuration's stages ([`Sampling::stages`], the same
-/// list the oracle composes), then `dist` seeded with `seed`.
+/// The chain [`Llama::draw`] runs: the configuration's stages ([`Sampling::stages`], the
+/// list the oracle composes), each through `subject`'s one conversion of a stage into a C
+/// call, then `dist` seeded with `seed`.
 pub fn draw_chain(sampling: &Sampling, seed: u32) -> Result<Sampler> {
-    let stages = sampling.stages();
-    let mut samplers = stages
-        .into_iter()
-        .map(|s| SamplerSpec::from(s).build())
+    let mut samplers = sampling
+        .stages()
+        .iter()
+        .map(|s| SamplerSpec::from(s.clone()).build())
         .collect::<Result<Vec<_>>>()?;
     samplers.push(SamplerSpec::Dist { seed }.build()?);
     Sampler::chain(samplers)
@@ -68,9 +71,10 @@ impl Engine for Llama {
             .context("llama.cpp's greedy selected nothing")
     }
 
-    fn supports(&self, _sampling: &Sampling) -> Result<()> {
-        // Every configuration the seam can name is a llama.cpp chain.
-        Ok(())
+    fn supports(&self, sampling: &Sampling) -> Result<()> {
+        // The chain builder is the one judge of what llama.cpp runs: every stage it can turn
+        // into a C call, with parameters `subject` checks before the call.
+        draw_chain(sampling, 0).map(|_| ())
     }
 
     fn draw(
@@ -99,8 +103,8 @@ impl Engine for Llama {
 
 /// A llama.cpp context used through the seam: the prompt in one batch, then each generated
 /// token alone, in a context of `prompt + room + 8` tokens: the path and the size
-/// `Session::new(model, prompt, room, threads)` and `Session::generate` use, so the bits are
-/// the same as theirs.
+/// `harness::Session::new(model, prompt, room, threads)` and `Session::generate` use, so the
+/// bits are the same as theirs.
 pub struct LlamaLogits {
     pub model: Arc<Model>,
     threads: i32,
