@@ -52,7 +52,10 @@ fn has(stage: &Stage) -> Result<()> {
         | Stage::LogitBias { .. }
         | Stage::Penalties { .. }
         | Stage::Greedy => {
-            bail!("candle's LogitsProcessor has no {} ({OFFERS})", stage.name())
+            bail!(
+                "candle's LogitsProcessor has no {} ({OFFERS})",
+                stage.name()
+            )
         }
         Stage::Dist { .. } => {
             bail!("candle's LogitsProcessor draws once, after the other stages ({OFFERS})")
@@ -68,7 +71,9 @@ pub fn candle_sampling(s: &Sampling) -> Result<CandleSampling> {
         [Stage::Temp { t }, rest @ ..] => (f64::from(*t), rest),
         all => (1.0, all),
     };
-    let k = |k: &i32| usize::try_from(*k).with_context(|| format!("candle's top_k takes k >= 0, got {k}"));
+    let k = |k: &i32| {
+        usize::try_from(*k).with_context(|| format!("candle's top_k takes k >= 0, got {k}"))
+    };
     Ok(match cuts {
         [] => CandleSampling::All { temperature },
         [Stage::TopK { k: n }] => CandleSampling::TopK {
@@ -258,6 +263,35 @@ impl Logits for CandleModel {
 mod tests {
     use super::*;
 
+    /// Each list candle runs maps to its own configuration, the temperature carried along.
+    #[test]
+    fn every_offered_list_maps_to_candles_configuration() {
+        let map = |t: &str| candle_sampling(&Sampling::parse(t).unwrap()).unwrap();
+        assert_eq!(map("all"), CandleSampling::All { temperature: 1.0 });
+        assert_eq!(
+            map("top_k=3,temp=0.5"),
+            CandleSampling::TopK {
+                k: 3,
+                temperature: 0.5
+            }
+        );
+        assert_eq!(
+            map("top_p=0.75"),
+            CandleSampling::TopP {
+                p: 0.75,
+                temperature: 1.0
+            }
+        );
+        assert_eq!(
+            map("top_p=0.75,top_k=3,temp=2"),
+            CandleSampling::TopKThenTopP {
+                k: 3,
+                p: 0.75,
+                temperature: 2.0
+            }
+        );
+    }
+
     /// The version reports print is the one Cargo.toml pins with `=`.
     #[test]
     fn the_reported_version_is_the_pinned_one() {
@@ -288,9 +322,13 @@ mod tests {
         let draws = Candle.draw(&[3.0, 2.0, 1.0, 0.0], &s, 1, 2000).unwrap();
         assert!(draws.contains(&TokenId(2)));
         assert!(!draws.contains(&TokenId(3)));
-        assert!(Candle
-            .supports(&Sampling::parse("min_p=0.1").unwrap())
-            .is_err());
+        assert_eq!(
+            Candle
+                .supports(&Sampling::parse("top_k=3,min_p=0.1").unwrap())
+                .unwrap_err()
+                .to_string(),
+            "candle's LogitsProcessor has no min_p (it offers all, top_k, top_p and top_k then top_p)"
+        );
         assert_eq!(Candle.greedy(&[1.0, 3.0, 3.0]).unwrap().0, 1);
     }
 }

@@ -18,16 +18,15 @@ use subject::{Attention, BuildInfo, Candidates, Context, Model, Sampler, Sampler
 /// The llama.cpp build this binary links.
 pub struct Llama;
 
-/// The chain [`Llama::draw`] runs: the configuration's stages ([`Sampling::stages`], the
-/// list the oracle composes), each through `subject`'s one conversion of a stage into a C
-/// call, then `dist` seeded with `seed`.
+/// The chain [`Llama::draw`] runs: the configuration's stages then the draw
+/// ([`Sampling::with_draw`], the list the oracle composes), each through `subject`'s one
+/// conversion of a stage into a C call.
 pub fn draw_chain(sampling: &Sampling, seed: u32) -> Result<Sampler> {
-    let mut samplers = sampling
-        .stages()
-        .iter()
-        .map(|s| SamplerSpec::from(s.clone()).build())
+    let samplers = sampling
+        .with_draw(seed)
+        .into_iter()
+        .map(|s| SamplerSpec::from(s).build())
         .collect::<Result<Vec<_>>>()?;
-    samplers.push(SamplerSpec::Dist { seed }.build()?);
     Sampler::chain(samplers)
 }
 
@@ -180,5 +179,27 @@ impl Logits for LlamaLogits {
         }
         self.last = ctx.logits()?;
         Ok(self.last.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// llama.cpp's chain through the adapter: top_k=2 on [3, 2, 1, 0] draws only ids 0 and
+    /// 1, the same seed draws the same ids, and llama.cpp's greedy breaks a tie to the lower id.
+    #[test]
+    fn the_adapter_runs_llama_cpp_chains() {
+        let s = Sampling::parse("top_k=2").unwrap();
+        Llama.supports(&s).unwrap();
+        let draws = Llama.draw(&[3.0, 2.0, 1.0, 0.0], &s, 1, 2000).unwrap();
+        assert!(draws.contains(&TokenId(0)) && draws.contains(&TokenId(1)));
+        assert!(draws.iter().all(|t| t.0 < 2));
+        assert_eq!(
+            draws,
+            Llama.draw(&[3.0, 2.0, 1.0, 0.0], &s, 1, 2000).unwrap()
+        );
+        assert!(seed32(1 << 32).is_err());
+        assert_eq!(Llama.greedy(&[1.0, 3.0, 3.0]).unwrap().0, 1);
     }
 }

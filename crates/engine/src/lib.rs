@@ -202,6 +202,13 @@ impl Sampling {
     pub fn stages(&self) -> &[Stage] {
         &self.stages
     }
+
+    /// The whole chain: the stages, then the draw (`dist`) seeded with `seed`.
+    pub fn with_draw(&self, seed: u32) -> Vec<Stage> {
+        let mut chain = self.stages.clone();
+        chain.push(Stage::Dist { seed });
+        chain
+    }
 }
 
 /// The text [`Sampling::parse`] reads back to the same list: the truncating stages in order
@@ -301,6 +308,12 @@ mod tests {
                 },
             ]
         );
+        assert_eq!(
+            s.with_draw(7).last(),
+            Some(&Stage::Dist { seed: 7 }),
+            "the draw ends the chain"
+        );
+        assert_eq!(s.with_draw(7).len(), 5);
         assert!(Sampling::parse("all").unwrap().stages().is_empty());
         assert!(Sampling::parse("all,temp=1").unwrap().stages().is_empty());
     }

@@ -8,8 +8,8 @@
 
 use anyhow::{bail, ensure, Result};
 use engine::Sampling;
-use oracle::stage::Stage;
 use oracle::rng::Rng;
+use oracle::stage::Stage;
 use oracle::TokenId;
 
 /// Which defect, if any.
@@ -51,7 +51,8 @@ fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Result<Vec<(Tok
         .filter(|(_, x)| **x > f32::NEG_INFINITY)
         .map(|(i, &x)| (TokenId(i as i32), f64::from(x)))
         .collect();
-    let sort = |xs: &mut Vec<(TokenId, f64)>| xs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let sort =
+        |xs: &mut Vec<(TokenId, f64)>| xs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     sort(&mut order);
     let softmax = |xs: &[(TokenId, f64)]| -> Vec<f64> {
         let m = xs[0].1;
@@ -177,11 +178,19 @@ mod tests {
         let exact = distribution(&logits, &s, Defect::Exact).unwrap();
         assert_eq!(exact.len(), 2);
         assert!((exact[0].1 + exact[1].1 - 1.0).abs() < 1e-15);
-        assert_eq!(distribution(&logits, &s, Defect::KeepsOneExtra).unwrap().len(), 3);
+        assert_eq!(
+            distribution(&logits, &s, Defect::KeepsOneExtra)
+                .unwrap()
+                .len(),
+            3
+        );
         let raw = distribution(&logits, &s, Defect::SkipsRenormalization).unwrap();
         assert!(raw[0].1 + raw[1].1 < 0.95);
         // The same top-k then top-p example as the interface: the renormalized cut keeps 2.
         let both = Sampling::parse("top_k=3,top_p=0.9").unwrap();
-        assert_eq!(distribution(&logits, &both, Defect::Exact).unwrap().len(), 2);
+        assert_eq!(
+            distribution(&logits, &both, Defect::Exact).unwrap().len(),
+            2
+        );
     }
 }
