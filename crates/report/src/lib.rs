@@ -12,7 +12,7 @@
 //! - verdict rows ([`Row`]) share their report's controls and obey the same rule;
 //! - one spelling: `present`, `absent`, `undecided`, `inconclusive`.
 
-pub mod svg;
+pub mod chart;
 
 use anyhow::{bail, ensure, Context, Result};
 use serde_json::{json, Map, Value};

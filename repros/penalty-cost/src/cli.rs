@@ -135,7 +135,7 @@ pub fn run(args: &Args, build: &BuildInfo, model: ModelChoice) -> Result<String>
     std::fs::write(&json_path, serde_json::to_string_pretty(&value)? + "\n")
         .with_context(|| format!("writing {}", json_path.display()))?;
     let svg_path = dir.join("penalty-cost.svg");
-    std::fs::write(&svg_path, output::svg(&rows, &e))
+    std::fs::write(&svg_path, output::svg(&value)?)
         .with_context(|| format!("writing {}", svg_path.display()))?;
     eprintln!("penalty-cost took {:.0} s", start.elapsed().as_secs_f64());
     Ok(output::text(build, args.rounds, &rows, &e))

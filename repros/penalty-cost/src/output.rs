@@ -8,6 +8,7 @@ use crate::penalty::{Penalty, THETA, WINDOW};
 use crate::stats::{bootstrap_median, MedianCi};
 use crate::FINDING;
 use oracle::stats::{BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED};
+use report::chart::{text_width, Basis, Chart, Field, Font, Key, Style, LINE, MARGIN};
 use serde_json::{json, Map, Value};
 use subject::BuildInfo;
 
@@ -217,145 +218,192 @@ pub fn json(build: &BuildInfo, rounds: usize, rows: &[ApplyRow], e: &EndToEnd) -
     })
 }
 
-const COLOURS: [&str; 3] = ["#D55E00", "#0072B2", "#009E73"];
-
-/// `bench/penalty-cost.svg`: per-apply medians on a log scale, one group per vocabulary size
-/// and layout; beside it the end-to-end overhead medians with their intervals.
-pub fn svg(rows: &[ApplyRow], e: &EndToEnd) -> String {
-    let (w, h, left, top, ph) = (940.0, 400.0, 80.0, 70.0, 240.0);
-    let (lo, hi) = (-4.0f64, 1.0f64); // log10 ms: 0.1 us to 10 ms
-    let y = |ms: f64| top + ph * (hi - ms.max(1e-4).log10()) / (hi - lo);
-    let group = 120.0;
-    let right = left + 20.0 + group * rows.len() as f64;
-    let mut o = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" \
-         font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{left}\" y=\"24\" font-size=\"15\" font-weight=\"bold\">F5: penalty stage cost per apply \
-         (median, window {WINDOW}) and per token</text>\n"
-    );
-    for e10 in -4..=1 {
-        let yy = y(10f64.powi(e10));
-        o.push_str(&format!(
-            "<line x1=\"{left}\" y1=\"{yy:.1}\" x2=\"{right:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{} ms</text>\n",
-            left - 6.0,
-            yy + 4.0,
-            10f64.powi(e10)
-        ));
+/// The JSON key of a stage's per-apply median, and the rows that hold it.
+fn ms_key(p: Penalty) -> (&'static str, &'static str) {
+    match p {
+        Penalty::Builtin => ("builtin_ms", "rows"),
+        Penalty::Ledger => ("ledger_ms", "rows"),
+        Penalty::LedgerNormalized => ("ledger_normalized_ms", "normalized_rows"),
     }
-    for (j, r) in rows.iter().enumerate() {
-        let x0 = left + 16.0 + group * j as f64;
-        for (k, &stage) in Penalty::ALL.iter().enumerate() {
-            let x = x0 + 30.0 * k as f64;
-            let m = r.ms_of(stage);
-            o.push_str(&format!(
-                "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"26\" height=\"{:.1}\" fill=\"{}\"/>\n",
-                y(m),
-                top + ph - y(m),
-                COLOURS[k]
-            ));
-        }
-        let cx = x0 + 43.0;
-        o.push_str(&format!(
-            "<text x=\"{cx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\
-             <text x=\"{cx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
-            top + ph + 18.0,
-            r.vocab,
-            top + ph + 34.0,
-            r.layout.key()
-        ));
-    }
-    o.push_str(&format!(
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">candidates, layout</text>\n",
-        (left + right) / 2.0,
-        top + ph + 54.0
-    ));
-    for (k, stage) in Penalty::ALL.iter().enumerate() {
-        let lx = left + 200.0 * k as f64;
-        o.push_str(&format!(
-            "<rect x=\"{lx:.1}\" y=\"38\" width=\"12\" height=\"12\" fill=\"{}\"/>\
-             <text x=\"{:.1}\" y=\"48\">{}</text>\n",
-            COLOURS[k],
-            lx + 18.0,
-            stage.label()
-        ));
-    }
-    o.push_str(&overhead_panel(e, right + 70.0, top, ph));
-    o.push_str("</svg>\n");
-    o
 }
 
-/// The end-to-end panel: overhead over no penalty, median and 95% interval per variant.
-fn overhead_panel(e: &EndToEnd, x0: f64, top: f64, ph: f64) -> String {
-    let s = Summary::of(e);
-    let cis: Vec<(Variant, MedianCi)> = s.overhead.clone();
+/// `bench/penalty-cost.svg`, drawn from `bench/penalty-cost.json` (so the committed SVG can be
+/// redrawn from the committed results alone): per-apply medians on a log scale, one group per
+/// vocabulary size and layout; beside it the end-to-end overhead medians with their intervals.
+pub fn svg(report: &Value) -> anyhow::Result<String> {
+    let r = Field::new(report);
+    // Groups in the order measured: per vocabulary size, id order then shuffled.
+    let mut groups: Vec<(usize, &str, [f64; 3])> = Vec::new();
+    for (prefix, layout) in [("", Layout::IdOrder), ("shuffled_", Layout::Shuffled)] {
+        for (k, &p) in Penalty::ALL.iter().enumerate() {
+            let (key, list) = ms_key(p);
+            for row in r.list(&format!("{prefix}{list}"))? {
+                let vocab = row.usize("vocab")?;
+                let ms = row.f64(key)?;
+                match groups
+                    .iter_mut()
+                    .find(|g| g.0 == vocab && g.1 == layout.key())
+                {
+                    Some(g) => g.2[k] = ms,
+                    None => {
+                        let mut m = [f64::NAN; 3];
+                        m[k] = ms;
+                        groups.push((vocab, layout.key(), m));
+                    }
+                }
+            }
+        }
+    }
+    let vocabs: Vec<usize> = groups.iter().map(|g| g.0).fold(Vec::new(), |mut v, x| {
+        if !v.contains(&x) {
+            v.push(x);
+        }
+        v
+    });
+    groups.sort_by_key(|g| {
+        (
+            vocabs.iter().position(|&v| v == g.0),
+            g.1 != Layout::IdOrder.key(),
+        )
+    });
+    let mut c = Chart::new(&format!(
+        "F5: penalty stage cost per apply (median, window {}) and per token",
+        r.usize("window")?
+    ));
+    let styles: Vec<Style> = Penalty::ALL
+        .iter()
+        .enumerate()
+        .map(|(k, p)| c.series(p.label(), Style::nth(k)))
+        .collect();
+    let (lo, hi) = (-4.0f64, 1.0f64); // log10 ms: 0.1 us to 10 ms
+    let tick = |e10: i32| format!("{} ms", 10f64.powi(e10));
+    let left = MARGIN + text_width(&tick(lo as i32), 12.0, false) + 8.0;
+    let (top, ph, group) = (c.head() + 2.0 * LINE, 240.0, 120.0);
+    let y = |ms: f64| top + ph * (hi - ms.max(1e-4).log10()) / (hi - lo);
+    let right = left + 20.0 + group * groups.len() as f64;
+    for e10 in lo as i32..=hi as i32 {
+        let yy = y(10f64.powi(e10));
+        c.line((left, yy), (right, yy), "#ddd", 1.0);
+        c.text(left - 6.0, yy + 4.0, &tick(e10), Font::BODY.end());
+    }
+    for (j, (vocab, layout, ms)) in groups.iter().enumerate() {
+        let x0 = left + 16.0 + group * j as f64;
+        for (k, &m) in ms.iter().enumerate() {
+            c.bar(
+                (x0 + 30.0 * k as f64, y(m)),
+                26.0,
+                top + ph - y(m),
+                styles[k],
+            );
+        }
+        c.text(
+            x0 + 43.0,
+            top + ph + 18.0,
+            &vocab.to_string(),
+            Font::BODY.middle(),
+        );
+        c.text(
+            x0 + 43.0,
+            top + ph + 18.0 + 16.0,
+            layout,
+            Font::BODY.middle(),
+        );
+    }
+    c.text(
+        (left + right) / 2.0,
+        top + ph + 18.0 + 2.0 * LINE,
+        "candidates, layout",
+        Font::BODY.middle(),
+    );
+    let e = r.get("end_to_end")?;
+    let panel = overhead_panel(&mut c, e, &styles, (right + 70.0, top, ph))?;
+    c.legend((panel + 30.0, top + 4.0), None, Key::Box);
+    Ok(c.finish(&Basis {
+        n: format!(
+            "n = {} interleaved rounds per apply bar; {} rounds of {} tokens per end-to-end variant ({})",
+            r.usize("rounds")?,
+            e.usize("rounds")?,
+            e.usize("tokens_per_generation")?,
+            e.str("model")?
+        ),
+        interval: format!(
+            "per-apply bars: medians, no interval; end-to-end bars and whiskers: {}",
+            e.str("statistic")?
+        ),
+    }))
+}
+
+/// The end-to-end panel from `x0`: overhead over no penalty, median and interval per penalized
+/// variant. Returns the panel's right edge.
+fn overhead_panel(
+    c: &mut Chart,
+    e: Field,
+    styles: &[Style],
+    (x0, top, ph): (f64, f64, f64),
+) -> anyhow::Result<f64> {
+    let (median, interval) = (
+        e.get("overhead_percent")?,
+        e.get("overhead_percent_interval")?,
+    );
+    let mut cis = Vec::new();
+    for (v, style) in [(Variant::Builtin, styles[0]), (Variant::Ledger, styles[1])] {
+        let (lo, hi) = interval.pair(v.key())?;
+        cis.push((v, style, median.f64(v.key())?, lo, hi));
+    }
     let finite = |x: f64| if x.is_finite() { x } else { 0.0 };
     let lo = cis
         .iter()
-        .map(|(_, c)| finite(c.lo))
+        .map(|c| finite(c.3))
         .fold(0.0f64, f64::min)
         .floor()
         - 1.0;
     let hi = cis
         .iter()
-        .map(|(_, c)| finite(c.hi))
+        .map(|c| finite(c.4))
         .fold(0.0f64, f64::max)
         .ceil()
         + 1.0;
     let y = |p: f64| top + ph * (hi - finite(p)) / (hi - lo);
     let width = 180.0;
-    let mut o = format!(
-        "<text x=\"{x0:.1}\" y=\"{:.1}\">end to end, {} rounds x {} tokens</text>\n\
-         <line x1=\"{x0:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#888\"/>\
-         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">0%</text>\n",
-        top - 8.0,
-        e.plan.rounds,
-        e.plan.tokens,
-        y(0.0),
-        x0 + width,
-        y(0.0),
-        x0 - 6.0,
-        y(0.0) + 4.0
+    c.text(
+        x0,
+        top - 12.0,
+        &format!(
+            "end to end, {} rounds x {} tokens",
+            e.usize("rounds")?,
+            e.usize("tokens_per_generation")?
+        ),
+        Font::BODY,
     );
-    for p in [lo, hi] {
-        o.push_str(&format!(
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{p:+.0}%</text>\n",
-            x0 - 6.0,
-            y(p) + 4.0
-        ));
-    }
-    for (k, (v, c)) in cis.iter().enumerate() {
-        let colour = if *v == Variant::Builtin {
-            COLOURS[0]
+    c.line((x0, y(0.0)), (x0 + width, y(0.0)), "#888", 1.0);
+    for p in [lo, 0.0, hi] {
+        let label = if p == 0.0 {
+            "0%".to_string()
         } else {
-            COLOURS[1]
+            format!("{p:+.0}%")
         };
+        c.text(x0 - 6.0, y(p) + 4.0, &label, Font::BODY.end());
+    }
+    for (k, (v, style, m, lo, hi)) in cis.iter().enumerate() {
         let x = x0 + 30.0 + 80.0 * k as f64;
-        let (y0, ym) = (y(0.0), y(c.median));
-        o.push_str(&format!(
-            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"40\" height=\"{:.1}\" fill=\"{colour}\"/>\n\
-             <line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"black\"/>\n\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{:+.1}%</text>\n\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
-            y0.min(ym),
-            (y0 - ym).abs(),
-            x + 20.0,
-            y(c.lo),
-            x + 20.0,
-            y(c.hi),
+        let (y0, ym) = (y(0.0), y(*m));
+        c.bar((x, y0.min(ym)), 40.0, (y0 - ym).abs(), *style);
+        c.line((x + 20.0, y(*lo)), (x + 20.0, y(*hi)), "black", 1.0);
+        c.text(
             x + 20.0,
             top + ph + 18.0,
-            c.median,
-            x + 20.0,
-            top + ph + 34.0,
-            v.key()
-        ));
+            &format!("{m:+.1}%"),
+            Font::BODY.middle(),
+        );
+        c.text(x + 20.0, top + ph + 34.0, v.key(), Font::BODY.middle());
     }
-    o.push_str(&format!(
-        "<text x=\"{x0:.1}\" y=\"{:.1}\">overhead over no penalty (median, 95% interval)</text>\n",
-        top + ph + 54.0
-    ));
-    o
+    c.text(
+        x0,
+        top + ph + 18.0 + 2.0 * LINE,
+        "overhead over no penalty (median, 95% interval)",
+        Font::BODY,
+    );
+    Ok(x0 + width)
 }
 
 #[cfg(test)]
@@ -457,8 +505,9 @@ mod tests {
         ] {
             assert!(t.contains(word), "{word} missing from\n{t}");
         }
-        let s = svg(&rows, &e);
+        let s = svg(&json(&build, 7, &rows, &e)).unwrap();
         assert!(s.starts_with("<svg") && s.ends_with("</svg>\n"));
+        assert_eq!(report::chart::check(&s), Vec::<String>::new());
         assert!(s.contains("shuffled") && s.contains("+10.0%"));
         assert!(!s.contains("NaN") && !s.contains("inf"));
     }

@@ -445,58 +445,15 @@ impl Audit {
     }
 
     pub fn write(&self, dir: &Path) -> Result<()> {
-        let tag = self.build.tag();
-        self.report()?.write(dir, "gauge")?;
+        let report = self.report()?;
+        report.write(dir, "gauge")?;
         if self.engine.name != EngineName::Llama {
             // Another engine's sign slot: its verdict only (the fix and the plots are
             // llama.cpp's runs).
             return Ok(());
         }
         self.fix_report()?.write(dir, "gauge-ledger")?;
-        let mut files = vec![
-            (
-                format!("gauge-differing.{tag}.svg"),
-                plot::curve_svg(
-                    &self.models,
-                    |c| c.differing(),
-                    "differing share against c = 0",
-                    true,
-                    &format!("F4: share of generated tokens that change when every logit moves by c ({tag})"),
-                )?,
-            ),
-            (
-                format!("gauge-distinct2.{tag}.svg"),
-                plot::curve_svg(
-                    &self.models,
-                    |c| c.distinct2(),
-                    "distinct-2",
-                    false,
-                    &format!("F4: distinct-2 of the generated tokens against c ({tag})"),
-                )?,
-            ),
-        ];
-        if let Some(j) = &self.json {
-            files.push((
-                format!("json-valid.{tag}.svg"),
-                plot::json_svg(
-                    j,
-                    &format!(
-                        "F4: JSON answers per penalty variant ({}, {tag})",
-                        j.model_label
-                    ),
-                ),
-            ));
-        }
-        if !self.structural.is_empty() {
-            files.push((
-                format!("json-structure.{tag}.svg"),
-                plot::structural_svg(
-                    &self.structural,
-                    &format!("F4: where each penalty variant breaks JSON, along grammar references ({tag})"),
-                ),
-            ));
-        }
-        for (name, body) in files {
+        for (name, body) in plot::files(&report.to_json())? {
             let p = dir.join(&name);
             std::fs::write(&p, body).with_context(|| format!("writing {}", p.display()))?;
         }

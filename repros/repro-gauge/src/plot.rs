@@ -1,227 +1,422 @@
-//! SVG charts: a measure of the A1 design against shift (one panel per model, one line per
-//! operator and theta, interval bands), and the share of valid JSON per penalty variant.
+//! F4's charts, drawn from the report's JSON (so the committed SVGs can be redrawn from the
+//! committed results alone): a measure of the free-running design against shift (one panel per
+//! model, one line per operator and theta, interval bands), the share of JSON answers that
+//! parse and are schema-valid per penalty variant, and where each variant breaks JSON along
+//! grammar references.
 
-use crate::a1::{Cell, ModelRuns};
-use crate::json::JsonReport;
-use crate::reference::StructuralReport;
-use oracle::gauge::Operator;
-use oracle::stats::Estimate;
-use report::svg::{self, escape as esc};
+use anyhow::{Context as _, Result};
+use report::chart::{Basis, Chart, Field, Font, Key, Style, LINE, MARGIN};
+use serde_json::Value;
 
-const COLOURS: [&str; 6] = [
-    "#D55E00", "#E69F00", "#0072B2", "#56B4E9", "#009E73", "#CC79A7",
-];
+/// Colours of the thetas in the order the rows list them: black first (theta 1, where every
+/// operator is the identity), then the palette.
+const THETA_COLOURS: [usize; 7] = [6, 1, 0, 2, 3, 4, 5];
 
-/// A measure against shift, one panel per model, one line per operator and theta, with its
-/// 95% interval as a band. `unit`: the measure is a share, drawn from 0 to 100%.
-pub fn curve_svg(
-    models: &[ModelRuns],
-    metric: impl Fn(&Cell) -> Estimate,
-    label: &str,
-    unit: bool,
-    title: &str,
-) -> anyhow::Result<String> {
-    let (pw, ph, left, top, gap) = (330.0, 260.0, 60.0, 60.0, 70.0);
-    let width = left + models.len() as f64 * (pw + gap) + 190.0;
-    let height = top + ph + 70.0;
-    let mut o = svg::open(width, height, (left, 24.0), title);
+/// The measure a curve chart draws: its JSON keys and how it is labelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    /// The share of generated tokens that change against the same line at c = 0.
+    Differing,
+    Distinct2,
+}
+
+impl Measure {
+    fn keys(self) -> (&'static str, &'static str) {
+        match self {
+            Measure::Differing => ("differing_share", "ci"),
+            Measure::Distinct2 => ("distinct2", "distinct2_ci"),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Measure::Differing => "differing share against c = 0",
+            Measure::Distinct2 => "distinct-2",
+        }
+    }
+
+    /// A share: drawn from 0 to 100%.
+    fn is_share(self) -> bool {
+        match self {
+            Measure::Differing => true,
+            Measure::Distinct2 => false,
+        }
+    }
+
+    fn title(self, tag: &str) -> String {
+        match self {
+            Measure::Differing => format!(
+                "F4: share of generated tokens that change when every logit moves by c ({tag})"
+            ),
+            Measure::Distinct2 => {
+                format!("F4: distinct-2 of the generated tokens against c ({tag})")
+            }
+        }
+    }
+
+    fn file(self, tag: &str) -> String {
+        match self {
+            Measure::Differing => format!("gauge-differing.{tag}.svg"),
+            Measure::Distinct2 => format!("gauge-distinct2.{tag}.svg"),
+        }
+    }
+}
+
+/// Every chart F4 draws from `report` (a `gauge.<build>.json`), as `(file name, SVG)`: both
+/// curve charts, and the JSON charts when the report holds their runs.
+pub fn files(report: &Value) -> Result<Vec<(String, String)>> {
+    let r = Field::new(report);
+    let tag = r.str("build")?;
+    let mut files = Vec::new();
+    for m in [Measure::Differing, Measure::Distinct2] {
+        let svg = curve_svg(report, m).with_context(|| format!("drawing {}", m.file(tag)))?;
+        files.push((m.file(tag), svg));
+    }
+    if report.get("json_corpus").is_some() {
+        files.push((
+            format!("json-valid.{tag}.svg"),
+            json_svg(report).context("drawing json-valid")?,
+        ));
+    }
+    if report.get("structural").is_some() {
+        files.push((
+            format!("json-structure.{tag}.svg"),
+            structural_svg(report).context("drawing json-structure")?,
+        ));
+    }
+    Ok(files)
+}
+
+/// The bootstrap the report's intervals come from: `(level in percent, resamples)`.
+fn bootstrap(r: Field) -> Result<(f64, usize)> {
+    let b = r.get("design")?.get("bootstrap")?;
+    Ok((100.0 * b.f64("level")?, b.usize("resamples")?))
+}
+
+/// A report's models: the `models` list, or the report itself when it ran one model.
+fn models(r: Field) -> Result<Vec<Field>> {
+    match r.get("models") {
+        Ok(_) => r.list("models"),
+        Err(_) => Ok(vec![r]),
+    }
+}
+
+/// One point of a line: shift, mean, interval.
+struct Point {
+    shift: f64,
+    mean: f64,
+    lo: f64,
+    hi: f64,
+}
+
+/// One model's lines: `(operator, theta)` in the rows' order, each with its points by shift.
+type Lines = Vec<((String, f64), Vec<Point>)>;
+
+fn lines(model: Field, m: Measure) -> Result<Lines> {
+    let (mean_key, ci_key) = m.keys();
+    let mut lines: Lines = Vec::new();
+    for row in model.list("rows")? {
+        let key = (row.str("operator")?.to_string(), row.f64("theta")?);
+        let (lo, hi) = row.pair(ci_key)?;
+        let p = Point {
+            shift: row.f64("shift")?,
+            mean: row.f64(mean_key)?,
+            lo,
+            hi,
+        };
+        match lines.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, pts)) => pts.push(p),
+            None => lines.push((key, vec![p])),
+        }
+    }
+    for (_, pts) in &mut lines {
+        pts.sort_by(|a, b| a.shift.total_cmp(&b.shift));
+    }
+    Ok(lines)
+}
+
+/// A measure against shift, one panel per model, one line per operator and theta with its
+/// interval as a band. Colour names the theta, dash (and marker) the operator.
+pub fn curve_svg(report: &Value, m: Measure) -> Result<String> {
+    let r = Field::new(report);
+    let (level, resamples) = bootstrap(r)?;
+    let models = models(r)?;
     let all = models
         .iter()
-        .map(ModelRuns::cells)
-        .collect::<anyhow::Result<Vec<Vec<Cell>>>>()?;
+        .map(|&model| lines(model, m))
+        .collect::<Result<Vec<_>>>()?;
+    let mut operators: Vec<&str> = Vec::new();
+    let mut thetas: Vec<f64> = Vec::new();
+    for ((op, theta), _) in all.iter().flatten() {
+        if !operators.contains(&op.as_str()) {
+            operators.push(op);
+        }
+        if !thetas.contains(theta) {
+            thetas.push(*theta);
+        }
+    }
     // One vertical scale for every panel: 0..1 for shares, else 0..the largest upper bound.
-    let ymax = if unit {
+    let ymax = if m.is_share() {
         1.0
     } else {
         all.iter()
             .flatten()
-            .map(|c| metric(c).hi)
+            .flat_map(|(_, pts)| pts.iter().map(|p| p.hi))
             .filter(|v| v.is_finite())
             .fold(0.0, f64::max)
             .max(1e-9)
     };
-    let mut legend: Vec<(String, &str, bool)> = Vec::new();
-    for (m, (r, cells)) in models.iter().zip(&all).enumerate() {
-        let x0 = left + m as f64 * (pw + gap);
-        let mut shifts: Vec<f32> = cells.iter().map(|c| c.shift).collect();
-        shifts.sort_by(|a, b| a.total_cmp(b));
+    let tick = |f: f64| {
+        if m.is_share() {
+            format!("{:.0}%", 100.0 * f)
+        } else {
+            format!("{f:.2}")
+        }
+    };
+    let mut c = Chart::new(&m.title(r.str("build")?));
+    c.subtitle(&format!(
+        "y: {}; c = 0 is each line's own reference",
+        m.label()
+    ));
+    let (pw, ph) = (330.0, 260.0);
+    let gutter = (0..=4)
+        .map(|k| report::chart::text_width(&tick(ymax * k as f64 / 4.0), 12.0, false))
+        .fold(0.0, f64::max)
+        + 10.0;
+    let top = c.head() + 2.0 * LINE + 8.0;
+    let y = |f: f64| top + ph * (1.0 - f / ymax);
+    let mut right = 0.0f64;
+    let mut prompts = Vec::new();
+    for (i, (model, lines)) in models.iter().zip(&all).enumerate() {
+        let x0 = MARGIN + gutter + i as f64 * (pw + gutter + 40.0);
+        right = x0 + pw;
+        let n = model.usize("prompts")?;
+        let label = model.str("model")?;
+        prompts.push((label, n));
+        c.text(
+            x0,
+            top - 14.0,
+            &format!("{label} ({n} prompts)"),
+            Font::BODY.bold(),
+        );
+        let mut shifts: Vec<f64> = lines
+            .iter()
+            .flat_map(|(_, pts)| pts.iter().map(|p| p.shift))
+            .collect();
+        shifts.sort_by(f64::total_cmp);
         shifts.dedup();
-        let (lo, hi) = (shifts[0] as f64, *shifts.last().unwrap_or(&0.0) as f64);
+        let (lo, hi) = (shifts[0], *shifts.last().unwrap_or(&0.0));
         let span = if hi > lo { hi - lo } else { 1.0 };
-        let x = |c: f64| x0 + pw * (c - lo) / span;
-        let y = |f: f64| top + ph * (1.0 - f / ymax);
-        o.push_str(&format!(
-            "<text x=\"{x0}\" y=\"{:.1}\" font-weight=\"bold\">{} ({} prompts)</text>\n",
-            top - 12.0,
-            esc(&r.model_label),
-            r.prompts.len()
-        ));
+        let x = |s: f64| x0 + pw * (s - lo) / span;
         for k in 0..=4 {
             let f = ymax * k as f64 / 4.0;
-            let tick = if unit {
-                format!("{:.0}%", 100.0 * f)
-            } else {
-                format!("{f:.2}")
-            };
-            o.push_str(&format!(
-                "<line x1=\"{x0}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#ddd\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{tick}</text>\n",
-                y(f), x0 + pw, y(f), x0 - 6.0, y(f) + 4.0
-            ));
+            c.line((x0, y(f)), (x0 + pw, y(f)), "#ddd", 1.0);
+            c.text(x0 - 6.0, y(f) + 4.0, &tick(f), Font::BODY.end());
         }
-        for c in &shifts {
-            o.push_str(&format!(
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{c:+}</text>\n",
-                x(*c as f64),
-                top + ph + 18.0
-            ));
+        for s in &shifts {
+            c.text(
+                x(*s),
+                top + ph + 18.0,
+                &format!("{s:+}"),
+                Font::BODY.middle(),
+            );
         }
-        o.push_str(&format!(
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">shift c added to every logit; y: {}</text>\n",
+        c.text(
             x0 + pw / 2.0,
-            top + ph + 40.0,
-            esc(label)
-        ));
-        let mut series: Vec<(Operator, f32)> =
-            cells.iter().map(|c| (c.operator(), c.theta)).collect();
-        series.dedup();
-        for (i, (op, theta)) in series.iter().enumerate() {
-            let colour = COLOURS[i % COLOURS.len()];
-            let dashed = *op != Operator::Sign;
-            let mut pts: Vec<(f64, Estimate)> = cells
-                .iter()
-                .filter(|c| c.operator() == *op && c.theta == *theta)
-                .map(|c| (c.shift as f64, metric(c)))
-                .collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            top + ph + 38.0,
+            "shift c added to every logit",
+            Font::BODY.middle(),
+        );
+        for ((op, theta), pts) in lines {
+            let colour = thetas.iter().position(|t| t == theta).unwrap_or(0);
+            let dash = operators.iter().position(|o| o == op).unwrap_or(0);
+            let style = c.series(
+                &format!("{op} theta {theta}"),
+                Style::new(THETA_COLOURS[colour % THETA_COLOURS.len()], dash),
+            );
             // The band: along the upper bounds, then back along the lower ones.
-            let band = pts
+            let band: Vec<(f64, f64)> = pts
                 .iter()
-                .map(|(c, e)| (x(*c), y(e.hi)))
-                .chain(pts.iter().rev().map(|(c, e)| (x(*c), y(e.lo))));
-            o.push_str(&format!(
-                "<polygon points=\"{}\" fill=\"{colour}\" fill-opacity=\"0.15\" stroke=\"none\"/>\n",
-                svg::points(band)
-            ));
-            o.push_str(&format!(
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"{}/>\n",
-                svg::points(pts.iter().map(|(c, e)| (x(*c), y(e.mean)))),
-                if dashed { " stroke-dasharray=\"6 3\"" } else { "" }
-            ));
-            for (c, e) in &pts {
-                o.push_str(&format!(
-                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>\n",
-                    x(*c),
-                    y(e.mean)
-                ));
-            }
-            let name = format!("{} theta {}", op.as_str(), theta);
-            if !legend.iter().any(|(l, _, _)| *l == name) {
-                legend.push((name, colour, dashed));
+                .map(|p| (x(p.shift), y(p.hi)))
+                .chain(pts.iter().rev().map(|p| (x(p.shift), y(p.lo))))
+                .collect();
+            c.band(&band, style);
+            let line: Vec<(f64, f64)> = pts.iter().map(|p| (x(p.shift), y(p.mean))).collect();
+            c.polyline(&line, style);
+            for &xy in &line {
+                c.marker(xy, style, true, None);
             }
         }
     }
-    let lx = left + models.len() as f64 * (pw + gap) - 40.0;
-    for (i, (name, colour, dashed)) in legend.iter().enumerate() {
-        let ly = top + 10.0 + 18.0 * i as f64;
-        o.push_str(&format!(
-            "<line x1=\"{lx}\" y1=\"{ly}\" x2=\"{:.1}\" y2=\"{ly}\" stroke=\"{colour}\" stroke-width=\"2\"{}/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
-            lx + 22.0,
-            if *dashed { " stroke-dasharray=\"6 3\"" } else { "" },
-            lx + 28.0,
-            ly + 4.0,
-            esc(name)
-        ));
-    }
-    o.push_str(&format!(
-        "<text x=\"{lx}\" y=\"{:.1}\" fill=\"#555\">bands: 95% bootstrap over prompts; c = 0 is each line's own reference</text>\n</svg>\n",
-        top + 20.0 + 18.0 * legend.len() as f64
-    ));
-    Ok(o)
+    c.legend((right + 30.0, top + 4.0), None, Key::Line);
+    let n = match prompts.as_slice() {
+        [(_, n), rest @ ..] if rest.iter().all(|(_, k)| k == n) => {
+            format!("n = {n} prompts per model, one greedy run per prompt and line")
+        }
+        each => format!(
+            "n = {} (prompts), one greedy run per prompt and line",
+            each.iter()
+                .map(|(l, k)| format!("{l} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Ok(c.finish(&Basis {
+        n,
+        interval: format!(
+            "bands: {level:.0}% percentile bootstrap interval of the mean over prompts, {resamples} resamples"
+        ),
+    }))
 }
 
-/// Share of answers that parse and that are schema-valid, per variant.
-pub fn json_svg(r: &JsonReport, title: &str) -> String {
-    let totals = r.totals();
-    let n = r.prompts.len().max(1) as f64;
-    let (left, top, bar_h, gap, pw) = (190.0, 60.0, 14.0, 12.0, 420.0);
-    let height = top + totals.len() as f64 * (2.0 * bar_h + gap) + 60.0;
-    let width = left + pw + 120.0;
-    let mut o = svg::open(width, height, (20.0, 24.0), title);
-    o.push_str(&format!(
-        "<rect x=\"{left}\" y=\"34\" width=\"12\" height=\"10\" fill=\"#0072B2\"/><text x=\"{:.1}\" y=\"43\">parses</text><rect x=\"{:.1}\" y=\"34\" width=\"12\" height=\"10\" fill=\"#E69F00\"/><text x=\"{:.1}\" y=\"43\">schema-valid</text>\n",
-        left + 16.0,
-        left + 80.0,
-        left + 96.0
+/// Share of answers that parse and that are schema-valid, per variant: counts of the corpus's
+/// prompts, one greedy answer each.
+pub fn json_svg(report: &Value) -> Result<String> {
+    let r = Field::new(report);
+    let j = r.get("json_corpus")?;
+    let n = j.usize("prompts_count")?;
+    let variants = j.list("variants")?;
+    let mut c = Chart::new(&format!(
+        "F4: JSON answers per penalty variant ({}, {})",
+        j.str("model")?,
+        r.str("build")?
     ));
-    for (i, t) in totals.iter().enumerate() {
-        let y0 = top + i as f64 * (2.0 * bar_h + gap);
-        let (a, b) = (t.parses as f64 / n, t.schema_valid as f64 / n);
-        o.push_str(&format!(
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n<rect x=\"{left}\" y=\"{y0:.1}\" width=\"{:.1}\" height=\"{bar_h}\" fill=\"#0072B2\"/><text x=\"{:.1}\" y=\"{:.1}\">{:.0}%</text>\n<rect x=\"{left}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bar_h}\" fill=\"#E69F00\"/><text x=\"{:.1}\" y=\"{:.1}\">{:.0}%</text>\n",
-            left - 8.0,
-            y0 + bar_h + 4.0,
-            esc(&t.label),
-            pw * a,
-            left + pw * a + 4.0,
-            y0 + bar_h - 3.0,
-            100.0 * a,
-            y0 + bar_h,
-            pw * b,
-            left + pw * b + 4.0,
-            y0 + 2.0 * bar_h - 3.0,
-            100.0 * b
-        ));
+    let (bar_h, gap, pw) = (14.0, 12.0, 420.0);
+    let mut labels = Vec::new();
+    for v in &variants {
+        labels.push(v.str("variant")?);
     }
-    o.push_str("</svg>\n");
-    o
+    let left = MARGIN
+        + labels
+            .iter()
+            .map(|l| report::chart::text_width(l, 12.0, false))
+            .fold(0.0, f64::max)
+        + 8.0;
+    let top = c.head() + LINE;
+    let parses = c.series("parses", Style::nth(0));
+    let valid = c.series("schema-valid", Style::nth(4));
+    let share = |k: usize| k as f64 / n.max(1) as f64;
+    for (i, (v, label)) in variants.iter().zip(&labels).enumerate() {
+        let y0 = top + i as f64 * (2.0 * bar_h + gap);
+        c.text(left - 8.0, y0 + bar_h + 4.0, label, Font::BODY.end());
+        for (k, (key, style)) in [("parses", parses), ("schema_valid", valid)]
+            .into_iter()
+            .enumerate()
+        {
+            let count = v.usize(key)?;
+            let yb = y0 + k as f64 * bar_h;
+            c.bar((left, yb), pw * share(count), bar_h, style);
+            c.text(
+                left + pw * share(count) + 4.0,
+                yb + bar_h - 3.0,
+                &format!("{count}/{n} ({:.0}%)", 100.0 * share(count)),
+                Font::BODY,
+            );
+        }
+    }
+    let widest = report::chart::text_width(&format!("{n}/{n} (100%)"), 12.0, false);
+    c.legend((left + pw + widest + 24.0, top + 10.0), None, Key::Box);
+    Ok(c.finish(&Basis {
+        n: format!(
+            "n = {n} prompts, one greedy answer of up to {} tokens per prompt and variant",
+            j.usize("max_new")?
+        ),
+        interval: format!("no interval: each bar counts the {n} answers"),
+    }))
 }
 
 /// Per model, per variant: the share of structural positions where the greedy choice breaks
-/// the JSON along the grammar reference, as a bar with its 95% interval as a whisker (the
-/// planted controls are left out; they are in the report's controls).
-pub fn structural_svg(reports: &[StructuralReport], title: &str) -> String {
-    let (left, top, bar_h, gap, pw, panel_gap) = (200.0, 60.0, 14.0, 6.0, 360.0, 40.0);
-    let rows = reports
-        .iter()
-        .map(|r| r.choosers.iter().filter(|c| !c.is_control()).count())
-        .max()
-        .unwrap_or(0) as f64;
-    let panel_h = rows * (bar_h + gap) + 30.0;
-    let height = top + reports.len() as f64 * (panel_h + panel_gap) + 40.0;
-    let width = left + pw + 160.0;
-    let mut o = svg::open(width, height, (20.0, 24.0), title);
-    o.push_str("<text x=\"20\" y=\"44\" fill=\"#555\">bar: mean over prompt/schema pairs; whisker: 95% bootstrap over pairs; scale 0 to 100%</text>\n");
-    for (m, r) in reports.iter().enumerate() {
-        let y_panel = top + m as f64 * (panel_h + panel_gap);
-        o.push_str(&format!(
-            "<text x=\"{left}\" y=\"{:.1}\" font-weight=\"bold\">{} ({} finished pairs)</text>\n<line x1=\"{left}\" y1=\"{:.1}\" x2=\"{left}\" y2=\"{:.1}\" stroke=\"#333\"/>\n",
-            y_panel + 12.0,
-            esc(&r.model_label),
-            r.finished().len(),
-            y_panel + 20.0,
-            y_panel + panel_h,
-        ));
-        let shares = r.shares();
-        for (i, s) in shares.iter().filter(|s| !s.control).enumerate() {
-            let y0 = y_panel + 24.0 + i as f64 * (bar_h + gap);
-            let x = |f: f64| left + pw * f.clamp(0.0, 1.0);
-            let colour = COLOURS[2];
-            o.push_str(&format!(
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n<rect x=\"{left}\" y=\"{y0:.1}\" width=\"{:.1}\" height=\"{bar_h}\" fill=\"{colour}\"/>\n<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#000\"/>\n<text x=\"{:.1}\" y=\"{:.1}\">{:.1}%</text>\n",
-                left - 8.0,
-                y0 + bar_h - 3.0,
-                esc(&s.label),
-                x(s.break_share.mean) - left,
-                x(s.break_share.lo),
-                y0 + bar_h / 2.0,
-                x(s.break_share.hi),
-                y0 + bar_h / 2.0,
-                x(s.break_share.hi) + 6.0,
-                y0 + bar_h - 3.0,
-                100.0 * s.break_share.mean
-            ));
+/// the JSON along the grammar reference, as a bar with its interval as a whisker (the planted
+/// controls are left out; they are in the report's controls).
+pub fn structural_svg(report: &Value) -> Result<String> {
+    let r = Field::new(report);
+    let (level, resamples) = bootstrap(r)?;
+    let models = r.list("structural")?;
+    let mut c = Chart::new(&format!(
+        "F4: where each penalty variant breaks JSON, along grammar references ({})",
+        r.str("build")?
+    ));
+    c.subtitle("bar: mean over prompt/schema pairs of each pair's break share; scale 0 to 100%");
+    let (bar_h, gap, pw) = (14.0, 6.0, 360.0);
+    let mut labels = Vec::new();
+    for m in &models {
+        for row in m.list("rows")? {
+            labels.push(row.str("variant")?);
         }
     }
-    o.push_str("</svg>\n");
-    o
+    let left = MARGIN
+        + labels
+            .iter()
+            .map(|l| report::chart::text_width(l, 12.0, false))
+            .fold(0.0, f64::max)
+        + 8.0;
+    let style = c.series(
+        "share of structural positions where the greedy choice breaks the JSON",
+        Style::nth(0),
+    );
+    let mut y_panel = c.head() + LINE + 8.0;
+    let mut counted = Vec::new();
+    for m in &models {
+        // The bootstrap runs over the finished pairs that have structural positions.
+        let mut n = 0;
+        for p in m.list("per_pair")? {
+            if p.bool("finished")? && p.usize("structural_positions")? > 0 {
+                n += 1;
+            }
+        }
+        counted.push((m.str("model")?, n));
+        c.text(
+            left,
+            y_panel + 12.0,
+            &format!(
+                "{} ({} finished pairs)",
+                m.str("model")?,
+                m.usize("finished")?
+            ),
+            Font::BODY.bold(),
+        );
+        let rows = m.list("rows")?;
+        let bottom = y_panel + 24.0 + rows.len() as f64 * (bar_h + gap);
+        c.line((left, y_panel + 20.0), (left, bottom), "#333", 1.0);
+        let x = |f: f64| left + pw * f.clamp(0.0, 1.0);
+        for (i, row) in rows.iter().enumerate() {
+            let y0 = y_panel + 24.0 + i as f64 * (bar_h + gap);
+            let mean = row.f64("break_share")?;
+            let (lo, hi) = row.pair("break_ci")?;
+            c.text(
+                left - 8.0,
+                y0 + bar_h - 3.0,
+                row.str("variant")?,
+                Font::BODY.end(),
+            );
+            c.bar((left, y0), x(mean) - left, bar_h, style);
+            c.line(
+                (x(lo), y0 + bar_h / 2.0),
+                (x(hi), y0 + bar_h / 2.0),
+                "#000",
+                1.0,
+            );
+            c.text(
+                x(hi) + 6.0,
+                y0 + bar_h - 3.0,
+                &format!("{:.1}%", 100.0 * mean),
+                Font::BODY,
+            );
+        }
+        y_panel = bottom + 2.0 * LINE;
+    }
+    c.legend((MARGIN, y_panel - LINE), None, Key::Box);
+    Ok(c.finish(&Basis {
+        n: format!(
+            "n = {} (finished prompt/schema pairs with structural positions)",
+            counted
+                .iter()
+                .map(|(l, k)| format!("{l} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        interval: format!(
+            "whiskers: {level:.0}% percentile bootstrap interval of the mean over pairs, {resamples} resamples"
+        ),
+    }))
 }

@@ -77,15 +77,12 @@ impl Audit {
 
     /// `results/scope.<build>.{json,txt}` and `results/scope-sweep.<build>.svg`.
     pub fn write(&self, dir: &Path) -> Result<()> {
-        self.report().write(dir, "scope")?;
-        let tag = &self.published.engine.tag;
-        let svg_path = dir.join(format!("scope-sweep.{tag}.svg"));
-        let title = format!(
-            "F3: where a last-N penalty window parts from the whole-sequence penalty ({}, {}, theta {})",
-            self.published.model_label, tag, self.sweep.theta
-        );
-        std::fs::write(&svg_path, plot::svg(&self.sweep, &title))
-            .with_context(|| format!("writing {}", svg_path.display()))?;
+        let report = self.report();
+        report.write(dir, "scope")?;
+        for (name, body) in plot::files(&report.to_json())? {
+            let p = dir.join(&name);
+            std::fs::write(&p, body).with_context(|| format!("writing {}", p.display()))?;
+        }
         Ok(())
     }
 }

@@ -70,8 +70,10 @@ fn sweep_subset() {
             assert_eq!(t.checks.twin_steps, t.tokens.len(), "{}", t.scope);
         }
     }
-    let svg = repro_scope::plot::svg(&s, "test");
+    let report = serde_json::json!({"build": "test", "model": "test", "sweep": s});
+    let svg = repro_scope::plot::svg(&report).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(report::chart::check(&svg), Vec::<String>::new());
     test_support::assert_build_snapshot!("sweep_subset", s.to_text());
 }
 
