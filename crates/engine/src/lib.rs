@@ -3,7 +3,7 @@
 //! The oracle is one; the engines are many. Each engine is an adapter crate that implements
 //! [`Engine`] (llama.cpp's is `engine-llama`, candle's `engine-candle`). A repro holds a
 //! `&dyn Engine` and never names an engine's own types, so a third engine is one new adapter
-//! crate, one line in the [`engines!`] table below and one arm in the registry
+//! crate, one line in the `engines!` table below and one arm in the registry
 //! (`harness::engines::get`; see ARCHITECTURE.md, "Adding an engine").
 //!
 //! This crate is plain Rust: it links no engine and no FFI.
