@@ -13,13 +13,18 @@
 //! - one spelling: `present`, `absent`, `undecided`, `inconclusive`.
 
 pub mod chart;
+pub mod table;
+
+pub use table::Table;
 
 use anyhow::{bail, ensure, Context, Result};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 /// What a detector concluded about a defect on a build.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// The subject disagrees with the oracle on an input where the oracle's answer is decided.
     Present,
@@ -74,7 +79,8 @@ impl std::fmt::Display for Verdict {
 }
 
 /// What a control shows about the detector it guards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ControlKind {
     /// A known-bad implementation, written by us, that the detector must flag.
     Positive,
@@ -108,7 +114,7 @@ impl ControlKind {
 }
 
 /// One control and what it showed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Control {
     pub name: String,
     pub kind: ControlKind,
@@ -148,15 +154,6 @@ impl Control {
         detail: impl Into<String>,
     ) -> Control {
         Control::new(ControlKind::OracleCheck, name, passed, detail)
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "name": self.name,
-            "kind": self.kind.as_str(),
-            "passed": self.passed,
-            "detail": self.detail,
-        })
     }
 
     pub fn from_json(v: &Value) -> Result<Control> {
@@ -207,13 +204,15 @@ pub fn judge(measured: Verdict, controls: &[Control]) -> Verdict {
 
 /// One verdict inside a report that carries several (one per sampler, say). Rows share the
 /// report's controls.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
     pub name: String,
+    #[serde(skip)]
     measured: Verdict,
     verdict: Verdict,
     pub evidence: String,
     /// Row-specific data, placed after the row's header keys.
+    #[serde(flatten)]
     pub data: Map<String, Value>,
 }
 
@@ -224,17 +223,6 @@ impl Row {
 
     pub fn measured(&self) -> Verdict {
         self.measured
-    }
-
-    fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("name".into(), json!(self.name));
-        m.insert("verdict".into(), json!(self.verdict.as_str()));
-        m.insert("evidence".into(), json!(self.evidence));
-        for (k, v) in &self.data {
-            m.insert(k.clone(), v.clone());
-        }
-        Value::Object(m)
     }
 }
 
@@ -253,8 +241,8 @@ pub struct Subject {
     pub build_detail: String,
 }
 
-/// The key naming the engine, right after the header keys. Reports written before the engine
-/// seam (issue 14) have none; they are llama.cpp's, which is what [`Header::from_json`] reads.
+/// The key naming the engine, right after the header keys. A report without it is llama.cpp's,
+/// which is what [`Header::from_json`] reads.
 pub const ENGINE_KEY: &str = "engine";
 
 /// The engine a report without [`ENGINE_KEY`] was written for.
@@ -276,6 +264,50 @@ pub struct Report {
     body: Map<String, Value>,
     /// Finding-specific text (tables), placed between the title and the controls.
     text: String,
+}
+
+/// A report as written: the header keys in [`HEADER_KEYS`] order, then the engine, the
+/// measured verdict, the rows (when there are any) and the finding's own keys.
+#[derive(Serialize)]
+struct Written<'a> {
+    finding: &'a str,
+    name: &'a str,
+    build: &'a str,
+    build_detail: &'a str,
+    verdict: Verdict,
+    evidence: &'a str,
+    controls: &'a [Control],
+    engine: &'a str,
+    measured: Verdict,
+    #[serde(skip_serializing_if = "<[Row]>::is_empty")]
+    verdict_rows: &'a [Row],
+    #[serde(flatten)]
+    body: &'a Map<String, Value>,
+}
+
+impl Serialize for Report {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let s = &self.subject;
+        Written {
+            finding: &s.finding,
+            name: &s.name,
+            build: &s.build,
+            build_detail: &s.build_detail,
+            verdict: self.verdict,
+            evidence: &self.evidence,
+            controls: &self.controls,
+            engine: &s.engine,
+            measured: self.measured,
+            verdict_rows: &self.rows,
+            body: &self.body,
+        }
+        .serialize(serializer)
+    }
+}
+
+/// Any serializable value as JSON. Floats go through [`Value`] as f64, as `json!` writes them.
+fn to_value(data: impl Serialize) -> Value {
+    serde_json::to_value(data).expect("report data has string keys and serializes")
 }
 
 /// The header keys, in the order every results file opens with.
@@ -309,15 +341,15 @@ impl Report {
         }
     }
 
-    /// Adds a verdict row, judged under this report's controls.
+    /// Adds a verdict row, judged under this report's controls; `data`'s keys follow the row's.
     pub fn add_row(
         &mut self,
         name: impl Into<String>,
         measured: Verdict,
         evidence: impl Into<String>,
-        data: Value,
+        data: impl Serialize,
     ) {
-        let data = match data {
+        let data = match to_value(data) {
             Value::Object(m) => m,
             Value::Null => Map::new(),
             other => {
@@ -337,8 +369,8 @@ impl Report {
 
     /// Finding-specific JSON: an object whose keys follow the header (and the verdict rows).
     /// Keys that would shadow the header are dropped: the header is computed, never supplied.
-    pub fn with_body(mut self, body: Value) -> Report {
-        if let Value::Object(m) = body {
+    pub fn with_body(mut self, body: impl Serialize) -> Report {
+        if let Value::Object(m) = to_value(body) {
             for (k, v) in m {
                 if !HEADER_KEYS.contains(&k.as_str())
                     && k != ROWS_KEY
@@ -380,36 +412,12 @@ impl Report {
     }
 
     pub fn to_json(&self) -> Value {
-        let s = &self.subject;
-        let mut m = Map::new();
-        m.insert("finding".into(), json!(s.finding));
-        m.insert("name".into(), json!(s.name));
-        m.insert("build".into(), json!(s.build));
-        m.insert("build_detail".into(), json!(s.build_detail));
-        m.insert("verdict".into(), json!(self.verdict.as_str()));
-        m.insert("evidence".into(), json!(self.evidence));
-        m.insert(
-            "controls".into(),
-            Value::Array(self.controls.iter().map(Control::to_json).collect()),
-        );
-        m.insert(ENGINE_KEY.into(), json!(s.engine));
-        m.insert("measured".into(), json!(self.measured.as_str()));
-        if !self.rows.is_empty() {
-            m.insert(
-                ROWS_KEY.into(),
-                Value::Array(self.rows.iter().map(Row::to_json).collect()),
-            );
-        }
-        for (k, v) in &self.body {
-            m.insert(k.clone(), v.clone());
-        }
-        Value::Object(m)
+        to_value(self)
     }
 
     /// The JSON as written to results files and printed by `--json`.
     pub fn to_json_text(&self) -> String {
-        serde_json::to_string_pretty(&self.to_json()).expect("a JSON value always serializes")
-            + "\n"
+        serde_json::to_string_pretty(self).expect("a report always serializes") + "\n"
     }
 
     /// The JSON (`json`) or the text: what a repro prints.
@@ -430,29 +438,26 @@ impl Report {
             out.push('\n');
         }
         out.push_str("\n== controls ==\n");
+        let mut controls = Table::new().left("  ", 6).left(" ", 12).left(" ", 0);
         for c in &self.controls {
-            out.push_str(&format!(
-                "  {:<6} {:<12} {}: {}\n",
-                if c.passed { "ok" } else { "FAILED" },
+            let status = if c.passed { "ok" } else { "FAILED" };
+            controls.row([
+                status,
                 c.kind.as_str(),
-                c.name,
-                c.detail
-            ));
+                &format!("{}: {}", c.name, c.detail),
+            ]);
         }
+        out.push_str(&controls.render());
         if let Some(problem) = controls_problem(&self.controls) {
             out.push_str(&format!("  controls do not allow a verdict ({problem})\n"));
         }
         if !self.rows.is_empty() {
-            let width = self.rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
             out.push_str("\n== verdict rows ==\n");
+            let mut rows = Table::new().left("  ", 0).left("  ", 12).left(" ", 0);
             for r in &self.rows {
-                out.push_str(&format!(
-                    "  {:<width$}  {:<12} {}\n",
-                    r.name,
-                    r.verdict.as_str(),
-                    r.evidence
-                ));
+                rows.row([r.name.as_str(), r.verdict.as_str(), &r.evidence]);
             }
+            out.push_str(&rows.render());
         }
         out.push_str(&format!("\nevidence: {}\n", self.evidence));
         let note = if self.verdict != self.measured {
@@ -622,10 +627,18 @@ mod tests {
     #[test]
     fn rows_obey_the_report_controls() {
         let mut r = Report::new(subject(), Verdict::Present, "e", both(true, false));
-        r.add_row("x", Verdict::Present, "row", Value::Null);
+        r.add_row("x", Verdict::Present, "row", ());
         assert_eq!(r.verdict(), Verdict::Inconclusive);
         assert_eq!(r.rows()[0].verdict(), Verdict::Inconclusive);
         assert_eq!(r.rows()[0].measured(), Verdict::Present);
+    }
+
+    /// A body whose `verdict` key must not replace the computed one.
+    #[derive(Serialize)]
+    struct Smuggling {
+        zeta: u32,
+        alpha: u32,
+        verdict: &'static str,
     }
 
     #[test]
@@ -636,12 +649,16 @@ mod tests {
             "all rows agree",
             both(true, true),
         )
-        .with_body(json!({"zeta": 1, "alpha": 2, "verdict": "smuggled"}));
+        .with_body(Smuggling {
+            zeta: 1,
+            alpha: 2,
+            verdict: "smuggled",
+        });
         r.add_row(
             "sub",
             Verdict::Present,
             "differs at 0",
-            json!({"first_step": 0}),
+            std::collections::BTreeMap::from([("first_step", 0)]),
         );
         let v = r.to_json();
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
@@ -660,7 +677,7 @@ mod tests {
             DEFAULT_ENGINE
         );
         let mut bad = v.clone();
-        bad["engine"] = json!(3);
+        bad["engine"] = 3.into();
         assert!(Header::from_json(&bad).is_err());
         let h = Header::from_json(&serde_json::from_str(&r.to_json_text()).unwrap()).unwrap();
         assert_eq!(h.verdict, Verdict::Absent);
@@ -687,27 +704,28 @@ mod tests {
         }
         assert!(Header::from_json(&Value::Object(reordered)).is_err());
         let mut bad = good.clone();
-        bad["verdict"] = json!("invalid");
+        bad["verdict"] = "invalid".into();
         assert!(Header::from_json(&bad).is_err());
         let mut unbacked = good.clone();
-        unbacked["controls"][1]["passed"] = json!(false);
+        unbacked["controls"][1]["passed"] = false.into();
         assert!(
             Header::from_json(&unbacked).is_err(),
             "present with a failed control"
         );
         let mut row = Report::new(subject(), Verdict::Present, "e", both(true, true));
-        row.add_row("r", Verdict::Present, "e", Value::Null);
+        row.add_row("r", Verdict::Present, "e", ());
         let mut row = row.to_json();
-        row["controls"][0]["passed"] = json!(false);
-        row["verdict"] = json!("inconclusive");
+        row["controls"][0]["passed"] = false.into();
+        row["verdict"] = "inconclusive".into();
         assert!(
             Header::from_json(&row).is_err(),
             "a present row under a failed control"
         );
         let mut kind = good;
-        kind["controls"][0]["kind"] = json!("sanity");
+        kind["controls"][0]["kind"] = "sanity".into();
         assert!(Header::from_json(&kind).is_err());
-        assert!(Header::from_json(&json!({"verdict": "present"})).is_err());
+        let bare = serde_json::from_str(r#"{"verdict": "present"}"#).unwrap();
+        assert!(Header::from_json(&bare).is_err());
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use report::Header;
+use report::{Header, Table};
 use std::path::{Path, PathBuf};
 
 /// The verdict table from a results folder.
@@ -82,24 +82,24 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
 }
 
 fn table(lines: &[Line]) -> String {
-    let w = lines.iter().map(|l| l.name.len()).max().unwrap_or(0).max(7);
-    let b = lines
-        .iter()
-        .map(|l| l.build.len())
-        .max()
-        .unwrap_or(0)
-        .max(5);
-    let mut out = format!(
-        "{:<4} {:<w$} {:<9} {:<b$} {:<12} {:<8} evidence\n",
-        "", "name", "engine", "build", "verdict", "controls"
-    );
+    // Name and build fit their longest entry; the other widths hold their longest value.
+    let mut t = Table::new().left("", 4).left(" ", 7).left(" ", 9);
+    t = t.left(" ", 5).left(" ", 12).left(" ", 8).left(" ", 0);
+    t.row([
+        "", "name", "engine", "build", "verdict", "controls", "evidence",
+    ]);
     for l in lines {
-        out.push_str(&format!(
-            "{:<4} {:<w$} {:<9} {:<b$} {:<12} {:<8} {}\n",
-            l.finding, l.name, l.engine, l.build, l.verdict, l.controls, l.evidence
-        ));
+        t.row([
+            &l.finding,
+            &l.name,
+            &l.engine,
+            &l.build,
+            &l.verdict,
+            &l.controls,
+            &l.evidence,
+        ]);
     }
-    out
+    t.render()
 }
 
 /// Reads and checks every report in the folder; an empty folder is refused too.

@@ -11,7 +11,7 @@ use oracle::penalty::CountProbe;
 use oracle::window::WindowLen;
 use oracle::TokenId;
 use report::{Control, Report, Verdict};
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::time::Duration;
 use subject::BuildInfo;
 
@@ -220,23 +220,43 @@ impl Audit {
             self.evidence(),
             self.controls(),
         )
-        .with_body(json!({
-            "sampler": self.kind.as_str(),
-            "minimal": minimal::to_json(&self.published, &self.minimal, self.probe),
-            "eviction": self.eviction.iter().map(|e| json!({
-                "last_n": e.last_n, "before_last_evicting_accept": e.before_last,
-                "after": e.after, "reads_zero_after": e.passed()})).collect::<Vec<_>>(),
-            "detector_controls": self.detectors.iter().map(|d| json!({
-                "control": d.label(), "passed": d.passed(), "stats": d.stats.to_json()}))
-                .collect::<Vec<_>>(),
-            "sweep": {
-                "domain": self.domain.iter().map(|c| json!({
-                    "alphabet": c.alphabet, "last_n": c.last_n.0, "len": c.len,
-                    "sequences": c.sequences()})).collect::<Vec<_>>(),
-                "ledger_exact": self.ledger_exact(),
-                "stats": self.sweep.to_json(),
+        .with_body(Body {
+            sampler: self.kind.as_str(),
+            minimal: minimal::data(&self.published, &self.minimal, self.probe),
+            eviction: self
+                .eviction
+                .iter()
+                .map(|e| EvictionData {
+                    last_n: e.last_n,
+                    before_last_evicting_accept: e.before_last,
+                    after: e.after,
+                    reads_zero_after: e.passed(),
+                })
+                .collect(),
+            detector_controls: self
+                .detectors
+                .iter()
+                .map(|d| DetectorData {
+                    control: d.label(),
+                    passed: d.passed(),
+                    stats: &d.stats,
+                })
+                .collect(),
+            sweep: SweepData {
+                domain: self
+                    .domain
+                    .iter()
+                    .map(|c| CaseData {
+                        alphabet: c.alphabet,
+                        last_n: c.last_n.0,
+                        len: c.len,
+                        sequences: c.sequences(),
+                    })
+                    .collect(),
+                ledger_exact: self.ledger_exact(),
+                stats: &self.sweep,
             },
-        }))
+        })
         .with_text(self.text())
     }
 
@@ -329,15 +349,66 @@ impl Audit {
         )
     }
 
-    pub fn timing_json(&self) -> Value {
-        json!({
-            "build": self.build.tag(),
-            "threads": THREADS,
-            "accept_sweep_seconds": self.accept_time.as_secs_f64(),
-            "accept_sequences_per_second": self.sweep.sequences as f64 / self.accept_time.as_secs_f64(),
-            "clone_equivalence_seconds": self.clone_time.as_secs_f64(),
-        })
+    pub fn timing(&self) -> Timing<'_> {
+        Timing {
+            build: self.build.tag(),
+            threads: THREADS,
+            accept_sweep_seconds: self.accept_time.as_secs_f64(),
+            accept_sequences_per_second: self.sweep.sequences as f64
+                / self.accept_time.as_secs_f64(),
+            clone_equivalence_seconds: self.clone_time.as_secs_f64(),
+        }
     }
+}
+
+/// The audit's JSON after the header.
+#[derive(Serialize)]
+struct Body<'a> {
+    sampler: &'static str,
+    minimal: minimal::CaseData<'a>,
+    eviction: Vec<EvictionData>,
+    detector_controls: Vec<DetectorData<'a>>,
+    sweep: SweepData<'a>,
+}
+
+#[derive(Serialize)]
+struct EvictionData {
+    last_n: usize,
+    before_last_evicting_accept: i64,
+    after: i64,
+    reads_zero_after: bool,
+}
+
+#[derive(Serialize)]
+struct DetectorData<'a> {
+    control: &'static str,
+    passed: bool,
+    stats: &'a Stats,
+}
+
+#[derive(Serialize)]
+struct SweepData<'a> {
+    domain: Vec<CaseData>,
+    ledger_exact: bool,
+    stats: &'a Stats,
+}
+
+#[derive(Serialize)]
+struct CaseData {
+    alphabet: usize,
+    last_n: usize,
+    len: usize,
+    sequences: u64,
+}
+
+/// How long the audit's sweeps took: `results/timing/<stem>.<build>.json`.
+#[derive(Serialize)]
+pub struct Timing<'a> {
+    build: &'a str,
+    threads: usize,
+    accept_sweep_seconds: f64,
+    accept_sequences_per_second: f64,
+    clone_equivalence_seconds: f64,
 }
 
 fn pass(ok: bool) -> &'static str {

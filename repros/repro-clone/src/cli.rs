@@ -184,7 +184,7 @@ fn run(args: &Args, scenario: &minimal::Scenario, build: &subject::BuildInfo) ->
     let timing = timing_dir.join(format!("{stem}.{}.json", build.tag()));
     std::fs::write(
         &timing,
-        serde_json::to_string_pretty(&audit.timing_json())? + "\n",
+        serde_json::to_string_pretty(&audit.timing())? + "\n",
     )
     .with_context(|| format!("writing {}", timing.display()))?;
     Ok(report.render(args.out.json))

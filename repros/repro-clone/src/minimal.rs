@@ -9,8 +9,9 @@ use ledger::SamplerKind;
 use oracle::penalty::CountProbe;
 use oracle::window::{histogram, WindowLen};
 use oracle::TokenId;
-use report::{Control, Report, Verdict};
-use serde_json::{json, Map, Value};
+use report::{Control, Report, Table, Verdict};
+use serde::{Serialize, Serializer};
+use std::collections::BTreeMap;
 use subject::BuildInfo;
 
 /// Counts the oracle's probe must invert exactly before anything is judged.
@@ -225,36 +226,61 @@ pub fn evidence(s: &Scenario, o: &Outcome) -> String {
     )
 }
 
-fn as_map(ids: &[TokenId], counts: &[i64]) -> Value {
-    let m: Map<String, Value> = ids
-        .iter()
-        .zip(counts)
-        .map(|(id, c)| (id.0.to_string(), json!(c)))
-        .collect();
-    Value::Object(m)
+/// Counts keyed by id, in the ids' order.
+struct ById<'a>(&'a [TokenId], &'a [i64]);
+
+impl Serialize for ById<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|id| id.0.to_string()).zip(self.1))
+    }
+}
+
+#[derive(Serialize)]
+struct Readout {
+    base_logit: f32,
+    freq: f32,
+    round_trip_exact_range: i64,
+    round_trip_exact: bool,
+    subject_calibration_exact: bool,
 }
 
 /// The case's data, every count the subject and the oracle gave.
-pub fn to_json(s: &Scenario, o: &Outcome, cp: CountProbe) -> Value {
-    json!({
-        "last_n": s.last_n.0,
-        "history": s.history.iter().map(|t| t.0).collect::<Vec<_>>(),
-        "then": s.then.iter().map(|t| t.0).collect::<Vec<_>>(),
-        "readout": {
-            "base_logit": cp.base_logit,
-            "freq": cp.freq,
-            "round_trip_exact_range": PROBE_SELF_CHECK_RANGE,
-            "round_trip_exact": cp.self_check(PROBE_SELF_CHECK_RANGE).is_ok(),
-            "subject_calibration_exact": o.calibration_ok,
+#[derive(Serialize)]
+pub struct CaseData<'a> {
+    last_n: usize,
+    history: Vec<i32>,
+    then: Vec<i32>,
+    readout: Readout,
+    original: ById<'a>,
+    clone: ById<'a>,
+    clone_after: ById<'a>,
+    oracle_original: ById<'a>,
+    oracle_clone: ById<'a>,
+    oracle_clone_after: ById<'a>,
+    original_matches_oracle: bool,
+}
+
+pub fn data<'a>(s: &Scenario, o: &'a Outcome, cp: CountProbe) -> CaseData<'a> {
+    let by_id = |counts: &'a [i64]| ById(&o.ids, counts);
+    CaseData {
+        last_n: s.last_n.0,
+        history: s.history.iter().map(|t| t.0).collect(),
+        then: s.then.iter().map(|t| t.0).collect(),
+        readout: Readout {
+            base_logit: cp.base_logit,
+            freq: cp.freq,
+            round_trip_exact_range: PROBE_SELF_CHECK_RANGE,
+            round_trip_exact: cp.self_check(PROBE_SELF_CHECK_RANGE).is_ok(),
+            subject_calibration_exact: o.calibration_ok,
         },
-        "original": as_map(&o.ids, &o.original),
-        "clone": as_map(&o.ids, &o.clone),
-        "clone_after": as_map(&o.ids, &o.clone_after),
-        "oracle_original": as_map(&o.ids, &o.oracle_original),
-        "oracle_clone": as_map(&o.ids, &o.oracle_original),
-        "oracle_clone_after": as_map(&o.ids, &o.oracle_clone_after),
-        "original_matches_oracle": o.original_ok(),
-    })
+        original: by_id(&o.original),
+        clone: by_id(&o.clone),
+        clone_after: by_id(&o.clone_after),
+        oracle_original: by_id(&o.oracle_original),
+        oracle_clone: by_id(&o.oracle_original),
+        oracle_clone_after: by_id(&o.oracle_clone_after),
+        original_matches_oracle: o.original_ok(),
+    }
 }
 
 /// The human-readable table.
@@ -270,19 +296,31 @@ pub fn to_text(s: &Scenario, o: &Outcome, cp: CountProbe) -> String {
         "readout: count = ({} - logit') / {}\n",
         cp.base_logit, cp.freq
     );
-    out += "id    original  oracle  clone  oracle  clone+then  oracle\n";
+    let mut table = Table::new().left("", 5).right(" ", 8);
+    for width in [6, 5, 6, 10, 6] {
+        table = table.right("  ", width);
+    }
+    table.row([
+        "id",
+        "original",
+        "oracle",
+        "clone",
+        "oracle",
+        "clone+then",
+        "oracle",
+    ]);
     for (i, id) in o.ids.iter().enumerate() {
-        out += &format!(
-            "{:<5} {:>8}  {:>6}  {:>5}  {:>6}  {:>10}  {:>6}\n",
-            id.0,
+        table.row([
+            id.0 as i64,
             o.original[i],
             o.oracle_original[i],
             o.clone[i],
             o.oracle_original[i],
             o.clone_after[i],
-            o.oracle_clone_after[i]
-        );
+            o.oracle_clone_after[i],
+        ]);
     }
+    out += &table.render();
     if !o.original_ok() {
         out += "note: the original itself disagrees with the oracle (an accept-path defect)\n";
     }
@@ -303,7 +341,7 @@ pub fn report(
         evidence(s, o),
         controls(s, o)?,
     )
-    .with_body(json!({ "sampler": kind.as_str() }))
-    .with_body(to_json(s, o, cp))
+    .with_body(BTreeMap::from([("sampler", kind.as_str())]))
+    .with_body(data(s, o, cp))
     .with_text(to_text(s, o, cp)))
 }

@@ -29,8 +29,9 @@ use oracle::penalty::PenaltyParams;
 use oracle::stage::Stage;
 use oracle::window::WindowLen;
 use oracle::TokenId;
-use report::{Control, Report, Verdict};
-use serde_json::{json, Value};
+use report::{Control, Report, Table, Verdict};
+use serde::{Serialize, Serializer};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use subject::{BuildInfo, Candidates, DryParams, Sampler, SamplerSpec};
@@ -362,16 +363,35 @@ impl Memcheck {
             Memcheck::NotRun(why) => format!("not checked ({why})"),
         }
     }
+}
 
-    fn to_json(&self) -> Value {
-        match self {
-            Memcheck::Clean => json!({"memcheck": "clean"}),
-            Memcheck::Error { what, ended } => {
-                json!({"memcheck": "error", "first_error": what, "process": ended})
-            }
-            Memcheck::Failed { ended } => json!({"memcheck": "probe failed", "process": ended}),
-            Memcheck::NotRun(why) => json!({"memcheck": "not run", "why": why}),
+impl Serialize for Memcheck {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(tag = "memcheck")]
+        enum Written<'a> {
+            #[serde(rename = "clean")]
+            Clean,
+            #[serde(rename = "error")]
+            Error {
+                first_error: &'a str,
+                process: &'a str,
+            },
+            #[serde(rename = "probe failed")]
+            Failed { process: &'a str },
+            #[serde(rename = "not run")]
+            NotRun { why: &'a str },
         }
+        match self {
+            Memcheck::Clean => Written::Clean,
+            Memcheck::Error { what, ended } => Written::Error {
+                first_error: what,
+                process: ended,
+            },
+            Memcheck::Failed { ended } => Written::Failed { process: ended },
+            Memcheck::NotRun(why) => Written::NotRun { why },
+        }
+        .serialize(s)
     }
 }
 
@@ -503,25 +523,53 @@ impl SamplerRow {
         e
     }
 
-    fn data(&self) -> Value {
-        let mut v = json!({
-            "sampler": self.sampler,
-            "first_differing_step": self.equivalence.first_step(),
-        });
-        if let Equivalence::Differs {
-            detail,
-            draw_only,
-            like_fresh,
-            ..
-        } = &self.equivalence
-        {
-            v["detail"] = json!(detail);
-            v["draw_only"] = json!(draw_only);
-            v["like_fresh_sampler"] = json!(like_fresh);
+    fn data(&self) -> RowData<'_> {
+        let differs = match &self.equivalence {
+            Equivalence::Equivalent => None,
+            Equivalence::Differs {
+                detail,
+                draw_only,
+                like_fresh,
+                ..
+            } => Some(Difference {
+                detail,
+                draw_only: *draw_only,
+                like_fresh_sampler: *like_fresh,
+            }),
+        };
+        RowData {
+            sampler: self.sampler,
+            first_differing_step: self.equivalence.first_step(),
+            differs,
+            accept_before_apply: &self.accept_before_apply,
         }
-        v["accept_before_apply"] = self.accept_before_apply.to_json();
-        v
     }
+}
+
+/// A row's JSON after its verdict keys.
+#[derive(Serialize)]
+struct RowData<'a> {
+    sampler: &'static str,
+    first_differing_step: Option<usize>,
+    #[serde(flatten)]
+    differs: Option<Difference<'a>>,
+    accept_before_apply: &'a Memcheck,
+}
+
+#[derive(Serialize)]
+struct Difference<'a> {
+    detail: &'a str,
+    draw_only: bool,
+    like_fresh_sampler: bool,
+}
+
+/// How the stateful rows were run.
+#[derive(Serialize)]
+struct Protocol {
+    vocabulary: i32,
+    history_steps: usize,
+    continuation_steps: usize,
+    seed: u32,
 }
 
 /// What llama.cpp's source says the clone leaves out, for the measured pattern it explains.
@@ -664,31 +712,29 @@ impl Audit {
                 row.data(),
             );
         }
-        r.with_body(json!({
-            "protocol": {
-                "vocabulary": VOCAB,
-                "history_steps": HISTORY,
-                "continuation_steps": CONTINUE,
-                "seed": SEED,
-            },
-        }))
-        .with_text(self.text())
+        let protocol = Protocol {
+            vocabulary: VOCAB,
+            history_steps: HISTORY,
+            continuation_steps: CONTINUE,
+            seed: SEED,
+        };
+        r.with_body(BTreeMap::from([("protocol", protocol)]))
+            .with_text(self.text())
     }
 
     fn text(&self) -> String {
-        let mut out = format!(
+        let out = format!(
             "clone-then-continue: {HISTORY} steps of history on pseudo-random logits over {VOCAB} ids, clone, then {CONTINUE} steps of identical input to both\n"
         );
+        let mut table = Table::new().left("  ", 38).left(" ", 0);
         for r in &self.rows {
-            out += &format!(
-                "  {:<38} {}\n",
-                r.sampler,
-                r.equivalence
-                    .first_step()
-                    .map_or("equivalent".to_string(), |s| format!("differs at step {s}"))
-            );
+            let step = r.equivalence.first_step();
+            table.row([
+                r.sampler.to_string(),
+                step.map_or("equivalent".to_string(), |s| format!("differs at step {s}")),
+            ]);
         }
-        out
+        out + &table.render()
     }
 
     /// Writes `clone-stateful.<build>.{json,txt}`.

@@ -11,7 +11,7 @@ use crate::counts::Counts;
 use anyhow::Result;
 use oracle::window::{dense_histogram, WindowLen};
 use oracle::TokenId;
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
 
 /// One slice of the domain: all sequences of `len` ids drawn from `0..alphabet`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,30 +73,26 @@ pub fn control_domain() -> Vec<Case> {
 }
 
 /// The first step at which a ledger disagreed with the oracle.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Mismatch {
+    #[serde(serialize_with = "case_label")]
     pub case: Case,
     pub sequence: Vec<i32>,
-    /// Accepts done before the readout (0 = right after reset).
-    pub step: usize,
     /// For clone mismatches, the number of accepts before the clone was taken.
     pub cloned_at: Option<usize>,
+    /// Accepts done before the readout (0 = right after reset).
+    pub step: usize,
+    #[serde(rename = "ledger_counts")]
     pub got: Vec<i64>,
+    #[serde(rename = "oracle_counts")]
     pub want: Vec<i64>,
 }
 
-impl Mismatch {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "case": self.case.label(),
-            "sequence": self.sequence,
-            "cloned_at": self.cloned_at,
-            "step": self.step,
-            "ledger_counts": self.got,
-            "oracle_counts": self.want,
-        })
-    }
+fn case_label<S: Serializer>(case: &Case, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&case.label())
+}
 
+impl Mismatch {
     pub fn describe(&self) -> String {
         let clone = match self.cloned_at {
             Some(k) => format!(", clone taken after {k} accepts"),
@@ -183,23 +179,40 @@ impl Stats {
             ..accept
         }
     }
+}
 
-    pub fn to_json(&self) -> Value {
-        let first = |r: &Readouts| r.first.as_ref().map(Mismatch::to_json);
-        json!({
-            "sequences": self.sequences,
-            "steps": self.accept.checks,
-            "mismatches": self.accept.mismatches,
-            "first_mismatch": first(&self.accept),
-            "reset_checks": self.reset.checks,
-            "reset_mismatches": self.reset.mismatches,
-            "first_reset_mismatch": first(&self.reset),
-            "clones": self.clones,
-            "clone_steps": self.clone_reads.checks,
-            "clone_step_mismatches": self.clone_reads.mismatches,
-            "divergent_clones": self.divergent_clones,
-            "first_clone_mismatch": first(&self.clone_reads),
-        })
+impl Serialize for Stats {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written<'a> {
+            sequences: u64,
+            steps: u64,
+            mismatches: u64,
+            first_mismatch: &'a Option<Mismatch>,
+            reset_checks: u64,
+            reset_mismatches: u64,
+            first_reset_mismatch: &'a Option<Mismatch>,
+            clones: u64,
+            clone_steps: u64,
+            clone_step_mismatches: u64,
+            divergent_clones: u64,
+            first_clone_mismatch: &'a Option<Mismatch>,
+        }
+        Written {
+            sequences: self.sequences,
+            steps: self.accept.checks,
+            mismatches: self.accept.mismatches,
+            first_mismatch: &self.accept.first,
+            reset_checks: self.reset.checks,
+            reset_mismatches: self.reset.mismatches,
+            first_reset_mismatch: &self.reset.first,
+            clones: self.clones,
+            clone_steps: self.clone_reads.checks,
+            clone_step_mismatches: self.clone_reads.mismatches,
+            divergent_clones: self.divergent_clones,
+            first_clone_mismatch: &self.clone_reads.first,
+        }
+        .serialize(s)
     }
 }
 

@@ -9,8 +9,9 @@ use crate::samplers::{self, Config};
 use crate::{inputs, oracle_check, FINDING, NAME};
 use anyhow::{Context, Result};
 use contain::Ended;
-use report::{Control, ControlKind, Report, Verdict};
-use serde_json::{json, Value};
+use report::{Control, ControlKind, Report, Table, Verdict};
+use serde::Serialize;
+use std::collections::BTreeMap;
 use std::time::Duration;
 use subject::BuildInfo;
 
@@ -227,24 +228,20 @@ impl Audit {
     }
 
     fn table(&self, samplers: &[&str], cells: &[Cell], inputs: &[&str]) -> String {
-        let w0 = samplers.iter().map(|s| s.len()).max().unwrap_or(0).max(7);
-        let mut out = format!("  {:<w0$}", "sampler");
-        for i in inputs {
-            out.push_str(&format!(" {i:>w$}", w = i.len().max(4)));
+        let mut t = Table::new().left("  ", 7);
+        for _ in inputs {
+            t = t.right(" ", 4);
         }
-        out.push('\n');
+        t.row(std::iter::once("sampler").chain(inputs.iter().copied()));
         for s in samplers {
-            out.push_str(&format!("  {s:<w0$}"));
-            for i in inputs {
-                let code = cells
-                    .iter()
+            let codes = inputs.iter().map(|i| {
+                (cells.iter())
                     .find(|c| c.sampler == *s && c.input == *i)
-                    .map_or("-".to_string(), |c| c.code());
-                out.push_str(&format!(" {code:>w$}", w = i.len().max(4)));
-            }
-            out.push('\n');
+                    .map_or("-".to_string(), |c| c.code())
+            });
+            t.row(std::iter::once(s.to_string()).chain(codes));
         }
-        out
+        t.render()
     }
 
     pub fn to_text(&self) -> String {
@@ -301,20 +298,20 @@ impl Audit {
         out
     }
 
-    fn cell_json(c: &Cell) -> Value {
-        json!({
-            "sampler": c.sampler,
-            "input": c.input,
-            "code": c.code(),
-            "outcome": c.words(),
-            "judged": match &c.judged {
+    fn cell_data(c: &Cell) -> CellData<'_> {
+        CellData {
+            sampler: c.sampler,
+            input: c.input,
+            code: c.code(),
+            outcome: c.words(),
+            judged: match &c.judged {
                 Judged::Fully => "robustness and set",
                 Judged::RobustnessOnly(_) => "robustness only",
                 Judged::Not(_) => "not judged",
             },
-            "defect": c.is_defect(),
-            "detail": c.detail,
-        })
+            defect: c.is_defect(),
+            detail: &c.detail,
+        }
     }
 
     pub fn report(&self) -> Report {
@@ -330,19 +327,51 @@ impl Audit {
                 format!("{NAME}-{}", s.name),
                 row_verdict(&cells),
                 row_evidence(&cells),
-                json!({"params": s.params}),
+                BTreeMap::from([("params", &s.params)]),
             );
         }
-        r.with_body(json!({
-            "timeout_seconds": self.timeout.as_secs_f64(),
-            "inputs": self.inputs.iter().map(|i| json!({
-                "name": i.name,
-                "what": i.what,
-                "entries": i.entries.iter().map(|(id, l)| format!("{id}:{l}")).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "cells": self.cells.iter().map(Audit::cell_json).collect::<Vec<_>>(),
-            "control_cells": self.control_cells.iter().map(Audit::cell_json).collect::<Vec<_>>(),
-        }))
+        let inputs = self.inputs.iter().map(|i| InputData {
+            name: i.name,
+            what: i.what,
+            entries: i
+                .entries
+                .iter()
+                .map(|(id, l)| format!("{id}:{l}"))
+                .collect(),
+        });
+        r.with_body(Body {
+            timeout_seconds: self.timeout.as_secs_f64(),
+            inputs: inputs.collect(),
+            cells: self.cells.iter().map(Audit::cell_data).collect(),
+            control_cells: self.control_cells.iter().map(Audit::cell_data).collect(),
+        })
         .with_text(self.to_text())
     }
+}
+
+/// The report's JSON after the header and the verdict rows.
+#[derive(Serialize)]
+struct Body<'a> {
+    timeout_seconds: f64,
+    inputs: Vec<InputData>,
+    cells: Vec<CellData<'a>>,
+    control_cells: Vec<CellData<'a>>,
+}
+
+#[derive(Serialize)]
+struct InputData {
+    name: &'static str,
+    what: &'static str,
+    entries: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct CellData<'a> {
+    sampler: &'static str,
+    input: &'static str,
+    code: String,
+    outcome: String,
+    judged: &'static str,
+    defect: bool,
+    detail: &'a str,
 }

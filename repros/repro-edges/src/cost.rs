@@ -4,7 +4,7 @@
 
 use crate::{inputs, probe, samplers};
 use anyhow::{Context, Result};
-use serde_json::json;
+use serde::Serialize;
 use std::time::{Duration, Instant};
 
 fn median(mut xs: Vec<Duration>) -> Duration {
@@ -36,11 +36,18 @@ pub fn measure(rounds: usize, timeout: Duration) -> Result<(String, serde_json::
         a.as_secs_f64() * 1e6,
         b.as_secs_f64() * 1e6
     );
-    let value = json!({
-        "rounds": rounds,
-        "in_process_median_us": a.as_secs_f64() * 1e6,
-        "contained_median_us": b.as_secs_f64() * 1e6,
-        "ratio": ratio,
-    });
+    #[derive(Serialize)]
+    struct Cost {
+        rounds: usize,
+        in_process_median_us: f64,
+        contained_median_us: f64,
+        ratio: f64,
+    }
+    let value = serde_json::to_value(Cost {
+        rounds,
+        in_process_median_us: a.as_secs_f64() * 1e6,
+        contained_median_us: b.as_secs_f64() * 1e6,
+        ratio,
+    })?;
     Ok((text, value))
 }
