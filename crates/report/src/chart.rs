@@ -289,7 +289,12 @@ impl Chart {
         let y = MARGIN + TITLE_SIZE;
         let mut c = Chart {
             body: String::new(),
-            drawn: label_extent(MARGIN, y, title, Font::BODY.bold()),
+            drawn: Extent {
+                x0: MARGIN,
+                y0: MARGIN,
+                x1: MARGIN,
+                y1: MARGIN,
+            },
             series: Vec::new(),
             legend_drawn: false,
             head: y,
@@ -315,11 +320,6 @@ impl Chart {
     /// The lowest baseline of the title and subtitles: content starts below it.
     pub fn head(&self) -> f64 {
         self.head
-    }
-
-    /// Everything drawn so far.
-    pub fn drawn(&self) -> Extent {
-        self.drawn
     }
 
     fn grow(&mut self, e: Extent) {

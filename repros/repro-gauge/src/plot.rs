@@ -12,55 +12,35 @@ use serde_json::Value;
 /// operator is the identity), then the palette.
 const THETA_COLOURS: [usize; 7] = [6, 1, 0, 2, 3, 4, 5];
 
-/// The measure a curve chart draws: its JSON keys and how it is labelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Measure {
-    /// The share of generated tokens that change against the same line at c = 0.
-    Differing,
-    Distinct2,
+/// The measure a curve chart draws: its file stem, JSON keys (mean, interval), axis label,
+/// whether it is a share (drawn from 0 to 100%) and its title's opening.
+pub struct Measure {
+    stem: &'static str,
+    mean: &'static str,
+    ci: &'static str,
+    label: &'static str,
+    share: bool,
+    title: &'static str,
 }
 
-impl Measure {
-    fn keys(self) -> (&'static str, &'static str) {
-        match self {
-            Measure::Differing => ("differing_share", "ci"),
-            Measure::Distinct2 => ("distinct2", "distinct2_ci"),
-        }
-    }
+/// The share of generated tokens that change against the same line at c = 0.
+pub const DIFFERING: Measure = Measure {
+    stem: "gauge-differing",
+    mean: "differing_share",
+    ci: "ci",
+    label: "differing share against c = 0",
+    share: true,
+    title: "F4: share of generated tokens that change when every logit moves by c",
+};
 
-    fn label(self) -> &'static str {
-        match self {
-            Measure::Differing => "differing share against c = 0",
-            Measure::Distinct2 => "distinct-2",
-        }
-    }
-
-    /// A share: drawn from 0 to 100%.
-    fn is_share(self) -> bool {
-        match self {
-            Measure::Differing => true,
-            Measure::Distinct2 => false,
-        }
-    }
-
-    fn title(self, tag: &str) -> String {
-        match self {
-            Measure::Differing => format!(
-                "F4: share of generated tokens that change when every logit moves by c ({tag})"
-            ),
-            Measure::Distinct2 => {
-                format!("F4: distinct-2 of the generated tokens against c ({tag})")
-            }
-        }
-    }
-
-    fn file(self, tag: &str) -> String {
-        match self {
-            Measure::Differing => format!("gauge-differing.{tag}.svg"),
-            Measure::Distinct2 => format!("gauge-distinct2.{tag}.svg"),
-        }
-    }
-}
+pub const DISTINCT2: Measure = Measure {
+    stem: "gauge-distinct2",
+    mean: "distinct2",
+    ci: "distinct2_ci",
+    label: "distinct-2",
+    share: false,
+    title: "F4: distinct-2 of the generated tokens against c",
+};
 
 /// Every chart F4 draws from `report` (a `gauge.<build>.json`), as `(file name, SVG)`: both
 /// curve charts, and the JSON charts when the report holds their runs.
@@ -68,9 +48,10 @@ pub fn files(report: &Value) -> Result<Vec<(String, String)>> {
     let r = Field::new(report);
     let tag = r.str("build")?;
     let mut files = Vec::new();
-    for m in [Measure::Differing, Measure::Distinct2] {
-        let svg = curve_svg(report, m).with_context(|| format!("drawing {}", m.file(tag)))?;
-        files.push((m.file(tag), svg));
+    for m in [&DIFFERING, &DISTINCT2] {
+        let name = format!("{}.{tag}.svg", m.stem);
+        let svg = curve_svg(report, m).with_context(|| format!("drawing {name}"))?;
+        files.push((name, svg));
     }
     if report.get("json_corpus").is_some() {
         files.push((
@@ -112,8 +93,8 @@ struct Point {
 /// One model's lines: `(operator, theta)` in the rows' order, each with its points by shift.
 type Lines = Vec<((String, f64), Vec<Point>)>;
 
-fn lines(model: Field, m: Measure) -> Result<Lines> {
-    let (mean_key, ci_key) = m.keys();
+fn lines(model: Field, m: &Measure) -> Result<Lines> {
+    let (mean_key, ci_key) = (m.mean, m.ci);
     let mut lines: Lines = Vec::new();
     for row in model.list("rows")? {
         let key = (row.str("operator")?.to_string(), row.f64("theta")?);
@@ -137,7 +118,7 @@ fn lines(model: Field, m: Measure) -> Result<Lines> {
 
 /// A measure against shift, one panel per model, one line per operator and theta with its
 /// interval as a band. Colour names the theta, dash (and marker) the operator.
-pub fn curve_svg(report: &Value, m: Measure) -> Result<String> {
+pub fn curve_svg(report: &Value, m: &Measure) -> Result<String> {
     let r = Field::new(report);
     let (level, resamples) = bootstrap(r)?;
     let models = models(r)?;
@@ -156,7 +137,7 @@ pub fn curve_svg(report: &Value, m: Measure) -> Result<String> {
         }
     }
     // One vertical scale for every panel: 0..1 for shares, else 0..the largest upper bound.
-    let ymax = if m.is_share() {
+    let ymax = if m.share {
         1.0
     } else {
         all.iter()
@@ -167,16 +148,16 @@ pub fn curve_svg(report: &Value, m: Measure) -> Result<String> {
             .max(1e-9)
     };
     let tick = |f: f64| {
-        if m.is_share() {
+        if m.share {
             format!("{:.0}%", 100.0 * f)
         } else {
             format!("{f:.2}")
         }
     };
-    let mut c = Chart::new(&m.title(r.str("build")?));
+    let mut c = Chart::new(&format!("{} ({})", m.title, r.str("build")?));
     c.subtitle(&format!(
         "y: {}; c = 0 is each line's own reference",
-        m.label()
+        m.label
     ));
     let (pw, ph) = (330.0, 260.0);
     let gutter = (0..=4)
