@@ -85,6 +85,15 @@ impl ChainCase {
         for s in &self.stages {
             s.check_ids(n)?;
         }
+        let last = self.stages.len() - 1;
+        if let Some(i) = self.stages.iter().position(ChainStage::draws) {
+            ensure!(
+                i == last,
+                "stage {} ({}) draws the token, so it must be the last stage",
+                i + 1,
+                self.stages[i]
+            );
+        }
         for id in &self.history {
             ensure!(
                 (id.0 as usize) < n,
@@ -103,7 +112,9 @@ impl ChainCase {
         self.logits.len() as i32
     }
 
-    fn build(&self, stages: &[ChainStage]) -> Result<Sampler> {
+    /// One llama.cpp chain of `stages` (planted stages as custom samplers), with the history
+    /// accepted.
+    pub fn build(&self, stages: &[ChainStage]) -> Result<Sampler> {
         let samplers = stages
             .iter()
             .map(|s| s.build(self.n_vocab()))
@@ -191,8 +202,7 @@ pub fn run_subject(case: &ChainCase) -> Result<SubjectRun> {
 
 /// The oracle's composition and the verdict against the subject.
 pub fn judge(case: &ChainCase, subject: SubjectRun) -> ChainReport {
-    let stages: Vec<_> = case.stages.iter().map(ChainStage::oracle).collect();
-    let comp = compose(&stages, &Pool::from_logits(&case.logits), &case.history);
+    let comp = compose(&case.stages, &Pool::from_logits(&case.logits), &case.history);
     let oracle = comp.pool.survivors();
     let knife_edges: Vec<String> = comp
         .edges

@@ -2,6 +2,7 @@
 
 use crate::audit;
 use crate::chain::{self, ChainCase};
+use crate::draws;
 use crate::fuzz;
 use crate::stage::ChainStage;
 use anyhow::{bail, ensure, Context, Result};
@@ -19,13 +20,13 @@ pub struct Args {
     /// (default: 4,3,2,1,0,-1,-2,-3).
     #[arg(long, allow_hyphen_values = true)]
     pub logits: Option<String>,
-    /// One chain stage, repeated in chain order: top_k=K, top_p=P[:MIN_KEEP],
-    /// min_p=P[:MIN_KEEP], typical=P[:MIN_KEEP], temp=T, temp_ext=T:DELTA:EXP,
-    /// xtc=PROB:THRESHOLD[:MIN_KEEP], top_n_sigma=N, logit_bias=ID:BIAS[/ID:BIAS],
-    /// penalties=LAST_N:REPEAT[:FREQ[:PRESENT]], greedy, sorted_guard; at most 32 stages;
-    /// LAST_N and MIN_KEEP at most 1048576 (default: the published chain top_k=4,
-    /// logit_bias=3:+6, top_p=0.8).
-    #[arg(long = "stage", allow_hyphen_values = true)]
+    /// One chain stage, repeated in chain order (the help text is the stage table's); at most
+    /// 32 stages (default: the published chain top_k=4, logit_bias=3:+6, top_p=0.8).
+    #[arg(
+        long = "stage",
+        allow_hyphen_values = true,
+        help = format!("{}; at most 32 stages (default: the published chain top_k=4, logit_bias=3:+6, top_p=0.8)", crate::stage::help())
+    )]
     pub stages: Vec<String>,
     /// Token ids accepted into the chain before it runs (read by penalties), comma-separated:
     /// at most 4096, each an id of --logits.
@@ -176,6 +177,28 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     })
 }
 
+/// One chain's report: the chain comparison, or, for a chain that ends in a drawing stage, its
+/// draws; with the oracle gate on the chain's own stages and every detector's controls.
+pub fn chain_report(case: &ChainCase, build: &subject::BuildInfo) -> Result<report::Report> {
+    let r = chain::run(case)?;
+    let mut controls = chain::controls()?;
+    let gate = fuzz::chain_gate(case, fuzz::ORACLE_CHECK_SEED, CHAIN_GATE_INPUTS)?;
+    controls.insert(
+        0,
+        report::Control::oracle_check(
+            "oracle gate on this chain's stages",
+            gate.passed(),
+            gate.summary(),
+        ),
+    );
+    if case.stages.last().is_some_and(ChainStage::draws) {
+        let d = draws::run(case)?;
+        controls.extend(draws::controls()?);
+        return draws::report(case, &r, &d, build, controls);
+    }
+    chain::report(case, &r, build, controls)
+}
+
 fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<String> {
     let vocab_path = args
         .vocab_model
@@ -198,18 +221,7 @@ fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<Stri
         });
     }
     if !args.audit {
-        let r = chain::run(case)?;
-        let mut controls = chain::controls()?;
-        let gate = fuzz::chain_gate(case, fuzz::ORACLE_CHECK_SEED, CHAIN_GATE_INPUTS)?;
-        controls.insert(
-            0,
-            report::Control::oracle_check(
-                "oracle gate on this chain's stages",
-                gate.passed(),
-                gate.summary(),
-            ),
-        );
-        return Ok(chain::report(case, &r, build, controls)?.render(args.out.json));
+        return Ok(chain_report(case, build)?.render(args.out.json));
     }
     let audit = audit::run(args.fuzz_chains, &vocab_path)?;
     let report = audit.report();

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod census;
 pub mod chain;
 pub mod cli;
+pub mod draws;
 pub mod fuzz;
 pub mod perm;
 pub mod planted;

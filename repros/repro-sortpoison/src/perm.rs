@@ -130,7 +130,7 @@ impl Case {
 
 /// Runs one case; `None` when the oracle reports a knife edge for it (not a verdict input).
 pub fn run_case(stage: &ChainStage, logits: &[f32]) -> Result<Option<Case>> {
-    let comp = compose(&[stage.oracle()], &Pool::from_logits(logits), &[]);
+    let comp = compose(std::slice::from_ref(stage), &Pool::from_logits(logits), &[]);
     if !comp.edges.is_empty() {
         return Ok(None);
     }
@@ -220,7 +220,7 @@ pub fn reverse_sorted() -> Result<ReverseSorted> {
         p: 0.8,
         min_keep: 1,
     });
-    let comp = compose(&[stage.oracle()], &Pool::from_logits(&logits), &[]);
+    let comp = compose(std::slice::from_ref(&stage), &Pool::from_logits(&logits), &[]);
     ensure!(comp.edges.is_empty(), "the measurement must be tie-free");
     let mut order: Vec<usize> = (0..logits.len()).collect();
     order.sort_by(|&a, &b| logits[a].total_cmp(&logits[b]));

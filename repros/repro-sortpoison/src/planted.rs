@@ -163,3 +163,115 @@ pub fn oracle_with_reciprocal_temp(stage: &Stage, pool: &Pool, history: &[TokenI
         other => truncation::apply(other, pool, history),
     }
 }
+
+/// What a planted dist does wrong, if anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DistRule {
+    /// The maximum found by scanning, weights and their sum in f64, renormalized: draws from
+    /// the oracle's distribution (known-good).
+    Exact,
+    /// llama.cpp's arithmetic: `data[0]` taken as the maximum when the array says it is
+    /// sorted, `expf` in f32. On a stale flag a logit far above `data[0]` overflows to `inf`,
+    /// and the first such entry takes every draw (known-bad).
+    TrustsFlag,
+    /// Draws against the weights `exp(l - max)` without dividing by their sum, so the first
+    /// entries take more than their share (known-bad).
+    Unnormalized,
+}
+
+impl DistRule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DistRule::Exact => "exact",
+            DistRule::TrustsFlag => "trusting",
+            DistRule::Unnormalized => "unnormalized",
+        }
+    }
+}
+
+/// A planted dist: its seed and its rule. [`ShadowDist::sampler`] is the running sampler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShadowDist {
+    pub seed: u32,
+    pub rule: DistRule,
+}
+
+impl ShadowDist {
+    /// A fresh sampler, its generator seeded by `seed`.
+    pub fn sampler(self) -> DistSampler {
+        DistSampler {
+            spec: self,
+            rng: oracle::rng::Rng::new(self.seed as u64),
+        }
+    }
+}
+
+/// A running planted dist: one uniform draw per apply, from the suite's SplitMix64.
+#[derive(Debug, Clone)]
+pub struct DistSampler {
+    spec: ShadowDist,
+    rng: oracle::rng::Rng,
+}
+
+impl DistSampler {
+    /// Uniform in [0, 1) with 53 random bits.
+    fn uniform(&mut self) -> f64 {
+        (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+impl CustomSampler for DistSampler {
+    fn name(&self) -> &'static CStr {
+        match self.spec.rule {
+            DistRule::Exact => c"shadow-dist-exact",
+            DistRule::TrustsFlag => c"shadow-dist-trusting",
+            DistRule::Unnormalized => c"shadow-dist-unnormalized",
+        }
+    }
+
+    fn apply(&mut self, view: &mut ArrayView<'_>) {
+        if view.is_empty() {
+            return;
+        }
+        let n = view.len();
+        let scan = (0..n).map(|i| view.logit(i)).fold(f32::NEG_INFINITY, f32::max);
+        let weights: Vec<f64> = match self.spec.rule {
+            DistRule::Exact | DistRule::Unnormalized => (0..n)
+                .map(|i| (view.logit(i) as f64 - scan as f64).exp())
+                .collect(),
+            DistRule::TrustsFlag => {
+                let max = if view.sorted() { view.logit(0) } else { scan };
+                (0..n).map(|i| (view.logit(i) - max).exp() as f64).collect()
+            }
+        };
+        let sum: f64 = weights.iter().sum();
+        let total = match self.spec.rule {
+            DistRule::Exact | DistRule::TrustsFlag => sum,
+            DistRule::Unnormalized => 1.0,
+        };
+        let target = self.uniform() * total;
+        let mut run = 0.0;
+        let mut selected = n - 1;
+        for (i, w) in weights.iter().enumerate() {
+            run += w;
+            // llama.cpp stops at `>=`; the exact rule stops past the target, so an entry of
+            // weight 0 is never drawn.
+            let reached = match self.spec.rule {
+                DistRule::TrustsFlag => run >= target,
+                DistRule::Exact | DistRule::Unnormalized => run > target,
+            };
+            if reached {
+                selected = i;
+                break;
+            }
+        }
+        for (i, w) in weights.iter().enumerate() {
+            view.set_p(i, (w / total) as f32);
+        }
+        view.set_selected(selected);
+    }
+
+    fn clone_sampler(&self) -> Box<dyn CustomSampler> {
+        Box::new(self.clone())
+    }
+}

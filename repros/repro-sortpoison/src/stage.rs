@@ -1,31 +1,74 @@
-//! One stage of an audited chain: a stage the oracle describes ([`oracle::stage::Stage`],
-//! llama.cpp's own sampler or ledger's guard), or one of the planted Rust stages the controls
-//! use. The oracle's type owns every parameter; this module only adds the planted ones.
+//! One stage of an audited chain: a llama.cpp sampler ([`oracle::stage::Stage`]), one of the
+//! suite's own stages ([`oracle::stage::SuiteStage`]: ledger's guard), or one of the planted
+//! Rust stages the controls use. The oracle's types own every parameter; this module only
+//! adds the planted ones.
 //!
-//! The `--stage` syntax is the oracle's (see [`oracle::stage`]), plus the planted stages, which
-//! can be named on the command line to rerun a control: `shadow_top_k=K:trusting|honest` and
-//! `shadow_top_p=P:trusting|honest`, Rust truncators that do (trusting) or do not (honest)
-//! rely on the `sorted` flag, and `shadow_logit_bias=ID:BIAS`, a Rust logit_bias that leaves
-//! the flag alone. The oracle reads them as `top_k`, `top_p` and `logit_bias`.
+//! The `--stage` syntax is the oracle's table ([`oracle::stage::STAGES`]), plus the planted
+//! stages ([`SHADOWS`]), which can be named on the command line to rerun a control. The
+//! oracle reads each planted stage as the stage it imitates.
 
-use crate::planted::{ShadowBias, ShadowRule, ShadowTruncator};
+use crate::planted::{DistRule, ShadowBias, ShadowDist, ShadowRule, ShadowTruncator};
 use anyhow::{bail, Result};
-use oracle::stage::{self as st, Role, Stage};
+use oracle::stage::{self as st, table::Parser, Role, Stage, SuiteStage};
+use oracle::truncation::{Link, Pool, Step};
+use oracle::TokenId;
 use subject::{Sampler, SamplerSpec};
 
-/// The planted stages' names, beside the oracle's [`st::NAMES`].
-pub const SHADOW_NAMES: &[&str] = &["shadow_top_k", "shadow_top_p", "shadow_logit_bias"];
+/// The planted stages: name, syntax, and what they are (for `--help`).
+pub const SHADOWS: &[(&str, &str, &str)] = &[
+    (
+        "shadow_top_k",
+        "shadow_top_k=K:trusting|honest",
+        "a Rust top_k that does (trusting) or does not (honest) rely on the sorted flag",
+    ),
+    (
+        "shadow_top_p",
+        "shadow_top_p=P:trusting|honest",
+        "the same for top_p",
+    ),
+    (
+        "shadow_logit_bias",
+        "shadow_logit_bias=ID:BIAS",
+        "a Rust logit_bias that leaves the flag alone",
+    ),
+    (
+        "shadow_dist",
+        "shadow_dist=SEED:exact|trusting|unnormalized",
+        "a Rust dist: exact, taking data[0] as the maximum when flagged sorted, or skipping renormalization",
+    ),
+];
+
+/// The planted stages' names, beside the oracle's table.
+pub fn shadow_names() -> Vec<&'static str> {
+    SHADOWS.iter().map(|s| s.0).collect()
+}
+
+/// The `--stage` help text: the oracle's table, then the planted stages.
+pub fn help() -> String {
+    let planted: Vec<String> = SHADOWS
+        .iter()
+        .map(|(_, syntax, what)| format!("{syntax} ({what})"))
+        .collect();
+    format!(
+        "One chain stage, repeated in chain order: {}. Planted controls: {}",
+        st::table::help(),
+        planted.join(", ")
+    )
+}
 
 /// A stage in an audited chain.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ChainStage {
-    /// A stage the oracle describes: llama.cpp's built-in sampler, or `ledger::sorted_guard`
-    /// for [`Stage::SortedGuard`].
+    /// llama.cpp's built-in sampler.
     Sampler(Stage),
+    /// One of the suite's own stages (`ledger::sorted_guard`).
+    Suite(SuiteStage),
     /// A planted Rust truncator (a control, not a subject).
     Shadow(ShadowTruncator),
     /// A planted Rust logit_bias (a control, not a subject).
     ShadowBias(ShadowBias),
+    /// A planted Rust dist (a control, not a subject).
+    ShadowDist(ShadowDist),
 }
 
 impl From<Stage> for ChainStage {
@@ -38,17 +81,21 @@ impl ChainStage {
     /// Parses one `--stage` value.
     pub fn parse(text: &str) -> Result<ChainStage> {
         let (name, args) = st::split_name(text);
-        if !SHADOW_NAMES.contains(&name) {
-            return text.parse::<Stage>().map(ChainStage::Sampler).map_err(|e| {
+        if !shadow_names().contains(&name) {
+            let row = st::lookup(name).map_err(|e| {
                 if e.0.starts_with("unknown stage") {
                     anyhow::anyhow!(
                         "unknown stage '{name}' (known: {}, {})",
-                        st::NAMES.join(", "),
-                        SHADOW_NAMES.join(", ")
+                        st::table::names().join(", "),
+                        shadow_names().join(", ")
                     )
                 } else {
                     anyhow::anyhow!(e)
                 }
+            })?;
+            return Ok(match row.parser {
+                Parser::Llama(parse) => ChainStage::Sampler(parse(args)?),
+                Parser::Suite(_) => ChainStage::Suite(text.parse::<SuiteStage>()?),
             });
         }
         st::require(!args.is_empty(), || {
@@ -60,6 +107,20 @@ impl ChainStage {
                 id: st::token_id(name, f[0])?,
                 bias: st::bias(name, f[1])?,
             }));
+        }
+        if name == "shadow_dist" {
+            let Stage::Dist { seed } = format!("dist={}", f[0]).parse::<Stage>()? else {
+                bail!("shadow_dist: '{}' is not a seed", f[0]);
+            };
+            let rule = match f[1].trim() {
+                "exact" => DistRule::Exact,
+                "trusting" => DistRule::TrustsFlag,
+                "unnormalized" => DistRule::Unnormalized,
+                other => {
+                    bail!("shadow_dist: '{other}' is not one of exact, trusting, unnormalized")
+                }
+            };
+            return Ok(ChainStage::ShadowDist(ShadowDist { seed, rule }));
         }
         let trusts_flag = match f[1].trim() {
             "trusting" => true,
@@ -82,28 +143,39 @@ impl ChainStage {
         Ok(ChainStage::Shadow(ShadowTruncator { rule, trusts_flag }))
     }
 
-    /// The oracle's reading of this stage (a planted stage reads as the stage it imitates).
-    pub fn oracle(&self) -> Stage {
+    /// The oracle's reading of this stage as a llama.cpp sampler (a planted stage reads as
+    /// the stage it imitates); `None` for the suite's own stages.
+    pub fn oracle(&self) -> Option<Stage> {
         match self {
-            ChainStage::Sampler(s) => s.clone(),
-            ChainStage::Shadow(ShadowTruncator { rule, .. }) => match rule {
+            ChainStage::Sampler(s) => Some(s.clone()),
+            ChainStage::Suite(_) => None,
+            ChainStage::Shadow(ShadowTruncator { rule, .. }) => Some(match rule {
                 ShadowRule::TopK { k } => Stage::TopK {
                     k: i32::try_from(*k).unwrap_or(i32::MAX),
                 },
                 ShadowRule::TopP { p } => Stage::TopP { p: *p, min_keep: 1 },
-            },
-            ChainStage::ShadowBias(b) => Stage::LogitBias {
+            }),
+            ChainStage::ShadowBias(b) => Some(Stage::LogitBias {
                 biases: vec![(b.id, b.bias)],
-            },
+            }),
+            ChainStage::ShadowDist(d) => Some(Stage::Dist { seed: d.seed }),
         }
     }
 
-    /// The oracle's stage, if this is one (not a planted stage).
+    /// The llama.cpp sampler, if this is one (not the suite's or a planted stage).
     pub fn sampler(&self) -> Option<&Stage> {
         match self {
             ChainStage::Sampler(s) => Some(s),
-            _ => None,
+            ChainStage::Suite(_)
+            | ChainStage::Shadow(_)
+            | ChainStage::ShadowBias(_)
+            | ChainStage::ShadowDist(_) => None,
         }
+    }
+
+    /// Whether the stage draws (its oracle is a distribution): dist, or a planted one.
+    pub fn draws(&self) -> bool {
+        self.oracle().is_some_and(|s| s.draws())
     }
 
     /// The stage's name in `--stage` syntax.
@@ -119,6 +191,8 @@ impl ChainStage {
                 ..
             }) => "shadow_top_p",
             ChainStage::ShadowBias(_) => "shadow_logit_bias",
+            ChainStage::ShadowDist(_) => "shadow_dist",
+            ChainStage::Suite(s) => s.name(),
         }
     }
 
@@ -132,9 +206,10 @@ impl ChainStage {
                 )
             })?;
         }
-        self.oracle()
-            .check_ids(n_logits)
-            .map_err(anyhow::Error::msg)
+        match self.oracle() {
+            Some(s) => s.check_ids(n_logits).map_err(anyhow::Error::msg),
+            None => Ok(()),
+        }
     }
 
     /// Whether the stage reads the `sorted` flag (a planted truncator when it trusts it).
@@ -142,13 +217,18 @@ impl ChainStage {
         match self {
             ChainStage::Sampler(s) => s.reads_sorted_flag(),
             ChainStage::Shadow(s) => s.trusts_flag,
-            ChainStage::ShadowBias(_) => false,
+            ChainStage::ShadowDist(d) => d.rule == DistRule::TrustsFlag,
+            ChainStage::ShadowBias(_) | ChainStage::Suite(_) => false,
         }
     }
 
     /// The part the stage plays in a chain (a planted stage plays its imitated stage's part).
     pub fn role(&self, last: bool) -> Role {
-        self.oracle().role(last)
+        match (self, self.oracle()) {
+            (ChainStage::Suite(s), _) => s.role(),
+            (_, Some(s)) => s.role(last),
+            (_, None) => unreachable!("only the suite's stages have no llama.cpp reading"),
+        }
     }
 
     /// Whether the stage counts the ids accepted before it.
@@ -159,10 +239,22 @@ impl ChainStage {
     /// The sampler that runs this stage: llama.cpp's built-in one, the guard, or a shadow.
     pub fn build(&self, n_vocab: i32) -> Result<Sampler> {
         match self {
-            ChainStage::Sampler(Stage::SortedGuard) => ledger::sorted_guard(),
+            ChainStage::Suite(SuiteStage::SortedGuard) => ledger::sorted_guard(),
             ChainStage::Sampler(s) => SamplerSpec::from(s.clone()).with_vocab(n_vocab).build(),
             ChainStage::Shadow(s) => Sampler::custom(*s),
             ChainStage::ShadowBias(b) => Sampler::custom(*b),
+            ChainStage::ShadowDist(d) => Sampler::custom(d.sampler()),
+        }
+    }
+}
+
+/// The oracle follows a chain stage as the stage it reads as.
+impl Link for ChainStage {
+    fn step(&self, pool: &Pool, history: &[TokenId]) -> Step {
+        match (self, self.oracle()) {
+            (ChainStage::Suite(s), _) => s.step(pool, history),
+            (_, Some(s)) => s.step(pool, history),
+            (_, None) => unreachable!("only the suite's stages have no llama.cpp reading"),
         }
     }
 }
@@ -172,6 +264,7 @@ impl std::fmt::Display for ChainStage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ChainStage::Sampler(s) => write!(f, "{s}"),
+            ChainStage::Suite(s) => write!(f, "{s}"),
             ChainStage::Shadow(ShadowTruncator { rule, trusts_flag }) => {
                 let how = if *trusts_flag { "trusting" } else { "honest" };
                 match rule {
@@ -182,6 +275,7 @@ impl std::fmt::Display for ChainStage {
             ChainStage::ShadowBias(b) => {
                 write!(f, "shadow_logit_bias={}:{}", b.id, st::signed(b.bias))
             }
+            ChainStage::ShadowDist(d) => write!(f, "shadow_dist={}:{}", d.seed, d.rule.as_str()),
         }
     }
 }
@@ -196,7 +290,11 @@ mod tests {
             "shadow_top_p=0.8:trusting",
             "shadow_top_k=2:honest",
             "shadow_logit_bias=3:+6",
+            "shadow_dist=1:exact",
+            "shadow_dist=7:trusting",
+            "shadow_dist=0:unnormalized",
             "top_k=4",
+            "dist=3",
             "sorted_guard",
         ] {
             let s = ChainStage::parse(text).unwrap();
@@ -212,6 +310,10 @@ mod tests {
             "shadow_top_p=0.8:sometimes",
             "shadow_top_k=0:honest",
             "shadow_logit_bias=-1:+1",
+            "shadow_dist=1",
+            "shadow_dist=1:sometimes",
+            "shadow_dist=4294967295:exact",
+            "sorted_guard=1",
             "frobnicate=1",
         ] {
             assert!(ChainStage::parse(bad).is_err(), "{bad} should be refused");
@@ -229,6 +331,12 @@ mod tests {
         let honest = ChainStage::parse("shadow_top_p=0.8:honest").unwrap();
         assert!(trusting.reads_sorted_flag() && !honest.reads_sorted_flag());
         assert_eq!(trusting.role(true), Role::Truncator);
-        assert_eq!(trusting.oracle(), "top_p=0.8".parse::<Stage>().unwrap());
+        assert_eq!(trusting.oracle(), "top_p=0.8".parse::<Stage>().ok());
+        let guard = ChainStage::parse("sorted_guard").unwrap();
+        assert_eq!(guard, ChainStage::Suite(SuiteStage::SortedGuard));
+        assert_eq!((guard.oracle(), guard.role(false)), (None, Role::Guard));
+        assert!(ChainStage::parse("dist=1").unwrap().draws());
+        assert!(ChainStage::parse("shadow_dist=1:exact").unwrap().draws());
+        assert!(!trusting.draws());
     }
 }

@@ -7,7 +7,7 @@ use oracle::TokenId;
 use repro_sortpoison::chain::{self, Verdict};
 use repro_sortpoison::planted::{Injector, ShadowRule, ShadowTruncator};
 use repro_sortpoison::stage::ChainStage;
-use repro_sortpoison::{census, cli, fuzz, perm, planted};
+use repro_sortpoison::{census, cli, draws, fuzz, perm, planted};
 use subject::BuildInfo;
 use test_support::{assert_refused, json_report, run_bin};
 
@@ -67,6 +67,117 @@ fn oracle_agrees_with_llama_cpp_on_honest_input() {
     for stage in ["logit_bias", "penalties", "temp", "temp_ext"] {
         assert!(check.per_stage[stage].values > 0, "{stage}");
     }
+    // The two lists above are every stage the generator draws, and the gate saw each.
+    let mut listed = vec![
+        "top_k",
+        "top_p",
+        "min_p",
+        "typical",
+        "xtc",
+        "top_n_sigma",
+        "logit_bias",
+        "penalties",
+        "temp",
+        "temp_ext",
+    ];
+    listed.sort();
+    let mut fuzzed = fuzz::generate::FUZZED.to_vec();
+    fuzzed.sort();
+    assert_eq!(listed, fuzzed);
+    let mut gated: Vec<&str> = check.per_stage.keys().copied().collect();
+    gated.sort();
+    assert_eq!(gated, fuzzed);
+}
+
+/// Every row of the oracle's stage table is generated (the generator's exhaustive match),
+/// parsed from its example, built through the C builder, and passed by the oracle gate at
+/// random parameters; and the fuzzer either draws it or says why not.
+#[test]
+fn every_table_stage_is_generated_parsed_built_and_gated() {
+    use oracle::stage::{table::Parser, STAGES};
+    let fuzzed = fuzz::generate::FUZZED;
+    let left_out: Vec<&str> = fuzz::generate::NOT_FUZZED.iter().map(|x| x.0).collect();
+    let mut rng = repro_sortpoison::rng::Rng::new(11);
+    for row in STAGES {
+        assert!(
+            fuzzed.contains(&row.name) != left_out.contains(&row.name),
+            "{}: in exactly one of FUZZED and NOT_FUZZED",
+            row.name
+        );
+        let stage = ChainStage::parse(row.example).unwrap();
+        assert_eq!(stage.name(), row.name);
+        assert_eq!(stage.to_string(), row.example);
+        let stage = match row.parser {
+            Parser::Llama(_) => {
+                let template = fuzz::generate::template(row.name);
+                let varied = fuzz::generate::randomize(&template, &mut rng, 6);
+                assert_eq!(varied.name(), row.name);
+                ChainStage::from(varied)
+            }
+            Parser::Suite(_) => stage,
+        };
+        assert!(stage.build(6).is_ok(), "{}: the C builder refused it", row.name);
+        let case = chain::ChainCase {
+            logits: vec![1.0, 0.5, 0.0, -0.5, 2.0, -1.0],
+            stages: vec![stage.clone()],
+            history: vec![TokenId(1)].into_iter().filter(|_| stage.reads_history()).collect(),
+        };
+        let gate = fuzz::chain_gate(&case, 3, 20).unwrap();
+        assert!(gate.passed(), "{}", gate.to_text());
+        assert_eq!(gate.per_stage[row.name].inputs, 20, "{}", row.name);
+    }
+    for name in fuzzed.iter().chain(&left_out) {
+        assert!(oracle::stage::table::row(name).is_some(), "{name} has no row");
+    }
+}
+
+/// The acceptance chain: with a stale flag llama.cpp's dist takes data[0] as the maximum, so
+/// the +100 logit overflows expf. Its text per build, read before it was accepted.
+#[test]
+fn dist_after_a_stale_flag() {
+    let case = cli::case_from_line("--stage top_k=4 --stage logit_bias=3:+100 --stage dist=1")
+        .unwrap();
+    let d = draws::run(&case).unwrap();
+    assert_eq!(d.after_each_stage.len(), 3);
+    let r = cli::chain_report(&case, &BuildInfo::current()).unwrap();
+    assert!(r.controls().iter().all(|c| c.passed), "{:?}", r.controls());
+    test_support::assert_build_snapshot!("dist_chain", r.to_text());
+    // Two logits lifted past expf's range: the first in array order takes every draw.
+    let two = cli::case_from_line(
+        "--stage top_k=4 --stage logit_bias=2:+100/3:+100 --stage dist=1",
+    )
+    .unwrap();
+    let d2 = draws::run(&two).unwrap();
+    test_support::assert_build_snapshot!("dist_two_overflows", draws::to_text(&d2));
+    // The guard before dist restores the distribution.
+    let guarded = cli::case_from_line(
+        "--stage top_k=4 --stage logit_bias=2:+100/3:+100 --stage sorted_guard --stage dist=1",
+    )
+    .unwrap();
+    assert_eq!(draws::run(&guarded).unwrap().verdict, Verdict::Absent);
+}
+
+#[test]
+fn json_of_a_dist_chain() {
+    let (v, h) = chain_json(
+        "4,3,2,1,0,-1,-2,-3",
+        &["top_k=4", "logit_bias=3:+100", "dist=1"],
+    );
+    assert_eq!(h.subject.name, draws::NAME);
+    assert!(h.controls.iter().all(|c| c.passed));
+    assert!(h.controls.iter().any(|c| c.kind == report::ControlKind::Positive));
+    let stages = v["draws"]["after_each_stage"].as_array().unwrap();
+    assert_eq!(stages.len(), 3);
+    for s in stages {
+        for side in ["subject", "oracle"] {
+            for c in s[side].as_array().unwrap() {
+                assert!(c["id"].is_i64() && c["logit"].is_number() && !c["p"].is_null());
+            }
+        }
+    }
+    assert_eq!(v["draws"]["draws"], draws::DRAWS);
+    assert!(v["draws"]["detector"]["support"].is_array());
+    assert!(v["draws"]["p_check"]["verdict"].is_string());
 }
 
 /// The single-chain gate runs the chain's own stages at their own parameters: it passes for
@@ -344,7 +455,10 @@ fn bad_input_is_one_line_and_exit_2() {
         &["--logits", "1,inf", "--stage", "top_k=1"],
         &["--logits", "", "--stage", "top_k=1"],
         &["--logits", "1,2", "--stage", "xtc=0.5:0.1"],
-        &["--logits", "1,2", "--stage", "dist=3"],
+        &["--logits", "1,2", "--stage", "dist=4294967295"],
+        &["--logits", "1,2", "--stage", "dist=1", "--stage", "top_k=1"],
+        &["--logits", "1,2", "--stage", "mirostat=1"],
+        &["--stage", "shadow_dist=1:sometimes"],
         &[
             "--logits",
             "1,2",

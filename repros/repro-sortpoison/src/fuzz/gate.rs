@@ -8,7 +8,7 @@ use crate::rng::Rng;
 use crate::stage::ChainStage;
 use anyhow::Result;
 use oracle::stage::Stage;
-use oracle::truncation::{Pool, Step};
+use oracle::truncation::{Link, Pool, Step};
 use oracle::TokenId;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -31,10 +31,12 @@ pub use oracle::ulps;
 /// probabilities, the oracle in f64, so the two temperatures, and the logits divided by them,
 /// may differ by the slack of an f32 sum of `n` terms, `8 (n + 2)` ulps.
 pub fn ulp_bound(stage: &ChainStage, n: usize) -> u64 {
-    match stage {
-        ChainStage::Sampler(Stage::TempExt { delta, .. }) if *delta > 0.0 => 8 * (n as u64 + 2),
-        _ => 0,
+    if let Some(Stage::TempExt { delta, .. }) = stage.sampler() {
+        if *delta > 0.0 {
+            return 8 * (n as u64 + 2);
+        }
     }
+    0
 }
 
 /// One input whose subject and oracle disagree.
@@ -139,7 +141,11 @@ impl OracleCheck {
         self.inputs += 1;
         let tally = self.per_stage.entry(stage.name()).or_default();
         tally.inputs += 1;
-        let step = oracle(&stage.oracle(), &Pool::from_logits(logits), history);
+        let pool = Pool::from_logits(logits);
+        let step = match stage.oracle() {
+            Some(s) => oracle(&s, &pool, history),
+            None => stage.step(&pool, history),
+        };
         if step.edge.is_some() {
             self.knife_edges += 1;
             return Ok(());

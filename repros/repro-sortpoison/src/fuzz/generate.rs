@@ -1,11 +1,12 @@
-//! The fuzzer's generator: random deterministic stages and chains from a seeded [`Rng`], and
-//! the names a chain is grouped by (its stage signature and its shape of roles).
+//! The fuzzer's generator: random stages (any row of the oracle's table, through one
+//! exhaustive match) and chains from a seeded [`Rng`], and the names a chain is grouped by
+//! (its stage signature and its shape of roles).
 
 use crate::chain::ChainCase;
 use crate::rng::Rng;
 use crate::stage::ChainStage;
 use oracle::penalty::PenaltyParams;
-use oracle::stage::Stage;
+use oracle::stage::{Stage, SuiteStage};
 use oracle::window::WindowLen;
 use oracle::TokenId;
 
@@ -20,41 +21,78 @@ fn random_p(rng: &mut Rng, lo: i64, hi: i64) -> f32 {
     rng.range(lo, hi) as f32 / 100.0
 }
 
+/// The table's stages the fuzzer draws from, in the order its seeded choice indexes them.
+pub const FUZZED: [&str; 10] = [
+    "top_k",
+    "top_p",
+    "min_p",
+    "typical",
+    "temp",
+    "temp_ext",
+    "xtc",
+    "top_n_sigma",
+    "logit_bias",
+    "penalties",
+];
+
+/// The table's stages the fuzzer leaves out of its chains, and why (a test checks that every
+/// row of `oracle::stage::STAGES` is in exactly one of the two lists).
+pub const NOT_FUZZED: &[(&str, &str)] = &[
+    ("greedy", "it selects without changing the set (PREREG F2 fuzzes the ten set-changing stages)"),
+    ("dist", "it draws from an RNG; a chain ending in it is judged by its draws"),
+    ("sorted_guard", "it is the fix; `guarded` inserts it"),
+];
+
+/// The stage of `name`'s row, as its example gives it (the template [`randomize`] varies).
+pub fn template(name: &str) -> Stage {
+    let row = oracle::stage::table::row(name)
+        .unwrap_or_else(|| panic!("{name} has no row in oracle::stage::STAGES"));
+    row.example
+        .parse()
+        .unwrap_or_else(|e| panic!("{name}: its example does not parse: {e}"))
+}
+
 /// One random deterministic stage for an array of `n` logits.
 pub fn random_stage(rng: &mut Rng, n: usize) -> Stage {
-    match rng.below(10) {
-        0 => Stage::TopK {
+    let name = FUZZED[rng.below(FUZZED.len())];
+    randomize(&template(name), rng, n)
+}
+
+/// A stage of the same kind as `template`, with random parameters for `n` logits.
+pub fn randomize(template: &Stage, rng: &mut Rng, n: usize) -> Stage {
+    match template {
+        Stage::TopK { .. } => Stage::TopK {
             k: rng.range(1, n as i64) as i32,
         },
-        1 => Stage::TopP {
+        Stage::TopP { .. } => Stage::TopP {
             p: random_p(rng, 30, 95),
             min_keep: rng.range(1, 2) as usize,
         },
-        2 => Stage::MinP {
+        Stage::MinP { .. } => Stage::MinP {
             p: random_p(rng, 2, 50),
             min_keep: 1,
         },
-        3 => Stage::Typical {
+        Stage::Typical { .. } => Stage::Typical {
             p: random_p(rng, 20, 95),
             min_keep: 1,
         },
-        4 => Stage::Temp {
+        Stage::Temp { .. } => Stage::Temp {
             t: *rng.pick(&[0.5, 0.75, 1.5, 2.0]),
         },
-        5 => Stage::TempExt {
+        Stage::TempExt { .. } => Stage::TempExt {
             t: *rng.pick(&[0.75, 1.0, 1.5]),
             delta: *rng.pick(&[0.25, 0.5]),
             exponent: 1.0,
         },
-        6 => Stage::Xtc {
+        Stage::Xtc { .. } => Stage::Xtc {
             probability: 1.0,
             threshold: random_p(rng, 5, 30),
             min_keep: 1,
         },
-        7 => Stage::TopNSigma {
+        Stage::TopNSigma { .. } => Stage::TopNSigma {
             n: *rng.pick(&[0.5, 1.0, 1.5, 2.0]),
         },
-        8 => {
+        Stage::LogitBias { .. } => {
             let count = rng.range(1, 2.min(n as i64)) as usize;
             let mut ids: Vec<i32> = (0..n as i32).collect();
             rng.shuffle(&mut ids);
@@ -68,13 +106,17 @@ pub fn random_stage(rng: &mut Rng, n: usize) -> Stage {
                     .collect(),
             }
         }
-        _ => Stage::Penalties {
+        Stage::Penalties { .. } => Stage::Penalties {
             last_n: WindowLen(64),
             params: PenaltyParams {
                 repeat: *rng.pick(&[1.1, 1.3, 2.0]),
                 freq: *rng.pick(&[0.0, 0.5]),
                 present: *rng.pick(&[0.0, 0.5]),
             },
+        },
+        Stage::Greedy => Stage::Greedy,
+        Stage::Dist { .. } => Stage::Dist {
+            seed: rng.below(1 << 16) as u32,
         },
     }
 }
@@ -121,7 +163,7 @@ pub fn guarded(case: &ChainCase) -> ChainCase {
     let mut stages = Vec::new();
     for s in &case.stages {
         if s.reads_sorted_flag() {
-            stages.push(Stage::SortedGuard.into());
+            stages.push(ChainStage::Suite(SuiteStage::SortedGuard));
         }
         stages.push(s.clone());
     }

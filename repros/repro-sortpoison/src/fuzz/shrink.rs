@@ -141,7 +141,13 @@ fn candidates(case: &ChainCase) -> Vec<ChainCase> {
                 }
             }
             Stage::TopK { k } if *k > 1 => vec![Stage::TopK { k: k - 1 }],
-            _ => Vec::new(),
+            Stage::TopK { .. }
+            | Stage::Temp { .. }
+            | Stage::TempExt { .. }
+            | Stage::TopNSigma { .. }
+            | Stage::Penalties { .. }
+            | Stage::Greedy
+            | Stage::Dist { .. } => Vec::new(),
         };
         for s2 in simpler.into_iter().map(ChainStage::from) {
             if &s2 != s {

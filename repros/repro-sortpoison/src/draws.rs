@@ -1,0 +1,473 @@
+//! A chain that ends in `dist`: what every stage leaves (each surviving candidate's id, logit
+//! and `p`, from llama.cpp and from the oracle), the `p` dist writes, and its seeded draws
+//! judged by F7's detector (`repro_engines::judge`) against the oracle's distribution
+//! (`oracle::draw::softmax` of the survivors, in f64).
+//!
+//! The planted dists of [`crate::planted::DistRule`] run through [`run`], the same function
+//! as the subject, in chains of planted stages only; they are the controls.
+
+use crate::chain::{self, ChainCase, ChainReport};
+use crate::planted::{DistRule, ShadowBias, ShadowDist, ShadowRule, ShadowTruncator};
+use crate::stage::ChainStage;
+use anyhow::{ensure, Context, Result};
+use oracle::draw::{self, Share, WrongP};
+use oracle::truncation::{compose, Pool};
+use oracle::TokenId;
+use repro_engines::expect::{Class, Expectation};
+use repro_engines::judge::{judge, Outcome};
+use report::{Control, Report, Verdict};
+use serde::{Serialize, Serializer};
+use subject::{BuildInfo, Candidates};
+
+/// Draws per chain. With the per-test level [`ALPHA`], a shift of 0.025 of the mass between
+/// two of four categories of probability 0.25 (noncentrality 10,000 * 2 * 0.025^2 / 0.25 = 50
+/// on 3 df) is rejected with probability about 0.99 (normal approximation; the simulated rate
+/// is checked by the test `power_at_the_stated_shift`).
+pub const DRAWS: usize = 10_000;
+
+/// The level of each chain's goodness-of-fit test: one test per chain run, and each control
+/// at the same level.
+pub const ALPHA: f64 = 1e-3;
+
+/// The verdict's name.
+pub const NAME: &str = "stale-sorted-dist";
+
+/// A probability as JSON: a number when finite, else the text `NaN`, `inf` or `-inf` (JSON
+/// has no non-finite numbers, and a non-finite `p` is what this report looks for).
+fn number_or_text<S: Serializer>(p: &f32, s: S) -> Result<S::Ok, S::Error> {
+    if p.is_finite() {
+        s.serialize_f32(*p)
+    } else {
+        s.serialize_str(&p.to_string())
+    }
+}
+
+/// One candidate as llama.cpp left it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SubjectCandidate {
+    pub id: i32,
+    pub logit: f32,
+    #[serde(serialize_with = "number_or_text")]
+    pub p: f32,
+}
+
+/// One candidate as the oracle has it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OracleCandidate {
+    pub id: i32,
+    pub logit: f32,
+    pub p: f64,
+}
+
+/// What one stage left: llama.cpp's survivors in array order (with the `p` field as that
+/// stage left it), and the oracle's in canonical order with the softmax over them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AfterStage {
+    pub stage: String,
+    pub sorted_flag: bool,
+    pub subject: Vec<SubjectCandidate>,
+    pub oracle: Vec<OracleCandidate>,
+}
+
+/// The detector's outcome, as the report states it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DetectorOutcome {
+    /// How often each id was drawn, ids ascending.
+    pub support: Vec<(i32, u64)>,
+    pub outside: Vec<i32>,
+    pub statistic: Option<f64>,
+    pub df: Option<usize>,
+    pub p_value: Option<f64>,
+    pub pooled_categories: Option<usize>,
+    pub alpha: f64,
+    pub verdict: Verdict,
+    pub why: String,
+}
+
+impl DetectorOutcome {
+    fn of(o: &Outcome) -> DetectorOutcome {
+        DetectorOutcome {
+            support: o.support.iter().map(|(id, n)| (id.0, *n)).collect(),
+            outside: o.outside.iter().map(|i| i.0).collect(),
+            statistic: o.fit.as_ref().map(|f| f.statistic),
+            df: o.fit.as_ref().map(|f| f.df),
+            p_value: o.p_value(),
+            pooled_categories: o.fit.as_ref().map(|f| f.pooled),
+            alpha: o.alpha,
+            verdict: o.verdict,
+            why: o.why.clone(),
+        }
+    }
+}
+
+/// The `p` check: llama.cpp's `p` after dist against the oracle's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PCheck {
+    /// The absolute tolerance (`oracle::draw::subject_tolerance`).
+    pub tolerance: f64,
+    /// One line per wrong `p`.
+    pub wrong: Vec<String>,
+    pub verdict: Verdict,
+}
+
+/// One chain's draws and what they were judged against.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DrawRun {
+    pub after_each_stage: Vec<AfterStage>,
+    pub draws: usize,
+    pub seed: String,
+    /// Why the oracle's distribution is not decided (a knife edge), if it is not.
+    pub undecided: Option<String>,
+    pub detector: DetectorOutcome,
+    pub p_check: PCheck,
+    /// `present` when the draws or the `p` are wrong where the oracle is decided.
+    pub verdict: Verdict,
+}
+
+fn survivors_of(c: &Candidates) -> Vec<SubjectCandidate> {
+    c.entries
+        .iter()
+        .filter(|e| e.logit > f32::NEG_INFINITY)
+        .map(|e| SubjectCandidate {
+            id: e.id.0,
+            logit: e.logit,
+            p: e.p,
+        })
+        .collect()
+}
+
+fn oracle_after(case: &ChainCase, stages: usize) -> (Pool, Result<Vec<Share>, String>) {
+    let pool = compose(
+        &case.stages[..stages],
+        &Pool::from_logits(&case.logits),
+        &case.history,
+    )
+    .pool;
+    let survivors = Pool::new(
+        pool.entries()
+            .iter()
+            .copied()
+            .filter(|e| e.logit > f32::NEG_INFINITY),
+    );
+    let shares = draw::softmax(&survivors);
+    (pool, shares)
+}
+
+/// The oracle's distribution as F7's detector reads it: one class per survivor.
+fn expectation(shares: &[Share], undecided: Option<String>) -> Expectation {
+    Expectation {
+        classes: shares
+            .iter()
+            .map(|s| Class {
+                ids: vec![s.id],
+                kept: 1,
+                p_each: s.p,
+            })
+            .collect(),
+        undecided,
+    }
+}
+
+/// Runs `case` (its last stage draws): the per-stage replay, [`DRAWS`] draws from one chain
+/// applied to a fresh copy of the logits each time (dist's generator advancing, as in a
+/// decode), the detector at [`ALPHA`], and the `p` check.
+pub fn run(case: &ChainCase) -> Result<DrawRun> {
+    case.validate()?;
+    let last = case.stages.last().context("a chain has at least one stage")?;
+    ensure!(
+        last.draws(),
+        "{} does not end in a drawing stage",
+        case.command()
+    );
+    let mut after_each_stage = Vec::with_capacity(case.stages.len());
+    let mut replay = Candidates::from_logits(&case.logits);
+    for (i, stage) in case.stages.iter().enumerate() {
+        let mut one = case.build(std::slice::from_ref(stage))?;
+        one.apply(&mut replay)
+            .with_context(|| format!("applying {stage} alone"))?;
+        let (_, shares) = oracle_after(case, i + 1);
+        after_each_stage.push(AfterStage {
+            stage: stage.to_string(),
+            sorted_flag: replay.sorted,
+            subject: survivors_of(&replay),
+            oracle: shares
+                .unwrap_or_default()
+                .iter()
+                .map(|s| OracleCandidate {
+                    id: s.id.0,
+                    logit: s.logit,
+                    p: s.p,
+                })
+                .collect(),
+        });
+    }
+    let mut chain = case.build(&case.stages)?;
+    let mut draws = Vec::with_capacity(DRAWS);
+    for i in 0..DRAWS {
+        let mut c = Candidates::from_logits(&case.logits);
+        chain.apply(&mut c).context("applying the chain")?;
+        draws.push(
+            c.selected_id()
+                .with_context(|| format!("draw {i}: the chain selected nothing"))?,
+        );
+    }
+    let comp = compose(
+        &case.stages,
+        &Pool::from_logits(&case.logits),
+        &case.history,
+    );
+    let (_, shares) = oracle_after(case, case.stages.len());
+    let mut undecided = comp
+        .edges
+        .first()
+        .map(|(i, e)| format!("stage {} ({}): {}", i + 1, case.stages[*i], e.0));
+    let shares = match shares {
+        Ok(s) => s,
+        Err(e) => {
+            undecided.get_or_insert(e);
+            Vec::new()
+        }
+    };
+    let outcome = judge(&draws, &expectation(&shares, undecided.clone()), ALPHA);
+    let subject_p: Vec<(TokenId, f32)> = replay.entries.iter().map(|e| (e.id, e.p)).collect();
+    let wrong: Vec<WrongP> = draw::wrong_p(&subject_p, &shares);
+    let p_verdict = match (&undecided, wrong.is_empty()) {
+        (_, true) => Verdict::Absent,
+        (Some(_), false) => Verdict::Undecided,
+        (None, false) => Verdict::Present,
+    };
+    let verdict = combine(outcome.verdict, p_verdict);
+    Ok(DrawRun {
+        after_each_stage,
+        draws: DRAWS,
+        seed: last.to_string(),
+        undecided,
+        detector: DetectorOutcome::of(&outcome),
+        p_check: PCheck {
+            tolerance: draw::subject_tolerance(shares.len()),
+            wrong: wrong.iter().map(WrongP::describe).collect(),
+            verdict: p_verdict,
+        },
+        verdict,
+    })
+}
+
+/// `present` if either check is, else `undecided` if either is, else `absent`.
+fn combine(a: Verdict, b: Verdict) -> Verdict {
+    if a == Verdict::Present || b == Verdict::Present {
+        Verdict::Present
+    } else if a == Verdict::Undecided || b == Verdict::Undecided {
+        Verdict::Undecided
+    } else {
+        Verdict::Absent
+    }
+}
+
+/// A planted chain: a Rust top_k(4) that sorts and flags the array sorted, a Rust logit_bias
+/// per `(id, bias)` (leaving the flag stale), then a planted dist; on the published logits.
+pub fn planted_chain(biases: &[(i32, f32)], rule: DistRule) -> ChainCase {
+    let mut stages = vec![ChainStage::Shadow(ShadowTruncator {
+        rule: ShadowRule::TopK { k: 4 },
+        trusts_flag: false,
+    })];
+    for &(id, bias) in biases {
+        stages.push(ChainStage::ShadowBias(ShadowBias {
+            id: TokenId(id),
+            bias,
+        }));
+    }
+    stages.push(ChainStage::ShadowDist(ShadowDist { seed: 1, rule }));
+    ChainCase {
+        stages,
+        ..chain::published()
+    }
+}
+
+/// A moderate bias: the distribution after it is far from a point mass, so a wrong draw rule
+/// shows in the counts.
+pub const MODERATE: &[(i32, f32)] = &[(3, 2.0)];
+
+/// Two biases that lift two logits about 97 above `data[0]`: `expf` overflows for both when
+/// the maximum is taken from `data[0]`.
+pub const TWO_OVERFLOWS: &[(i32, f32)] = &[(2, 100.0), (3, 100.0)];
+
+/// The draw detector's controls, each a planted dist in a planted chain through [`run`].
+pub fn controls() -> Result<Vec<Control>> {
+    let detail = |c: &ChainCase, r: &DrawRun| {
+        format!(
+            "{}: {}; p check {} ({} wrong)",
+            c.command(),
+            r.detector.why,
+            r.p_check.verdict,
+            r.p_check.wrong.len()
+        )
+    };
+    let mut out = Vec::new();
+    for (biases, what) in [
+        (MODERATE, "a moderate bias"),
+        (TWO_OVERFLOWS, "two biases that overflow f32 from data[0]"),
+    ] {
+        let case = planted_chain(biases, DistRule::Exact);
+        let r = run(&case)?;
+        out.push(Control::negative(
+            format!("draws and p of a planted exact dist after {what}"),
+            r.verdict == Verdict::Absent,
+            detail(&case, &r),
+        ));
+    }
+    let case = planted_chain(TWO_OVERFLOWS, DistRule::TrustsFlag);
+    let r = run(&case)?;
+    out.push(Control::positive(
+        "draws of a planted dist that takes data[0] as the maximum on a stale flag",
+        r.detector.verdict == Verdict::Present,
+        detail(&case, &r),
+    ));
+    let case = planted_chain(MODERATE, DistRule::Unnormalized);
+    let r = run(&case)?;
+    out.push(Control::positive(
+        "draws of a planted dist that skips renormalization",
+        r.detector.verdict == Verdict::Present,
+        detail(&case, &r),
+    ));
+    out.push(Control::positive(
+        "p check on the planted dist that skips renormalization",
+        r.p_check.verdict == Verdict::Present,
+        detail(&case, &r),
+    ));
+    Ok(out)
+}
+
+/// Six decimals, or three significant digits below 1e-4 (so a tiny p does not print as 0).
+fn p_text(p: f64) -> String {
+    if !p.is_finite() {
+        p.to_string()
+    } else if p != 0.0 && p.abs() < 1e-4 {
+        format!("{p:.3e}")
+    } else {
+        format!("{p:.6}")
+    }
+}
+
+/// The per-stage tables, the draws and the checks as text.
+pub fn to_text(r: &DrawRun) -> String {
+    let mut out = String::from("after each stage (id logit p; llama.cpp in array order, the oracle's softmax in f64)\n");
+    for a in &r.after_each_stage {
+        out.push_str(&format!("  {} (sorted flag {})\n", a.stage, a.sorted_flag));
+        let subject: Vec<String> = a
+            .subject
+            .iter()
+            .map(|c| format!("{} {} {}", c.id, c.logit, p_text(c.p as f64)))
+            .collect();
+        let oracle: Vec<String> = a
+            .oracle
+            .iter()
+            .map(|c| format!("{} {} {}", c.id, c.logit, p_text(c.p)))
+            .collect();
+        out.push_str(&format!("    llama.cpp: {}\n", subject.join(", ")));
+        out.push_str(&format!("    oracle:    {}\n", oracle.join(", ")));
+    }
+    let support: Vec<String> = r
+        .detector
+        .support
+        .iter()
+        .map(|(id, n)| format!("{id}:{n}"))
+        .collect();
+    out.push_str(&format!(
+        "  draws: {} with {} ({})\n",
+        r.draws,
+        r.seed,
+        support.join(" ")
+    ));
+    if let Some(u) = &r.undecided {
+        out.push_str(&format!("  undecided: {u}\n"));
+    }
+    out.push_str(&format!(
+        "  detector (F7's, level {:.0e}): {} ({})\n",
+        r.detector.alpha, r.detector.verdict, r.detector.why
+    ));
+    out.push_str(&format!(
+        "  p check (within {:.1e}): {}{}\n",
+        r.p_check.tolerance,
+        r.p_check.verdict,
+        if r.p_check.wrong.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", r.p_check.wrong.join("; "))
+        }
+    ));
+    out.push_str(&format!("  draws and p (before controls): {}\n", r.verdict));
+    out
+}
+
+/// The report of a chain that ends in dist: the chain comparison's body and text, then the
+/// draws; its verdict is the draws' under `controls`.
+pub fn report(
+    case: &ChainCase,
+    chain_report: &ChainReport,
+    r: &DrawRun,
+    build: &BuildInfo,
+    controls: Vec<Control>,
+) -> Result<Report> {
+    let evidence = format!(
+        "{}: {} draws, {}; p check {}",
+        case.command(),
+        r.draws,
+        r.detector.why,
+        r.p_check.verdict
+    );
+    let mut body = chain::to_json(case, chain_report);
+    body["draws"] = serde_json::to_value(r).context("the draws' JSON")?;
+    let text = chain::to_text(case, chain_report) + &to_text(r);
+    Ok(Report::new(
+        build.report_subject(crate::FINDING, NAME),
+        r.verdict,
+        evidence,
+        controls,
+    )
+    .with_body(body)
+    .with_text(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oracle::fit::goodness_of_fit;
+    use oracle::rng::Rng;
+
+    #[test]
+    fn power_at_the_stated_shift() {
+        // Four categories of 0.25; the sampler moves 0.025 from the first to the second.
+        let claimed = [0.25; 4];
+        let truth = [0.225, 0.275, 0.25, 0.25];
+        let labels: Vec<String> = (0..4).map(|i| i.to_string()).collect();
+        let mut rejected = 0;
+        for seed in 0..200 {
+            let mut rng = Rng::new(seed);
+            let mut counts = [0u64; 4];
+            for _ in 0..DRAWS {
+                let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                let mut cum = 0.0;
+                let k = truth
+                    .iter()
+                    .position(|p| {
+                        cum += p;
+                        u < cum
+                    })
+                    .unwrap_or(3);
+                counts[k] += 1;
+            }
+            let fit = goodness_of_fit(&labels, &counts, &claimed).unwrap();
+            rejected += usize::from(fit.p_value < ALPHA);
+        }
+        assert!(rejected >= 190, "rejected in {rejected} of 200 seeds");
+    }
+
+    #[test]
+    fn combine_takes_the_strongest() {
+        use Verdict::*;
+        assert_eq!(combine(Absent, Absent), Absent);
+        assert_eq!(combine(Absent, Undecided), Undecided);
+        assert_eq!(combine(Undecided, Present), Present);
+        assert_eq!(combine(Present, Absent), Present);
+    }
+}
