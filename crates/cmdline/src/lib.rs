@@ -52,8 +52,53 @@ pub fn check_only() -> bool {
     std::env::var_os(CHECK_ONLY_ENV).is_some_and(|v| v == "1")
 }
 
-/// Parses `argv` as `A`, checks it into a config with `check`, and runs `body` on that
-/// config; returns the process exit code.
+/// What a command line comes to before any work: [`run_checked`]'s decision, which a test can
+/// take in process.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision<C> {
+    /// `--help` or `--version`: this text goes to stdout, exit 0.
+    Print(String),
+    /// The checks passed: the work runs on this config (check-only mode stops here, exit 0).
+    Run(C),
+    /// This one line goes to stderr, and the program exits with this code (2 or 1).
+    Stop(i32, String),
+}
+
+/// Parses `argv` as `A` and checks it into a config with `check`, without exiting or writing.
+pub fn decide<A: clap::Parser, C>(
+    argv: impl IntoIterator<Item = OsString>,
+    check: impl FnOnce(A) -> Result<C, Failure>,
+) -> Decision<C> {
+    match A::try_parse_from(argv) {
+        Ok(args) => match check(args) {
+            Ok(config) => Decision::Run(config),
+            Err(f) => {
+                let (code, line) = stop(f);
+                Decision::Stop(code, line)
+            }
+        },
+        Err(e) => {
+            use clap::error::ErrorKind;
+            match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    Decision::Print(e.to_string())
+                }
+                _ => Decision::Stop(EXIT_BAD_INPUT, first_line(&e.to_string()).to_string()),
+            }
+        }
+    }
+}
+
+/// The exit code and error line of a failure.
+fn stop(f: Failure) -> (i32, String) {
+    match f {
+        Failure::BadInput(e) => (EXIT_BAD_INPUT, format!("error: {}", one_line(&e))),
+        Failure::Failed(e) => (EXIT_FAILED, format!("error: {}", one_line(&e))),
+    }
+}
+
+/// Parses `argv` as `A`, checks it into a config with `check` ([`decide`]), and runs `body` on
+/// that config; returns the process exit code.
 ///
 /// `check` holds everything that can refuse the input before any work starts: flag values
 /// and their ranges, list lengths, stage texts, files that must exist, the linked build and
@@ -67,35 +112,17 @@ pub fn run_checked<A: clap::Parser, C>(
     check: impl FnOnce(A) -> Result<C, Failure>,
     body: impl FnOnce(C) -> Result<String, Failure>,
 ) -> i32 {
-    let args = match A::try_parse_from(argv) {
-        Ok(a) => a,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                return write_stdout(&e.to_string());
-            }
-            say(first_line(&e.to_string()));
-            return EXIT_BAD_INPUT;
-        }
+    let (code, line) = match decide(argv, check) {
+        Decision::Print(text) => return write_stdout(&text),
+        Decision::Run(_) if check_only() => return write_stdout(""),
+        Decision::Run(config) => match body(config) {
+            Ok(out) => return write_stdout(&out),
+            Err(f) => stop(f),
+        },
+        Decision::Stop(code, line) => (code, line),
     };
-    let outcome = check(args).and_then(|config| {
-        if check_only() {
-            Ok(String::new())
-        } else {
-            body(config)
-        }
-    });
-    match outcome {
-        Ok(out) => write_stdout(&out),
-        Err(Failure::BadInput(e)) => {
-            say(&format!("error: {}", one_line(&e)));
-            EXIT_BAD_INPUT
-        }
-        Err(Failure::Failed(e)) => {
-            say(&format!("error: {}", one_line(&e)));
-            EXIT_FAILED
-        }
-    }
+    say(&line);
+    code
 }
 
 /// Writes one line to stderr. `eprintln!` panics when stderr is closed (`2>&-`, a closed
@@ -177,4 +204,39 @@ pub struct ModelChoice {
     /// smollm2, gemma3 (the files `make models` caches) or a path to a GGUF file.
     #[arg(long, default_value = "smollm2")]
     pub model: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(clap::Parser, Debug)]
+    struct Args {
+        #[arg(long)]
+        n: i32,
+    }
+
+    fn check(a: Args) -> Result<i32, Failure> {
+        match a.n {
+            1 => fail(Err(anyhow::anyhow!("a\nb"))),
+            2 => refuse(Err(anyhow::anyhow!("bad"))),
+            n => Ok(n),
+        }
+    }
+
+    #[test]
+    fn each_ending_has_its_exit_code_and_one_line() {
+        let d = |args: &[&str]| {
+            let argv = std::iter::once("x").chain(args.iter().copied());
+            decide(argv.map(OsString::from), check)
+        };
+        assert_eq!(d(&["--n", "5"]), Decision::Run(5));
+        assert_eq!(d(&["--n", "1"]), Decision::Stop(1, "error: a b".into()));
+        assert_eq!(d(&["--n", "2"]), Decision::Stop(2, "error: bad".into()));
+        assert!(matches!(d(&["--help"]), Decision::Print(t) if t.contains("--n")));
+        let Decision::Stop(2, line) = d(&["--m"]) else {
+            panic!("an unknown flag is refused")
+        };
+        assert!(line.starts_with("error: unexpected argument '--m'") && !line.contains('\n'));
+    }
 }

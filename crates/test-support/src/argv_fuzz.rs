@@ -1,16 +1,24 @@
-//! Command-line fuzzing for the binaries' contract: from a list of a binary's real flags, a
+//! Command-line fuzzing for the binaries' contract. From a list of a binary's real flags, a
 //! seeded generator builds argument vectors (unknown and repeated flags, missing and empty
 //! values, huge, tiny and non-finite numbers, unicode and invalid UTF-8, lists of thousands of
-//! items, valid values mixed in), and [`run`] runs each against the binary in check-only mode
-//! (`SAMPLER_AUDIT_CHECK_ONLY=1`, so a vector that happens to be valid exits after its checks
-//! instead of starting an audit). Every run must keep the contract of `cmdline`: exit 0, 1 or 2
-//! and never a signal; one line on stderr for exit 1 or 2, nothing on stdout with exit 2;
-//! nothing on stderr with exit 0; never a panic. A failing vector is shrunk (arguments dropped
-//! while it still fails) and printed so it can be run again by hand.
+//! items, valid values mixed in). Two drivers take them:
+//!
+//! - [`in_process`] hands every vector to the binary's own `check` through `cmdline::decide`
+//!   (clap's parse, then the checks), in this process: no panic, and a refusal is one line
+//!   starting with `error` and exit 1 or 2 ([`decision_problem`]).
+//! - [`run`] runs the first few hundred as processes in check-only mode
+//!   (`SAMPLER_AUDIT_CHECK_ONLY=1`), for what only a process shows: exit 0, 1 or 2 and never a
+//!   signal; one line on stderr for exit 1 or 2, nothing on stdout with exit 2; nothing on
+//!   stderr with exit 0; no panic trace; a model path loaded in a contained child.
+//!
+//! A failing vector is shrunk (arguments dropped while it still fails) and printed so it can
+//! be run again by hand.
 
+use cmdline::{Decision, Failure};
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -76,10 +84,13 @@ pub struct Fuzz {
     pub bin: PathBuf,
     /// Its flags.
     pub flags: Vec<Flag>,
-    /// Environment variables for every run, beside `SAMPLER_AUDIT_CHECK_ONLY=1`.
+    /// Environment variables for every run, beside `SAMPLER_AUDIT_CHECK_ONLY=1`; [`in_process`]
+    /// sets them in this process while it runs.
     pub env: Vec<(OsString, OsString)>,
-    /// Vectors to generate and run.
+    /// Vectors to generate and check in process.
     pub vectors: usize,
+    /// How many of them (the first) also run as processes.
+    pub processes: usize,
     pub seed: u64,
     /// Runs at a time.
     pub workers: usize,
@@ -88,17 +99,16 @@ pub struct Fuzz {
 }
 
 impl Fuzz {
-    /// 10,000 vectors on the default build and 2,000 on the others, on two workers, 20 s per
-    /// run at most. The command-line code is the same source on every build (only the build
-    /// check differs), so the legacy build's share keeps that check and the doors covered
-    /// while the fresh-clone CI stays within its half hour.
+    /// 10,000 vectors in process and the first 200 of them as processes, on two workers, 20 s
+    /// per run at most. A vector costs microseconds in process and milliseconds as a process,
+    /// so the processes are the few that check what only a process shows.
     pub fn new(bin: impl Into<PathBuf>, flags: Vec<Flag>, seed: u64) -> Fuzz {
-        let default_build = subject::BuildInfo::current().tag() == subject::PINNED[0].0;
         Fuzz {
             bin: bin.into(),
             flags,
             env: Vec::new(),
-            vectors: if default_build { 10_000 } else { 2_000 },
+            vectors: 10_000,
+            processes: 200,
             seed,
             workers: 2,
             timeout: Duration::from_secs(20),
@@ -110,6 +120,14 @@ impl Fuzz {
         self.env.push((key.into(), value.into()));
         self
     }
+
+    fn name(&self) -> String {
+        self.bin
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    }
 }
 
 /// How the runs ended.
@@ -119,6 +137,25 @@ pub struct Summary {
     /// Runs that exited 0, 1 and 2.
     pub exits: [usize; 3],
     pub wall: Duration,
+}
+
+/// What the vectors came to in process.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    pub vectors: usize,
+    /// Help texts printed.
+    pub printed: usize,
+    /// Vectors that passed the checks (a config).
+    pub ran: usize,
+    /// Vectors refused, with the first 200 bytes of each line.
+    pub stopped: Vec<String>,
+}
+
+impl Tally {
+    /// Refusals whose line holds `text`.
+    pub fn stopped_with(&self, text: &str) -> usize {
+        self.stopped.iter().filter(|l| l.contains(text)).count()
+    }
 }
 
 /// A seeded generator (splitmix64): the same seed gives the same vectors on every machine.
@@ -505,8 +542,7 @@ fn run_one(fuzz: &Fuzz, argv: &[OsString], out: &Path, err: &Path) -> Outcome {
     for (k, v) in &fuzz.env {
         cmd.env(k, v);
     }
-    let mut child = cmd
-        .spawn()
+    let mut child = crate::with_env_unchanged(|| cmd.spawn())
         .unwrap_or_else(|e| panic!("could not run {}: {e}", fuzz.bin.display()));
     let start = Instant::now();
     let status = loop {
@@ -527,17 +563,17 @@ fn run_one(fuzz: &Fuzz, argv: &[OsString], out: &Path, err: &Path) -> Outcome {
     }
 }
 
-/// Drops arguments from a failing vector while it still fails, then halves each comma list
-/// while it still fails, so that the printed vector is short.
-fn shrink(fuzz: &Fuzz, argv: &[OsString], out: &Path, err: &Path) -> Vec<OsString> {
-    let fails = |cand: &[OsString]| run_one(fuzz, cand, out, err).problem().is_some();
+/// Drops arguments (one, or a flag with its value) from a failing vector while it still
+/// fails, then halves each comma list while it still fails, so that the printed vector is
+/// short.
+fn shrink(argv: &[OsString], fails: impl Fn(&[OsString]) -> bool) -> Vec<OsString> {
     let mut best = argv.to_vec();
     let mut progress = true;
     while progress {
         progress = false;
-        for i in 0..best.len() {
+        for (i, width) in (0..best.len()).flat_map(|i| [(i, 1), (i, 2)]) {
             let mut cand = best.clone();
-            cand.remove(i);
+            cand.drain(i..(i + width).min(best.len()));
             if fails(&cand) {
                 best = cand;
                 progress = true;
@@ -571,6 +607,25 @@ fn shrink(fuzz: &Fuzz, argv: &[OsString], out: &Path, err: &Path) -> Vec<OsStrin
     best
 }
 
+/// The panic that stops a fuzz on the first failing vector: which, why, shrunk and whole.
+fn stop_on(
+    fuzz: &Fuzz,
+    how: &str,
+    (i, whole): (usize, &[OsString]),
+    problem: &str,
+    small: &[OsString],
+    again: Option<String>,
+) -> ! {
+    panic!(
+        "argv fuzz of {} {how} (seed {:#x}), vector {i}: {problem}\n  shrunk: {}\n  shrunk run: {}\n  whole:  {}",
+        fuzz.bin.display(),
+        fuzz.seed,
+        render(&fuzz.bin, &fuzz.env, small),
+        again.unwrap_or_else(|| "passes (flaky?)".to_string()),
+        render(&fuzz.bin, &fuzz.env, whole),
+    )
+}
+
 /// The argument vectors `fuzz` generates, in order.
 pub fn vectors(fuzz: &Fuzz) -> Vec<Vec<OsString>> {
     let mut g = Gen(fuzz.seed);
@@ -579,21 +634,24 @@ pub fn vectors(fuzz: &Fuzz) -> Vec<Vec<OsString>> {
         .collect()
 }
 
-/// Generates and runs every vector of `fuzz`, on `fuzz.workers` threads; panics on the first
-/// vector (in generation order) that breaks the contract, printing it shrunk and whole.
-/// Writes one line with the counts and the wall time to stderr, past the test harness's
-/// capture, so `cargo test` shows it.
+/// One line past the test harness's capture (a direct write to stderr), so `cargo test`
+/// shows what a fuzz did.
+fn tell(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// Runs the first `fuzz.processes` vectors of `fuzz` as processes, on `fuzz.workers` threads;
+/// panics on the first vector (in generation order) that breaks the contract, printing it
+/// shrunk and whole.
 pub fn run(fuzz: &Fuzz) -> Summary {
-    let all = vectors(fuzz);
+    let mut all = vectors(fuzz);
+    all.truncate(fuzz.processes);
     let start = Instant::now();
     let next = AtomicUsize::new(0);
     let exits = Mutex::new([0usize; 3]);
     let failures: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
-    let dir = std::env::temp_dir().join(format!(
-        "argv-fuzz-{}-{}",
-        std::process::id(),
-        fuzz.bin.file_name().unwrap_or_default().to_string_lossy()
-    ));
+    let dir =
+        std::env::temp_dir().join(format!("argv-fuzz-{}-{}", std::process::id(), fuzz.name()));
     std::fs::create_dir_all(&dir).unwrap();
     std::thread::scope(|s| {
         for w in 0..fuzz.workers.max(1) {
@@ -617,38 +675,171 @@ pub fn run(fuzz: &Fuzz) -> Summary {
     failures.sort();
     if let Some((i, problem)) = failures.first() {
         let (out, err) = (dir.join("shrink.out"), dir.join("shrink.err"));
-        let small = shrink(fuzz, &all[*i], &out, &err);
-        let again = run_one(fuzz, &small, &out, &err);
+        let fails = |cand: &[OsString]| run_one(fuzz, cand, &out, &err).problem().is_some();
+        let small = shrink(&all[*i], fails);
+        let again = run_one(fuzz, &small, &out, &err).problem();
         let _ = std::fs::remove_dir_all(&dir);
-        panic!(
-            "argv fuzz of {} (seed {:#x}), vector {i}: {problem}\n  shrunk: {}\n  shrunk run: {}\n  whole:  {}",
-            fuzz.bin.display(),
-            fuzz.seed,
-            render(&fuzz.bin, &fuzz.env, &small),
-            again.problem().unwrap_or_else(|| "passes (flaky?)".to_string()),
-            render(&fuzz.bin, &fuzz.env, &all[*i]),
-        );
+        stop_on(fuzz, "as processes", (*i, &all[*i]), problem, &small, again);
     }
     let _ = std::fs::remove_dir_all(&dir);
     let exits = exits.into_inner().unwrap();
-    let summary = Summary {
-        vectors: all.len(),
-        exits,
-        wall,
-    };
-    let _ = writeln!(
-        std::io::stderr(),
-        "argv fuzz {}: {} vectors (seed {:#x}, {} workers) in {:.1} s: exit 0 x{}, exit 1 x{}, exit 2 x{}",
-        fuzz.bin.file_name().unwrap_or_default().to_string_lossy(),
-        summary.vectors,
+    tell(&format!(
+        "argv fuzz {}: {} processes (seed {:#x}, {} workers) in {:.1} s: exit 0 x{}, exit 1 x{}, exit 2 x{}",
+        fuzz.name(),
+        all.len(),
         fuzz.seed,
         fuzz.workers,
         wall.as_secs_f64(),
         exits[0],
         exits[1],
         exits[2],
-    );
-    summary
+    ));
+    Summary {
+        vectors: all.len(),
+        exits,
+        wall,
+    }
+}
+
+/// What breaks the contract in a decision taken in process, if anything: the rules
+/// [`Outcome::problem`] applies to what the process writes, for the line it would write.
+pub fn decision_problem<C>(d: &Decision<C>) -> Option<String> {
+    match d {
+        Decision::Print(text) if text.is_empty() => Some("printed an empty help text".to_string()),
+        Decision::Print(_) | Decision::Run(_) => None,
+        Decision::Stop(_, line) if line.contains("internal error") || line.contains("panicked") => {
+            Some(format!("panicked: {line}"))
+        }
+        Decision::Stop(code, line) if line.contains('\n') => Some(format!(
+            "exit {code} with {} lines on stderr: {line}",
+            line.matches('\n').count() + 1
+        )),
+        Decision::Stop(code, line) if !line.starts_with("error") => {
+            Some(format!("exit {code}, stderr not an error line: {line}"))
+        }
+        Decision::Stop(1 | 2, _) => None,
+        Decision::Stop(code, line) => Some(format!(
+            "exit {code} (a refusal exits 2, a failure 1): {line}"
+        )),
+    }
+}
+
+/// `decide` on `argv`, with a panic caught and named as the problem it is.
+fn decided<C>(
+    decide: &impl Fn(&[OsString]) -> Decision<C>,
+    argv: &[OsString],
+) -> Result<Decision<C>, String> {
+    catch_unwind(AssertUnwindSafe(|| decide(argv))).map_err(|payload| {
+        let text = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        format!("panicked in process: {text}")
+    })
+}
+
+/// This process's environment with `fuzz.env` set, under [`crate::ENV`]'s write guard; the old
+/// values come back when it drops.
+struct FuzzEnv {
+    old: Vec<(OsString, Option<OsString>)>,
+    _guard: std::sync::RwLockWriteGuard<'static, ()>,
+}
+
+impl FuzzEnv {
+    fn set(fuzz: &Fuzz) -> FuzzEnv {
+        let guard = crate::ENV.write().unwrap_or_else(|e| e.into_inner());
+        let old = fuzz
+            .env
+            .iter()
+            .map(|(k, v)| {
+                let was = std::env::var_os(k);
+                std::env::set_var(k, v);
+                (k.clone(), was)
+            })
+            .collect();
+        FuzzEnv { old, _guard: guard }
+    }
+}
+
+impl Drop for FuzzEnv {
+    fn drop(&mut self) {
+        for (k, was) in &self.old {
+            match was {
+                Some(v) => std::env::set_var(k, v),
+                None => std::env::remove_var(k),
+            }
+        }
+    }
+}
+
+/// Hands every vector of `fuzz` to `check` in process, through `cmdline::decide` (clap's parse
+/// of the binary's `A`, then `check`), with `fuzz.env` set; panics on the first vector whose
+/// decision breaks the contract ([`decision_problem`]) or panics, printing it shrunk and whole.
+///
+/// A check that would load a model in a contained child refuses in process instead: this
+/// process serves no contained task (its main is the test harness), so
+/// `contain::Task::command` refuses to start one, in one line.
+pub fn in_process<A: clap::Parser, C>(
+    fuzz: &Fuzz,
+    check: impl Fn(A) -> Result<C, Failure>,
+) -> Tally {
+    let name = OsString::from(fuzz.name());
+    decide_all(fuzz, |argv| {
+        cmdline::decide(
+            std::iter::once(name.clone()).chain(argv.iter().cloned()),
+            &check,
+        )
+    })
+}
+
+/// [`in_process`] with the decision taken by `decide` (a planted one, in the tests).
+fn decide_all<C>(fuzz: &Fuzz, decide: impl Fn(&[OsString]) -> Decision<C>) -> Tally {
+    let all = vectors(fuzz);
+    let start = Instant::now();
+    let _env = FuzzEnv::set(fuzz);
+    let judged = |argv: &[OsString]| {
+        decided(&decide, argv).and_then(|d| match decision_problem(&d) {
+            Some(p) => Err(p),
+            None => Ok(d),
+        })
+    };
+    let mut tally = Tally {
+        vectors: all.len(),
+        ..Tally::default()
+    };
+    for (i, argv) in all.iter().enumerate() {
+        match judged(argv) {
+            Ok(Decision::Print(_)) => tally.printed += 1,
+            Ok(Decision::Run(_)) => tally.ran += 1,
+            Ok(Decision::Stop(_, line)) => {
+                let cut = line.char_indices().nth(200).map_or(line.len(), |(k, _)| k);
+                tally.stopped.push(line[..cut].to_string());
+            }
+            Err(p) => {
+                let small = shrink(argv, |cand| judged(cand).is_err());
+                stop_on(
+                    fuzz,
+                    "in process",
+                    (i, argv),
+                    &p,
+                    &small,
+                    judged(&small).err(),
+                );
+            }
+        }
+    }
+    tell(&format!(
+        "argv fuzz {}: {} vectors in process (seed {:#x}) in {:.1} s: help x{}, checked x{}, refused x{}",
+        fuzz.name(),
+        tally.vectors,
+        fuzz.seed,
+        start.elapsed().as_secs_f64(),
+        tally.printed,
+        tally.ran,
+        tally.stopped.len(),
+    ));
+    tally
 }
 
 #[cfg(test)]
@@ -765,7 +956,7 @@ mod tests {
         .unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut fuzz = Fuzz::new(&script, flags(), 5);
-        fuzz.vectors = 300;
+        (fuzz.vectors, fuzz.processes) = (300, 300);
         let e = std::panic::catch_unwind(|| run(&fuzz)).unwrap_err();
         std::fs::remove_dir_all(&dir).unwrap();
         let text = e.downcast_ref::<String>().cloned().unwrap_or_default();
@@ -780,6 +971,137 @@ mod tests {
             text.contains("panicked") && text.contains("whole:"),
             "{text}"
         );
+    }
+
+    /// A planted command line: the flags of [`flags`], and a check that panics on a value
+    /// holding `nan` and refuses `--last-n 0` with a message of two lines.
+    #[derive(clap::Parser)]
+    struct Planted {
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        last_n: Option<String>,
+        #[arg(long)]
+        stage: Vec<String>,
+    }
+
+    fn planted_check(p: Planted) -> Result<usize, Failure> {
+        let values = p.last_n.iter().chain(&p.stage);
+        assert!(!values.clone().any(|v| v.contains("nan")), "planted panic");
+        if p.last_n.as_deref() == Some("0") {
+            return Err(Failure::BadInput(anyhow::anyhow!("first\nsecond")));
+        }
+        Ok(values.count() + usize::from(p.json))
+    }
+
+    /// The shrunk vector of a fuzz's panic message, as arguments.
+    fn shrunk(text: &str) -> Vec<String> {
+        let line = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("shrunk: "))
+            .unwrap_or_else(|| panic!("no shrunk vector in: {text}"));
+        line.split(' ').skip(2).map(str::to_string).collect()
+    }
+
+    fn caught(f: impl FnOnce() -> Tally) -> String {
+        let e = std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_err();
+        e.downcast_ref::<String>().cloned().unwrap_or_default()
+    }
+
+    /// The in-process contract check on planted decisions: each breach is named, each kept
+    /// case passes.
+    #[test]
+    fn decision_problem_names_every_breach_of_the_contract() {
+        let stop = |code: i32, line: &str| Decision::<()>::Stop(code, line.to_string());
+        for (d, why) in [
+            (stop(2, "error: x\nmore"), "2 lines"),
+            (stop(2, ""), "not an error line"),
+            (stop(1, "x"), "not an error line"),
+            (stop(2, "error: internal error: x"), "panicked"),
+            (stop(3, "error: x"), "a refusal exits 2"),
+            (stop(0, "error: x"), "a refusal exits 2"),
+            (Decision::Print(String::new()), "empty help"),
+        ] {
+            let p = decision_problem(&d).unwrap_or_default();
+            assert!(p.contains(why), "{d:?}: {p}");
+        }
+        for d in [
+            stop(2, "error: x"),
+            stop(1, "error: y"),
+            Decision::Print("help\n".to_string()),
+            Decision::Run(()),
+        ] {
+            assert_eq!(decision_problem(&d), None, "{d:?}");
+        }
+    }
+
+    /// Through `cmdline::decide`: a planted check that panics on `nan` stops the fuzz with the
+    /// vector shrunk to the flag and its value; without the panic, the two-line message comes
+    /// out as one line, and the vectors reach help, configs and refusals.
+    #[test]
+    fn a_planted_panic_in_process_is_found_shrunk_and_printed() {
+        let mut fuzz = Fuzz::new("planted", flags(), 5);
+        fuzz.vectors = 2000;
+        let text = caught(|| in_process(&fuzz, planted_check));
+        let args = shrunk(&text);
+        assert!(args.len() <= 2, "{text}");
+        assert!(
+            args.concat().contains("nan") && args.concat().len() < 30,
+            "{text}"
+        );
+        assert!(
+            text.contains("panicked in process: planted panic"),
+            "{text}"
+        );
+        let t = in_process(&fuzz, |p: Planted| {
+            if p.last_n.iter().chain(&p.stage).any(|v| v.contains("nan")) {
+                return Err(Failure::BadInput(anyhow::anyhow!("refused\nnan")));
+            }
+            planted_check(p)
+        });
+        assert!(
+            t.printed > 0 && t.ran > 0 && t.stopped_with("first second") > 0,
+            "{t:?}"
+        );
+        assert!(t.stopped_with("refused nan") > 0, "{t:?}");
+    }
+
+    /// Planted decisions that break the contract without a panic (two lines; exit 3) stop the
+    /// fuzz, shrunk to the argument that causes them.
+    #[test]
+    fn a_planted_bad_line_in_process_is_found_and_shrunk() {
+        let mut fuzz = Fuzz::new("planted", flags(), 6);
+        fuzz.vectors = 2000;
+        for (bad, why) in [
+            (Decision::Stop(2, "error: one\ntwo".to_string()), "2 lines"),
+            (Decision::Stop(3, "error: x".to_string()), "exit 3"),
+        ] {
+            let text = caught(|| {
+                decide_all(&fuzz, |argv| {
+                    match argv.iter().any(|a| a.as_bytes() == b"-inf") {
+                        true => bad.clone(),
+                        false => Decision::Run(()),
+                    }
+                })
+            });
+            assert_eq!(shrunk(&text), ["-inf"], "{text}");
+            assert!(text.contains(why) && text.contains("in process"), "{text}");
+        }
+    }
+
+    /// The fuzz's variables are set in this process while it runs, and put back after.
+    #[test]
+    fn in_process_sets_the_fuzz_env_and_puts_it_back() {
+        let key = "ARGV_FUZZ_PLANTED_VAR";
+        let mut fuzz = Fuzz::new("planted", flags(), 7).env(key, "set");
+        fuzz.vectors = 3;
+        let seen = Mutex::new(Vec::new());
+        decide_all(&fuzz, |_| {
+            seen.lock().unwrap().push(std::env::var(key).ok());
+            Decision::Run(())
+        });
+        assert_eq!(*seen.lock().unwrap(), vec![Some("set".to_string()); 3]);
+        assert_eq!(std::env::var_os(key), None);
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! Dev-only helpers shared by every test binary (root workspace and `legacy/`): running a repro
 //! binary, the lock that keeps model decoding to one test at a time, per-build snapshot names,
 //! and the checks on every binary's command line (a closed stdout pipe, argument fuzzing in
-//! [`argv_fuzz`]). Tests depend on this crate instead of keeping their own copies.
+//! process and as processes in [`argv_fuzz`]). Tests depend on this crate instead of keeping their own copies.
 
 pub mod gguf;
 
 use std::ffi::OsStr;
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock};
 
 pub mod argv_fuzz;
 
@@ -35,8 +35,7 @@ pub fn run_bin_with_env(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd
-        .output()
+    let out = with_env_unchanged(|| cmd.output())
         .unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
     let stdout = String::from_utf8(out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -63,6 +62,18 @@ pub fn assert_check_only_ok(bin: impl AsRef<OsStr>, args: &[&str]) {
         (0, "", ""),
         "{args:?}"
     );
+}
+
+/// [`argv_fuzz::in_process`] sets a fuzz's variables (an empty `MODELS_CACHE`) in this process
+/// under the write guard and puts the old values back before it lets go; a child starts, and
+/// a test reads what those variables name, under a read guard.
+static ENV: RwLock<()> = RwLock::new(());
+
+/// Runs `f` (which starts a child, or reads the model cache) while this process's environment
+/// is its own, not a fuzz's.
+pub fn with_env_unchanged<R>(f: impl FnOnce() -> R) -> R {
+    let _guard = ENV.read().unwrap_or_else(|e| e.into_inner());
+    f()
 }
 
 /// Held by every test that decodes a model, in-process or through a repro binary.
@@ -140,8 +151,7 @@ pub fn assert_quiet_on_closed_pipe(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd
-        .output()
+    let out = with_env_unchanged(|| cmd.output())
         .unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let name = bin.to_string_lossy();
