@@ -142,29 +142,27 @@ pub const NOT_COMPOSED: &[(&str, &str)] = &[
 ];
 
 impl Stage {
-    /// The stage's name in `--stage` syntax (its row of [`STAGES`]).
-    pub fn name(&self) -> &'static str {
+    /// The stage's row of [`STAGES`] (an exhaustive match: a new variant needs its row).
+    pub fn info(&self) -> &'static StageInfo {
         match self {
-            Stage::TopK { .. } => "top_k",
-            Stage::TopP { .. } => "top_p",
-            Stage::MinP { .. } => "min_p",
-            Stage::Typical { .. } => "typical",
-            Stage::Temp { .. } => "temp",
-            Stage::TempExt { .. } => "temp_ext",
-            Stage::Xtc { .. } => "xtc",
-            Stage::TopNSigma { .. } => "top_n_sigma",
-            Stage::LogitBias { .. } => "logit_bias",
-            Stage::Penalties { .. } => "penalties",
-            Stage::Greedy => "greedy",
-            Stage::Dist { .. } => "dist",
+            Stage::TopK { .. } => &table::TOP_K,
+            Stage::TopP { .. } => &table::TOP_P,
+            Stage::MinP { .. } => &table::MIN_P,
+            Stage::Typical { .. } => &table::TYPICAL,
+            Stage::Temp { .. } => &table::TEMP,
+            Stage::TempExt { .. } => &table::TEMP_EXT,
+            Stage::Xtc { .. } => &table::XTC,
+            Stage::TopNSigma { .. } => &table::TOP_N_SIGMA,
+            Stage::LogitBias { .. } => &table::LOGIT_BIAS,
+            Stage::Penalties { .. } => &table::PENALTIES,
+            Stage::Greedy => &table::GREEDY,
+            Stage::Dist { .. } => &table::DIST,
         }
     }
 
-    /// The stage's row of [`STAGES`]. Panics when the table has none: a stage added to the
-    /// enum without its row fails every test that prints or parses it.
-    pub fn info(&self) -> &'static StageInfo {
-        table::row(self.name())
-            .unwrap_or_else(|| panic!("stage {} has no row in oracle::stage::STAGES", self.name()))
+    /// The stage's name in `--stage` syntax.
+    pub fn name(&self) -> &'static str {
+        self.info().name
     }
 
     /// Whether llama.cpp's implementation reads the array's `sorted` flag: the prefix
@@ -263,10 +261,15 @@ impl Stage {
 }
 
 impl SuiteStage {
-    pub fn name(&self) -> &'static str {
+    /// The stage's row of [`STAGES`].
+    pub fn info(&self) -> &'static StageInfo {
         match self {
-            SuiteStage::SortedGuard => "sorted_guard",
+            SuiteStage::SortedGuard => &table::SORTED_GUARD,
         }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.info().name
     }
 
     pub fn role(&self) -> Role {
@@ -387,12 +390,20 @@ mod tests {
                 table::Parser::Suite(want) => {
                     let s: SuiteStage = row.example.parse().unwrap();
                     assert_eq!(s, want);
+                    assert_eq!(s.info().name, row.name);
                     assert_eq!(s.to_string(), row.example);
                     assert!(row.example.parse::<Stage>().is_err(), "{}", row.name);
                 }
             }
             assert!(row.syntax.starts_with(row.name), "{}", row.name);
         }
+        // Every row written in the table's source is listed in STAGES (a row left out could
+        // not be parsed by any command line).
+        let rows_written = include_str!("stage/table.rs")
+            .lines()
+            .filter(|l| l.starts_with("pub const ") && l.contains(": StageInfo = "))
+            .count();
+        assert_eq!(rows_written, STAGES.len(), "a row of table.rs is missing from STAGES");
         let names = table::names();
         let mut unique = names.clone();
         unique.sort();

@@ -76,8 +76,8 @@
 //! 11. `AdaptiveP`: `target` not finite, `decay` outside `0..=0.99` (NaN included).
 //!
 //! Not refused: `Stage::Greedy`, `Stage::TopK` with any `k` (llama.cpp treats `k <= 0` as
-//! "keep all"), `Dist` and `Stage::Dist` with any seed, a `p` or temperature of any finite value (negative,
-//! zero, above one), the `n_vocab` of a stage that takes none.
+//! "keep all"), `Dist` and `Stage::Dist` with any seed, a `p` or temperature of any finite
+//! value (negative, zero, above one), the `n_vocab` of a stage that takes none.
 //!
 //! **E. `Sampler::try_clone()`**: a sampler, or a chain member, that has state but no clone
 //! function (llama.cpp aborts). The check reads the interface table and walks a chain with
