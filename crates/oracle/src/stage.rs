@@ -403,7 +403,11 @@ mod tests {
             .lines()
             .filter(|l| l.starts_with("pub const ") && l.contains(": StageInfo = "))
             .count();
-        assert_eq!(rows_written, STAGES.len(), "a row of table.rs is missing from STAGES");
+        assert_eq!(
+            rows_written,
+            STAGES.len(),
+            "a row of table.rs is missing from STAGES"
+        );
         let names = table::names();
         let mut unique = names.clone();
         unique.sort();

@@ -114,7 +114,11 @@ pub fn subjects() -> Vec<Config> {
         stage("logit_bias", "logit_bias=1:0.5"),
         penalties,
         stage("greedy", "greedy"),
-        draw("dist", "seed 1", SamplerSpec::from(Stage::Dist { seed: SEED })),
+        draw(
+            "dist",
+            "seed 1",
+            SamplerSpec::from(Stage::Dist { seed: SEED }),
+        ),
         draw(
             "mirostat",
             "tau 5, eta 0.1, m 8, seed 1",

@@ -202,7 +202,11 @@ pub fn run_subject(case: &ChainCase) -> Result<SubjectRun> {
 
 /// The oracle's composition and the verdict against the subject.
 pub fn judge(case: &ChainCase, subject: SubjectRun) -> ChainReport {
-    let comp = compose(&case.stages, &Pool::from_logits(&case.logits), &case.history);
+    let comp = compose(
+        &case.stages,
+        &Pool::from_logits(&case.logits),
+        &case.history,
+    );
     let oracle = comp.pool.survivors();
     let knife_edges: Vec<String> = comp
         .edges

@@ -13,9 +13,9 @@ use anyhow::{ensure, Context, Result};
 use oracle::draw::{self, Share, WrongP};
 use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
+use report::{Control, Report, Verdict};
 use repro_engines::expect::{Class, Expectation};
 use repro_engines::judge::{judge, Outcome};
-use report::{Control, Report, Verdict};
 use serde::{Serialize, Serializer};
 use subject::{BuildInfo, Candidates};
 
@@ -173,7 +173,10 @@ fn expectation(shares: &[Share], undecided: Option<String>) -> Expectation {
 /// decode), the detector at [`ALPHA`], and the `p` check.
 pub fn run(case: &ChainCase) -> Result<DrawRun> {
     case.validate()?;
-    let last = case.stages.last().context("a chain has at least one stage")?;
+    let last = case
+        .stages
+        .last()
+        .context("a chain has at least one stage")?;
     ensure!(
         last.draws(),
         "{} does not end in a drawing stage",
@@ -350,7 +353,9 @@ fn p_text(p: f64) -> String {
 
 /// The per-stage tables, the draws and the checks as text.
 pub fn to_text(r: &DrawRun) -> String {
-    let mut out = String::from("after each stage (id logit p; llama.cpp in array order, the oracle's softmax in f64)\n");
+    let mut out = String::from(
+        "after each stage (id logit p; llama.cpp in array order, the oracle's softmax in f64)\n",
+    );
     for a in &r.after_each_stage {
         out.push_str(&format!("  {} (sorted flag {})\n", a.stage, a.sorted_flag));
         let subject: Vec<String> = a

@@ -220,7 +220,11 @@ pub fn reverse_sorted() -> Result<ReverseSorted> {
         p: 0.8,
         min_keep: 1,
     });
-    let comp = compose(std::slice::from_ref(&stage), &Pool::from_logits(&logits), &[]);
+    let comp = compose(
+        std::slice::from_ref(&stage),
+        &Pool::from_logits(&logits),
+        &[],
+    );
     ensure!(comp.edges.is_empty(), "the measurement must be tie-free");
     let mut order: Vec<usize> = (0..logits.len()).collect();
     order.sort_by(|&a, &b| logits[a].total_cmp(&logits[b]));

@@ -234,7 +234,9 @@ impl CustomSampler for DistSampler {
             return;
         }
         let n = view.len();
-        let scan = (0..n).map(|i| view.logit(i)).fold(f32::NEG_INFINITY, f32::max);
+        let scan = (0..n)
+            .map(|i| view.logit(i))
+            .fold(f32::NEG_INFINITY, f32::max);
         let weights: Vec<f64> = match self.spec.rule {
             DistRule::Exact | DistRule::Unnormalized => (0..n)
                 .map(|i| (view.logit(i) as f64 - scan as f64).exp())

@@ -116,18 +116,28 @@ fn every_table_stage_is_generated_parsed_built_and_gated() {
             }
             Parser::Suite(_) => stage,
         };
-        assert!(stage.build(6).is_ok(), "{}: the C builder refused it", row.name);
+        assert!(
+            stage.build(6).is_ok(),
+            "{}: the C builder refused it",
+            row.name
+        );
         let case = chain::ChainCase {
             logits: vec![1.0, 0.5, 0.0, -0.5, 2.0, -1.0],
             stages: vec![stage.clone()],
-            history: vec![TokenId(1)].into_iter().filter(|_| stage.reads_history()).collect(),
+            history: vec![TokenId(1)]
+                .into_iter()
+                .filter(|_| stage.reads_history())
+                .collect(),
         };
         let gate = fuzz::chain_gate(&case, 3, 20).unwrap();
         assert!(gate.passed(), "{}", gate.to_text());
         assert_eq!(gate.per_stage[row.name].inputs, 20, "{}", row.name);
     }
     for name in fuzzed.iter().chain(&left_out) {
-        assert!(oracle::stage::table::row(name).is_some(), "{name} has no row");
+        assert!(
+            oracle::stage::table::row(name).is_some(),
+            "{name} has no row"
+        );
     }
 }
 
@@ -135,18 +145,17 @@ fn every_table_stage_is_generated_parsed_built_and_gated() {
 /// the +100 logit overflows expf. Its text per build, read before it was accepted.
 #[test]
 fn dist_after_a_stale_flag() {
-    let case = cli::case_from_line("--stage top_k=4 --stage logit_bias=3:+100 --stage dist=1")
-        .unwrap();
+    let case =
+        cli::case_from_line("--stage top_k=4 --stage logit_bias=3:+100 --stage dist=1").unwrap();
     let d = draws::run(&case).unwrap();
     assert_eq!(d.after_each_stage.len(), 3);
     let r = cli::chain_report(&case, &BuildInfo::current()).unwrap();
     assert!(r.controls().iter().all(|c| c.passed), "{:?}", r.controls());
     test_support::assert_build_snapshot!("dist_chain", r.to_text());
     // Two logits lifted past expf's range: the first in array order takes every draw.
-    let two = cli::case_from_line(
-        "--stage top_k=4 --stage logit_bias=2:+100/3:+100 --stage dist=1",
-    )
-    .unwrap();
+    let two =
+        cli::case_from_line("--stage top_k=4 --stage logit_bias=2:+100/3:+100 --stage dist=1")
+            .unwrap();
     let d2 = draws::run(&two).unwrap();
     test_support::assert_build_snapshot!("dist_two_overflows", draws::to_text(&d2));
     // The guard before dist restores the distribution.
@@ -165,7 +174,10 @@ fn json_of_a_dist_chain() {
     );
     assert_eq!(h.subject.name, draws::NAME);
     assert!(h.controls.iter().all(|c| c.passed));
-    assert!(h.controls.iter().any(|c| c.kind == report::ControlKind::Positive));
+    assert!(h
+        .controls
+        .iter()
+        .any(|c| c.kind == report::ControlKind::Positive));
     let stages = v["draws"]["after_each_stage"].as_array().unwrap();
     assert_eq!(stages.len(), 3);
     for s in stages {

@@ -91,7 +91,8 @@ pub const XTC: StageInfo = StageInfo {
     name: "xtc",
     syntax: "xtc=PROB:THRESHOLD[:MIN_KEEP]",
     example: "xtc=1:0.1",
-    bounds: "PROB 0 or 1 (other values draw from an RNG the oracle does not model); THRESHOLD in [0, 1]",
+    bounds:
+        "PROB 0 or 1 (other values draw from an RNG the oracle does not model); THRESHOLD in [0, 1]",
     built_by: "llama_sampler_init_xtc(probability, threshold, min_keep, seed)",
     parser: Parser::Llama(parse::xtc),
 };

@@ -38,8 +38,14 @@ pub const FUZZED: [&str; 10] = [
 /// The table's stages the fuzzer leaves out of its chains, and why (a test checks that every
 /// row of `oracle::stage::STAGES` is in exactly one of the two lists).
 pub const NOT_FUZZED: &[(&str, &str)] = &[
-    ("greedy", "it selects without changing the set (PREREG F2 fuzzes the ten set-changing stages)"),
-    ("dist", "it draws from an RNG; a chain ending in it is judged by its draws"),
+    (
+        "greedy",
+        "it selects without changing the set (PREREG F2 fuzzes the ten set-changing stages)",
+    ),
+    (
+        "dist",
+        "it draws from an RNG; a chain ending in it is judged by its draws",
+    ),
     ("sorted_guard", "it is the fix; `guarded` inserts it"),
 ];
 
