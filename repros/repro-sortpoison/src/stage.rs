@@ -19,7 +19,7 @@ pub const SHADOWS: &[(&str, &str, &str)] = &[
     (
         "shadow_top_k",
         "shadow_top_k=K:trusting|honest",
-        "a Rust top_k that does (trusting) or does not (honest) rely on the sorted flag",
+        "a Rust top_k: trusting relies on the sorted flag, honest always sorts",
     ),
     (
         "shadow_top_p",

@@ -37,7 +37,7 @@ pub const TOP_K: StageInfo = StageInfo {
     name: "top_k",
     syntax: "top_k=K",
     example: "top_k=4",
-    bounds: "K an integer (K <= 0 keeps every entry)",
+    bounds: "K an integer, K <= 0 keeps every entry",
     built_by: "llama_sampler_init_top_k(k)",
     parser: Parser::Llama(parse::top_k),
 };
@@ -73,7 +73,7 @@ pub const TEMP: StageInfo = StageInfo {
     name: "temp",
     syntax: "temp=T",
     example: "temp=0.5",
-    bounds: "T <= 0 (keeps the top entry) or T >= 0.001",
+    bounds: "T <= 0 keeps the top entry, or T >= 0.001",
     built_by: "llama_sampler_init_temp(t)",
     parser: Parser::Llama(parse::temp),
 };
@@ -92,7 +92,7 @@ pub const XTC: StageInfo = StageInfo {
     syntax: "xtc=PROB:THRESHOLD[:MIN_KEEP]",
     example: "xtc=1:0.1",
     bounds:
-        "PROB 0 or 1 (other values draw from an RNG the oracle does not model); THRESHOLD in [0, 1]",
+        "PROB 0 or 1, other values draw from an RNG the oracle does not model; THRESHOLD in [0, 1]",
     built_by: "llama_sampler_init_xtc(probability, threshold, min_keep, seed)",
     parser: Parser::Llama(parse::xtc),
 };
@@ -137,7 +137,7 @@ pub const DIST: StageInfo = StageInfo {
     name: "dist",
     syntax: "dist=SEED",
     example: "dist=1",
-    bounds: "SEED in 0..=4294967294 (4294967295 asks llama.cpp for a random seed); the last stage",
+    bounds: "SEED in 0..=4294967294, 4294967295 asks llama.cpp for a random seed; the last stage",
     built_by: "llama_sampler_init_dist(seed)",
     parser: Parser::Llama(parse::dist),
 };
