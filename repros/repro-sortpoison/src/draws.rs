@@ -115,7 +115,8 @@ pub struct PCheck {
 pub struct DrawRun {
     pub after_each_stage: Vec<AfterStage>,
     pub draws: usize,
-    pub seed: String,
+    /// The drawing stage, as `--stage` text.
+    pub drawn_by: String,
     /// Why the oracle's distribution is not decided (a knife edge), if it is not.
     pub undecided: Option<String>,
     pub detector: DetectorOutcome,
@@ -243,7 +244,7 @@ pub fn run(case: &ChainCase) -> Result<DrawRun> {
     Ok(DrawRun {
         after_each_stage,
         draws: DRAWS,
-        seed: last.to_string(),
+        drawn_by: last.to_string(),
         undecided,
         detector: DetectorOutcome::of(&outcome),
         p_check: PCheck {
@@ -380,7 +381,7 @@ pub fn to_text(r: &DrawRun) -> String {
     out.push_str(&format!(
         "  draws: {} with {} ({})\n",
         r.draws,
-        r.seed,
+        r.drawn_by,
         support.join(" ")
     ));
     if let Some(u) = &r.undecided {
