@@ -11,8 +11,8 @@
 //!
 //! [`check`] reads a finished SVG back and reports clipped or overlapping text, two legend
 //! keys with one style, and a missing basis; the tests run it on every SVG under `results/`.
-//! Numbers print as the charts always printed them: whole `f64`s without a decimal point,
-//! points at one decimal. Same data, same bytes.
+//! Coordinates print at one decimal; nothing depends on time or on the machine, so the same
+//! data gives the same bytes.
 
 use anyhow::{Context as _, Result};
 use serde_json::Value;
@@ -53,8 +53,8 @@ pub enum Marker {
 /// A series' look: an index into [`COLOURS`] and one into [`DASHES`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Style {
-    pub colour: usize,
-    pub dash: usize,
+    colour: usize,
+    dash: usize,
 }
 
 impl Style {
