@@ -9,7 +9,8 @@ use crate::stats::{bootstrap_median, MedianCi};
 use crate::FINDING;
 use oracle::stats::{BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED};
 use report::chart::{text_width, Basis, Chart, Field, Font, Key, Style, LINE, MARGIN};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 use subject::BuildInfo;
 
 /// Said with every result: what the numbers can and cannot carry.
@@ -112,39 +113,96 @@ fn as_written(x: f32) -> f64 {
     x.to_string().parse().unwrap_or(f64::NAN)
 }
 
-fn interval(c: &MedianCi) -> Value {
-    json!([c.lo, c.hi])
+/// Pairs written as one JSON object, in their order.
+struct Keyed<T>(Vec<(&'static str, T)>);
+
+impl<T: Serialize> Serialize for Keyed<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+/// One per-apply row: llama.cpp beside ledger's default mode (`ledger_ms`), or beside its
+/// normalized mode (`ledger_normalized_ms`, with the refill time).
+#[derive(Serialize)]
+struct ApplyData {
+    vocab: usize,
+    layout: &'static str,
+    builtin_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ledger_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ledger_normalized_ms: Option<f64>,
+    ratio: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refill_ms: Option<f64>,
 }
 
 /// The rows of one layout: llama.cpp beside ledger's default mode, and beside its normalized
 /// mode (the latter with the refill time).
-fn layout_rows(rows: &[ApplyRow], layout: Layout) -> (Vec<Value>, Vec<Value>) {
+fn layout_rows(rows: &[ApplyRow], layout: Layout) -> (Vec<ApplyData>, Vec<ApplyData>) {
     let of = rows.iter().filter(|r| r.layout == layout);
-    let plain = of
-        .clone()
-        .map(|r| {
-            json!({
-                "vocab": r.vocab,
-                "layout": layout.key(),
-                "builtin_ms": r.ms_of(Penalty::Builtin),
-                "ledger_ms": r.ms_of(Penalty::Ledger),
-                "ratio": r.ratio(Penalty::Ledger),
-            })
-        })
-        .collect();
-    let normalized = of
-        .map(|r| {
-            json!({
-                "vocab": r.vocab,
-                "layout": layout.key(),
-                "builtin_ms": r.ms_of(Penalty::Builtin),
-                "ledger_normalized_ms": r.ms_of(Penalty::LedgerNormalized),
-                "ratio": r.ratio(Penalty::LedgerNormalized),
-                "refill_ms": r.refill_ms,
-            })
-        })
-        .collect();
+    let row = |r: &ApplyRow, normalized: bool| {
+        let stage = [Penalty::Ledger, Penalty::LedgerNormalized][normalized as usize];
+        ApplyData {
+            vocab: r.vocab,
+            layout: layout.key(),
+            builtin_ms: r.ms_of(Penalty::Builtin),
+            ledger_ms: (!normalized).then(|| r.ms_of(stage)),
+            ledger_normalized_ms: normalized.then(|| r.ms_of(stage)),
+            ratio: r.ratio(stage),
+            refill_ms: normalized.then_some(r.refill_ms),
+        }
+    };
+    let plain = of.clone().map(|r| row(r, false)).collect();
+    let normalized = of.map(|r| row(r, true)).collect();
     (plain, normalized)
+}
+
+#[derive(Serialize)]
+struct Bench {
+    finding: &'static str,
+    build: String,
+    build_detail: String,
+    window: usize,
+    theta: f64,
+    rounds: usize,
+    layouts: Layouts,
+    shuffle_seed: u64,
+    rows: Vec<ApplyData>,
+    normalized_rows: Vec<ApplyData>,
+    shuffled_rows: Vec<ApplyData>,
+    shuffled_normalized_rows: Vec<ApplyData>,
+    end_to_end: EndToEndData,
+    note: &'static str,
+}
+
+#[derive(Serialize)]
+struct Layouts {
+    #[serde(rename = "id-order")]
+    id_order: &'static str,
+    shuffled: &'static str,
+}
+
+#[derive(Serialize)]
+struct EndToEndData {
+    model: &'static str,
+    model_detail: String,
+    prompt_tokens: usize,
+    rounds: usize,
+    tokens_per_generation: usize,
+    tokens_per_round: usize,
+    threads: i32,
+    timed: &'static str,
+    statistic: String,
+    ms_per_token: Keyed<f64>,
+    ms_per_token_interval: Keyed<[f64; 2]>,
+    overhead_percent: Keyed<f64>,
+    overhead_percent_interval: Keyed<[f64; 2]>,
+    generated_tokens: Keyed<usize>,
+    eos_stops: Keyed<usize>,
+    builtin_tokens_equal_ledger: bool,
+    per_round_ms_per_token: Vec<Keyed<f64>>,
 }
 
 /// `bench/penalty-cost.json`: the keys of earlier runs (`rows` and `normalized_rows` are the
@@ -154,68 +212,59 @@ pub fn json(build: &BuildInfo, rounds: usize, rows: &[ApplyRow], e: &EndToEnd) -
     let (rows_id, norm_id) = layout_rows(rows, Layout::IdOrder);
     let (rows_sh, norm_sh) = layout_rows(rows, Layout::Shuffled);
     let s = Summary::of(e);
-    let by_variant = |f: &dyn Fn(&MedianCi) -> Value, list: &[(Variant, MedianCi)]| {
-        let mut m = Map::new();
-        for (v, c) in list {
-            m.insert(v.key().to_string(), f(c));
-        }
-        Value::Object(m)
-    };
-    let count = |f: &dyn Fn(Variant) -> usize| {
-        let mut m = Map::new();
-        for v in Variant::ALL {
-            m.insert(v.key().to_string(), json!(f(v)));
-        }
-        Value::Object(m)
-    };
-    let per_round: Vec<Value> = e
-        .rounds
-        .iter()
+    fn by_variant<T>(list: &[(Variant, MedianCi)], f: impl Fn(&MedianCi) -> T) -> Keyed<T> {
+        Keyed(list.iter().map(|(v, c)| (v.key(), f(c))).collect())
+    }
+    let count =
+        |f: &dyn Fn(Variant) -> usize| Keyed(Variant::ALL.map(|v| (v.key(), f(v))).to_vec());
+    let per_round = (e.rounds.iter())
         .map(|r| {
-            let mut m = Map::new();
-            for v in Variant::ALL {
-                m.insert(v.key().to_string(), json!(r.of(v).ms_per_token));
-            }
-            Value::Object(m)
+            Keyed(
+                Variant::ALL
+                    .map(|v| (v.key(), r.of(v).ms_per_token))
+                    .to_vec(),
+            )
         })
         .collect();
-    json!({
-        "finding": FINDING,
-        "build": build.tag(),
-        "build_detail": build.describe(),
-        "window": WINDOW,
-        "theta": as_written(THETA),
-        "rounds": rounds,
-        "layouts": {
-            "id-order": "entry i holds id i, as llama.cpp builds the array from a logits row",
-            "shuffled": "the same candidates in a fixed-seed permutation of the ids (oracle::rng::Rng), as after a reordering stage such as top_k",
+    let interval = |c: &MedianCi| [c.lo, c.hi];
+    let bench = Bench {
+        finding: FINDING,
+        build: build.tag().to_string(),
+        build_detail: build.describe(),
+        window: WINDOW,
+        theta: as_written(THETA),
+        rounds,
+        layouts: Layouts {
+            id_order: "entry i holds id i, as llama.cpp builds the array from a logits row",
+            shuffled: "the same candidates in a fixed-seed permutation of the ids (oracle::rng::Rng), as after a reordering stage such as top_k",
         },
-        "shuffle_seed": SHUFFLE_SEED,
-        "rows": rows_id,
-        "normalized_rows": norm_id,
-        "shuffled_rows": rows_sh,
-        "shuffled_normalized_rows": norm_sh,
-        "end_to_end": {
-            "model": crate::e2e::MODEL,
-            "model_detail": e.model,
-            "prompt_tokens": e.prompt_tokens,
-            "rounds": e.plan.rounds,
-            "tokens_per_generation": e.plan.tokens,
-            "tokens_per_round": e.plan.tokens * Variant::ALL.len(),
-            "threads": e.plan.threads,
-            "timed": "each generation from its first logits to its last: every step samples, accepts, decodes one token and reads the next logits; the prompt's decode is not timed",
-            "statistic": format!("median over rounds with a 95% percentile bootstrap interval ({BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED})"),
-            "ms_per_token": by_variant(&|c| json!(c.median), &s.ms),
-            "ms_per_token_interval": by_variant(&interval, &s.ms),
-            "overhead_percent": by_variant(&|c| json!(c.median), &s.overhead),
-            "overhead_percent_interval": by_variant(&interval, &s.overhead),
-            "generated_tokens": count(&|v| e.generated(v)),
-            "eos_stops": count(&|v| e.eos_stops(v)),
-            "builtin_tokens_equal_ledger": e.builtin_tokens_equal_ledger(),
-            "per_round_ms_per_token": per_round,
+        shuffle_seed: SHUFFLE_SEED,
+        rows: rows_id,
+        normalized_rows: norm_id,
+        shuffled_rows: rows_sh,
+        shuffled_normalized_rows: norm_sh,
+        end_to_end: EndToEndData {
+            model: crate::e2e::MODEL,
+            model_detail: e.model.clone(),
+            prompt_tokens: e.prompt_tokens,
+            rounds: e.plan.rounds,
+            tokens_per_generation: e.plan.tokens,
+            tokens_per_round: e.plan.tokens * Variant::ALL.len(),
+            threads: e.plan.threads,
+            timed: "each generation from its first logits to its last: every step samples, accepts, decodes one token and reads the next logits; the prompt's decode is not timed",
+            statistic: format!("median over rounds with a 95% percentile bootstrap interval ({BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED})"),
+            ms_per_token: by_variant(&s.ms, |c| c.median),
+            ms_per_token_interval: by_variant(&s.ms, interval),
+            overhead_percent: by_variant(&s.overhead, |c| c.median),
+            overhead_percent_interval: by_variant(&s.overhead, interval),
+            generated_tokens: count(&|v| e.generated(v)),
+            eos_stops: count(&|v| e.eos_stops(v)),
+            builtin_tokens_equal_ledger: e.builtin_tokens_equal_ledger(),
+            per_round_ms_per_token: per_round,
         },
-        "note": NOTE,
-    })
+        note: NOTE,
+    };
+    serde_json::to_value(bench).expect("the bench's JSON has string keys")
 }
 
 /// The JSON key of a stage's per-apply median, and the rows that hold it.
@@ -477,7 +526,7 @@ mod tests {
         assert_eq!(e2e["overhead_percent"]["ledger"], 0.0);
         assert_eq!(
             e2e["overhead_percent_interval"]["ledger"],
-            json!([0.0, 0.0])
+            Value::from([0.0, 0.0].to_vec())
         );
         assert_eq!(
             e2e["ms_per_token_interval"]["none"]
