@@ -35,8 +35,11 @@ pub fn run_bin_with_env(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = with_env_unchanged(|| cmd.output())
-        .unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out =
+        output(&mut cmd).unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
     let stdout = String::from_utf8(out.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout of {} {args:?} is not UTF-8: {e}",
@@ -74,6 +77,11 @@ static ENV: RwLock<()> = RwLock::new(());
 pub fn with_env_unchanged<R>(f: impl FnOnce() -> R) -> R {
     let _guard = ENV.read().unwrap_or_else(|e| e.into_inner());
     f()
+}
+
+/// `cmd.output()`, started under [`with_env_unchanged`] and waited for outside it.
+fn output(cmd: &mut Command) -> std::io::Result<std::process::Output> {
+    with_env_unchanged(|| cmd.spawn())?.wait_with_output()
 }
 
 /// Held by every test that decodes a model, in-process or through a repro binary.
@@ -151,8 +159,8 @@ pub fn assert_quiet_on_closed_pipe(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = with_env_unchanged(|| cmd.output())
-        .unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
+    let out =
+        output(&mut cmd).unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let name = bin.to_string_lossy();
     assert_eq!(

@@ -1,6 +1,7 @@
-//! verdicts' command line at every door: a closed stdout pipe, check-only mode, 10,000
-//! generated argument vectors (`test_support::argv_fuzz`), and the same bytes twice, on the
-//! committed `results/` folder and on planted folders.
+//! verdicts' command line at every door: a closed stdout pipe, check-only mode, 1,000
+//! generated argument vectors as processes (`test_support::argv_fuzz`; its one positional
+//! folder has few shapes to try), and the same bytes twice, on the committed `results/`
+//! folder and on planted folders.
 
 use std::path::{Path, PathBuf};
 use test_support::argv_fuzz::{self, Flag, Fuzz};
@@ -98,7 +99,9 @@ fn argv_fuzz() {
         s.empty.clone(),
         s.file.clone(),
     ])];
-    let summary = argv_fuzz::run(&Fuzz::new(BIN, flags, 0xdec1de));
+    let mut fuzz = Fuzz::new(BIN, flags, 0xdec1de);
+    (fuzz.vectors, fuzz.processes) = (1000, 1000);
+    let summary = argv_fuzz::run(&fuzz);
     std::fs::remove_dir_all(&s.dir).unwrap();
     assert!(summary.exits[0] > 0 && summary.exits[2] > 0, "{summary:?}");
 }

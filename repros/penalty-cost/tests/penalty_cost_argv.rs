@@ -1,8 +1,8 @@
 //! penalty-cost's command line at every door: a closed stdout pipe, check-only mode, the upper
-//! bounds of its flags, 10,000 generated argument vectors (`test_support::argv_fuzz`), and the
-//! same bytes twice. Nothing here times or decodes: the fuzz runs in check-only mode against
-//! an empty model cache, and the one test that reads the real cache only checks Gemma3's
-//! sha256.
+//! bounds of its flags, 10,000 generated argument vectors through its check in process (the
+//! first 200 also as processes, `test_support::argv_fuzz`), and the same bytes twice. Nothing
+//! here times or decodes: the fuzz runs against an empty model cache, and the one test that
+//! reads the real cache only checks Gemma3's sha256.
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
 use test_support::{assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env};
@@ -67,7 +67,13 @@ fn argv_fuzz() {
     ];
     // An empty model cache: every run that passes the flag checks is refused at Gemma3's
     // lookup at once, instead of hashing 253 MB.
-    let s = argv_fuzz::run(&Fuzz::new(BIN, flags, 0xf5f5).env("MODELS_CACHE", &dir));
+    let fuzz = Fuzz::new(BIN, flags, 0xf5f5).env("MODELS_CACHE", &dir);
+    let t = argv_fuzz::in_process(&fuzz, penalty_cost::cli::check);
+    assert!(
+        t.printed > 0 && t.stopped_with("is not cached") > 0,
+        "{t:?}"
+    );
+    let s = argv_fuzz::run(&fuzz);
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(s.exits[0] > 0 && s.exits[2] > 0, "{s:?}");
+    assert!(s.exits[2] > 0, "{s:?}");
 }

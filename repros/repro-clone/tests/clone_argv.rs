@@ -1,6 +1,6 @@
 //! repro-clone's command line at every door: a closed stdout pipe, check-only mode, the upper
-//! bounds of its flags, and 10,000 generated argument vectors (`test_support::argv_fuzz`).
-//! Nothing here decodes a model; the fuzz runs in check-only mode.
+//! bounds of its flags, and 10,000 generated argument vectors through its check in process,
+//! the first 200 also as processes (`test_support::argv_fuzz`). Nothing here decodes a model.
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
 use test_support::{
@@ -84,6 +84,9 @@ fn argv_fuzz() {
         ),
         Flag::value("--sampler", &["builtin", "ledger"]),
     ];
-    let s = argv_fuzz::run(&Fuzz::new(BIN, flags, 0xc10e));
+    let fuzz = Fuzz::new(BIN, flags, 0xc10e);
+    let t = argv_fuzz::in_process(&fuzz, repro_clone::cli::check);
+    assert!(t.ran > 0 && !t.stopped.is_empty(), "{t:?}");
+    let s = argv_fuzz::run(&fuzz);
     assert!(s.exits[0] > 0 && s.exits[2] > 0, "{s:?}");
 }

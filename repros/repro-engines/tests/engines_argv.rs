@@ -1,6 +1,6 @@
 //! repro-engines' command line at every door: a closed stdout pipe, check-only mode, its
-//! bounds, the same bytes twice, and 10,000 generated argument vectors
-//! (`test_support::argv_fuzz`) in check-only mode.
+//! bounds, the same bytes twice, and 10,000 generated argument vectors through its check in
+//! process, the first 200 also as processes (`test_support::argv_fuzz`).
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
 use test_support::{assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused};
@@ -66,6 +66,9 @@ fn argv_fuzz() {
         Flag::switch("--audit"),
         Flag::value("--results", &["results", "/no/such/dir"]).with_good([tmp]),
     ];
-    let s = argv_fuzz::run(&Fuzz::new(BIN, flags, 0xe7e7));
+    let fuzz = Fuzz::new(BIN, flags, 0xe7e7);
+    let t = argv_fuzz::in_process(&fuzz, repro_engines::cli::check);
+    assert!(t.ran > 0 && !t.stopped.is_empty(), "{t:?}");
+    let s = argv_fuzz::run(&fuzz);
     assert!(s.exits[0] > 0 && s.exits[2] > 0, "{s:?}");
 }

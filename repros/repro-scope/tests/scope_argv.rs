@@ -1,7 +1,8 @@
 //! repro-scope's command line at every door: a closed stdout pipe, check-only mode, the upper
-//! bounds of its flags, and 10,000 generated argument vectors (`test_support::argv_fuzz`).
-//! Nothing here decodes: the fuzz runs in check-only mode against an empty model cache, and
-//! the one test that reads the real cache only checks SmolLM2's sha256.
+//! bounds of its flags, and 10,000 generated argument vectors through its check in process,
+//! the first 200 also as processes (`test_support::argv_fuzz`). Nothing here decodes: the
+//! fuzz runs against an empty model cache, and the one test that reads the real cache only
+//! checks SmolLM2's sha256.
 
 use std::path::PathBuf;
 use test_support::argv_fuzz::{self, Flag, Fuzz};
@@ -24,7 +25,7 @@ fn scratch(name: &str) -> (PathBuf, String, String, String) {
     let garbage = dir.join("garbage.gguf");
     std::fs::write(&garbage, [7u8; 64]).unwrap();
     let model = dir.join("my-model.gguf");
-    let real = models::resolve("smollm2")
+    let real = test_support::with_env_unchanged(|| models::resolve("smollm2"))
         .expect("run `make models` first")
         .path;
     std::os::unix::fs::symlink(real, &model).unwrap();
@@ -138,7 +139,19 @@ fn argv_fuzz() {
         Flag::value("--results", &["results", "/no/such/dir"]),
         Flag::value("--threads", &["2", "1", "64"]),
     ];
-    let s = argv_fuzz::run(&Fuzz::new(BIN, flags, 0x5c09e).env("MODELS_CACHE", cache));
+    let fuzz = Fuzz::new(BIN, flags, 0x5c09e).env("MODELS_CACHE", cache);
+    // In process every model is refused: a name is not in the empty cache, and a path's
+    // contained load cannot start a child here; the processes load a path in one.
+    let t = argv_fuzz::in_process(&fuzz, repro_scope::cli::check);
+    assert!(
+        t.printed > 0 && t.stopped_with("is not cached") > 0,
+        "{t:?}"
+    );
+    assert!(
+        t.stopped_with("does not serve the contained task") > 0,
+        "{t:?}"
+    );
+    let s = argv_fuzz::run(&fuzz);
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(s.exits[0] > 0 && s.exits[2] > 0, "{s:?}");
+    assert!(s.exits[2] > 0, "{s:?}");
 }

@@ -1,6 +1,6 @@
 //! repro-sortpoison's command line at every door: a closed stdout pipe, check-only mode, the
-//! upper bounds of its flags, and 10,000 generated argument vectors
-//! (`test_support::argv_fuzz`). The fuzz runs in check-only mode.
+//! upper bounds of its flags, and 10,000 generated argument vectors through its check in
+//! process, the first 200 also as processes (`test_support::argv_fuzz`).
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
 use test_support::{
@@ -123,6 +123,9 @@ fn argv_fuzz() {
         Flag::value("--fuzz-chains", &["100", "0", "100000", "1000000"]),
         Flag::value("--vocab-model", &["/no/such/model.gguf", "smollm2.gguf"]),
     ];
-    let s = argv_fuzz::run(&Fuzz::new(BIN, flags, 0xf2f2));
+    let fuzz = Fuzz::new(BIN, flags, 0xf2f2);
+    let t = argv_fuzz::in_process(&fuzz, repro_sortpoison::cli::check);
+    assert!(t.ran > 0 && !t.stopped.is_empty(), "{t:?}");
+    let s = argv_fuzz::run(&fuzz);
     assert!(s.exits[0] > 0 && s.exits[2] > 0, "{s:?}");
 }
