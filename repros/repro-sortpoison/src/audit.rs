@@ -83,15 +83,16 @@ impl Audit {
         let gate = &self.oracle_check;
         let planted = &self.planted_gate;
         let planted_stages = planted.mismatching_stages();
-        let rows = |rs: &[perm::Row], f: fn(&perm::Row) -> bool| rs.iter().all(f);
-        let shadows = |trusting: bool| -> Vec<&perm::Row> {
+        let rows =
+            |rs: &[perm::PermutationRow], f: fn(&perm::PermutationRow) -> bool| rs.iter().all(f);
+        let planted_rows = |trusting: bool| -> Vec<&perm::PermutationRow> {
             self.perm
-                .shadows
+                .planted
                 .iter()
                 .filter(|r| r.sampler.ends_with(":trusting") == trusting)
                 .collect()
         };
-        let shadow_detail = |rs: &[&perm::Row]| {
+        let planted_detail = |rs: &[&perm::PermutationRow]| {
             rs.iter()
                 .map(|r| {
                     format!(
@@ -102,8 +103,8 @@ impl Audit {
                 .collect::<Vec<_>>()
                 .join("; ")
         };
-        let trusting = shadows(true);
-        let honest = shadows(false);
+        let trusting = planted_rows(true);
+        let honest = planted_rows(false);
         let mut c = vec![
             Control::oracle_check("oracle gate", gate.passed(), gate.summary()),
             Control::positive(
@@ -126,12 +127,12 @@ impl Audit {
             Control::positive(
                 "permutation audit on planted truncators that trust the flag",
                 trusting.iter().all(|r| r.flagged()),
-                shadow_detail(&trusting),
+                planted_detail(&trusting),
             ),
             Control::negative(
                 "permutation audit on planted truncators that always sort",
                 honest.iter().all(|r| r.sound()),
-                shadow_detail(&honest),
+                planted_detail(&honest),
             ),
         ];
         c.extend(self.chain_controls.iter().cloned());

@@ -21,9 +21,9 @@
 
 use crate::chain::really_sorted;
 use crate::planted::Injector;
-use crate::rng::Rng;
 use anyhow::{Context, Result};
 use contain::{Ended, Task};
+use oracle::rng::Rng;
 use oracle::stage::Stage;
 use oracle::TokenId;
 use serde_json::{json, Value};
@@ -43,7 +43,7 @@ type BuildFn = dyn Fn(&Input) -> Result<Sampler>;
 type HistoryFn = dyn Fn(&Input) -> Vec<TokenId>;
 
 /// How to build one census subject. `history` is accepted before every apply.
-pub struct Subject {
+pub struct CensusSampler {
     pub label: String,
     build: Box<BuildFn>,
     history: Box<HistoryFn>,
@@ -90,8 +90,8 @@ impl Input {
     }
 }
 
-fn spec(label: &str, f: impl Fn(&Input) -> SamplerSpec + 'static) -> Subject {
-    Subject {
+fn spec(label: &str, f: impl Fn(&Input) -> SamplerSpec + 'static) -> CensusSampler {
+    CensusSampler {
         label: label.to_string(),
         build: Box::new(move |i| f(i).build()),
         history: Box::new(|_| Vec::new()),
@@ -101,7 +101,7 @@ fn spec(label: &str, f: impl Fn(&Input) -> SamplerSpec + 'static) -> Subject {
 
 /// A deterministic stage in `--stage` syntax, with the census's vocabulary and seed 1 (xtc's
 /// draw never decides at probability 1).
-fn stage(label: &str, text: &'static str) -> Subject {
+fn stage(label: &str, text: &'static str) -> CensusSampler {
     spec(label, move |_| {
         let stage: Stage = text.parse().expect("the census's stages parse");
         SamplerSpec::from(stage).with_vocab(N_VOCAB).with_seed(1)
@@ -113,13 +113,16 @@ fn bias(id: TokenId, b: f32) -> SamplerSpec {
     SamplerSpec::from(Stage::LogitBias { biases }).with_vocab(N_VOCAB)
 }
 
-fn with_history(mut s: Subject, h: impl Fn(&Input) -> Vec<TokenId> + 'static) -> Subject {
+fn with_history(
+    mut s: CensusSampler,
+    h: impl Fn(&Input) -> Vec<TokenId> + 'static,
+) -> CensusSampler {
     s.history = Box::new(h);
     s
 }
 
 /// Every built-in sampler in the public API, at parameters that give it a chance to reorder.
-pub fn subjects(vocab: Option<&Arc<Vocab>>) -> Vec<Subject> {
+pub fn subjects(vocab: Option<&Arc<Vocab>>) -> Vec<CensusSampler> {
     let dry = |multiplier| DryParams {
         multiplier,
         base: 1.75,
@@ -194,14 +197,14 @@ pub fn subjects(vocab: Option<&Arc<Vocab>>) -> Vec<Subject> {
     ];
     if let Some(v) = vocab {
         let g = Arc::clone(v);
-        out.push(Subject {
+        out.push(CensusSampler {
             label: format!("grammar {GRAMMAR}"),
             build: Box::new(move |_| Sampler::grammar(&g, GRAMMAR, "root")),
             history: Box::new(|_| Vec::new()),
             needs_vocab: true,
         });
         let g = Arc::clone(v);
-        out.push(Subject {
+        out.push(CensusSampler {
             label: "infill".to_string(),
             build: Box::new(move |_| Sampler::infill(&g)),
             history: Box::new(|_| Vec::new()),
@@ -273,7 +276,7 @@ pub enum Class {
     KeepsStale,
     ResetsFlag,
     NeverReorders,
-    /// The row's child died (a signal or the deadline); [`Row::crash`] says how.
+    /// The row's child died (a signal or the deadline); [`CensusRow::crash`] says how.
     Crashed,
 }
 
@@ -303,7 +306,7 @@ impl Class {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub struct CensusRow {
     pub label: String,
     pub name: String,
     pub class: Class,
@@ -318,7 +321,7 @@ pub struct Row {
     pub crash: Option<String>,
 }
 
-impl Row {
+impl CensusRow {
     pub fn to_json(&self) -> Value {
         let mut v = json!({
             "sampler": self.label,
@@ -336,8 +339,8 @@ impl Row {
         v
     }
 
-    /// The row [`Row::to_json`] wrote (how a child hands its row back).
-    pub fn from_json(v: &Value) -> Result<Row> {
+    /// The row [`CensusRow::to_json`] wrote (how a child hands its row back).
+    pub fn from_json(v: &Value) -> Result<CensusRow> {
         let text = |k: &str| -> Result<String> {
             v[k].as_str()
                 .map(str::to_string)
@@ -352,7 +355,7 @@ impl Row {
             (Some(i), Some(a)) => Some((Input::parse(i)?, a.to_string())),
             _ => None,
         };
-        Ok(Row {
+        Ok(CensusRow {
             label: text("sampler")?,
             name: text("llama_name")?,
             class: Class::parse(&text("on_sorted_input")?)?,
@@ -366,7 +369,7 @@ impl Row {
 }
 
 fn apply(
-    subject: &Subject,
+    subject: &CensusSampler,
     input: &Input,
     entries: &[(TokenId, f32)],
     flag: bool,
@@ -390,7 +393,7 @@ fn after_text(c: &Candidates) -> String {
         .join(" ")
 }
 
-pub fn census_row(subject: &Subject, inputs: &[Input]) -> Result<Row> {
+pub fn census_row(subject: &CensusSampler, inputs: &[Input]) -> Result<CensusRow> {
     let mut stale = None;
     let mut reset = None;
     let (mut sets_flag, mut sets_flag_falsely) = (0, 0);
@@ -422,7 +425,7 @@ pub fn census_row(subject: &Subject, inputs: &[Input]) -> Result<Row> {
         (None, Some(w)) => (Class::ResetsFlag, Some(w)),
         (None, None) => (Class::NeverReorders, None),
     };
-    Ok(Row {
+    Ok(CensusRow {
         label: subject.label.clone(),
         name,
         class,
@@ -436,17 +439,17 @@ pub fn census_row(subject: &Subject, inputs: &[Input]) -> Result<Row> {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Census {
-    pub rows: Vec<Row>,
+    pub rows: Vec<CensusRow>,
     /// The planted injectors through the same rows: what each must be classed, and its row.
-    pub planted: Vec<(Class, Row)>,
+    pub planted: Vec<(Class, CensusRow)>,
     /// Why grammar and infill are missing, if they are.
     pub vocab_note: Option<String>,
 }
 
 /// Every census entry in order: the built-in samplers (grammar and infill when there is a
 /// vocabulary), then the planted injectors with the class each must get.
-fn entries(vocab: Option<&Arc<Vocab>>) -> Vec<(Subject, Option<Class>)> {
-    let mut out: Vec<(Subject, Option<Class>)> =
+fn entries(vocab: Option<&Arc<Vocab>>) -> Vec<(CensusSampler, Option<Class>)> {
+    let mut out: Vec<(CensusSampler, Option<Class>)> =
         subjects(vocab).into_iter().map(|s| (s, None)).collect();
     for (injector, want) in [
         (Injector::KeepsFlag, Class::KeepsStale),
@@ -454,7 +457,7 @@ fn entries(vocab: Option<&Arc<Vocab>>) -> Vec<(Subject, Option<Class>)> {
         (Injector::Identity, Class::NeverReorders),
         (Injector::Aborts, Class::Crashed),
     ] {
-        let s = Subject {
+        let s = CensusSampler {
             label: subject::CustomSampler::name(&injector)
                 .to_string_lossy()
                 .into_owned(),
@@ -498,7 +501,7 @@ fn row_child(args: &[OsString]) -> i32 {
 }
 
 /// One row in a child: its row, or a [`Class::Crashed`] row saying how the child died.
-fn contained_row(index: usize, subject: &Subject, vocab: Option<&Path>) -> Result<Row> {
+fn contained_row(index: usize, subject: &CensusSampler, vocab: Option<&Path>) -> Result<CensusRow> {
     let vocab_arg = vocab.map_or(OsString::from("-"), |p| p.as_os_str().to_owned());
     let cmd = ROW_TASK.command(&[OsString::from(index.to_string()), vocab_arg])?;
     let out = contain::run(cmd, ROW_TIMEOUT)?;
@@ -506,14 +509,14 @@ fn contained_row(index: usize, subject: &Subject, vocab: Option<&Path>) -> Resul
         Ended::Exited(0) => {
             let v: Value = serde_json::from_slice(&out.stdout)
                 .with_context(|| format!("reading the census row of {}", subject.label))?;
-            Row::from_json(&v)
+            CensusRow::from_json(&v)
         }
         Ended::Exited(_) => anyhow::bail!(
             "the census row of {} failed: {}",
             subject.label,
             out.last_stderr_line()
         ),
-        died => Ok(Row {
+        died => Ok(CensusRow {
             label: subject.label.clone(),
             name: String::new(),
             class: Class::Crashed,
@@ -580,7 +583,7 @@ impl Census {
     }
 
     pub fn to_json(&self) -> Value {
-        let row = |r: &Row| r.to_json();
+        let row = |r: &CensusRow| r.to_json();
         json!({
             "rows": self.rows.iter().map(row).collect::<Vec<_>>(),
             "planted_controls": self.planted.iter().map(|(w, r)| {

@@ -1,7 +1,7 @@
 //! One chain of built-in samplers, run twice: through llama.cpp's real chain API and through
 //! the oracle's composition of the same stages on the true multiset.
 
-use crate::planted::{ShadowBias, ShadowRule, ShadowTruncator};
+use crate::planted::{PlantedBias, PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use anyhow::{ensure, Context, Result};
 use oracle::truncation::{compose, Pool};
@@ -301,19 +301,19 @@ pub fn to_text(case: &ChainCase, r: &ChainReport) -> String {
 /// The published chain's shape built only from planted Rust stages: a top_k that sorts, a
 /// logit_bias that leaves the flag alone, and a top_p that does or does not trust the flag.
 /// No llama.cpp stage takes part, so the controls do not depend on the subject's behaviour.
-pub fn shadow_published(trusts_flag: bool) -> ChainCase {
+pub fn planted_published(trusts_flag: bool) -> ChainCase {
     let mut case = published();
     case.stages = vec![
-        ChainStage::Shadow(ShadowTruncator {
-            rule: ShadowRule::TopK { k: 4 },
+        ChainStage::PlantedTruncator(PlantedTruncator {
+            rule: PlantedRule::TopK { k: 4 },
             trusts_flag: false,
         }),
-        ChainStage::ShadowBias(ShadowBias {
+        ChainStage::PlantedBias(PlantedBias {
             id: TokenId(3),
             bias: 6.0,
         }),
-        ChainStage::Shadow(ShadowTruncator {
-            rule: ShadowRule::TopP { p: 0.8 },
+        ChainStage::PlantedTruncator(PlantedTruncator {
+            rule: PlantedRule::TopP { p: 0.8 },
             trusts_flag,
         }),
     ];
@@ -323,8 +323,8 @@ pub fn shadow_published(trusts_flag: bool) -> ChainCase {
 /// The chain comparison's controls: the planted chain ending in a top_p that trusts the flag
 /// must be `present`; the same chain ending in one that sorts must be `absent`.
 pub fn controls() -> Result<Vec<Control>> {
-    let trusting = shadow_published(true);
-    let honest = shadow_published(false);
+    let trusting = planted_published(true);
+    let honest = planted_published(false);
     let (t, h) = (run(&trusting)?, run(&honest)?);
     let detail = |c: &ChainCase, r: &ChainReport| {
         format!(

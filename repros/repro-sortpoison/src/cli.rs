@@ -151,7 +151,7 @@ pub fn case_from_line(line: &str) -> Result<ChainCase> {
 }
 
 /// What the command line asks for, checked: the flags, the chain they describe, the build.
-pub struct Config {
+pub struct CheckedArgs {
     pub args: Args,
     pub case: ChainCase,
     pub build: subject::BuildInfo,
@@ -160,14 +160,14 @@ pub struct Config {
 /// Everything that can refuse the command line, before any work (see `cmdline::run_checked`).
 /// A `--vocab-model` file is loaded once in a contained child here (`subject::preflight`), so
 /// a file that makes llama.cpp abort is refused in one line.
-pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+pub fn check(args: Args) -> Result<CheckedArgs, cmdline::Failure> {
     let build = cmdline::refuse(subject::BuildInfo::verified())?;
     let case = cmdline::refuse(case(&args))?;
     cmdline::refuse(check_fuzz_chains(&args))?;
     if let Some(path) = &args.vocab_model {
         cmdline::refuse(subject::preflight(path, subject::Weights::Repacked))?;
     }
-    Ok(Config { args, case, build })
+    Ok(CheckedArgs { args, case, build })
 }
 
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).

@@ -7,7 +7,7 @@
 //! as the subject, in chains of planted stages only; they are the controls.
 
 use crate::chain::{self, ChainCase, ChainReport};
-use crate::planted::{DistRule, ShadowBias, ShadowDist, ShadowRule, ShadowTruncator};
+use crate::planted::{DistRule, PlantedBias, PlantedDist, PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use anyhow::{ensure, Context, Result};
 use oracle::draw::{self, Share, WrongP};
@@ -270,17 +270,17 @@ fn combine(a: Verdict, b: Verdict) -> Verdict {
 /// A planted chain: a Rust top_k(4) that sorts and flags the array sorted, a Rust logit_bias
 /// per `(id, bias)` (leaving the flag stale), then a planted dist; on the published logits.
 pub fn planted_chain(biases: &[(i32, f32)], rule: DistRule) -> ChainCase {
-    let mut stages = vec![ChainStage::Shadow(ShadowTruncator {
-        rule: ShadowRule::TopK { k: 4 },
+    let mut stages = vec![ChainStage::PlantedTruncator(PlantedTruncator {
+        rule: PlantedRule::TopK { k: 4 },
         trusts_flag: false,
     })];
     for &(id, bias) in biases {
-        stages.push(ChainStage::ShadowBias(ShadowBias {
+        stages.push(ChainStage::PlantedBias(PlantedBias {
             id: TokenId(id),
             bias,
         }));
     }
-    stages.push(ChainStage::ShadowDist(ShadowDist { seed: 1, rule }));
+    stages.push(ChainStage::PlantedDist(PlantedDist { seed: 1, rule }));
     ChainCase {
         stages,
         ..chain::published()

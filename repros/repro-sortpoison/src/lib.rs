@@ -9,7 +9,6 @@ pub mod draws;
 pub mod fuzz;
 pub mod perm;
 pub mod planted;
-pub mod rng;
 pub mod stage;
 
 /// The finding these reports belong to.

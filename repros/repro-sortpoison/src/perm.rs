@@ -9,7 +9,7 @@
 //! and top_p) that trust the flag must be flagged, the same truncators that always sort must
 //! give one set, the oracle's, in every case.
 
-use crate::planted::{ShadowRule, ShadowTruncator};
+use crate::planted::{PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use anyhow::{ensure, Context, Result};
 use oracle::stage::Stage;
@@ -172,9 +172,10 @@ pub fn run_case(stage: &ChainStage, logits: &[f32]) -> Result<Option<Case>> {
     }))
 }
 
-/// Per sampler: the summary the issue asks for.
+/// Per sampler: how many cases it ran, how many distinct kept sets the permutations gave, and
+/// whether its honest and guarded runs matched the oracle.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub struct PermutationRow {
     pub sampler: &'static str,
     pub cases: usize,
     pub skipped: usize,
@@ -191,10 +192,10 @@ pub struct Row {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermAudit {
     /// llama.cpp's truncators: top_k, top_p, min_p, typical.
-    pub rows: Vec<Row>,
-    /// The planted shadow truncators through the same audit: trusting top_k and top_p (must
+    pub rows: Vec<PermutationRow>,
+    /// The planted truncators through the same audit: trusting top_k and top_p (must
     /// be flagged), honest top_k and top_p (must give the oracle's set everywhere).
-    pub shadows: Vec<Row>,
+    pub planted: Vec<PermutationRow>,
     /// A measurement on llama.cpp: top_p on a reverse-sorted array flagged `sorted = true`.
     pub reverse_sorted: ReverseSorted,
 }
@@ -239,24 +240,27 @@ pub fn reverse_sorted() -> Result<ReverseSorted> {
     })
 }
 
-/// The shadow truncators at every top_k and top_p parameter the built-ins are audited at.
-fn shadow_stages(logits: &[f32], trusts_flag: bool, top_p: bool) -> Vec<ChainStage> {
+/// The planted truncators at every top_k and top_p parameter the built-ins are audited at.
+fn planted_stages(logits: &[f32], trusts_flag: bool, top_p: bool) -> Vec<ChainStage> {
     truncators(logits.len())
         .into_iter()
         .filter_map(|s| match s {
             ChainStage::Sampler(Stage::TopK { k }) if !top_p => {
-                Some(ShadowRule::TopK { k: k as usize })
+                Some(PlantedRule::TopK { k: k as usize })
             }
-            ChainStage::Sampler(Stage::TopP { p, .. }) if top_p => Some(ShadowRule::TopP { p }),
+            ChainStage::Sampler(Stage::TopP { p, .. }) if top_p => Some(PlantedRule::TopP { p }),
             _ => None,
         })
-        .map(|rule| ChainStage::Shadow(ShadowTruncator { rule, trusts_flag }))
+        .map(|rule| ChainStage::PlantedTruncator(PlantedTruncator { rule, trusts_flag }))
         .collect()
 }
 
 /// Every case of `stages(multiset)` over the family, summarized as one row.
-fn audit_row(label: &'static str, stages: impl Fn(&[f32]) -> Vec<ChainStage>) -> Result<Row> {
-    let mut row: Option<Row> = None;
+fn audit_row(
+    label: &'static str,
+    stages: impl Fn(&[f32]) -> Vec<ChainStage>,
+) -> Result<PermutationRow> {
+    let mut row: Option<PermutationRow> = None;
     let mut skipped = 0;
     for logits in family() {
         for stage in stages(&logits) {
@@ -264,7 +268,7 @@ fn audit_row(label: &'static str, stages: impl Fn(&[f32]) -> Vec<ChainStage>) ->
                 skipped += 1;
                 continue;
             };
-            let r = row.get_or_insert_with(|| Row {
+            let r = row.get_or_insert_with(|| PermutationRow {
                 sampler: label,
                 cases: 0,
                 skipped: 0,
@@ -301,20 +305,20 @@ pub fn run() -> Result<PermAudit> {
                 .collect()
         })?);
     }
-    let shadows = vec![
-        audit_row("shadow_top_k:trusting", |l| shadow_stages(l, true, false))?,
-        audit_row("shadow_top_p:trusting", |l| shadow_stages(l, true, true))?,
-        audit_row("shadow_top_k:honest", |l| shadow_stages(l, false, false))?,
-        audit_row("shadow_top_p:honest", |l| shadow_stages(l, false, true))?,
+    let planted = vec![
+        audit_row("shadow_top_k:trusting", |l| planted_stages(l, true, false))?,
+        audit_row("shadow_top_p:trusting", |l| planted_stages(l, true, true))?,
+        audit_row("shadow_top_k:honest", |l| planted_stages(l, false, false))?,
+        audit_row("shadow_top_p:honest", |l| planted_stages(l, false, true))?,
     ];
     Ok(PermAudit {
         rows,
-        shadows,
+        planted,
         reverse_sorted: reverse_sorted()?,
     })
 }
 
-impl Row {
+impl PermutationRow {
     /// The detector flags this sampler: some tie-free case gives more than one set.
     pub fn flagged(&self) -> bool {
         self.max_distinct > 1 && self.differing > 0
@@ -341,7 +345,7 @@ fn order_text(order: &[usize]) -> String {
 
 impl PermAudit {
     pub fn to_json(&self) -> Value {
-        let row = |r: &Row| {
+        let row = |r: &PermutationRow| {
             json!({
                 "sampler": r.sampler,
                 "cases": r.cases,
@@ -364,7 +368,7 @@ impl PermAudit {
         json!({
             "family": family(),
             "rows": self.rows.iter().map(row).collect::<Vec<_>>(),
-            "shadow_controls": self.shadows.iter().map(row).collect::<Vec<_>>(),
+            "shadow_controls": self.planted.iter().map(row).collect::<Vec<_>>(),
             "reverse_sorted_measurement": {
                 "stage": self.reverse_sorted.stage.to_string(),
                 "logits": self.reverse_sorted.logits,
@@ -388,7 +392,7 @@ impl PermAudit {
             ));
         }
         out.push_str("  sampler                cases  skipped  max distinct sets  orders differing from oracle  honest flag: 1 set = oracle  with sorted_guard: 1 set = oracle\n");
-        let line = |r: &Row| {
+        let line = |r: &PermutationRow| {
             format!(
                 "  {:<21} {:>6} {:>8} {:>18} {:>17} of {:>9}  {:<29} {}\n",
                 r.sampler,
@@ -405,10 +409,10 @@ impl PermAudit {
             out.push_str(&line(r));
         }
         out.push_str("  planted controls through the same audit (Rust truncators that trust the flag, or always sort):\n");
-        for r in &self.shadows {
+        for r in &self.planted {
             out.push_str(&line(r));
         }
-        for r in self.rows.iter().chain(&self.shadows) {
+        for r in self.rows.iter().chain(&self.planted) {
             let w = &r.worst;
             out.push_str(&format!(
                 "  worst {}: {} on {}: {} distinct sets; order [{}] keeps {}, the oracle keeps {}\n",

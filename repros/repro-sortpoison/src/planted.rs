@@ -9,9 +9,9 @@ use oracle::TokenId;
 use std::ffi::CStr;
 use subject::{ArrayView, CustomSampler};
 
-/// What a shadow truncator keeps.
+/// What a planted truncator keeps.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ShadowRule {
+pub enum PlantedRule {
     /// The `k` largest logits.
     TopK { k: usize },
     /// The shortest top prefix whose probability mass reaches `p`.
@@ -22,18 +22,18 @@ pub enum ShadowRule {
 /// says it is sorted and takes the first entry as the maximum, as llama.cpp's truncators do
 /// (known-bad on a stale flag); without it, it always sorts first (known-good).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ShadowTruncator {
-    pub rule: ShadowRule,
+pub struct PlantedTruncator {
+    pub rule: PlantedRule,
     pub trusts_flag: bool,
 }
 
-impl CustomSampler for ShadowTruncator {
+impl CustomSampler for PlantedTruncator {
     fn name(&self) -> &'static CStr {
         match (self.rule, self.trusts_flag) {
-            (ShadowRule::TopK { .. }, true) => c"shadow-top-k-trusting",
-            (ShadowRule::TopK { .. }, false) => c"shadow-top-k-honest",
-            (ShadowRule::TopP { .. }, true) => c"shadow-top-p-trusting",
-            (ShadowRule::TopP { .. }, false) => c"shadow-top-p-honest",
+            (PlantedRule::TopK { .. }, true) => c"shadow-top-k-trusting",
+            (PlantedRule::TopK { .. }, false) => c"shadow-top-k-honest",
+            (PlantedRule::TopP { .. }, true) => c"shadow-top-p-trusting",
+            (PlantedRule::TopP { .. }, false) => c"shadow-top-p-honest",
         }
     }
 
@@ -46,8 +46,8 @@ impl CustomSampler for ShadowTruncator {
             view.set_sorted(true);
         }
         let keep = match self.rule {
-            ShadowRule::TopK { k } => k.max(1),
-            ShadowRule::TopP { p } => {
+            PlantedRule::TopK { k } => k.max(1),
+            PlantedRule::TopP { p } => {
                 // Softmax relative to the first entry, which is the maximum only if the array
                 // really is sorted.
                 let max = view.logit(0) as f64;
@@ -79,12 +79,12 @@ impl CustomSampler for ShadowTruncator {
 /// found it (as llama.cpp's logit_bias does). The planted chain controls use it so that they
 /// rest on no llama.cpp stage at all.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ShadowBias {
+pub struct PlantedBias {
     pub id: TokenId,
     pub bias: f32,
 }
 
-impl CustomSampler for ShadowBias {
+impl CustomSampler for PlantedBias {
     fn name(&self) -> &'static CStr {
         c"shadow-logit-bias"
     }
@@ -189,14 +189,14 @@ impl DistRule {
     }
 }
 
-/// A planted dist: its seed and its rule. [`ShadowDist::sampler`] is the running sampler.
+/// A planted dist: its seed and its rule. [`PlantedDist::sampler`] is the running sampler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShadowDist {
+pub struct PlantedDist {
     pub seed: u32,
     pub rule: DistRule,
 }
 
-impl ShadowDist {
+impl PlantedDist {
     /// A fresh sampler, its generator seeded by `seed`.
     pub fn sampler(self) -> DistSampler {
         DistSampler {
@@ -209,7 +209,7 @@ impl ShadowDist {
 /// A running planted dist: one uniform draw per apply, from the suite's SplitMix64.
 #[derive(Debug, Clone)]
 pub struct DistSampler {
-    spec: ShadowDist,
+    spec: PlantedDist,
     rng: oracle::rng::Rng,
 }
 

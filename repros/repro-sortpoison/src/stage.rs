@@ -4,10 +4,10 @@
 //! adds the planted ones.
 //!
 //! The `--stage` syntax is the oracle's table ([`oracle::stage::STAGES`]), plus the planted
-//! stages ([`SHADOWS`]), which can be named on the command line to rerun a control. The
+//! stages ([`PLANTED_STAGES`]), which can be named on the command line to rerun a control. The
 //! oracle reads each planted stage as the stage it imitates.
 
-use crate::planted::{DistRule, ShadowBias, ShadowDist, ShadowRule, ShadowTruncator};
+use crate::planted::{DistRule, PlantedBias, PlantedDist, PlantedRule, PlantedTruncator};
 use anyhow::{bail, Result};
 use oracle::stage::{self as st, table::Parser, Role, Stage, SuiteStage};
 use oracle::truncation::{Link, Pool, Step};
@@ -15,7 +15,7 @@ use oracle::TokenId;
 use subject::{Sampler, SamplerSpec};
 
 /// The planted stages: name, syntax, and what they are (for `--help`).
-pub const SHADOWS: &[(&str, &str, &str)] = &[
+pub const PLANTED_STAGES: &[(&str, &str, &str)] = &[
     (
         "shadow_top_k",
         "shadow_top_k=K:trusting|honest",
@@ -39,13 +39,13 @@ pub const SHADOWS: &[(&str, &str, &str)] = &[
 ];
 
 /// The planted stages' names, beside the oracle's table.
-pub fn shadow_names() -> Vec<&'static str> {
-    SHADOWS.iter().map(|s| s.0).collect()
+pub fn planted_names() -> Vec<&'static str> {
+    PLANTED_STAGES.iter().map(|s| s.0).collect()
 }
 
 /// The `--stage` help text: the oracle's table, then the planted stages.
 pub fn help() -> String {
-    let planted: Vec<String> = SHADOWS
+    let planted: Vec<String> = PLANTED_STAGES
         .iter()
         .map(|(_, syntax, what)| format!("{syntax} ({what})"))
         .collect();
@@ -64,11 +64,11 @@ pub enum ChainStage {
     /// One of the suite's own stages (`ledger::sorted_guard`).
     Suite(SuiteStage),
     /// A planted Rust truncator (a control, not a subject).
-    Shadow(ShadowTruncator),
+    PlantedTruncator(PlantedTruncator),
     /// A planted Rust logit_bias (a control, not a subject).
-    ShadowBias(ShadowBias),
+    PlantedBias(PlantedBias),
     /// A planted Rust dist (a control, not a subject).
-    ShadowDist(ShadowDist),
+    PlantedDist(PlantedDist),
 }
 
 impl From<Stage> for ChainStage {
@@ -81,13 +81,13 @@ impl ChainStage {
     /// Parses one `--stage` value.
     pub fn parse(text: &str) -> Result<ChainStage> {
         let (name, args) = st::split_name(text);
-        if !shadow_names().contains(&name) {
+        if !planted_names().contains(&name) {
             let row = st::lookup(name).map_err(|e| {
                 if e.0.starts_with("unknown stage") {
                     anyhow::anyhow!(
                         "unknown stage '{name}' (known: {}, {})",
                         st::table::names().join(", "),
-                        shadow_names().join(", ")
+                        planted_names().join(", ")
                     )
                 } else {
                     anyhow::anyhow!(e)
@@ -103,7 +103,7 @@ impl ChainStage {
         })?;
         let f = st::fields(name, args, 2, 2)?;
         if name == "shadow_logit_bias" {
-            return Ok(ChainStage::ShadowBias(ShadowBias {
+            return Ok(ChainStage::PlantedBias(PlantedBias {
                 id: st::token_id(name, f[0])?,
                 bias: st::bias(name, f[1])?,
             }));
@@ -120,7 +120,7 @@ impl ChainStage {
                     bail!("shadow_dist: '{other}' is not one of exact, trusting, unnormalized")
                 }
             };
-            return Ok(ChainStage::ShadowDist(ShadowDist { seed, rule }));
+            return Ok(ChainStage::PlantedDist(PlantedDist { seed, rule }));
         }
         let trusts_flag = match f[1].trim() {
             "trusting" => true,
@@ -134,13 +134,16 @@ impl ChainStage {
             st::require((1..=st::MAX_WINDOW as usize).contains(&k), || {
                 format!("shadow_top_k must be in 1..={}, got {k}", st::MAX_WINDOW)
             })?;
-            ShadowRule::TopK { k }
+            PlantedRule::TopK { k }
         } else {
-            ShadowRule::TopP {
+            PlantedRule::TopP {
                 p: st::unit("shadow_top_p p", st::number(name, f[0])?)?,
             }
         };
-        Ok(ChainStage::Shadow(ShadowTruncator { rule, trusts_flag }))
+        Ok(ChainStage::PlantedTruncator(PlantedTruncator {
+            rule,
+            trusts_flag,
+        }))
     }
 
     /// The oracle's reading of this stage as a llama.cpp sampler (a planted stage reads as
@@ -149,16 +152,16 @@ impl ChainStage {
         match self {
             ChainStage::Sampler(s) => Some(s.clone()),
             ChainStage::Suite(_) => None,
-            ChainStage::Shadow(ShadowTruncator { rule, .. }) => Some(match rule {
-                ShadowRule::TopK { k } => Stage::TopK {
+            ChainStage::PlantedTruncator(PlantedTruncator { rule, .. }) => Some(match rule {
+                PlantedRule::TopK { k } => Stage::TopK {
                     k: i32::try_from(*k).unwrap_or(i32::MAX),
                 },
-                ShadowRule::TopP { p } => Stage::TopP { p: *p, min_keep: 1 },
+                PlantedRule::TopP { p } => Stage::TopP { p: *p, min_keep: 1 },
             }),
-            ChainStage::ShadowBias(b) => Some(Stage::LogitBias {
+            ChainStage::PlantedBias(b) => Some(Stage::LogitBias {
                 biases: vec![(b.id, b.bias)],
             }),
-            ChainStage::ShadowDist(d) => Some(Stage::Dist { seed: d.seed }),
+            ChainStage::PlantedDist(d) => Some(Stage::Dist { seed: d.seed }),
         }
     }
 
@@ -167,9 +170,9 @@ impl ChainStage {
         match self {
             ChainStage::Sampler(s) => Some(s),
             ChainStage::Suite(_)
-            | ChainStage::Shadow(_)
-            | ChainStage::ShadowBias(_)
-            | ChainStage::ShadowDist(_) => None,
+            | ChainStage::PlantedTruncator(_)
+            | ChainStage::PlantedBias(_)
+            | ChainStage::PlantedDist(_) => None,
         }
     }
 
@@ -182,23 +185,23 @@ impl ChainStage {
     pub fn name(&self) -> &'static str {
         match self {
             ChainStage::Sampler(s) => s.name(),
-            ChainStage::Shadow(ShadowTruncator {
-                rule: ShadowRule::TopK { .. },
+            ChainStage::PlantedTruncator(PlantedTruncator {
+                rule: PlantedRule::TopK { .. },
                 ..
             }) => "shadow_top_k",
-            ChainStage::Shadow(ShadowTruncator {
-                rule: ShadowRule::TopP { .. },
+            ChainStage::PlantedTruncator(PlantedTruncator {
+                rule: PlantedRule::TopP { .. },
                 ..
             }) => "shadow_top_p",
-            ChainStage::ShadowBias(_) => "shadow_logit_bias",
-            ChainStage::ShadowDist(_) => "shadow_dist",
+            ChainStage::PlantedBias(_) => "shadow_logit_bias",
+            ChainStage::PlantedDist(_) => "shadow_dist",
             ChainStage::Suite(s) => s.name(),
         }
     }
 
     /// Checks the ids this stage names against the number of logits.
     pub fn check_ids(&self, n_logits: usize) -> Result<()> {
-        if let ChainStage::ShadowBias(b) = self {
+        if let ChainStage::PlantedBias(b) = self {
             st::require((b.id.0 as usize) < n_logits, || {
                 format!(
                     "shadow_logit_bias: id {} is out of range (--logits has {n_logits} entries)",
@@ -216,9 +219,9 @@ impl ChainStage {
     pub fn reads_sorted_flag(&self) -> bool {
         match self {
             ChainStage::Sampler(s) => s.reads_sorted_flag(),
-            ChainStage::Shadow(s) => s.trusts_flag,
-            ChainStage::ShadowDist(d) => d.rule == DistRule::TrustsFlag,
-            ChainStage::ShadowBias(_) | ChainStage::Suite(_) => false,
+            ChainStage::PlantedTruncator(s) => s.trusts_flag,
+            ChainStage::PlantedDist(d) => d.rule == DistRule::TrustsFlag,
+            ChainStage::PlantedBias(_) | ChainStage::Suite(_) => false,
         }
     }
 
@@ -236,14 +239,14 @@ impl ChainStage {
         self.sampler().is_some_and(Stage::reads_history)
     }
 
-    /// The sampler that runs this stage: llama.cpp's built-in one, the guard, or a shadow.
+    /// The sampler that runs this stage: llama.cpp's built-in one, the guard, or a planted one.
     pub fn build(&self, n_vocab: i32) -> Result<Sampler> {
         match self {
             ChainStage::Suite(SuiteStage::SortedGuard) => ledger::sorted_guard(),
             ChainStage::Sampler(s) => SamplerSpec::from(s.clone()).with_vocab(n_vocab).build(),
-            ChainStage::Shadow(s) => Sampler::custom(*s),
-            ChainStage::ShadowBias(b) => Sampler::custom(*b),
-            ChainStage::ShadowDist(d) => Sampler::custom(d.sampler()),
+            ChainStage::PlantedTruncator(s) => Sampler::custom(*s),
+            ChainStage::PlantedBias(b) => Sampler::custom(*b),
+            ChainStage::PlantedDist(d) => Sampler::custom(d.sampler()),
         }
     }
 }
@@ -265,17 +268,17 @@ impl std::fmt::Display for ChainStage {
         match self {
             ChainStage::Sampler(s) => write!(f, "{s}"),
             ChainStage::Suite(s) => write!(f, "{s}"),
-            ChainStage::Shadow(ShadowTruncator { rule, trusts_flag }) => {
+            ChainStage::PlantedTruncator(PlantedTruncator { rule, trusts_flag }) => {
                 let how = if *trusts_flag { "trusting" } else { "honest" };
                 match rule {
-                    ShadowRule::TopK { k } => write!(f, "shadow_top_k={k}:{how}"),
-                    ShadowRule::TopP { p } => write!(f, "shadow_top_p={p}:{how}"),
+                    PlantedRule::TopK { k } => write!(f, "shadow_top_k={k}:{how}"),
+                    PlantedRule::TopP { p } => write!(f, "shadow_top_p={p}:{how}"),
                 }
             }
-            ChainStage::ShadowBias(b) => {
+            ChainStage::PlantedBias(b) => {
                 write!(f, "shadow_logit_bias={}:{}", b.id, st::signed(b.bias))
             }
-            ChainStage::ShadowDist(d) => write!(f, "shadow_dist={}:{}", d.seed, d.rule.as_str()),
+            ChainStage::PlantedDist(d) => write!(f, "shadow_dist={}:{}", d.seed, d.rule.as_str()),
         }
     }
 }

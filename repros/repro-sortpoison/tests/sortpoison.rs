@@ -5,7 +5,7 @@ use oracle::stage::Stage;
 use oracle::token_ids as ids;
 use oracle::TokenId;
 use repro_sortpoison::chain::{self, Verdict};
-use repro_sortpoison::planted::{Injector, ShadowRule, ShadowTruncator};
+use repro_sortpoison::planted::{Injector, PlantedRule, PlantedTruncator};
 use repro_sortpoison::stage::ChainStage;
 use repro_sortpoison::{census, cli, draws, fuzz, perm, planted};
 use subject::BuildInfo;
@@ -33,17 +33,17 @@ fn published_chain_keeps_four_where_one_is_right() {
 /// flagged in the published chain, the one that sorts must pass.
 #[test]
 fn chain_comparison_flags_a_planted_truncator_that_trusts_the_flag() {
-    let t = chain::run(&chain::shadow_published(true)).unwrap();
+    let t = chain::run(&chain::planted_published(true)).unwrap();
     assert_eq!(t.verdict, Verdict::Present);
     assert_eq!(t.subject.survivors, ids(&[0, 1, 2, 3]));
     // No llama.cpp stage takes part in the planted chains.
     for trusting in [true, false] {
-        assert!(chain::shadow_published(trusting)
+        assert!(chain::planted_published(trusting)
             .stages
             .iter()
             .all(|s| s.name().starts_with("shadow_")));
     }
-    let h = chain::run(&chain::shadow_published(false)).unwrap();
+    let h = chain::run(&chain::planted_published(false)).unwrap();
     assert_eq!(h.verdict, Verdict::Absent);
     assert!(chain::controls().unwrap().iter().all(|c| c.passed));
 }
@@ -97,7 +97,7 @@ fn every_table_stage_is_generated_parsed_built_and_gated() {
     use oracle::stage::{table::Parser, STAGES};
     let fuzzed = fuzz::generate::FUZZED;
     let left_out: Vec<&str> = fuzz::generate::NOT_FUZZED.iter().map(|x| x.0).collect();
-    let mut rng = repro_sortpoison::rng::Rng::new(11);
+    let mut rng = oracle::rng::Rng::new(11);
     for row in STAGES {
         assert!(
             fuzzed.contains(&row.name) != left_out.contains(&row.name),
@@ -239,7 +239,7 @@ fn permutation_table_with_controls() {
         );
         assert_eq!(row.skipped, 0, "the family is chosen tie-free");
     }
-    for row in &audit.shadows {
+    for row in &audit.planted {
         if row.sampler.ends_with(":trusting") {
             assert!(row.flagged(), "{} was not flagged", row.sampler);
         } else {
@@ -271,10 +271,10 @@ fn permutation_detector_is_quiet_on_a_sound_sampler_and_fires_on_a_prefix_reader
     assert_eq!(top_k.permutations, 24);
     // The same detector on planted Rust truncators: trusting the flag gives the same 6 pairs,
     // always sorting gives one set.
-    let shadow = |trusts_flag| {
+    let planted = |trusts_flag| {
         perm::run_case(
-            &ChainStage::Shadow(ShadowTruncator {
-                rule: ShadowRule::TopK { k: 2 },
+            &ChainStage::PlantedTruncator(PlantedTruncator {
+                rule: PlantedRule::TopK { k: 2 },
                 trusts_flag,
             }),
             &logits[..4],
@@ -282,8 +282,8 @@ fn permutation_detector_is_quiet_on_a_sound_sampler_and_fires_on_a_prefix_reader
         .unwrap()
         .unwrap()
     };
-    assert_eq!(shadow(true).stale.len(), 6);
-    assert_eq!(shadow(false).stale.len(), 1);
+    assert_eq!(planted(true).stale.len(), 6);
+    assert_eq!(planted(false).stale.len(), 1);
 }
 
 #[test]
@@ -296,20 +296,20 @@ fn injector_census() {
         v["vocab_note"].is_null(),
         "the census needs the SmolLM2 vocabulary: run `make models`"
     );
-    let rows: Vec<census::Row> = v["rows"]
+    let rows: Vec<census::CensusRow> = v["rows"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| census::Row::from_json(r).unwrap())
+        .map(|r| census::CensusRow::from_json(r).unwrap())
         .collect();
-    let planted: Vec<(String, census::Row)> = v["planted_controls"]
+    let planted: Vec<(String, census::CensusRow)> = v["planted_controls"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| {
             (
                 r["must_be"].as_str().unwrap().to_string(),
-                census::Row::from_json(r).unwrap(),
+                census::CensusRow::from_json(r).unwrap(),
             )
         })
         .collect();

@@ -4,9 +4,9 @@
 
 use super::generate::{random_logits, random_stage};
 use crate::chain::{self, ChainCase};
-use crate::rng::Rng;
 use crate::stage::ChainStage;
 use anyhow::Result;
+use oracle::rng::Rng;
 use oracle::stage::Stage;
 use oracle::truncation::{Link, Pool, Step};
 use oracle::TokenId;

@@ -3,9 +3,9 @@
 //! (its stage signature and its shape of roles).
 
 use crate::chain::ChainCase;
-use crate::rng::Rng;
 use crate::stage::ChainStage;
 use oracle::penalty::PenaltyParams;
+use oracle::rng::Rng;
 use oracle::stage::{Stage, SuiteStage};
 use oracle::window::WindowLen;
 use oracle::TokenId;

@@ -30,10 +30,10 @@ pub use generate::{guarded, random_case, random_stage, shape, signature};
 pub use shrink::shrink;
 
 use crate::chain::{self, ChainCase, Verdict};
-use crate::rng::Rng;
 use crate::stage::ChainStage;
 use anyhow::{bail, Context, Result};
 use contain::{Ended, Task};
+use oracle::rng::Rng;
 use oracle::TokenId;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
