@@ -1,9 +1,9 @@
 //! The complete F1 audit on the linked build: the published case with its controls, the
-//! exhaustive sweep with clone equivalence and reset checks, and the detector controls (planted
-//! shadow ledgers through the same sweep). One [`Report`] renders both the JSON and the text.
+//! exhaustive sweep with clone equivalence and reset checks, and the detector controls (the
+//! planted ledgers through the same sweep). One [`Report`] renders both the JSON and the text.
 
-use crate::counts::{Counts, Defect, PenaltiesCounts, ShadowCounts};
-use crate::minimal::{self, Outcome, Scenario};
+use crate::counts::{Counts, Defect, PenaltiesCounts, PlantedCounts};
+use crate::minimal::{self, CaseCounts, Scenario};
 use crate::sweep::{self, Case, Checks, Stats};
 use anyhow::{Context, Result};
 use ledger::SamplerKind;
@@ -57,7 +57,7 @@ pub fn eviction_control(
     })
 }
 
-/// A detector control: a shadow ledger with a planted defect, and what the sweep made of it.
+/// A detector control: a planted ledger with a planted defect, and what the sweep made of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DetectorControl {
     pub defect: Defect,
@@ -65,7 +65,7 @@ pub struct DetectorControl {
 }
 
 impl DetectorControl {
-    /// What the control must show: the clean shadow passes everything, the off-by-one window
+    /// What the control must show: the clean planted ledger passes everything, the off-by-one window
     /// fails the accept check, the dropped counts fail only the clone check.
     pub fn passed(&self) -> bool {
         let s = &self.stats;
@@ -93,8 +93,8 @@ pub struct Audit {
     pub build: BuildInfo,
     pub probe: CountProbe,
     pub published: Scenario,
-    pub minimal: Outcome,
-    /// The minimal case's controls (readout checks and the two planted shadows).
+    pub minimal: CaseCounts,
+    /// The minimal case's controls (readout checks and the two planted ledgers).
     pub minimal_controls: Vec<Control>,
     pub eviction: Vec<EvictionControl>,
     pub detectors: Vec<DetectorControl>,
@@ -122,8 +122,8 @@ pub fn run(cp: CountProbe, kind: SamplerKind) -> Result<Audit> {
     ]
     .into_iter()
     .map(|defect| {
-        let make = move |ids: &[TokenId], n: WindowLen| -> Result<ShadowCounts> {
-            Ok(ShadowCounts::new(ids, n, defect))
+        let make = move |ids: &[TokenId], n: WindowLen| -> Result<PlantedCounts> {
+            Ok(PlantedCounts::new(ids, n, defect))
         };
         let stats = sweep::run(&sweep::control_domain(), &make, Checks::ALL, THREADS)?;
         Ok(DetectorControl { defect, stats })

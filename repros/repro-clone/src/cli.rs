@@ -110,30 +110,30 @@ pub fn scenario(args: &Args) -> Result<minimal::Scenario> {
 }
 
 /// What the command line asks for, checked.
-pub enum Config {
+pub enum CheckedArgs {
     /// The child side of the memcheck probe.
     Probe(stateful::ProbeTarget),
     /// The minimal case, `--stateful` or `--audit`.
-    Run(Box<RunConfig>),
+    Run(Box<CheckedRun>),
 }
 
 /// The flags of a run, the scenario they describe, and the build.
-pub struct RunConfig {
+pub struct CheckedRun {
     pub args: Args,
     pub scenario: minimal::Scenario,
     pub build: subject::BuildInfo,
 }
 
 /// Everything that can refuse the command line, before any work (see `cmdline::run_checked`).
-pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
+pub fn check(args: Args) -> Result<CheckedArgs, cmdline::Failure> {
     if let Some(name) = &args.memcheck_probe {
-        return Ok(Config::Probe(cmdline::refuse(stateful::probe_target(
-            name,
-        ))?));
+        return Ok(CheckedArgs::Probe(cmdline::refuse(
+            stateful::probe_target(name),
+        )?));
     }
     let build = cmdline::refuse(subject::BuildInfo::verified())?;
     let scenario = cmdline::refuse(scenario(&args))?;
-    Ok(Config::Run(Box::new(RunConfig {
+    Ok(CheckedArgs::Run(Box::new(CheckedRun {
         args,
         scenario,
         build,
@@ -143,11 +143,11 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run_checked(argv, check, |config| match config {
-        Config::Probe(target) => {
+        CheckedArgs::Probe(target) => {
             cmdline::refuse(stateful::probe_main(&target))?;
             Ok(String::new())
         }
-        Config::Run(c) => cmdline::fail(run(&c.args, &c.scenario, &c.build)),
+        CheckedArgs::Run(c) => cmdline::fail(run(&c.args, &c.scenario, &c.build)),
     })
 }
 

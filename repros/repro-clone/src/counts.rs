@@ -1,5 +1,5 @@
 //! Things that keep a penalty window's counts: the real llama.cpp sampler, read through the
-//! public API, and small Rust shadows used only as controls for the detectors.
+//! public API, and small planted Rust ledgers used only as controls for the detectors.
 
 use anyhow::{bail, Context, Result};
 use ledger::{PenaltyConfig, SamplerKind};
@@ -104,10 +104,10 @@ impl Counts for PenaltiesCounts {
     }
 }
 
-/// A deliberate defect planted in a [`ShadowCounts`], so each detector can be shown to fire.
+/// A deliberate defect planted in a [`PlantedCounts`], so each detector can be shown to fire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Defect {
-    /// None: the shadow must pass every check (negative control for the detectors).
+    /// None: the planted ledger must pass every check (negative control for the detectors).
     None,
     /// Evicts one accept too late: the window is `last_n + 1` long.
     OffByOneWindow,
@@ -118,7 +118,7 @@ pub enum Defect {
 /// An incremental ledger written the way llama.cpp writes it (count up, then evict the oldest
 /// and erase it at zero), with an optional planted defect.
 #[derive(Debug, Clone)]
-pub struct ShadowCounts {
+pub struct PlantedCounts {
     ids: Vec<TokenId>,
     last_n: usize,
     ring: VecDeque<TokenId>,
@@ -126,9 +126,9 @@ pub struct ShadowCounts {
     defect: Defect,
 }
 
-impl ShadowCounts {
-    pub fn new(ids: &[TokenId], last_n: WindowLen, defect: Defect) -> ShadowCounts {
-        ShadowCounts {
+impl PlantedCounts {
+    pub fn new(ids: &[TokenId], last_n: WindowLen, defect: Defect) -> PlantedCounts {
+        PlantedCounts {
             ids: ids.to_vec(),
             last_n: last_n.0,
             ring: VecDeque::new(),
@@ -138,7 +138,7 @@ impl ShadowCounts {
     }
 }
 
-impl Counts for ShadowCounts {
+impl Counts for PlantedCounts {
     fn reset(&mut self) -> Result<()> {
         self.ring.clear();
         self.counts.clear();

@@ -13,7 +13,7 @@
 //!
 //! Output: without flags, the published case (window 4, history 5,5,6, clone, then 7,8) as a
 //! table of subject counts beside the oracle's (a from-scratch histogram of the window), the
-//! controls (readout checks, planted shadow clones through the same scenario) and one line
+//! controls (readout checks, planted clones through the same scenario) and one line
 //! `clone-drops-token-count: <verdict> on <build>`. `--json` prints the same report as one
 //! object. `--stateful` checks every stateful sampler's clone instead: one verdict row
 //! `clone-incomplete-<sampler>` each (adaptive-p differs on both builds; mirostat and penalties

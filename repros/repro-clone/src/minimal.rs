@@ -1,9 +1,9 @@
 //! The minimal reproduction (F1 a/b): one window, one history, one clone, one continuation,
 //! with the controls that let it judge: the readout checked on its own and on the subject, and
-//! two planted shadow ledgers run through the same scenario (one whose clone keeps the counts,
+//! two planted ledgers run through the same scenario (one whose clone keeps the counts,
 //! which must read `absent`, and one whose clone drops them, which must read `present`).
 
-use crate::counts::{Counts, Defect, PenaltiesCounts, ShadowCounts};
+use crate::counts::{Counts, Defect, PenaltiesCounts, PlantedCounts};
 use anyhow::{bail, Result};
 use ledger::SamplerKind;
 use oracle::penalty::CountProbe;
@@ -46,7 +46,7 @@ impl Scenario {
 /// Counts per id (aligned with [`Scenario::ids`]) at the three moments, from a ledger and
 /// from the oracle.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub struct CaseCounts {
     pub ids: Vec<TokenId>,
     pub original: Vec<i64>,
     pub clone: Vec<i64>,
@@ -58,7 +58,7 @@ pub struct Outcome {
     pub calibration_ok: bool,
 }
 
-impl Outcome {
+impl CaseCounts {
     /// The clone defect is present when the clone, right away or after the continuation,
     /// disagrees with what the oracle says any sampler in that state must hold.
     pub fn clone_defect_present(&self) -> bool {
@@ -99,11 +99,11 @@ fn calibrate<L: Counts>(
     Ok(true)
 }
 
-/// Runs the scenario on any ledger: the subject's penalties stage, or a planted shadow.
+/// Runs the scenario on any ledger: the subject's penalties stage, or a planted ledger.
 pub fn run_with<L: Counts>(
     s: &Scenario,
     make: &dyn Fn(&[TokenId], WindowLen) -> Result<L>,
-) -> Result<Outcome> {
+) -> Result<CaseCounts> {
     if s.history.is_empty() {
         bail!("the history must name at least one token id");
     }
@@ -126,7 +126,7 @@ pub fn run_with<L: Counts>(
     }
     let clone_after = read(&mut clone)?;
     let full: Vec<TokenId> = s.history.iter().chain(&s.then).copied().collect();
-    Ok(Outcome {
+    Ok(CaseCounts {
         oracle_original: counts_for(&ids, &s.history, s.last_n),
         oracle_clone_after: counts_for(&ids, &full, s.last_n),
         ids,
@@ -138,26 +138,26 @@ pub fn run_with<L: Counts>(
 }
 
 /// Runs the scenario on the penalties stage of `kind`.
-pub fn run(s: &Scenario, cp: CountProbe, kind: SamplerKind) -> Result<Outcome> {
+pub fn run(s: &Scenario, cp: CountProbe, kind: SamplerKind) -> Result<CaseCounts> {
     run_with(s, &|ids: &[TokenId], n| {
         PenaltiesCounts::new(ids, n, cp, kind)
     })
 }
 
-/// The same scenario through a planted shadow ledger.
-pub fn run_shadow(s: &Scenario, defect: Defect) -> Result<Outcome> {
+/// The same scenario through a planted ledger.
+pub fn run_planted(s: &Scenario, defect: Defect) -> Result<CaseCounts> {
     run_with(s, &|ids: &[TokenId], n| {
-        Ok(ShadowCounts::new(ids, n, defect))
+        Ok(PlantedCounts::new(ids, n, defect))
     })
 }
 
 /// The controls of the minimal case: the readout calibrated on the subject, and the two
-/// planted shadows through the same scenario and the same comparison. (The readout's own round
+/// planted ledgers through the same scenario and the same comparison. (The readout's own round
 /// trip is a fixed property of its constants, checked by the oracle's tests and reported in
 /// the data, not a control: it cannot fail at run time.)
-pub fn controls(s: &Scenario, subject: &Outcome) -> Result<Vec<Control>> {
-    let clean = run_shadow(s, Defect::None)?;
-    let dropping = run_shadow(s, Defect::CloneDropsCounts)?;
+pub fn controls(s: &Scenario, subject: &CaseCounts) -> Result<Vec<Control>> {
+    let clean = run_planted(s, Defect::None)?;
+    let dropping = run_planted(s, Defect::CloneDropsCounts)?;
     Ok(vec![
         Control::oracle_check(
             "readout calibrated on the subject",
@@ -213,7 +213,7 @@ pub fn fmt_counts(ids: &[TokenId], counts: &[i64]) -> String {
 }
 
 /// The case in one line: every id's count in the clone, then and as the oracle has it.
-pub fn evidence(s: &Scenario, o: &Outcome) -> String {
+pub fn evidence(s: &Scenario, o: &CaseCounts) -> String {
     format!(
         "window {} history {} then {}: clone reads {} -> {} (oracle {} -> {})",
         s.last_n.0,
@@ -260,7 +260,7 @@ pub struct CaseData<'a> {
     original_matches_oracle: bool,
 }
 
-pub fn data<'a>(s: &Scenario, o: &'a Outcome, cp: CountProbe) -> CaseData<'a> {
+pub fn data<'a>(s: &Scenario, o: &'a CaseCounts, cp: CountProbe) -> CaseData<'a> {
     let by_id = |counts: &'a [i64]| ById(&o.ids, counts);
     CaseData {
         last_n: s.last_n.0,
@@ -284,7 +284,7 @@ pub fn data<'a>(s: &Scenario, o: &'a Outcome, cp: CountProbe) -> CaseData<'a> {
 }
 
 /// The human-readable table.
-pub fn to_text(s: &Scenario, o: &Outcome, cp: CountProbe) -> String {
+pub fn to_text(s: &Scenario, o: &CaseCounts, cp: CountProbe) -> String {
     let mut out = String::new();
     out += &format!(
         "case: penalty_last_n={} history=[{}] then=[{}]\n",
@@ -330,7 +330,7 @@ pub fn to_text(s: &Scenario, o: &Outcome, cp: CountProbe) -> String {
 /// The minimal mode's report: the case, judged under its controls.
 pub fn report(
     s: &Scenario,
-    o: &Outcome,
+    o: &CaseCounts,
     cp: CountProbe,
     kind: SamplerKind,
     build: &BuildInfo,

@@ -7,7 +7,7 @@ use oracle::rng::Rng;
 use oracle::window::WindowLen;
 use oracle::TokenId;
 use report::{Header, Verdict};
-use repro_clone::counts::{Counts, Defect, ShadowCounts};
+use repro_clone::counts::{Counts, Defect, PlantedCounts};
 use repro_clone::stateful::{self, Memcheck};
 use repro_clone::{audit, minimal};
 use subject::BuildInfo;
@@ -42,17 +42,17 @@ fn minimal_published_case() {
 #[test]
 fn minimal_detector_flags_the_planted_clone_and_passes_the_clean_one() {
     let s = minimal::published();
-    assert!(minimal::run_shadow(&s, Defect::CloneDropsCounts)
+    assert!(minimal::run_planted(&s, Defect::CloneDropsCounts)
         .unwrap()
         .clone_defect_present());
-    assert!(!minimal::run_shadow(&s, Defect::None)
+    assert!(!minimal::run_planted(&s, Defect::None)
         .unwrap()
         .clone_defect_present());
     for s in scenarios(200) {
-        let clean = minimal::run_shadow(&s, Defect::None).unwrap();
+        let clean = minimal::run_planted(&s, Defect::None).unwrap();
         assert!(!clean.clone_defect_present(), "{s:?}");
         // With a window the history reaches, dropping the counts is visible right after the clone.
-        let dropping = minimal::run_shadow(&s, Defect::CloneDropsCounts).unwrap();
+        let dropping = minimal::run_planted(&s, Defect::CloneDropsCounts).unwrap();
         if clean.clone.iter().any(|&c| c != 0) {
             assert!(dropping.clone_defect_present(), "{s:?}");
         }
@@ -101,7 +101,7 @@ fn scenarios(count: usize) -> Vec<minimal::Scenario> {
 }
 
 /// The mechanism, checked on many unseen windows and histories: each build's clone behaves
-/// exactly like a shadow ledger with the corresponding clone (counts dropped on 0.1.154,
+/// exactly like a planted ledger with the corresponding clone (counts dropped on 0.1.154,
 /// copied afterwards), while the original always equals the oracle.
 #[test]
 fn clone_matches_the_mechanism_on_random_scenarios() {
@@ -120,11 +120,11 @@ fn clone_matches_the_mechanism_on_random_scenarios() {
     for s in scenarios(300) {
         let o = minimal::run(&s, CP, SamplerKind::Builtin).unwrap();
         assert!(o.original_ok(), "{s:?}");
-        let mut shadow = ShadowCounts::new(&o.ids, s.last_n, defect);
+        let mut planted = PlantedCounts::new(&o.ids, s.last_n, defect);
         for &t in &s.history {
-            shadow.accept(t).unwrap();
+            planted.accept(t).unwrap();
         }
-        let mut clone = shadow.fork().unwrap();
+        let mut clone = planted.fork().unwrap();
         let mut got = vec![0; o.ids.len()];
         clone.read(&mut got).unwrap();
         assert_eq!(o.clone, got, "{s:?}");

@@ -1,0 +1,144 @@
+//! The clone-then-continue comparison: an original and its clone fed the same input must give
+//! bit-identical output; for a clone that differs, whether only the draw differs and whether
+//! it behaves like a freshly built sampler.
+
+use super::inputs::step;
+use super::samplers::SamplerRecipe;
+use super::{CONTINUE, HISTORY};
+use anyhow::Result;
+use subject::Candidates;
+
+/// The first way two outputs of the same step differ, in words.
+fn difference(a: &Candidates, b: &Candidates) -> Option<String> {
+    if a.selected_id() != b.selected_id() {
+        let show = |c: &Candidates| {
+            c.selected_id()
+                .map_or("none".to_string(), |t| t.0.to_string())
+        };
+        return Some(format!(
+            "original selected {}, clone selected {}",
+            show(a),
+            show(b)
+        ));
+    }
+    if a.len() != b.len() {
+        return Some(format!(
+            "original kept {} candidates, clone kept {}",
+            a.len(),
+            b.len()
+        ));
+    }
+    for (x, y) in a.entries.iter().zip(&b.entries) {
+        if x.id != y.id || x.logit.to_bits() != y.logit.to_bits() || x.p.to_bits() != y.p.to_bits()
+        {
+            return Some(format!(
+                "id {}: original logit {} p {}, clone id {} logit {} p {}",
+                x.id.0, x.logit, x.p, y.id.0, y.logit, y.p
+            ));
+        }
+    }
+    None
+}
+
+/// Everything but `selected` is bit-identical.
+fn same_distribution(a: &Candidates, b: &Candidates) -> bool {
+    let mut x = a.clone();
+    x.selected = b.selected;
+    difference(&x, b).is_none()
+}
+
+/// How a clone compared with its original.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Equivalence {
+    Equivalent,
+    Differs {
+        /// First continuation step whose outputs differ.
+        step: usize,
+        detail: String,
+        /// At that step only the selected id differs.
+        draw_only: bool,
+        /// Over every continuation step the clone behaves like a freshly built sampler.
+        like_fresh: bool,
+    },
+}
+
+impl Equivalence {
+    pub fn differs(&self) -> bool {
+        matches!(self, Equivalence::Differs { .. })
+    }
+
+    pub fn first_step(&self) -> Option<usize> {
+        match self {
+            Equivalence::Equivalent => None,
+            Equivalence::Differs { step, .. } => Some(*step),
+        }
+    }
+
+    /// What the comparison shows, in one line.
+    pub fn summary(&self) -> String {
+        match self {
+            Equivalence::Equivalent => {
+                format!("clone equals the original for all {CONTINUE} continuation steps")
+            }
+            Equivalence::Differs {
+                step,
+                detail,
+                draw_only,
+                like_fresh,
+            } => {
+                let mut s = format!("clone differs at continuation step {step} ({detail})");
+                if *draw_only {
+                    s += "; there every candidate's logit and p are bit-identical and only the draw differs, so the RNG state was not copied";
+                }
+                if *like_fresh {
+                    s += &format!("; for all {CONTINUE} steps the clone behaves exactly like a freshly built sampler, so none of its state was copied");
+                }
+                s
+            }
+        }
+    }
+}
+
+/// Runs the clone-then-continue check on one subject.
+pub fn check(subject: &SamplerRecipe) -> Result<Equivalence> {
+    let mut original = subject.build()?;
+    for t in 0..HISTORY {
+        let (_, token) = step(&mut original, t)?;
+        original.accept(token)?;
+    }
+    let mut clone = original.try_clone()?;
+    let mut tokens = Vec::with_capacity(CONTINUE);
+    let mut clone_out = Vec::with_capacity(CONTINUE);
+    let mut first: Option<(usize, String, bool)> = None;
+    for k in 0..CONTINUE {
+        let t = HISTORY + k;
+        let (a, token) = step(&mut original, t)?;
+        let (b, _) = step(&mut clone, t)?;
+        if first.is_none() {
+            if let Some(detail) = difference(&a, &b) {
+                first = Some((k, detail, same_distribution(&a, &b)));
+            }
+        }
+        original.accept(token)?;
+        clone.accept(token)?;
+        tokens.push(token);
+        clone_out.push(b);
+    }
+    let Some((step_k, detail, draw_only)) = first else {
+        return Ok(Equivalence::Equivalent);
+    };
+    // The same continuation on a sampler that never saw the history.
+    let mut fresh = subject.build()?;
+    let mut like_fresh = true;
+    for (k, token) in tokens.iter().enumerate() {
+        let (f, _) = step(&mut fresh, HISTORY + k)?;
+        like_fresh &= difference(&f, &clone_out[k]).is_none();
+        fresh.accept(*token)?;
+    }
+    Ok(Equivalence::Differs {
+        step: step_k,
+        detail,
+        draw_only,
+        like_fresh,
+    })
+}

@@ -1,0 +1,132 @@
+//! The stateful samplers whose clones are checked (every one in the public API of both builds,
+//! and two chains of them) and the planted samplers the controls run instead.
+
+use super::{SEED, VOCAB};
+use crate::planted::Tally;
+use anyhow::{Context, Result};
+use oracle::penalty::PenaltyParams;
+use oracle::stage::Stage;
+use oracle::window::WindowLen;
+use subject::{DryParams, Sampler, SamplerSpec};
+
+/// A named recipe for a stateful sampler (or a chain of them).
+pub struct SamplerRecipe {
+    pub name: &'static str,
+    pub(super) build: Box<dyn Fn() -> Result<Sampler>>,
+}
+
+impl SamplerRecipe {
+    fn from_specs(name: &'static str, stages: Vec<SamplerSpec>) -> SamplerRecipe {
+        SamplerRecipe {
+            name,
+            build: Box::new(move || {
+                if stages.len() == 1 {
+                    return stages[0].build();
+                }
+                Sampler::chain(
+                    stages
+                        .iter()
+                        .map(SamplerSpec::build)
+                        .collect::<Result<_>>()?,
+                )
+            }),
+        }
+    }
+
+    pub fn build(&self) -> Result<Sampler> {
+        (self.build)().with_context(|| format!("building {}", self.name))
+    }
+}
+
+fn penalties() -> SamplerSpec {
+    let params = PenaltyParams {
+        repeat: 1.3,
+        freq: 0.25,
+        present: 0.5,
+    };
+    SamplerSpec::penalties(VOCAB, WindowLen(8), params)
+}
+
+fn dry() -> SamplerSpec {
+    SamplerSpec::Dry(DryParams {
+        multiplier: 0.8,
+        base: 1.75,
+        allowed_length: 2,
+        last_n: 16,
+        n_ctx_train: 4096,
+    })
+}
+
+fn mirostat_v2() -> SamplerSpec {
+    SamplerSpec::MirostatV2 {
+        seed: SEED,
+        tau: 3.0,
+        eta: 0.5,
+    }
+}
+
+/// Every stateful sampler in the public API of both builds, and two chains of them.
+pub fn subjects() -> Vec<SamplerRecipe> {
+    let one = |name, spec| SamplerRecipe::from_specs(name, vec![spec]);
+    vec![
+        one("penalties", penalties()),
+        one("dry", dry()),
+        one(
+            "mirostat",
+            SamplerSpec::Mirostat {
+                n_vocab: VOCAB,
+                seed: SEED,
+                tau: 3.0,
+                eta: 0.5,
+                m: VOCAB,
+            },
+        ),
+        one("mirostat_v2", mirostat_v2()),
+        one("dist", SamplerSpec::Dist { seed: SEED }),
+        one(
+            "xtc",
+            SamplerSpec::from(Stage::Xtc {
+                probability: 0.5,
+                threshold: 0.05,
+                min_keep: 1,
+            })
+            .with_seed(SEED),
+        ),
+        one(
+            "adaptive_p",
+            SamplerSpec::AdaptiveP {
+                target: 0.3,
+                decay: 0.9,
+                seed: SEED,
+            },
+        ),
+        SamplerRecipe::from_specs(
+            "chain(penalties,dry,top_k,temp,dist)",
+            vec![
+                penalties(),
+                dry(),
+                Stage::TopK { k: 20 }.into(),
+                Stage::Temp { t: 0.8 }.into(),
+                SamplerSpec::Dist { seed: SEED },
+            ],
+        ),
+        SamplerRecipe::from_specs(
+            "chain(penalties,mirostat_v2)",
+            vec![penalties(), mirostat_v2()],
+        ),
+    ]
+}
+
+/// The planted controls: a clone that forgets its state, one that keeps it.
+pub fn planted() -> [SamplerRecipe; 2] {
+    [
+        SamplerRecipe {
+            name: "planted-tally-forgetful-clone",
+            build: Box::new(|| Sampler::custom(Tally::new(VOCAB as usize, false))),
+        },
+        SamplerRecipe {
+            name: "planted-tally-complete-clone",
+            build: Box::new(|| Sampler::custom(Tally::new(VOCAB as usize, true))),
+        },
+    ]
+}
