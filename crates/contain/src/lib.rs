@@ -4,7 +4,7 @@
 //! can throw through the C API, and a bad model file or an edge input can make it read out of
 //! bounds. In-process, any of these ends the audit. Here the binary re-runs itself as a child
 //! with a *task* named in [`TASK_ENV`]; the child does one piece of work, prints its answer
-//! on stdout and exits. The parent turns whatever happened into an [`Outcome`]: an exit code
+//! on stdout and exits. The parent turns whatever happened into an [`ChildOutcome`]: an exit code
 //! with the child's output, a signal (`aborts: SIGABRT`), or a timeout. Nothing the child does
 //! can end the parent.
 //!
@@ -175,13 +175,13 @@ impl Ended {
 
 /// What a child did: how it ended and what it printed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub struct ChildOutcome {
     pub ended: Ended,
     pub stdout: Vec<u8>,
     pub stderr: String,
 }
 
-impl Outcome {
+impl ChildOutcome {
     /// The last non-empty line of stderr (a refusal's one line, or an assertion's message).
     pub fn last_stderr_line(&self) -> &str {
         self.stderr
@@ -215,7 +215,7 @@ const POLL: Duration = Duration::from_micros(200);
 
 /// Runs `cmd` as a supervised child: stdin empty, stdout and stderr collected, killed at
 /// `timeout`. An error means the child could not be started at all.
-pub fn run(mut cmd: Command, timeout: Duration) -> Result<Outcome> {
+pub fn run(mut cmd: Command, timeout: Duration) -> Result<ChildOutcome> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -280,7 +280,7 @@ pub fn run(mut cmd: Command, timeout: Duration) -> Result<Outcome> {
     };
     let stdout = out_reader.join().unwrap_or_default();
     let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
-    Ok(Outcome {
+    Ok(ChildOutcome {
         ended,
         stdout,
         stderr,

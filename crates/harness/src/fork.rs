@@ -20,19 +20,19 @@ use subject::{Append, Model, MultiContext, SeqId};
 /// One run's decision rule. `choose` sees the raw logits row after the run's own history
 /// and returns the run's next token (a sampler inside is expected to accept it).
 pub trait Run {
-    fn choose(&mut self, row: &Row<'_>) -> Result<TokenId>;
+    fn choose(&mut self, row: &LogitsRow<'_>) -> Result<TokenId>;
 }
 
 /// A logits row as the runs of one sequence see it, with quantities computed once for all
 /// of them.
-pub struct Row<'a> {
+pub struct LogitsRow<'a> {
     pub raw: &'a [f32],
     lse: OnceLock<f64>,
 }
 
-impl<'a> Row<'a> {
-    pub fn new(raw: &'a [f32]) -> Row<'a> {
-        Row {
+impl<'a> LogitsRow<'a> {
+    pub fn new(raw: &'a [f32]) -> LogitsRow<'a> {
+        LogitsRow {
             raw,
             lse: OnceLock::new(),
         }
@@ -221,7 +221,7 @@ pub fn run_on<D: Decoder, R: Run + Send>(
     while !groups.is_empty() {
         // Every run chooses from its group's row; the context is only read here.
         let rows = (0..groups.len())
-            .map(|g| ctx.logits(g).map(Row::new))
+            .map(|g| ctx.logits(g).map(LogitsRow::new))
             .collect::<Result<Vec<_>>>()?;
         let mut group_of = vec![None; runs.len()];
         for (g, group) in groups.iter().enumerate() {
@@ -311,7 +311,7 @@ const CHOOSE_THREADS: usize = 2;
 fn choose_all<R: Run + Send>(
     runs: &mut [R],
     group_of: &[Option<usize>],
-    rows: &[Row<'_>],
+    rows: &[LogitsRow<'_>],
 ) -> Result<Vec<Option<TokenId>>> {
     let per = runs.len().div_ceil(CHOOSE_THREADS).max(1);
     let results: Vec<Result<Vec<Option<TokenId>>>> = std::thread::scope(|scope| {

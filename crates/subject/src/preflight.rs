@@ -8,7 +8,7 @@
 
 use crate::model::{Model, Weights};
 use anyhow::{bail, Result};
-use contain::{Ended, Outcome, Task};
+use contain::{ChildOutcome, Ended, Task};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -66,7 +66,7 @@ pub fn preflight(path: &Path, weights: Weights) -> Result<()> {
 
 /// What a load child's outcome means for the command line: `Ok` when it loaded the file,
 /// otherwise the one line to refuse it with.
-fn judge(path: &Path, out: &Outcome) -> Result<()> {
+fn judge(path: &Path, out: &ChildOutcome) -> Result<()> {
     let last = out.last_stderr_line();
     let said = last.strip_prefix("error: ").unwrap_or(last);
     match out.ended {
@@ -90,8 +90,8 @@ fn judge(path: &Path, out: &Outcome) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn outcome(ended: Ended, stderr: &str) -> Outcome {
-        Outcome {
+    fn outcome(ended: Ended, stderr: &str) -> ChildOutcome {
+        ChildOutcome {
             ended,
             stdout: Vec::new(),
             stderr: stderr.to_string(),

@@ -15,7 +15,7 @@
 
 use crate::implementation::{short, Implementation};
 use anyhow::{ensure, Context as _, Result};
-use harness::fork::{self, Decoder, Forked, Row as LogitsRow, Run};
+use harness::fork::{self, Decoder, Forked, LogitsRow, Run};
 use harness::{divergence, LoadedModel, Session, Stop};
 use ledger::PenaltyConfig;
 use oracle::gauge::Operator;

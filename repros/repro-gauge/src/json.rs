@@ -7,7 +7,7 @@
 
 use crate::schema::{extract, is_structural, Schema};
 use anyhow::{Context as _, Result};
-use harness::fork::{self, Row, Run};
+use harness::fork::{self, LogitsRow, Run};
 use harness::{argmax, LoadedModel};
 use ledger::PenaltyConfig;
 use oracle::penalty::PenaltyParams;
@@ -141,7 +141,7 @@ struct VariantRun {
 }
 
 impl Run for VariantRun {
-    fn choose(&mut self, row: &Row<'_>) -> Result<TokenId> {
+    fn choose(&mut self, row: &LogitsRow<'_>) -> Result<TokenId> {
         let next = match self.sampler.as_mut() {
             Some(s) => argmax(&s.apply_in_id_order(row.raw)?),
             None => argmax(row.raw),

@@ -74,7 +74,7 @@ fn forked_runs_choose_from_their_own_history() {
         }
     }
     impl harness::fork::Run for Rule {
-        fn choose(&mut self, row: &harness::fork::Row<'_>) -> anyhow::Result<TokenId> {
+        fn choose(&mut self, row: &harness::fork::LogitsRow<'_>) -> anyhow::Result<TokenId> {
             let t = self.pick(row.raw, self.step);
             self.step += 1;
             Ok(t)
@@ -404,7 +404,7 @@ fn forked_rows_equal_lone_rows_bit_for_bit() {
         rows: Vec<Vec<u32>>,
     }
     impl harness::fork::Run for Rule {
-        fn choose(&mut self, row: &harness::fork::Row<'_>) -> anyhow::Result<TokenId> {
+        fn choose(&mut self, row: &harness::fork::LogitsRow<'_>) -> anyhow::Result<TokenId> {
             let mut idx: Vec<usize> = (0..row.raw.len()).collect();
             idx.sort_by(|&a, &b| row.raw[b].total_cmp(&row.raw[a]).then(a.cmp(&b)));
             let t = if self.second_at.contains(&self.step) {
