@@ -156,6 +156,20 @@ impl Tally {
     pub fn stopped_with(&self, text: &str) -> usize {
         self.stopped.iter().filter(|l| l.contains(text)).count()
     }
+
+    /// Asserts that the vectors reached help and, for each of `texts`, a refusal that holds
+    /// it (for a binary that names a model, the model step: `is not cached` in an empty cache,
+    /// and `does not serve the contained task` for a path, whose contained load cannot start
+    /// a child in process).
+    pub fn assert_reached(&self, texts: &[&str]) {
+        assert!(self.printed > 0, "{self:?}");
+        for text in texts {
+            assert!(
+                self.stopped_with(text) > 0,
+                "no refusal holds '{text}': {self:?}"
+            );
+        }
+    }
 }
 
 /// A seeded generator (splitmix64): the same seed gives the same vectors on every machine.

@@ -1,14 +1,13 @@
 //! verdicts' command line at every door: a closed stdout pipe, check-only mode, 1,000
 //! generated argument vectors as processes (`test_support::argv_fuzz`; its one positional
 //! folder has few shapes to try), and the same bytes twice, on the committed `results/`
-//! folder and on planted folders.
+//! folder and on folders that break the report contract.
 
 use std::path::{Path, PathBuf};
 use test_support::argv_fuzz::{self, Flag, Fuzz};
-use test_support::{assert_quiet_on_closed_pipe, assert_refused, run_bin_with_env};
+use test_support::{assert_quiet_on_closed_pipe, assert_refused, run_bin_with_env, CHECK_ONLY};
 
 const BIN: &str = env!("CARGO_BIN_EXE_verdicts");
-const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
 
 /// The committed results folder.
 fn results() -> String {
@@ -18,11 +17,10 @@ fn results() -> String {
         .to_string()
 }
 
-/// Folders for the tests: one with a report that keeps the contract, one with a file that
-/// breaks it, an empty one, and a plain file.
+/// Folders that break the contract for the tests: one with a file that is not a report, an
+/// empty one, and a plain file. The folder that keeps it is the committed `results/`.
 struct Scratch {
     dir: PathBuf,
-    good: String,
     bad: String,
     empty: String,
     file: String,
@@ -30,32 +28,15 @@ struct Scratch {
 
 fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("verdicts-argv-{name}-{}", std::process::id()));
-    let (good, bad, empty) = (dir.join("good"), dir.join("bad"), dir.join("empty"));
-    for d in [&good, &bad, &empty] {
+    let (bad, empty) = (dir.join("bad"), dir.join("empty"));
+    for d in [&bad, &empty] {
         std::fs::create_dir_all(d).unwrap();
     }
-    let report = report::Report::new(
-        report::Subject {
-            finding: "F9".into(),
-            name: "planted".into(),
-            engine: "llama.cpp".into(),
-            build: "0.0.1".into(),
-            build_detail: "test".into(),
-        },
-        report::Verdict::Present,
-        "e",
-        vec![
-            report::Control::positive("p", true, ""),
-            report::Control::negative("n", true, ""),
-        ],
-    );
-    std::fs::write(good.join("planted.0.0.1.json"), report.to_json_text()).unwrap();
     std::fs::write(bad.join("bare.0.0.1.json"), "{\"rows\": []}").unwrap();
     let file = dir.join("file.json");
     std::fs::write(&file, "{}").unwrap();
     let s = |p: &Path| p.display().to_string();
     Scratch {
-        good: s(&good),
         bad: s(&bad),
         empty: s(&empty),
         file: s(&file),
@@ -79,7 +60,7 @@ fn check_only_reads_every_report_and_prints_nothing() {
         assert_refused(BIN, &[dir], &[CHECK_ONLY]);
         assert_refused(BIN, &[dir], &[]);
     }
-    assert_refused(BIN, &[&s.good, "extra"], &[]);
+    assert_refused(BIN, &[&results(), "extra"], &[]);
     std::fs::remove_dir_all(&s.dir).unwrap();
 }
 
@@ -94,7 +75,6 @@ fn argv_fuzz() {
     let s = scratch("fuzz");
     let flags = vec![Flag::positional(&["/no/such/dir", "results"]).with_good([
         results(),
-        s.good.clone(),
         s.bad.clone(),
         s.empty.clone(),
         s.file.clone(),

@@ -5,10 +5,11 @@
 //! reads the real cache only checks Gemma3's sha256.
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
-use test_support::{assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env};
+use test_support::{
+    assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env, CHECK_ONLY,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_penalty-cost");
-const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
 
 #[test]
 fn a_closed_stdout_pipe_ends_quietly() {
@@ -68,11 +69,7 @@ fn argv_fuzz() {
     // An empty model cache: every run that passes the flag checks is refused at Gemma3's
     // lookup at once, instead of hashing 253 MB.
     let fuzz = Fuzz::new(BIN, flags, 0xf5f5).env("MODELS_CACHE", &dir);
-    let t = argv_fuzz::in_process(&fuzz, penalty_cost::cli::check);
-    assert!(
-        t.printed > 0 && t.stopped_with("is not cached") > 0,
-        "{t:?}"
-    );
+    argv_fuzz::in_process(&fuzz, penalty_cost::cli::check).assert_reached(&["is not cached"]);
     let s = argv_fuzz::run(&fuzz);
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(s.exits[2] > 0, "{s:?}");

@@ -4,11 +4,10 @@
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
 use test_support::{
-    assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused, run_bin_with_env,
+    assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused, run_bin_with_env, CHECK_ONLY,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-clone");
-const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
 
 fn ids(n: usize, id: usize) -> String {
     vec![id.to_string(); n].join(",")

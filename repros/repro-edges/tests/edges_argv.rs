@@ -3,10 +3,9 @@
 //! also as processes (`test_support::argv_fuzz`).
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
-use test_support::{assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused};
+use test_support::{assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused, CHECK_ONLY};
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-edges");
-const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
 
 /// A run takes about 10 s (its planted controls probe in children), so one run stands for
 /// both forms of output: they reach the pipe through the same write (`cmdline::write_stdout`).

@@ -3,10 +3,9 @@
 //! process, the first 200 also as processes (`test_support::argv_fuzz`).
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
-use test_support::{assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused};
+use test_support::{assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused, CHECK_ONLY};
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-engines");
-const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
 
 #[test]
 fn a_closed_stdout_pipe_ends_quietly() {

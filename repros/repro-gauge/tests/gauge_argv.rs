@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use test_support::argv_fuzz::{self, Flag, Fuzz};
 use test_support::{
     assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env,
+    CHECK_ONLY,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-gauge");
-const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
 
 /// A scratch folder for this test binary and its paths.
 struct Scratch {
@@ -205,17 +205,8 @@ fn argv_fuzz() {
         Flag::value("--teacher-text", &["/no/such/text.md"]).with_good([s.text.clone()]),
     ];
     let fuzz = Fuzz::new(BIN, flags, 0xf4f4).env("MODELS_CACHE", &s.cache);
-    // In process every model is refused: a name is not in the cache, and a path's contained
-    // load cannot start a child here; the processes load a path in one.
     let t = argv_fuzz::in_process(&fuzz, repro_gauge::cli::check);
-    assert!(
-        t.printed > 0 && t.stopped_with("is not cached") > 0,
-        "{t:?}"
-    );
-    assert!(
-        t.stopped_with("does not serve the contained task") > 0,
-        "{t:?}"
-    );
+    t.assert_reached(&["is not cached", "does not serve the contained task"]);
     let summary = argv_fuzz::run(&fuzz);
     std::fs::remove_dir_all(&s.dir).unwrap();
     assert!(summary.exits[2] > 0, "{summary:?}");

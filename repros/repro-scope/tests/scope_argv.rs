@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use test_support::argv_fuzz::{self, Flag, Fuzz};
 use test_support::{
     assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env,
+    CHECK_ONLY,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-scope");
-const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
 
 /// A scratch folder for this test binary: a file that is not a model (`models::resolve`
 /// accepts any regular file as a path; the check's contained load refuses it), a link to the
@@ -140,17 +140,8 @@ fn argv_fuzz() {
         Flag::value("--threads", &["2", "1", "64"]),
     ];
     let fuzz = Fuzz::new(BIN, flags, 0x5c09e).env("MODELS_CACHE", cache);
-    // In process every model is refused: a name is not in the empty cache, and a path's
-    // contained load cannot start a child here; the processes load a path in one.
     let t = argv_fuzz::in_process(&fuzz, repro_scope::cli::check);
-    assert!(
-        t.printed > 0 && t.stopped_with("is not cached") > 0,
-        "{t:?}"
-    );
-    assert!(
-        t.stopped_with("does not serve the contained task") > 0,
-        "{t:?}"
-    );
+    t.assert_reached(&["is not cached", "does not serve the contained task"]);
     let s = argv_fuzz::run(&fuzz);
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(s.exits[2] > 0, "{s:?}");

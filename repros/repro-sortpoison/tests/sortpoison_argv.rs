@@ -5,10 +5,10 @@
 use test_support::argv_fuzz::{self, Flag, Fuzz};
 use test_support::{
     assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env,
+    CHECK_ONLY,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-sortpoison");
-const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
 
 #[test]
 fn a_closed_stdout_pipe_ends_quietly() {
