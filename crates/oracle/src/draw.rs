@@ -3,7 +3,7 @@
 //!
 //! Serves F2's chains that end in `dist`: the chain CLI prints this distribution after every
 //! stage, compares the `p` llama.cpp writes into the array with it, and hands it to F7's
-//! detector (`repro_engines::judge`) to judge the draws.
+//! detector (`detector::judge`) to judge the draws.
 //!
 //! Computed exactly in the sense that matters here: in f64, with the maximum found by
 //! scanning every entry (never assumed to be the first), every weight `exp(l_i - max)` in

@@ -1,12 +1,12 @@
 //! One engine over the grid (`--audit`), or one input from the command line; the controls
 //! that every report carries; the report.
 
-use crate::expect::Expectation;
-use crate::judge::{judge, Outcome};
+use crate::expect;
 use crate::planted::{self, Defect};
 use crate::vectors::{self, GridRow};
 use crate::{oracle_check, FINDING, NAME};
 use anyhow::{Context, Result};
+use detector::{judge, Expectation, Outcome};
 use engine::{Engine, EngineInfo, Sampling};
 use oracle::fit::bonferroni;
 use report::{Control, Report, Verdict};
@@ -112,7 +112,7 @@ pub fn run_case(
     alpha: f64,
     draw: impl Fn(&Case) -> Result<Vec<oracle::TokenId>>,
 ) -> Result<CaseRun> {
-    let expectation = Expectation::of(&case.logits, &case.sampling)?;
+    let expectation = expect::of(&case.logits, &case.sampling)?;
     let draws = draw(case).with_context(|| format!("drawing for {}", case.row_name()))?;
     let outcome = judge(&draws, &expectation, alpha);
     Ok(CaseRun {
@@ -225,7 +225,7 @@ pub fn run(e: &dyn Engine, cases: &[Case], audit_mode: bool) -> Result<Audit> {
             Ok(()) => runs.push(run_case(c, alpha, engine_draw(e))?),
             Err(why) => runs.push(CaseRun {
                 case: c.clone(),
-                expectation: Expectation::of(&c.logits, &c.sampling)?,
+                expectation: expect::of(&c.logits, &c.sampling)?,
                 outcome: Err(cmdline::one_line(&why)),
             }),
         }

@@ -5,7 +5,6 @@
 pub mod audit;
 pub mod cli;
 pub mod expect;
-pub mod judge;
 pub mod oracle_check;
 pub mod planted;
 pub mod vectors;

@@ -3,7 +3,7 @@
 //! (a top-p after top-k that must renormalize, an exact `cum == p`, a tie cut, `-inf`
 //! entries, a temperature).
 
-use crate::expect::Expectation;
+use crate::expect;
 use engine::Sampling;
 use report::Control;
 
@@ -75,7 +75,7 @@ const TOLERANCE: f64 = 1e-12;
 
 fn check(c: &Case) -> Result<(), String> {
     let s = Sampling::parse(c.sampling).map_err(|e| e.to_string())?;
-    let exp = Expectation::of(&c.logits, &s).map_err(|e| e.to_string())?;
+    let exp = expect::of(&c.logits, &s).map_err(|e| e.to_string())?;
     if let Some(u) = &exp.undecided {
         return Err(format!("left undecided: {u}"));
     }

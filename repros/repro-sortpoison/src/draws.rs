@@ -1,6 +1,6 @@
 //! A chain that ends in `dist`: what every stage leaves (each surviving candidate's id, logit
 //! and `p`, from llama.cpp and from the oracle), the `p` dist writes, and its seeded draws
-//! judged by F7's detector (`repro_engines::judge`) against the oracle's distribution
+//! judged by F7's detector (`detector::judge`) against the oracle's distribution
 //! (`oracle::draw::softmax` of the survivors, in f64).
 //!
 //! The planted dists of [`crate::planted::DistRule`] run through [`run`], the same function
@@ -10,12 +10,11 @@ use crate::chain::{self, ChainCase, ChainReport};
 use crate::planted::{DistRule, PlantedBias, PlantedDist, PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use anyhow::{ensure, Context, Result};
+use detector::{judge, Class, Expectation, Outcome};
 use oracle::draw::{self, Share, WrongP};
 use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
 use report::{Control, Report, Verdict};
-use repro_engines::expect::{Class, Expectation};
-use repro_engines::judge::{judge, Outcome};
 use serde::{Serialize, Serializer};
 use subject::{BuildInfo, Candidates};
 

@@ -1,0 +1,333 @@
+//! F7's detector: one set of draws against one [`Expectation`], the survivor set as tie
+//! classes with the renormalized probability of each survivor. The same function judges every
+//! engine, every planted sampler and F2's chains that end in `dist`.
+//!
+//! Rule (PREREG, F7): if the survivor set rests on a rounding margin, `undecided`. Otherwise
+//! a draw outside the oracle's possible set, or more distinct ids drawn from a tie class than
+//! the class keeps, is a definite defect (`present`). Otherwise Pearson's chi-square test
+//! of the counts against the renormalized probabilities (categories expecting fewer than 5
+//! draws pooled, `oracle::fit`): `present` when p < the per-test level, else `absent`.
+
+use oracle::fit::{goodness_of_fit, GoodnessOfFit};
+use oracle::TokenId;
+use report::Verdict;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Ids of equal (tempered) logit, of which `kept` survive, each with probability `p_each`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Class {
+    pub ids: Vec<TokenId>,
+    pub kept: usize,
+    pub p_each: f64,
+}
+
+impl Class {
+    pub fn is_split(&self) -> bool {
+        self.kept < self.ids.len()
+    }
+}
+
+/// Most classes a report lists.
+pub const JSON_CLASSES: usize = 64;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expectation {
+    /// Highest probability first, ids ascending within a class.
+    pub classes: Vec<Class>,
+    /// Why the survivor set is not decided in f32 (a rounding margin), if it is not.
+    pub undecided: Option<String>,
+}
+
+impl Expectation {
+    /// Every id that may be drawn (all members of every class with a survivor).
+    pub fn possible(&self) -> BTreeSet<TokenId> {
+        self.classes
+            .iter()
+            .flat_map(|c| c.ids.iter().copied())
+            .collect()
+    }
+
+    /// Number of survivors.
+    pub fn kept(&self) -> usize {
+        self.classes.iter().map(|c| c.kept).sum()
+    }
+
+    /// The first [`JSON_CLASSES`] classes (highest probability first) and how many there are:
+    /// a 262,144-entry `all` has as many classes, which `--json` would otherwise print.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "survivors": self.kept(),
+            "classes_total": self.classes.len(),
+            "classes": self.classes.iter().take(JSON_CLASSES).map(|c| json!({
+                "ids": c.ids.iter().map(|i| i.0).collect::<Vec<_>>(),
+                "kept": c.kept,
+                "p_each": c.p_each,
+            })).collect::<Vec<_>>(),
+            "undecided": self.undecided,
+        })
+    }
+
+    /// One line: the classes, at most `max` of them, and how many more.
+    pub fn describe(&self, max: usize) -> String {
+        let mut parts: Vec<String> = self
+            .classes
+            .iter()
+            .take(max)
+            .map(|c| {
+                let ids: Vec<String> = c.ids.iter().map(|i| i.0.to_string()).collect();
+                if c.is_split() {
+                    format!("{} of {{{}}} at {:.6}", c.kept, ids.join(","), c.p_each)
+                } else {
+                    format!("{{{}}} at {:.6}", ids.join(","), c.p_each)
+                }
+            })
+            .collect();
+        if self.classes.len() > max {
+            parts.push(format!("{} more classes", self.classes.len() - max));
+        }
+        format!("{} survivors: {}", self.kept(), parts.join(", "))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// How often each id was drawn.
+    pub support: BTreeMap<TokenId, u64>,
+    /// Drawn ids the oracle never keeps.
+    pub outside: Vec<TokenId>,
+    /// Tie classes with more distinct ids drawn than they keep: (class ids, drawn, kept).
+    pub overfull: Vec<(Vec<TokenId>, usize, usize)>,
+    pub fit: Option<GoodnessOfFit>,
+    /// The per-test significance level the p-value was compared with.
+    pub alpha: f64,
+    pub verdict: Verdict,
+    /// The rule that decided, in one line.
+    pub why: String,
+}
+
+pub fn count(draws: &[TokenId]) -> BTreeMap<TokenId, u64> {
+    let mut m = BTreeMap::new();
+    for &d in draws {
+        *m.entry(d).or_insert(0) += 1;
+    }
+    m
+}
+
+/// The chi-square categories: one per id of a class that is whole, or whose drawn ids are as
+/// many as it keeps (then the drawn ones are the kept ones); otherwise the class is one bin.
+fn bins(exp: &Expectation, support: &BTreeMap<TokenId, u64>) -> (Vec<String>, Vec<u64>, Vec<f64>) {
+    let (mut labels, mut observed, mut p) = (Vec::new(), Vec::new(), Vec::new());
+    for c in &exp.classes {
+        let drawn: Vec<TokenId> = c
+            .ids
+            .iter()
+            .copied()
+            .filter(|id| support.contains_key(id))
+            .collect();
+        let members: Vec<TokenId> = if !c.is_split() {
+            c.ids.clone()
+        } else if drawn.len() == c.kept {
+            drawn.clone()
+        } else {
+            let ids: Vec<String> = c.ids.iter().map(|i| i.0.to_string()).collect();
+            labels.push(format!("{} of {{{}}}", c.kept, ids.join(",")));
+            observed.push(drawn.iter().map(|id| support[id]).sum());
+            p.push(c.kept as f64 * c.p_each);
+            continue;
+        };
+        for id in members {
+            labels.push(id.0.to_string());
+            observed.push(support.get(&id).copied().unwrap_or(0));
+            p.push(c.p_each);
+        }
+    }
+    (labels, observed, p)
+}
+
+pub fn judge(draws: &[TokenId], exp: &Expectation, alpha: f64) -> Outcome {
+    let support = count(draws);
+    let possible = exp.possible();
+    let outside: Vec<TokenId> = support
+        .keys()
+        .copied()
+        .filter(|id| !possible.contains(id))
+        .collect();
+    let overfull: Vec<(Vec<TokenId>, usize, usize)> = exp
+        .classes
+        .iter()
+        .filter(|c| c.is_split())
+        .filter_map(|c| {
+            let drawn = c.ids.iter().filter(|id| support.contains_key(id)).count();
+            (drawn > c.kept).then(|| (c.ids.clone(), drawn, c.kept))
+        })
+        .collect();
+    let mut out = Outcome {
+        support,
+        outside,
+        overfull,
+        fit: None,
+        alpha,
+        verdict: Verdict::Absent,
+        why: String::new(),
+    };
+    // A set that rests on a rounding margin decides nothing, not even where it ends: a draw
+    // just past the cut may be the engine rounding the other way.
+    if let Some(edge) = &exp.undecided {
+        out.verdict = Verdict::Undecided;
+        out.why = format!("the survivor set rests on a rounding margin: {edge}");
+        if !out.outside.is_empty() || !out.overfull.is_empty() {
+            out.why += &format!(" ({})", definite(&out));
+        }
+        return out;
+    }
+    if !out.outside.is_empty() || !out.overfull.is_empty() {
+        out.verdict = Verdict::Present;
+        out.why = definite(&out);
+        return out;
+    }
+    let (labels, observed, p) = bins(exp, &out.support);
+    match goodness_of_fit(&labels, &observed, &p) {
+        Err(category) => {
+            out.verdict = Verdict::Present;
+            out.why = format!("drawn: {category}, which the oracle gives probability 0 in f64");
+        }
+        Ok(fit) => {
+            let reject = fit.p_value < alpha;
+            out.verdict = Verdict::found(reject);
+            if fit.df == 0 {
+                out.why =
+                    "every draw inside the survivor set; one category, so no distribution to test"
+                        .to_string();
+                out.fit = Some(fit);
+                return out;
+            }
+            out.why = format!(
+                "chi-square {:.3} on {} df, p = {:.3e} {} {:.1e}",
+                fit.statistic,
+                fit.df,
+                fit.p_value,
+                if reject { "<" } else { ">=" },
+                alpha
+            );
+            out.fit = Some(fit);
+        }
+    }
+    out
+}
+
+fn definite(o: &Outcome) -> String {
+    let mut parts = Vec::new();
+    if !o.outside.is_empty() {
+        let ids: Vec<String> = o
+            .outside
+            .iter()
+            .map(|id| format!("{} ({}x)", id, o.support[id]))
+            .collect();
+        parts.push(format!(
+            "drawn outside the survivor set: {}",
+            ids.join(", ")
+        ));
+    }
+    for (ids, drawn, kept) in &o.overfull {
+        let ids: Vec<String> = ids.iter().map(|i| i.0.to_string()).collect();
+        parts.push(format!(
+            "{drawn} distinct ids drawn from the tie class {{{}}}, which keeps {kept}",
+            ids.join(",")
+        ));
+    }
+    parts.join("; ")
+}
+
+impl Outcome {
+    pub fn p_value(&self) -> Option<f64> {
+        self.fit.as_ref().map(|f| f.p_value)
+    }
+
+    /// The drawn ids, with counts, at most `max` of them (the rest summed).
+    pub fn describe_support(&self, max: usize) -> String {
+        let mut parts: Vec<String> = self
+            .support
+            .iter()
+            .take(max)
+            .map(|(id, n)| format!("{id}:{n}"))
+            .collect();
+        if self.support.len() > max {
+            let rest: u64 = self.support.values().skip(max).sum();
+            parts.push(format!("{} more ids:{rest}", self.support.len() - max));
+        }
+        format!("{} ids drawn ({})", self.support.len(), parts.join(" "))
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "support": self.support.iter().map(|(id, n)| (id.0.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "outside": self.outside.iter().map(|i| i.0).collect::<Vec<_>>(),
+            "overfull": self.overfull.iter().map(|(ids, d, k)| json!({
+                "ids": ids.iter().map(|i| i.0).collect::<Vec<_>>(), "drawn": d, "kept": k
+            })).collect::<Vec<_>>(),
+            "statistic": self.fit.as_ref().map(|f| f.statistic),
+            "df": self.fit.as_ref().map(|f| f.df),
+            "p_value": self.p_value(),
+            "pooled_categories": self.fit.as_ref().map(|f| f.pooled),
+            "alpha": self.alpha,
+            "row_verdict": self.verdict.as_str(),
+            "why": self.why,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_classes(undecided: Option<&str>) -> Expectation {
+        Expectation {
+            classes: vec![
+                Class {
+                    ids: vec![TokenId(0)],
+                    kept: 1,
+                    p_each: 0.5,
+                },
+                Class {
+                    ids: vec![TokenId(1), TokenId(2)],
+                    kept: 1,
+                    p_each: 0.5,
+                },
+            ],
+            undecided: undecided.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn outside_draws_and_overfull_classes_are_definite_unless_the_set_is_undecided() {
+        let draws = [TokenId(0), TokenId(1), TokenId(3)];
+        assert_eq!(
+            judge(&draws, &two_classes(None), 0.01).verdict,
+            Verdict::Present
+        );
+        let overfull = [TokenId(0), TokenId(1), TokenId(2)];
+        let o = judge(&overfull, &two_classes(None), 0.01);
+        assert_eq!(o.verdict, Verdict::Present, "{}", o.why);
+        assert_eq!(o.overfull.len(), 1);
+        // A draw past a cut that rests on a rounding margin may be the engine rounding the
+        // other way: undecided, and the outside id still named.
+        let o = judge(&draws, &two_classes(Some("margin")), 0.01);
+        assert_eq!(o.verdict, Verdict::Undecided);
+        assert!(o.why.contains("outside"), "{}", o.why);
+    }
+
+    #[test]
+    fn the_test_compares_counts_with_the_renormalized_probabilities() {
+        let fair: Vec<TokenId> = (0..1000).map(|i| TokenId(i % 2)).collect();
+        assert_eq!(
+            judge(&fair, &two_classes(None), 0.01).verdict,
+            Verdict::Absent
+        );
+        let skewed: Vec<TokenId> = (0..1000).map(|i| TokenId(i32::from(i % 10 == 0))).collect();
+        assert_eq!(
+            judge(&skewed, &two_classes(None), 0.01).verdict,
+            Verdict::Present
+        );
+    }
+}
