@@ -1,7 +1,7 @@
 //! Applying a sampler to an array the wrapper would refuse, for the edge-input probes only.
 //!
 //! [`Sampler::apply`] refuses empty arrays, NaN and `+inf` logits and repeated ids, because
-//! llama.cpp may abort on them. The edge-input finding (issue 13) asks exactly what llama.cpp
+//! llama.cpp may abort on them. The edge-input finding (F6) asks exactly what llama.cpp
 //! does with such arrays, so this path hands them over. It keeps the guarantees that protect
 //! *memory*: ids are never negative and stay below the sampler's vocabulary (samplers index
 //! tables by id), an empty array still points at one readable slot (a sampler that reads

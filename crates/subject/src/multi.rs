@@ -6,21 +6,20 @@
 //! advances every live sequence by one token.
 //!
 //! Each sequence has its own stream of the cache (`kv_unified = false`, `n_ctx / n_seq` cells
-//! each), and a fork copies the stream. The unified cache was tried first and dropped: in
-//! probes of 2026-11-30 on llama-cpp-sys-2 0.1.161, removing a forked sequence
-//! (`llama_memory_seq_rm`) changed the next logits of its parent by up to 0.8 on SmolLM2. There
-//! is no way to remove one sequence: finished sequences stay until [`MultiContext::clear`].
+//! each), and a fork copies the stream. Not the unified cache: there, removing a forked
+//! sequence (`llama_memory_seq_rm`) changes the next logits of its parent (by up to 0.8 on
+//! SmolLM2, llama-cpp-sys-2 0.1.161, probed 2026-11-30). For the same reason there is no way
+//! to remove one sequence: finished sequences stay until [`MultiContext::clear`].
 //!
 //! A row of a batch must not depend on its neighbours, or forked runs would not be the runs
 //! they stand for. Two settings make it so, both checked against lone decoding bit for bit:
 //! - The model must be loaded [`Weights::AsStored`] (checked here). With llama.cpp's default
-//!   repacking, Gemma3's rows in a group of four went through another kernel and differed
-//!   from lone decoding by up to 1.66 in a logit (see [`Weights`]); this is what made F4's
-//!   first full run fail its fork check (4 of 64 re-decoded runs parted).
-//! - Flash attention is off ([`Attention::Plain`]). It was the first suspect: turning it off
-//!   alone made the one failing prompt pass, before the batch probe found the repacking. Every
-//!   bit-identity probe since ran with plain attention, so it stays; a single-sequence context
-//!   compared with this one must use it too.
+//!   repacking, Gemma3's rows in a group of four go through another kernel and differ from
+//!   lone decoding by up to 1.66 in a logit (see [`Weights`]), enough for forked runs to part
+//!   from the lone runs they stand for (F4's fork check).
+//! - Flash attention is off ([`Attention::Plain`]): on its own it changed a prompt's batched
+//!   result, and the bit-identity of batched and lone decoding is established with plain
+//!   attention only; a single-sequence context compared with this one must use it too.
 //!
 //! Positions are assigned here, never by the caller: each sequence's next position is its
 //! length, so a batch can only extend sequences, which is what llama.cpp's batch checks
