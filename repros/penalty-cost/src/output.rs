@@ -205,9 +205,10 @@ struct EndToEndData {
     per_round_ms_per_token: Vec<Keyed<f64>>,
 }
 
-/// `bench/penalty-cost.json`: the keys of earlier runs (`rows` and `normalized_rows` are the
-/// id-order layout; `end_to_end.ms_per_token` and `overhead_percent` now hold medians over
-/// rounds) and the new ones beside them.
+/// `bench/penalty-cost.json`. `rows` and `normalized_rows` are the id-order layout and
+/// `end_to_end.ms_per_token` and `overhead_percent` hold medians over rounds, under the keys
+/// earlier results files use so that they stay comparable; the shuffled layout and per-round
+/// keys sit beside them.
 pub fn json(build: &BuildInfo, rounds: usize, rows: &[ApplyRow], e: &EndToEnd) -> Value {
     let (rows_id, norm_id) = layout_rows(rows, Layout::IdOrder);
     let (rows_sh, norm_sh) = layout_rows(rows, Layout::Shuffled);

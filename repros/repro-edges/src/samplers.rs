@@ -1,5 +1,5 @@
 //! The samplers probed: every built-in sampler that needs no model vocabulary, with the
-//! parameter edges the issue names (`top_k` 0 and negative, `min_keep` above the array's
+//! parameter edges F6 audits (`top_k` 0 and negative, `min_keep` above the array's
 //! size), plus the planted controls from [`crate::planted`]. Each is built fresh in the child
 //! by name, so the parent and the child agree on it without passing anything but the name.
 //!

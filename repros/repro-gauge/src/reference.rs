@@ -20,10 +20,10 @@
 //! structural position; a planted stage that doubles every logit (exact in f32, so the choice
 //! cannot move, though the bits differ) must keep, leave and break exactly where `none` does.
 //!
-//! Each pair is decoded alone, on one sequence. A first version decoded 16 pairs per batch;
-//! in the full run of 2026-11-30 one of Gemma3's first two walks, repeated alone, parted from
-//! its batched copy. Unlike F4's forked runs, whose sequences always have equal lengths, these
-//! pairs have prompts of different lengths; we did not isolate the cause and decode alone.
+//! Each pair is decoded alone, on one sequence: decoded in a batch with other pairs, one of
+//! Gemma3's walks parted from the same walk decoded alone (full run of 2026-11-30). Unlike
+//! F4's forked runs, whose sequences always have equal lengths, these pairs have prompts of
+//! different lengths, and the cause is not known, so no result here depends on batching.
 //!
 //! The grammar is applied to the [`SHORTLIST`] highest logits first and to the whole row only
 //! when none of those is allowed; llama.cpp's grammar judges each token on its own, so this is
