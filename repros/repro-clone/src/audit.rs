@@ -4,7 +4,7 @@
 
 use crate::counts::{Counts, Defect, PenaltiesCounts, PlantedCounts};
 use crate::minimal::{self, CaseCounts, Scenario};
-use crate::sweep::{self, Case, Checks, Stats};
+use crate::sweep::{self, Checks, Stats, SweepSlice};
 use anyhow::{Context, Result};
 use ledger::SamplerKind;
 use oracle::penalty::CountProbe;
@@ -98,7 +98,7 @@ pub struct Audit {
     pub minimal_controls: Vec<Control>,
     pub eviction: Vec<EvictionControl>,
     pub detectors: Vec<DetectorControl>,
-    pub domain: Vec<Case>,
+    pub domain: Vec<SweepSlice>,
     pub sweep: Stats,
     pub accept_time: Duration,
     pub clone_time: Duration,

@@ -15,13 +15,13 @@ use serde::{Serialize, Serializer};
 
 /// One slice of the domain: all sequences of `len` ids drawn from `0..alphabet`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Case {
+pub struct SweepSlice {
     pub alphabet: usize,
     pub last_n: WindowLen,
     pub len: usize,
 }
 
-impl Case {
+impl SweepSlice {
     pub fn sequences(&self) -> u64 {
         (self.alphabet as u64).pow(self.len as u32)
     }
@@ -46,11 +46,11 @@ fn budget_len(alphabet: usize) -> usize {
 /// The full domain: alphabets 2..=5, windows {1,2,3,4,8}, and for each the longer of the
 /// budget length and `n + 1` (so every window is at least filled and evicted once; short
 /// windows are filled and evicted many times: a=2 runs 17 accepts through every window).
-pub fn full_domain() -> Vec<Case> {
+pub fn full_domain() -> Vec<SweepSlice> {
     let mut cases = Vec::new();
     for alphabet in 2..=5 {
         for n in WINDOWS {
-            cases.push(Case {
+            cases.push(SweepSlice {
                 alphabet,
                 last_n: WindowLen(n),
                 len: budget_len(alphabet).max(n + 1),
@@ -61,10 +61,10 @@ pub fn full_domain() -> Vec<Case> {
 }
 
 /// A smaller domain with the same windows, used by the controls.
-pub fn control_domain() -> Vec<Case> {
+pub fn control_domain() -> Vec<SweepSlice> {
     WINDOWS
         .iter()
-        .map(|&n| Case {
+        .map(|&n| SweepSlice {
             alphabet: 3,
             last_n: WindowLen(n),
             len: n + 4,
@@ -76,7 +76,7 @@ pub fn control_domain() -> Vec<Case> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Mismatch {
     #[serde(serialize_with = "case_label")]
-    pub case: Case,
+    pub case: SweepSlice,
     pub sequence: Vec<i32>,
     /// For clone mismatches, the number of accepts before the clone was taken.
     pub cloned_at: Option<usize>,
@@ -88,7 +88,7 @@ pub struct Mismatch {
     pub want: Vec<i64>,
 }
 
-fn case_label<S: Serializer>(case: &Case, s: S) -> Result<S::Ok, S::Error> {
+fn case_label<S: Serializer>(case: &SweepSlice, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&case.label())
 }
 
@@ -262,7 +262,7 @@ fn increment(alphabet: usize, seq: &mut [TokenId]) {
 
 /// One worker's share: sequences `start..end` of `case`.
 fn run_range<L: Counts>(
-    case: Case,
+    case: SweepSlice,
     start: u64,
     end: u64,
     make: &(dyn Fn(&[TokenId], WindowLen) -> Result<L> + Sync),
@@ -336,7 +336,7 @@ fn run_range<L: Counts>(
 /// Runs every case, splitting each case's sequences across `threads` workers in contiguous
 /// index ranges. Totals and "first" examples do not depend on the thread count.
 pub fn run<L: Counts>(
-    cases: &[Case],
+    cases: &[SweepSlice],
     make: &(dyn Fn(&[TokenId], WindowLen) -> Result<L> + Sync),
     checks: Checks,
     threads: usize,
@@ -373,7 +373,7 @@ mod tests {
 
     #[test]
     fn domain_meets_the_published_size() {
-        let total: u64 = full_domain().iter().map(Case::sequences).sum();
+        let total: u64 = full_domain().iter().map(SweepSlice::sequences).sum();
         assert!(total >= 3_010_612, "{total}");
         for case in full_domain() {
             assert!(case.len > case.last_n.0, "{case:?} never evicts");

@@ -92,7 +92,7 @@ pub fn for_each_permutation(n: usize, mut f: impl FnMut(&[usize]) -> Result<()>)
 
 /// One sampler at one parameter on one multiset, over all orders.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Case {
+pub struct PermutationCase {
     pub stage: ChainStage,
     pub logits: Vec<f32>,
     pub oracle: u64,
@@ -108,7 +108,7 @@ pub struct Case {
     pub worst_set: u64,
 }
 
-impl Case {
+impl PermutationCase {
     pub fn stale_differing(&self) -> usize {
         self.stale
             .iter()
@@ -129,7 +129,7 @@ impl Case {
 }
 
 /// Runs one case; `None` when the oracle reports a knife edge for it (not a verdict input).
-pub fn run_case(stage: &ChainStage, logits: &[f32]) -> Result<Option<Case>> {
+pub fn run_case(stage: &ChainStage, logits: &[f32]) -> Result<Option<PermutationCase>> {
     let comp = compose(std::slice::from_ref(stage), &Pool::from_logits(logits), &[]);
     if !comp.edges.is_empty() {
         return Ok(None);
@@ -159,7 +159,7 @@ pub fn run_case(stage: &ChainStage, logits: &[f32]) -> Result<Option<Case>> {
         *guarded.entry(g).or_insert(0) += 1;
         Ok(())
     })?;
-    Ok(Some(Case {
+    Ok(Some(PermutationCase {
         stage: stage.clone(),
         logits: logits.to_vec(),
         oracle,
@@ -186,7 +186,7 @@ pub struct PermutationRow {
     /// With `sorted_guard` before the sampler, every case gives exactly the oracle's set.
     pub guarded_ok: bool,
     /// The case with the most distinct sets (first such in family order).
-    pub worst: Case,
+    pub worst: PermutationCase,
 }
 
 #[derive(Debug, Clone, PartialEq)]
