@@ -15,6 +15,7 @@
 //! data gives the same bytes.
 
 use anyhow::{Context as _, Result};
+use serde::Deserialize;
 use serde_json::Value;
 
 /// Colour-blind-safe colours (Okabe and Ito), in the order series take them; yellow is left
@@ -172,6 +173,14 @@ pub fn text_width(s: &str, size: f64, bold: bool) -> f64 {
         })
         .sum();
     em * size * if bold { 1.12 } else { 1.0 }
+}
+
+/// The width of the widest of `labels` in body text (0 for none).
+pub fn widest<S: AsRef<str>>(labels: impl IntoIterator<Item = S>) -> f64 {
+    labels
+        .into_iter()
+        .map(|l| text_width(l.as_ref(), BODY_SIZE, false))
+        .fold(0.0, f64::max)
 }
 
 /// A rectangle `[x0, x1] x [y0, y1]`.
@@ -729,44 +738,23 @@ impl<'a> Field<'a> {
             .with_context(|| format!("no key '{key}'"))
     }
 
+    /// The value under `key` as a `T`: a number, a count, a string, true or false, a
+    /// `[lo, hi]` pair, or an `Option` of one where the JSON may hold `null`.
+    pub fn at<T: Deserialize<'a>>(self, key: &str) -> Result<T> {
+        T::deserialize(self.get(key)?.value)
+            .with_context(|| format!("'{key}' is not a {}", std::any::type_name::<T>()))
+    }
+
     pub fn f64(self, key: &str) -> Result<f64> {
-        self.get(key)?
-            .value
-            .as_f64()
-            .with_context(|| format!("'{key}' is not a number"))
+        self.at(key)
     }
 
     pub fn usize(self, key: &str) -> Result<usize> {
-        self.get(key)?
-            .value
-            .as_u64()
-            .map(|v| v as usize)
-            .with_context(|| format!("'{key}' is not a count"))
-    }
-
-    /// A count, or `None` where the JSON holds `null`.
-    pub fn opt_usize(self, key: &str) -> Result<Option<usize>> {
-        match self.get(key)?.value {
-            Value::Null => Ok(None),
-            v => v
-                .as_u64()
-                .map(|v| Some(v as usize))
-                .with_context(|| format!("'{key}' is neither a count nor null")),
-        }
+        self.at(key)
     }
 
     pub fn str(self, key: &str) -> Result<&'a str> {
-        self.get(key)?
-            .value
-            .as_str()
-            .with_context(|| format!("'{key}' is not a string"))
-    }
-
-    pub fn bool(self, key: &str) -> Result<bool> {
-        self.get(key)?
-            .value
-            .as_bool()
-            .with_context(|| format!("'{key}' is not true or false"))
+        self.at(key)
     }
 
     /// The list under `key`, each element with its index in error messages.
@@ -779,18 +767,6 @@ impl<'a> Field<'a> {
             .iter()
             .map(Field::new)
             .collect())
-    }
-
-    /// A `[lo, hi]` pair under `key`.
-    pub fn pair(self, key: &str) -> Result<(f64, f64)> {
-        let v = self.get(key)?.value;
-        match v.as_array().map(|a| (a.len(), a)) {
-            Some((2, a)) => match (a[0].as_f64(), a[1].as_f64()) {
-                (Some(lo), Some(hi)) => Ok((lo, hi)),
-                _ => anyhow::bail!("'{key}' is not a pair of numbers"),
-            },
-            _ => anyhow::bail!("'{key}' is not a pair"),
-        }
     }
 }
 
@@ -916,10 +892,10 @@ mod tests {
         let v = serde_json::json!({"a": {"n": 3, "ci": [0.1, 0.2], "s": "x", "z": null}});
         let a = Field::new(&v).get("a").unwrap();
         assert_eq!(a.usize("n").unwrap(), 3);
-        assert_eq!(a.pair("ci").unwrap(), (0.1, 0.2));
+        assert_eq!(a.at::<(f64, f64)>("ci").unwrap(), (0.1, 0.2));
         assert_eq!(a.str("s").unwrap(), "x");
-        assert_eq!(a.opt_usize("z").unwrap(), None);
-        assert_eq!(a.f64("s").unwrap_err().to_string(), "'s' is not a number");
+        assert_eq!(a.at::<Option<usize>>("z").unwrap(), None);
+        assert_eq!(a.f64("s").unwrap_err().to_string(), "'s' is not a f64");
         assert_eq!(a.get("q").unwrap_err().to_string(), "no key 'q'");
     }
 

@@ -397,7 +397,7 @@ fn overhead_panel(
     );
     let mut cis = Vec::new();
     for (v, style) in [(Variant::Builtin, styles[0]), (Variant::Ledger, styles[1])] {
-        let (lo, hi) = interval.pair(v.key())?;
+        let (lo, hi) = interval.at::<(f64, f64)>(v.key())?;
         cis.push((v, style, median.f64(v.key())?, lo, hi));
     }
     let finite = |x: f64| if x.is_finite() { x } else { 0.0 };

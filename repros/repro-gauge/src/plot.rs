@@ -5,7 +5,7 @@
 //! grammar references.
 
 use anyhow::{Context as _, Result};
-use report::chart::{Basis, Chart, Field, Font, Key, Style, LINE, MARGIN};
+use report::chart::{widest, Basis, Chart, Field, Font, Key, Style, LINE, MARGIN};
 use serde_json::Value;
 
 /// Colours of the thetas in the order the rows list them: black first (theta 1, where every
@@ -98,7 +98,7 @@ fn lines(model: Field, m: &Measure) -> Result<Lines> {
     let mut lines: Lines = Vec::new();
     for row in model.list("rows")? {
         let key = (row.str("operator")?.to_string(), row.f64("theta")?);
-        let (lo, hi) = row.pair(ci_key)?;
+        let (lo, hi) = row.at::<(f64, f64)>(ci_key)?;
         let p = Point {
             shift: row.f64("shift")?,
             mean: row.f64(mean_key)?,
@@ -160,10 +160,7 @@ pub fn curve_svg(report: &Value, m: &Measure) -> Result<String> {
         m.label
     ));
     let (pw, ph) = (330.0, 260.0);
-    let gutter = (0..=4)
-        .map(|k| report::chart::text_width(&tick(ymax * k as f64 / 4.0), 12.0, false))
-        .fold(0.0, f64::max)
-        + 10.0;
+    let gutter = widest((0..=4).map(|k| tick(ymax * k as f64 / 4.0))) + 10.0;
     let top = c.head() + 2.0 * LINE + 8.0;
     let y = |f: f64| top + ph * (1.0 - f / ymax);
     let mut right = 0.0f64;
@@ -267,12 +264,7 @@ pub fn json_svg(report: &Value) -> Result<String> {
     for v in &variants {
         labels.push(v.str("variant")?);
     }
-    let left = MARGIN
-        + labels
-            .iter()
-            .map(|l| report::chart::text_width(l, 12.0, false))
-            .fold(0.0, f64::max)
-        + 8.0;
+    let left = MARGIN + widest(&labels) + 8.0;
     let top = c.head() + LINE;
     let parses = c.series("parses", Style::nth(0));
     let valid = c.series("schema-valid", Style::nth(4));
@@ -295,8 +287,8 @@ pub fn json_svg(report: &Value) -> Result<String> {
             );
         }
     }
-    let widest = report::chart::text_width(&format!("{n}/{n} (100%)"), 12.0, false);
-    c.legend((left + pw + widest + 24.0, top + 10.0), None, Key::Box);
+    let count_w = widest([format!("{n}/{n} (100%)")]);
+    c.legend((left + pw + count_w + 24.0, top + 10.0), None, Key::Box);
     Ok(c.finish(&Basis {
         n: format!(
             "n = {n} prompts, one greedy answer of up to {} tokens per prompt and variant",
@@ -325,12 +317,7 @@ pub fn structural_svg(report: &Value) -> Result<String> {
             labels.push(row.str("variant")?);
         }
     }
-    let left = MARGIN
-        + labels
-            .iter()
-            .map(|l| report::chart::text_width(l, 12.0, false))
-            .fold(0.0, f64::max)
-        + 8.0;
+    let left = MARGIN + widest(&labels) + 8.0;
     let style = c.series(
         "share of structural positions where the greedy choice breaks the JSON",
         Style::nth(0),
@@ -341,7 +328,7 @@ pub fn structural_svg(report: &Value) -> Result<String> {
         // The bootstrap runs over the finished pairs that have structural positions.
         let mut n = 0;
         for p in m.list("per_pair")? {
-            if p.bool("finished")? && p.usize("structural_positions")? > 0 {
+            if p.at::<bool>("finished")? && p.usize("structural_positions")? > 0 {
                 n += 1;
             }
         }
@@ -363,7 +350,7 @@ pub fn structural_svg(report: &Value) -> Result<String> {
         for (i, row) in rows.iter().enumerate() {
             let y0 = y_panel + 24.0 + i as f64 * (bar_h + gap);
             let mean = row.f64("break_share")?;
-            let (lo, hi) = row.pair("break_ci")?;
+            let (lo, hi) = row.at::<(f64, f64)>("break_ci")?;
             c.text(
                 left - 8.0,
                 y0 + bar_h - 3.0,

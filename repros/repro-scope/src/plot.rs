@@ -4,7 +4,7 @@
 //! top for prompts where it never does, and the share that diverged under each column.
 
 use anyhow::{Context as _, Result};
-use report::chart::{text_width, Basis, Chart, Field, Font, Key, Style, LINE, MARGIN};
+use report::chart::{widest, Basis, Chart, Field, Font, Key, Style, LINE, MARGIN};
 use serde_json::Value;
 
 /// The chart F3 draws from `report` (a `scope.<build>.json` with its sweep), as
@@ -37,11 +37,7 @@ pub fn svg(report: &Value) -> Result<String> {
     let ticks: Vec<f64> = (0..=4)
         .map(|k| (max_new * k as f64 / 4.0).round())
         .collect();
-    let gutter = ticks
-        .iter()
-        .map(|t| text_width(&t.to_string(), 12.0, false))
-        .chain([text_width("never", 12.0, false)])
-        .fold(0.0, f64::max);
+    let gutter = widest(ticks.iter().map(f64::to_string).chain(["never".into()]));
     let left = MARGIN + 2.0 * LINE + gutter;
     let top = c.head() + 2.0 * LINE + 16.0;
     let never_y = top - 16.0;
@@ -90,7 +86,7 @@ pub fn svg(report: &Value) -> Result<String> {
             &format!("{}/{n} diverge", sum.usize("diverged")?),
             Font::BODY.middle().grey(),
         );
-        if let Some(m) = sum.opt_usize("median")? {
+        if let Some(m) = sum.at::<Option<usize>>("median")? {
             let ym = y(m as f64);
             c.line(
                 (cx - col_w * 0.35, ym),
@@ -109,7 +105,7 @@ pub fn svg(report: &Value) -> Result<String> {
                 .copied()
                 .with_context(|| format!("prompt {j} has no window {i}"))?;
             let prompt = p.str("prompt")?;
-            match cell.opt_usize("diverges_at")? {
+            match cell.at::<Option<usize>>("diverges_at")? {
                 Some(d) => c.marker(
                     (cx + dx, y(d as f64)),
                     style,
