@@ -125,17 +125,11 @@ impl Engine for Candle {
         candle_sampling(sampling).map(|_| ())
     }
 
-    fn draw(
-        &self,
-        logits: &[f32],
-        sampling: &Sampling,
-        seed: u64,
-        draws: usize,
-    ) -> Result<Vec<TokenId>> {
+    fn draw(&self, logits: &[f32], s: &Sampling, seed: u64, n: usize) -> Result<Vec<TokenId>> {
         ensure!(!logits.is_empty(), "no logits to draw from");
-        let mut p = LogitsProcessor::from_sampling(seed, candle_sampling(sampling)?);
+        let mut p = LogitsProcessor::from_sampling(seed, candle_sampling(s)?);
         let t = tensor(logits)?;
-        (0..draws)
+        (0..n)
             .map(|_| {
                 let id = p.sample(&t).context("candle: LogitsProcessor::sample")?;
                 Ok(TokenId(id as i32))

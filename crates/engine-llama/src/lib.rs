@@ -76,16 +76,10 @@ impl Engine for Llama {
         draw_chain(sampling, 0).map(|_| ())
     }
 
-    fn draw(
-        &self,
-        logits: &[f32],
-        sampling: &Sampling,
-        seed: u64,
-        draws: usize,
-    ) -> Result<Vec<TokenId>> {
+    fn draw(&self, logits: &[f32], s: &Sampling, seed: u64, n: usize) -> Result<Vec<TokenId>> {
         ensure!(!logits.is_empty(), "no logits to draw from");
-        let mut chain = draw_chain(sampling, seed32(seed)?)?;
-        (0..draws)
+        let mut chain = draw_chain(s, seed32(seed)?)?;
+        (0..n)
             .map(|_| {
                 let mut c = Candidates::from_logits(logits);
                 chain.apply(&mut c)?;

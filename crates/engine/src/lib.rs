@@ -251,15 +251,9 @@ pub trait Engine: Send + Sync {
     fn greedy(&self, logits: &[f32]) -> Result<TokenId>;
     /// `Ok` if the engine runs this list of stages before a draw, else why not (one line).
     fn supports(&self, sampling: &Sampling) -> Result<()>;
-    /// `draws` draws from `logits` under `sampling`, from one sampler seeded with `seed` and
-    /// used `draws` times in a row (as a decoding loop would).
-    fn draw(
-        &self,
-        logits: &[f32],
-        sampling: &Sampling,
-        seed: u64,
-        draws: usize,
-    ) -> Result<Vec<TokenId>>;
+    /// `n` draws from `logits` under `s`, from one sampler seeded with `seed` and used `n`
+    /// times in a row (as a decoding loop would).
+    fn draw(&self, logits: &[f32], s: &Sampling, seed: u64, n: usize) -> Result<Vec<TokenId>>;
     /// Loads a GGUF file on the CPU with `threads` threads, for sequences of a prompt and at
     /// most `room` generated tokens.
     fn load(&self, path: &Path, threads: usize, room: usize) -> Result<Box<dyn Logits>>;

@@ -127,6 +127,15 @@ impl Role {
     }
 }
 
+/// What a stage reads besides the array it is applied to.
+enum Reads<'a> {
+    /// The ids accepted before it (penalties).
+    History,
+    /// The ids its parameters name, with their biases (logit_bias).
+    Ids(&'a [(TokenId, f32)]),
+    Nothing,
+}
+
 /// Built-in llama.cpp samplers that are not a [`Stage`], and why the oracle does not compose
 /// them.
 pub const NOT_COMPOSED: &[(&str, &str)] = &[
@@ -204,10 +213,11 @@ impl Stage {
         }
     }
 
-    /// Whether the stage counts the ids accepted before it (and so reads a history).
-    pub fn reads_history(&self) -> bool {
+    /// What the stage reads besides the array, in one exhaustive match.
+    fn reads(&self) -> Reads<'_> {
         match self {
-            Stage::Penalties { .. } => true,
+            Stage::Penalties { .. } => Reads::History,
+            Stage::LogitBias { biases } => Reads::Ids(biases),
             Stage::TopK { .. }
             | Stage::TopP { .. }
             | Stage::MinP { .. }
@@ -216,10 +226,14 @@ impl Stage {
             | Stage::TempExt { .. }
             | Stage::Xtc { .. }
             | Stage::TopNSigma { .. }
-            | Stage::LogitBias { .. }
             | Stage::Greedy
-            | Stage::Dist { .. } => false,
+            | Stage::Dist { .. } => Reads::Nothing,
         }
+    }
+
+    /// Whether the stage counts the ids accepted before it (and so reads a history).
+    pub fn reads_history(&self) -> bool {
+        matches!(self.reads(), Reads::History)
     }
 
     /// Whether the stage draws from an RNG (so its oracle is a distribution, not a set).
@@ -229,19 +243,9 @@ impl Stage {
 
     /// The token ids the stage's parameters name (logit_bias's ids).
     pub fn named_ids(&self) -> Vec<TokenId> {
-        match self {
-            Stage::LogitBias { biases } => biases.iter().map(|(id, _)| *id).collect(),
-            Stage::TopK { .. }
-            | Stage::TopP { .. }
-            | Stage::MinP { .. }
-            | Stage::Typical { .. }
-            | Stage::Temp { .. }
-            | Stage::TempExt { .. }
-            | Stage::Xtc { .. }
-            | Stage::TopNSigma { .. }
-            | Stage::Penalties { .. }
-            | Stage::Greedy
-            | Stage::Dist { .. } => Vec::new(),
+        match self.reads() {
+            Reads::Ids(biases) => biases.iter().map(|(id, _)| *id).collect(),
+            Reads::History | Reads::Nothing => Vec::new(),
         }
     }
 
