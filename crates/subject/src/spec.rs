@@ -305,13 +305,15 @@ unsafe fn init_stage(stage: &Stage, n_vocab: i32, seed: u32) -> Result<*mut sys:
                 seed
             )),
             Stage::TopNSigma { n } => ffi!(sys::llama_sampler_init_top_n_sigma(*n)),
-            Stage::Penalties { last_n, params } => init_penalties(
-                n_vocab,
-                last_n.0 as i32,
-                params.repeat,
-                params.freq,
-                params.present,
-            ),
+            Stage::Penalties { last_n, params } => {
+                let (n, r, f, p) = (last_n.0 as i32, params.repeat, params.freq, params.present);
+                #[cfg(not(feature = "legacy-api"))]
+                let raw = ffi!(sys::llama_sampler_init_penalties(n_vocab, n, r, f, p));
+                // 0.1.154's signature takes no vocabulary size.
+                #[cfg(feature = "legacy-api")]
+                let raw = ffi!(sys::llama_sampler_init_penalties(n, r, f, p));
+                raw
+            }
             Stage::LogitBias { biases } => {
                 let raw: Vec<sys::llama_logit_bias> = biases
                     .iter()
@@ -329,38 +331,6 @@ unsafe fn init_stage(stage: &Stage, n_vocab: i32, seed: u32) -> Result<*mut sys:
             Stage::Dist { seed } => ffi!(sys::llama_sampler_init_dist(*seed)),
         }
     })
-}
-
-#[cfg(not(feature = "legacy-api"))]
-fn init_penalties(
-    n_vocab: i32,
-    last_n: i32,
-    repeat: f32,
-    freq: f32,
-    present: f32,
-) -> *mut sys::llama_sampler {
-    // SAFETY: plain values in, an owned sampler or NULL out.
-    unsafe {
-        ffi!(sys::llama_sampler_init_penalties(
-            n_vocab, last_n, repeat, freq, present
-        ))
-    }
-}
-
-#[cfg(feature = "legacy-api")]
-fn init_penalties(
-    _n_vocab: i32,
-    last_n: i32,
-    repeat: f32,
-    freq: f32,
-    present: f32,
-) -> *mut sys::llama_sampler {
-    // SAFETY: plain values in, an owned sampler or NULL out.
-    unsafe {
-        ffi!(sys::llama_sampler_init_penalties(
-            last_n, repeat, freq, present
-        ))
-    }
 }
 
 // DRY is built without a vocabulary: with no sequence breakers llama.cpp never reads it. The

@@ -11,7 +11,8 @@
 
 use oracle::penalty::PenaltyParams;
 use oracle::rng::Rng;
-use oracle::stage::Stage;
+use oracle::stage::table::Parser;
+use oracle::stage::{Stage, STAGES};
 use oracle::window::WindowLen;
 use std::collections::BTreeMap;
 use std::ffi::CStr;
@@ -994,24 +995,12 @@ fn refused_inputs_never_reach_c_and_the_rest_do() {
                 "no input hit rule {rule}"
             );
         }
-        for kind in [
-            "greedy",
-            "top_k",
-            "top_p",
-            "min_p",
-            "typical",
-            "temp",
-            "temp_ext",
-            "xtc",
-            "top_n_sigma",
-            "logit_bias",
-            "penalties",
-            "dist",
-            "mirostat",
-            "mirostat_v2",
-            "dry",
-            "adaptive_p",
-        ] {
+        // Every llama.cpp stage of the table, and the samplers outside it the fuzzer builds.
+        let stages = STAGES
+            .iter()
+            .filter(|r| matches!(r.parser, Parser::Llama(_)));
+        let others = ["mirostat", "mirostat_v2", "dry", "adaptive_p"];
+        for kind in stages.map(|r| r.name).chain(others) {
             assert!(
                 t.built.get(kind).copied().unwrap_or(0) > 0,
                 "no {kind} was built"
