@@ -8,7 +8,7 @@ pub use crate::sweep::SweepPlan;
 use crate::{plot, sweep};
 use anyhow::{Context, Result};
 use report::{Control, Report};
-use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 pub struct Audit {
@@ -66,8 +66,8 @@ impl Audit {
             self.evidence(),
             self.controls(),
         )
-        .with_body(self.published.to_json())
-        .with_body(json!({ "sweep": self.sweep.to_json() }))
+        .with_body(&self.published)
+        .with_body(BTreeMap::from([("sweep", &self.sweep)]))
         .with_text(format!(
             "{}\n{}",
             self.published.to_text(),

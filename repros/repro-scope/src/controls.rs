@@ -6,13 +6,13 @@
 //! comparison's own positive control: llama.cpp's penalties with theta one f32 step off must be
 //! caught beside `all`.
 
-use crate::decode::{Decoder, Trajectory};
+use crate::decode::{Decoder, Divergence, Trajectory};
 use crate::scope::{PlantedScope, ScopeSpec};
 use anyhow::Result;
 use oracle::scope::Scope;
 use oracle::TokenId;
 use report::Control;
-use serde_json::{json, Value};
+use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlantedRuns {
@@ -88,22 +88,47 @@ impl PlantedRuns {
                 .to_string(),
         }
     }
+}
 
-    pub fn to_json(&self) -> Value {
-        json!({
-            "drop_one": {
-                "id": self.mattering.map(|m| m.1 .0),
-                "matters_at": self.mattering.map(|m| m.0),
-                "divergence": self.drop_one.as_ref().and_then(|t| t.divergence.as_ref()).map(|d| d.to_json()),
-                "flagged": self.drop_one_flagged(),
+impl Serialize for PlantedRuns {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct DropOne<'a> {
+            id: Option<i32>,
+            matters_at: Option<usize>,
+            divergence: Option<&'a Divergence>,
+            flagged: bool,
+        }
+        #[derive(Serialize)]
+        struct DropQuiet<'a> {
+            id: Option<i32>,
+            closest_gap_below_choice: Option<f32>,
+            divergence: Option<&'a Divergence>,
+            unflagged: bool,
+        }
+        #[derive(Serialize)]
+        struct Written<'a> {
+            drop_one: DropOne<'a>,
+            drop_quiet: DropQuiet<'a>,
+        }
+        fn divergence(t: &Option<Trajectory>) -> Option<&Divergence> {
+            t.as_ref().and_then(|t| t.divergence.as_ref())
+        }
+        Written {
+            drop_one: DropOne {
+                id: self.mattering.map(|m| m.1 .0),
+                matters_at: self.mattering.map(|m| m.0),
+                divergence: divergence(&self.drop_one),
+                flagged: self.drop_one_flagged(),
             },
-            "drop_quiet": {
-                "id": self.quiet.map(|q| q.0 .0),
-                "closest_gap_below_choice": self.quiet.map(|q| -q.1),
-                "divergence": self.drop_quiet.as_ref().and_then(|t| t.divergence.as_ref()).map(|d| d.to_json()),
-                "unflagged": self.quiet_unflagged(),
+            drop_quiet: DropQuiet {
+                id: self.quiet.map(|q| q.0 .0),
+                closest_gap_below_choice: self.quiet.map(|q| -q.1),
+                divergence: divergence(&self.drop_quiet),
+                unflagged: self.quiet_unflagged(),
             },
-        })
+        }
+        .serialize(s)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::scope::ScopeSpec;
 use anyhow::Result;
 use oracle::scope::apply_repetition;
 use oracle::TokenId;
-use serde_json::{json, Value};
+use serde::Serialize;
 
 /// One scope decoded by both engines.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,22 +90,49 @@ pub fn compare(
     Ok(out)
 }
 
-impl Parting {
-    pub fn to_json(&self) -> Value {
-        let (d, step, id, x, y) = self.max_diff;
-        json!({
-            "scope": self.scope.to_string(),
-            "shared_prefix": self.shared,
-            "parts_at": self.parts.map(|p| p.0),
-            "llama_token": self.parts.map(|p| p.1 .0),
-            "engine_token": self.parts.map(|p| p.2 .0),
-            "top2_margin_llama": self.parts.map(|p| p.3),
-            "top2_margin_engine": self.parts.map(|p| p.4),
-            "max_logit_diff": d,
-            "max_logit_diff_at": {"step": step, "id": id.0, "llama": x, "engine": y},
-        })
+impl Serialize for Parting {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct At {
+            step: usize,
+            id: i32,
+            llama: f32,
+            engine: f32,
+        }
+        #[derive(Serialize)]
+        struct Written {
+            scope: String,
+            shared_prefix: usize,
+            parts_at: Option<usize>,
+            llama_token: Option<i32>,
+            engine_token: Option<i32>,
+            top2_margin_llama: Option<f32>,
+            top2_margin_engine: Option<f32>,
+            max_logit_diff: f32,
+            max_logit_diff_at: At,
+        }
+        let (d, step, id, llama, engine) = self.max_diff;
+        Written {
+            scope: self.scope.to_string(),
+            shared_prefix: self.shared,
+            parts_at: self.parts.map(|p| p.0),
+            llama_token: self.parts.map(|p| p.1 .0),
+            engine_token: self.parts.map(|p| p.2 .0),
+            top2_margin_llama: self.parts.map(|p| p.3),
+            top2_margin_engine: self.parts.map(|p| p.4),
+            max_logit_diff: d,
+            max_logit_diff_at: At {
+                step,
+                id: id.0,
+                llama,
+                engine,
+            },
+        }
+        .serialize(s)
     }
+}
 
+impl Parting {
     pub fn describe(&self, other: &str) -> String {
         let (d, step, id, x, y) = self.max_diff;
         let parts = match self.parts {

@@ -24,7 +24,7 @@ use oracle::scope::{apply_repetition, penalized_ids, Scope};
 use oracle::stage::Stage;
 use oracle::window::WindowLen;
 use oracle::TokenId;
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use subject::{Candidates, Model, Sampler, SamplerSpec};
@@ -54,14 +54,47 @@ pub struct StepChecks {
 }
 
 /// One id that decides a divergence: in one scope's penalized set and not the other's.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cause {
+    #[serde(serialize_with = "token")]
     pub id: TokenId,
     pub raw: f32,
     pub under_reference: f32,
     pub under_scope: f32,
     /// Which scope penalizes it: `reference` or `scope`.
     pub penalized_by: &'static str,
+}
+
+/// A token id as JSON: its number.
+pub fn token<S: Serializer>(t: &TokenId, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_i32(t.0)
+}
+
+impl Serialize for Divergence {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written<'a> {
+            step: usize,
+            reference_token: i32,
+            token: i32,
+            top2_margin_reference: f32,
+            top2_margin_scope: f32,
+            symmetric_difference: usize,
+            decisive: bool,
+            causes: &'a [Cause],
+        }
+        Written {
+            step: self.step,
+            reference_token: self.reference_token.0,
+            token: self.token.0,
+            top2_margin_reference: self.margin_reference,
+            top2_margin_scope: self.margin_scope,
+            symmetric_difference: self.symmetric_difference,
+            decisive: self.decisive(),
+            causes: &self.causes,
+        }
+        .serialize(s)
+    }
 }
 
 /// The first step where a scope chose differently from the reference, explained.
@@ -83,25 +116,6 @@ impl Divergence {
     /// Neither choice rests on an exact tie, and an id of the symmetric difference explains it.
     pub fn decisive(&self) -> bool {
         self.margin_reference > 0.0 && self.margin_scope > 0.0 && !self.causes.is_empty()
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "step": self.step,
-            "reference_token": self.reference_token.0,
-            "token": self.token.0,
-            "top2_margin_reference": self.margin_reference,
-            "top2_margin_scope": self.margin_scope,
-            "symmetric_difference": self.symmetric_difference,
-            "decisive": self.decisive(),
-            "causes": self.causes.iter().map(|c| json!({
-                "id": c.id.0,
-                "raw": c.raw,
-                "under_reference": c.under_reference,
-                "under_scope": c.under_scope,
-                "penalized_by": c.penalized_by,
-            })).collect::<Vec<_>>(),
-        })
     }
 
     pub fn describe(&self) -> String {

@@ -4,14 +4,14 @@
 use crate::controls::{planted_controls, twin_controls, PlantedRuns};
 use crate::cross::{self, Parting};
 use crate::decode::EngineSide;
-use crate::decode::{Decoder, Trajectory};
+use crate::decode::{Decoder, Divergence, Trajectory};
 use crate::scope::ScopeSpec;
 use crate::vector::{self, VectorTable};
 use anyhow::Result;
 use engine::{EngineInfo, EngineName};
 use oracle::TokenId;
 use report::{Control, Report, Verdict};
-use serde_json::{json, Map, Value};
+use serde::{Serialize, Serializer};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +28,94 @@ pub struct RunConfig {
 }
 
 pub use harness::LoadedModel;
+
+/// The run's data: every scope's tokens, text, divergence and checks.
+impl Serialize for RunReport {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written<'a> {
+            model: &'a str,
+            model_desc: &'a str,
+            prompt: &'a str,
+            prompt_tokens: usize,
+            prompt_ids: Vec<i32>,
+            penalty: f32,
+            max_new: usize,
+            threads: i32,
+            scopes: Scopes<'a>,
+            planted: &'a PlantedRuns,
+            vector: &'a VectorTable,
+            cross_engine: &'a [Parting],
+        }
+        Written {
+            model: &self.model_label,
+            model_desc: &self.model_desc,
+            prompt: &self.config.prompt,
+            prompt_tokens: self.prompt_ids.len(),
+            prompt_ids: self.prompt_ids.iter().map(|i| i.0).collect(),
+            penalty: self.config.theta,
+            max_new: self.config.max_new,
+            threads: self.config.threads,
+            scopes: Scopes(self),
+            planted: &self.planted,
+            vector: &self.vector,
+            cross_engine: &self.cross,
+        }
+        .serialize(s)
+    }
+}
+
+/// Every scope's trajectory, keyed by the scope.
+struct Scopes<'a>(&'a RunReport);
+
+impl Serialize for Scopes<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Twin {
+            steps: usize,
+            mismatching_steps: usize,
+        }
+        #[derive(Serialize)]
+        struct EngineTwin {
+            steps: usize,
+            mismatching_steps: usize,
+            greedy_not_first_max: usize,
+        }
+        #[derive(Serialize)]
+        struct Scope<'a> {
+            tokens: Vec<i32>,
+            text: &'a str,
+            diverges_at: Option<usize>,
+            divergence: &'a Option<Divergence>,
+            stopped_at: usize,
+            stop: &'static str,
+            llama_twin: Twin,
+            engine_twin: EngineTwin,
+        }
+        let r = self.0;
+        s.collect_map(r.trajectories.iter().zip(&r.texts).map(|(t, text)| {
+            let c = &t.checks;
+            let scope = Scope {
+                tokens: t.tokens.iter().map(|i| i.0).collect(),
+                text,
+                diverges_at: t.diverges_from(r.all()),
+                divergence: &t.divergence,
+                stopped_at: t.stopped_at(),
+                stop: t.stop.as_str(),
+                llama_twin: Twin {
+                    steps: c.twin_steps,
+                    mismatching_steps: c.twin_mismatches,
+                },
+                engine_twin: EngineTwin {
+                    steps: c.engine_twin_steps,
+                    mismatching_steps: c.engine_twin_mismatches,
+                    greedy_not_first_max: c.greedy_mismatches,
+                },
+            };
+            (t.scope, scope)
+        }))
+    }
+}
 
 /// The verdict's name.
 pub const NAME: &str = "penalty-scope-divergence";
@@ -236,42 +324,8 @@ impl RunReport {
             self.evidence(),
             self.controls(),
         )
-        .with_body(self.to_json())
+        .with_body(self)
         .with_text(self.to_text())
-    }
-
-    /// The run's data: every scope's tokens, text, divergence and checks.
-    pub fn to_json(&self) -> Value {
-        let mut scopes = Map::new();
-        for (t, text) in self.trajectories.iter().zip(&self.texts) {
-            scopes.insert(
-                t.scope.to_string(),
-                json!({
-                    "tokens": t.tokens.iter().map(|i| i.0).collect::<Vec<_>>(),
-                    "text": text,
-                    "diverges_at": t.diverges_from(self.all()),
-                    "divergence": t.divergence.as_ref().map(|d| d.to_json()),
-                    "stopped_at": t.stopped_at(),
-                    "stop": t.stop.as_str(),
-                    "llama_twin": {"steps": t.checks.twin_steps, "mismatching_steps": t.checks.twin_mismatches},
-                    "engine_twin": {"steps": t.checks.engine_twin_steps, "mismatching_steps": t.checks.engine_twin_mismatches, "greedy_not_first_max": t.checks.greedy_mismatches},
-                }),
-            );
-        }
-        json!({
-            "model": self.model_label,
-            "model_desc": self.model_desc,
-            "prompt": self.config.prompt,
-            "prompt_tokens": self.prompt_ids.len(),
-            "prompt_ids": self.prompt_ids.iter().map(|i| i.0).collect::<Vec<_>>(),
-            "penalty": self.config.theta,
-            "max_new": self.config.max_new,
-            "threads": self.config.threads,
-            "scopes": scopes,
-            "planted": self.planted.to_json(),
-            "vector": self.vector.to_json(),
-            "cross_engine": self.cross.iter().map(Parting::to_json).collect::<Vec<_>>(),
-        })
     }
 
     pub fn to_text(&self) -> String {

@@ -59,6 +59,13 @@ impl ScopeSpec {
     }
 }
 
+/// A scope is written as its text (`all`, `64`, `gen:64`, ...).
+impl serde::Serialize for ScopeSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl std::fmt::Display for ScopeSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -9,7 +9,7 @@ use crate::run::LoadedModel;
 use crate::scope::ScopeSpec;
 use anyhow::{ensure, Result};
 use oracle::scope::Scope;
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::sync::Arc;
 
 /// Prompts of `sweep-prompts.txt`: `(kind, prompt)`.
@@ -84,6 +84,98 @@ pub struct Sweep {
     pub plan: SweepPlan,
     pub theta: f32,
     pub rows: Vec<PromptRow>,
+}
+
+impl Serialize for Sweep {
+    fn serialize<'a, S: serde::Serializer>(&'a self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Summary {
+            window: usize,
+            prompts: usize,
+            diverged: usize,
+            undecided: usize,
+            earliest: Option<usize>,
+            median: Option<usize>,
+        }
+        #[derive(Serialize)]
+        struct Twin {
+            scope: ScopeSpec,
+            steps: usize,
+            mismatching_steps: usize,
+        }
+        #[derive(Serialize)]
+        struct Window<'a> {
+            window: usize,
+            diverges_at: Option<usize>,
+            divergence: &'a Option<Divergence>,
+            stopped_at: usize,
+            stop: &'static str,
+        }
+        #[derive(Serialize)]
+        struct Prompt<'a> {
+            kind: &'a str,
+            prompt: &'a str,
+            prompt_tokens: usize,
+            all_stopped_at: usize,
+            all_stop: &'static str,
+            checks_pass: bool,
+            llama_twin: Vec<Twin>,
+            planted: &'a PlantedRuns,
+            windows: Vec<Window<'a>>,
+        }
+        #[derive(Serialize)]
+        struct Written<'a> {
+            windows: &'a [usize],
+            max_new: usize,
+            penalty: f32,
+            checks_pass: bool,
+            summary: Vec<Summary>,
+            prompts: Vec<Prompt<'a>>,
+        }
+        let prompt = |r: &'a PromptRow| Prompt {
+            kind: &r.kind,
+            prompt: &r.prompt,
+            prompt_tokens: r.prompt_tokens,
+            all_stopped_at: r.all_stopped_at,
+            all_stop: r.all_stop.as_str(),
+            checks_pass: r.checks_pass(),
+            llama_twin: (r.trajectories.iter())
+                .map(|t| Twin {
+                    scope: t.scope,
+                    steps: t.checks.twin_steps,
+                    mismatching_steps: t.checks.twin_mismatches,
+                })
+                .collect(),
+            planted: &r.planted,
+            windows: (self.plan.windows.iter().zip(&r.cells))
+                .map(|(&window, c)| Window {
+                    window,
+                    diverges_at: c.diverges_at(),
+                    divergence: &c.divergence,
+                    stopped_at: c.stopped_at,
+                    stop: c.stop.as_str(),
+                })
+                .collect(),
+        };
+        Written {
+            windows: &self.plan.windows,
+            max_new: self.plan.max_new,
+            penalty: self.theta,
+            checks_pass: self.checks_pass(),
+            summary: (self.summary().into_iter())
+                .map(|s| Summary {
+                    window: s.window,
+                    prompts: self.rows.len(),
+                    diverged: s.diverged,
+                    undecided: s.undecided,
+                    earliest: s.earliest,
+                    median: s.median,
+                })
+                .collect(),
+            prompts: self.rows.iter().map(prompt).collect(),
+        }
+        .serialize(s)
+    }
 }
 
 pub fn run(m: &LoadedModel, plan: &SweepPlan, theta: f32, threads: i32) -> Result<Sweep> {
@@ -176,44 +268,6 @@ impl Sweep {
                 }
             })
             .collect()
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "windows": self.plan.windows,
-            "max_new": self.plan.max_new,
-            "penalty": self.theta,
-            "checks_pass": self.checks_pass(),
-            "summary": self.summary().iter().map(|s| json!({
-                "window": s.window,
-                "prompts": self.rows.len(),
-                "diverged": s.diverged,
-                "undecided": s.undecided,
-                "earliest": s.earliest,
-                "median": s.median,
-            })).collect::<Vec<_>>(),
-            "prompts": self.rows.iter().map(|r| json!({
-                "kind": r.kind,
-                "prompt": r.prompt,
-                "prompt_tokens": r.prompt_tokens,
-                "all_stopped_at": r.all_stopped_at,
-                "all_stop": r.all_stop.as_str(),
-                "checks_pass": r.checks_pass(),
-                "llama_twin": r.trajectories.iter().map(|t| json!({
-                    "scope": t.scope.to_string(),
-                    "steps": t.checks.twin_steps,
-                    "mismatching_steps": t.checks.twin_mismatches,
-                })).collect::<Vec<_>>(),
-                "planted": r.planted.to_json(),
-                "windows": self.plan.windows.iter().zip(&r.cells).map(|(w, c)| json!({
-                    "window": w,
-                    "diverges_at": c.diverges_at(),
-                    "divergence": c.divergence.as_ref().map(|d| d.to_json()),
-                    "stopped_at": c.stopped_at,
-                    "stop": c.stop.as_str(),
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        })
     }
 
     pub fn to_text(&self) -> String {

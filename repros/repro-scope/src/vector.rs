@@ -8,23 +8,26 @@ use crate::scope::ScopeSpec;
 use anyhow::Result;
 use oracle::scope::{apply_repetition, Scope};
 use oracle::TokenId;
-use serde_json::{json, Value};
+use serde::Serialize;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Missing {
+    #[serde(serialize_with = "crate::decode::token")]
     pub id: TokenId,
     /// Positions (0-based, prompt first) where the id occurs in the context.
     pub positions: Vec<usize>,
     pub text: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
     pub scope: ScopeSpec,
     pub changed: usize,
     /// Distinct ids in scope whose raw logit is non-zero (the penalty moves exactly these).
+    #[serde(rename = "nonzero_ids_in_scope")]
     pub nonzero_in_scope: usize,
     pub max_abs_diff_vs_all: f32,
+    #[serde(rename = "penalized_by_all_only")]
     pub missing: Vec<Missing>,
 }
 
@@ -33,6 +36,25 @@ pub struct VectorTable {
     pub prompt_tokens: usize,
     pub generated_used: usize,
     pub rows: Vec<Row>,
+}
+
+impl Serialize for VectorTable {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written<'a> {
+            prompt_tokens: usize,
+            generated_tokens: usize,
+            context_tokens: usize,
+            rows: &'a [Row],
+        }
+        Written {
+            prompt_tokens: self.prompt_tokens,
+            generated_tokens: self.generated_used,
+            context_tokens: self.context_len(),
+            rows: &self.rows,
+        }
+        .serialize(s)
+    }
 }
 
 impl VectorTable {
@@ -109,23 +131,6 @@ pub fn table(
 }
 
 impl VectorTable {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "prompt_tokens": self.prompt_tokens,
-            "generated_tokens": self.generated_used,
-            "context_tokens": self.context_len(),
-            "rows": self.rows.iter().map(|r| json!({
-                "scope": r.scope.to_string(),
-                "changed": r.changed,
-                "nonzero_ids_in_scope": r.nonzero_in_scope,
-                "max_abs_diff_vs_all": r.max_abs_diff_vs_all,
-                "penalized_by_all_only": r.missing.iter().map(|m| json!({
-                    "id": m.id.0, "positions": m.positions, "text": m.text,
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        })
-    }
-
     pub fn to_text(&self) -> String {
         let mut out = format!(
             "one logits vector: context = {} prompt + {} generated (under all) = {} tokens\n  scope        changed  non-zero ids in scope  max |diff| vs all  ids only all penalizes (last position)\n",
