@@ -17,7 +17,8 @@ use crate::perm::{self, PermAudit};
 use crate::planted;
 use anyhow::Result;
 use report::{Control, Report};
-use serde_json::json;
+use serde::Serialize;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use subject::BuildInfo;
 
@@ -29,6 +30,17 @@ pub const ORACLE_CHECK_INPUTS: usize = 20_000;
 /// The cached SmolLM2 model (`make models`), whose vocabulary the census uses.
 pub fn default_vocab_model() -> PathBuf {
     models::cache_dir().join(models::SMOLLM2.file)
+}
+
+/// The audit's JSON after the header.
+#[derive(Serialize)]
+struct Body<'a> {
+    oracle_check: &'a OracleCheck,
+    planted_oracle_check: &'a OracleCheck,
+    permutation_audit: &'a PermAudit,
+    census: &'a Census,
+    fuzzer: &'a FuzzReport,
+    published_chain: Value,
 }
 
 pub struct Audit {
@@ -209,14 +221,14 @@ impl Audit {
             self.evidence(),
             self.controls(),
         )
-        .with_body(json!({
-            "oracle_check": self.oracle_check.to_json(),
-            "planted_oracle_check": self.planted_gate.to_json(),
-            "permutation_audit": self.perm.to_json(),
-            "census": self.census.to_json(),
-            "fuzzer": self.fuzz.to_json(),
-            "published_chain": chain::to_json(&self.published, &self.published_report),
-        }))
+        .with_body(Body {
+            oracle_check: &self.oracle_check,
+            planted_oracle_check: &self.planted_gate,
+            permutation_audit: &self.perm,
+            census: &self.census,
+            fuzzer: &self.fuzz,
+            published_chain: chain::to_json(&self.published, &self.published_report),
+        })
         .with_text(self.to_text())
     }
 
@@ -255,9 +267,10 @@ impl Audit {
             evidence,
             self.controls(),
         )
-        .with_body(json!({
-            "published_chain": chain::to_json(&guarded, &self.guarded_report),
-        }))
+        .with_body(std::collections::BTreeMap::from([(
+            "published_chain",
+            chain::to_json(&guarded, &self.guarded_report),
+        )]))
         .with_text(chain::to_text(&guarded, &self.guarded_report))
     }
 

@@ -26,7 +26,8 @@ use contain::{Ended, Task};
 use oracle::rng::Rng;
 use oracle::stage::Stage;
 use oracle::TokenId;
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
@@ -321,25 +322,38 @@ pub struct CensusRow {
     pub crash: Option<String>,
 }
 
-impl CensusRow {
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "sampler": self.label,
-            "llama_name": self.name,
-            "on_sorted_input": self.class.as_str(),
-            "inputs": self.inputs,
-            "witness_input": self.witness.as_ref().map(|w| w.0.text()),
-            "witness_after": self.witness.as_ref().map(|w| w.1.clone()),
-            "unsorted_input_sets_flag": self.sets_flag,
-            "unsorted_input_sets_flag_on_unsorted_output": self.sets_flag_falsely,
-        });
-        if let Some(c) = &self.crash {
-            v["crash"] = json!(c);
+impl Serialize for CensusRow {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written<'a> {
+            sampler: &'a str,
+            llama_name: &'a str,
+            on_sorted_input: &'static str,
+            inputs: usize,
+            witness_input: Option<String>,
+            witness_after: Option<&'a str>,
+            unsorted_input_sets_flag: usize,
+            unsorted_input_sets_flag_on_unsorted_output: usize,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            crash: &'a Option<String>,
         }
-        v
+        Written {
+            sampler: &self.label,
+            llama_name: &self.name,
+            on_sorted_input: self.class.as_str(),
+            inputs: self.inputs,
+            witness_input: self.witness.as_ref().map(|w| w.0.text()),
+            witness_after: self.witness.as_ref().map(|w| w.1.as_str()),
+            unsorted_input_sets_flag: self.sets_flag,
+            unsorted_input_sets_flag_on_unsorted_output: self.sets_flag_falsely,
+            crash: &self.crash,
+        }
+        .serialize(s)
     }
+}
 
-    /// The row [`CensusRow::to_json`] wrote (how a child hands its row back).
+impl CensusRow {
+    /// The row its `Serialize` wrote (how a child hands its row back).
     pub fn from_json(v: &Value) -> Result<CensusRow> {
         let text = |k: &str| -> Result<String> {
             v[k].as_str()
@@ -496,7 +510,7 @@ fn row_child(args: &[OsString]) -> i32 {
             (Some(v), true) => vocab_battery(v)?,
             _ => battery(),
         };
-        Ok(census_row(subject, &inputs)?.to_json().to_string() + "\n")
+        Ok(serde_json::to_string(&census_row(subject, &inputs)?)? + "\n")
     })())
 }
 
@@ -559,6 +573,34 @@ pub fn run(vocab_model: &Path) -> Result<Census> {
     })
 }
 
+impl Serialize for Census {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Planted<'a> {
+            #[serde(flatten)]
+            row: &'a CensusRow,
+            must_be: &'static str,
+        }
+        #[derive(Serialize)]
+        struct Written<'a> {
+            rows: &'a [CensusRow],
+            planted_controls: Vec<Planted<'a>>,
+            vocab_note: &'a Option<String>,
+        }
+        Written {
+            rows: &self.rows,
+            planted_controls: (self.planted.iter())
+                .map(|(w, row)| Planted {
+                    row,
+                    must_be: w.as_str(),
+                })
+                .collect(),
+            vocab_note: &self.vocab_note,
+        }
+        .serialize(s)
+    }
+}
+
 impl Census {
     /// Each planted injector was classed as it must be.
     pub fn planted_ok(&self, want: Class) -> bool {
@@ -580,19 +622,6 @@ impl Census {
             })
             .collect::<Vec<_>>()
             .join("; ")
-    }
-
-    pub fn to_json(&self) -> Value {
-        let row = |r: &CensusRow| r.to_json();
-        json!({
-            "rows": self.rows.iter().map(row).collect::<Vec<_>>(),
-            "planted_controls": self.planted.iter().map(|(w, r)| {
-                let mut v = row(r);
-                v["must_be"] = json!(w.as_str());
-                v
-            }).collect::<Vec<_>>(),
-            "vocab_note": self.vocab_note,
-        })
     }
 
     pub fn to_text(&self) -> String {

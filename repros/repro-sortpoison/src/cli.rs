@@ -207,7 +207,7 @@ fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<Stri
     if args.fuzz {
         let r = crate::fuzz::fuzz_contained(crate::fuzz::FUZZ_SEED, args.fuzz_chains)?;
         return Ok(if args.out.json {
-            format!("{:#}\n", r.to_json())
+            format!("{:#}\n", serde_json::to_value(&r)?)
         } else {
             r.to_text()
         });
@@ -215,7 +215,7 @@ fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<Stri
     if args.census {
         let c = crate::census::run(&vocab_path)?;
         return Ok(if args.out.json {
-            format!("{:#}\n", c.to_json())
+            format!("{:#}\n", serde_json::to_value(&c)?)
         } else {
             c.to_text()
         });

@@ -15,7 +15,7 @@ use anyhow::{ensure, Context, Result};
 use oracle::stage::Stage;
 use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 use subject::{Candidates, Sampler};
 
@@ -343,43 +343,89 @@ fn order_text(order: &[usize]) -> String {
         .join(",")
 }
 
-impl PermAudit {
-    pub fn to_json(&self) -> Value {
-        let row = |r: &PermutationRow| {
-            json!({
-                "sampler": r.sampler,
-                "cases": r.cases,
-                "skipped_knife_edges": r.skipped,
-                "max_distinct_sets": r.max_distinct,
-                "permutations": r.permutations,
-                "permutations_differing_from_oracle": r.differing,
-                "honest_flag_one_set_equal_to_oracle": r.honest_ok,
-                "sorted_guard_one_set_equal_to_oracle": r.guarded_ok,
-                "worst": {
-                    "stage": r.worst.stage.to_string(),
-                    "logits": r.worst.logits,
-                    "distinct_sets": r.worst.stale.len(),
-                    "oracle": bits_to_ids(r.worst.oracle),
-                    "order": r.worst.worst_order,
-                    "subject": bits_to_ids(r.worst.worst_set),
-                },
-            })
-        };
-        json!({
-            "family": family(),
-            "rows": self.rows.iter().map(row).collect::<Vec<_>>(),
-            "shadow_controls": self.planted.iter().map(row).collect::<Vec<_>>(),
-            "reverse_sorted_measurement": {
-                "stage": self.reverse_sorted.stage.to_string(),
-                "logits": self.reverse_sorted.logits,
-                "order": self.reverse_sorted.order,
-                "subject": bits_to_ids(self.reverse_sorted.subject),
-                "oracle": bits_to_ids(self.reverse_sorted.oracle),
-                "differs": self.reverse_sorted.differs(),
+impl Serialize for PermutationRow {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Worst<'a> {
+            stage: String,
+            logits: &'a [f32],
+            distinct_sets: usize,
+            oracle: Vec<i32>,
+            order: &'a [usize],
+            subject: Vec<i32>,
+        }
+        #[derive(Serialize)]
+        struct Written<'a> {
+            sampler: &'static str,
+            cases: usize,
+            skipped_knife_edges: usize,
+            max_distinct_sets: usize,
+            permutations: usize,
+            permutations_differing_from_oracle: usize,
+            honest_flag_one_set_equal_to_oracle: bool,
+            sorted_guard_one_set_equal_to_oracle: bool,
+            worst: Worst<'a>,
+        }
+        let w = &self.worst;
+        Written {
+            sampler: self.sampler,
+            cases: self.cases,
+            skipped_knife_edges: self.skipped,
+            max_distinct_sets: self.max_distinct,
+            permutations: self.permutations,
+            permutations_differing_from_oracle: self.differing,
+            honest_flag_one_set_equal_to_oracle: self.honest_ok,
+            sorted_guard_one_set_equal_to_oracle: self.guarded_ok,
+            worst: Worst {
+                stage: w.stage.to_string(),
+                logits: &w.logits,
+                distinct_sets: w.stale.len(),
+                oracle: bits_to_ids(w.oracle),
+                order: &w.worst_order,
+                subject: bits_to_ids(w.worst_set),
             },
-        })
+        }
+        .serialize(s)
     }
+}
 
+impl Serialize for PermAudit {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Reverse<'a> {
+            stage: String,
+            logits: &'a [f32],
+            order: &'a [usize],
+            subject: Vec<i32>,
+            oracle: Vec<i32>,
+            differs: bool,
+        }
+        #[derive(Serialize)]
+        struct Written<'a> {
+            family: Vec<Vec<f32>>,
+            rows: &'a [PermutationRow],
+            shadow_controls: &'a [PermutationRow],
+            reverse_sorted_measurement: Reverse<'a>,
+        }
+        let r = &self.reverse_sorted;
+        Written {
+            family: family(),
+            rows: &self.rows,
+            shadow_controls: &self.planted,
+            reverse_sorted_measurement: Reverse {
+                stage: r.stage.to_string(),
+                logits: &r.logits,
+                order: &r.order,
+                subject: bits_to_ids(r.subject),
+                oracle: bits_to_ids(r.oracle),
+                differs: r.differs(),
+            },
+        }
+        .serialize(s)
+    }
+}
+
+impl PermAudit {
     pub fn to_text(&self) -> String {
         let mut out = String::from(
             "permutation audit: every order of each multiset, sorted flag forced true (stale)\n",

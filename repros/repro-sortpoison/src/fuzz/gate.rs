@@ -10,7 +10,7 @@ use oracle::rng::Rng;
 use oracle::stage::Stage;
 use oracle::truncation::{Link, Pool, Step};
 use oracle::TokenId;
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::collections::BTreeMap;
 use subject::Candidates;
 
@@ -40,7 +40,7 @@ pub fn ulp_bound(stage: &ChainStage, n: usize) -> u64 {
 }
 
 /// One input whose subject and oracle disagree.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GateMismatch {
     pub stage: String,
     /// The array in the order it was handed over, as `id:logit`.
@@ -51,19 +51,22 @@ pub struct GateMismatch {
 }
 
 /// Per stage: inputs, inputs where the stage removed entries, logits compared, largest ulps.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct StageTally {
     pub inputs: usize,
+    #[serde(rename = "inputs_where_entries_were_removed")]
     pub removing: usize,
+    #[serde(rename = "surviving_logits_compared")]
     pub values: usize,
     pub max_ulps: u64,
 }
 
 /// The oracle check: one stage, a random order, the honest flag.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OracleCheck {
     pub seed: u64,
     pub inputs: usize,
+    #[serde(rename = "knife_edges_skipped")]
     pub knife_edges: usize,
     pub per_stage: BTreeMap<&'static str, StageTally>,
     pub mismatches: Vec<GateMismatch>,
@@ -236,23 +239,6 @@ impl OracleCheck {
             per("set"),
             per("value")
         )
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "seed": self.seed,
-            "inputs": self.inputs,
-            "knife_edges_skipped": self.knife_edges,
-            "per_stage": self.per_stage.iter().map(|(k, t)| (k.to_string(), json!({
-                "inputs": t.inputs,
-                "inputs_where_entries_were_removed": t.removing,
-                "surviving_logits_compared": t.values,
-                "max_ulps": t.max_ulps,
-            }))).collect::<serde_json::Map<_, _>>(),
-            "mismatches": self.mismatches.iter().map(|m| json!({
-                "stage": m.stage, "array": m.array, "kind": m.kind, "detail": m.detail,
-            })).collect::<Vec<_>>(),
-        })
     }
 
     pub fn to_text(&self) -> String {

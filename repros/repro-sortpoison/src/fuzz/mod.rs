@@ -35,7 +35,8 @@ use anyhow::{bail, Context, Result};
 use contain::{Ended, Task};
 use oracle::rng::Rng;
 use oracle::TokenId;
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::time::Duration;
@@ -116,29 +117,59 @@ pub fn fuzz_range(seed: u64, start: usize, end: usize) -> Result<FuzzReport> {
     Ok(r)
 }
 
-impl FuzzReport {
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "seed": self.seed,
-            "chains_tried": self.tried,
-            "sound": self.sound,
-            "unsound": self.unsound,
-            "undecided_knife_edges": self.undecided,
-            "unsound_by_shape": self.by_shape,
-            "with_sorted_guard": {"unsound": self.guarded_unsound, "undecided_knife_edges": self.guarded_undecided},
-            "minimized": self.minimized.iter().map(|c| json!({
-                "shape": shape(c),
-                "signature": signature(c),
-                "unsound_chains": self.by_signature[&signature(c)],
-                "command": c.command(),
-            })).collect::<Vec<_>>(),
-        });
-        if !self.crashed.is_empty() {
-            v["crashed_chunks"] = json!(self.crashed);
+impl Serialize for FuzzReport {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Guarded {
+            unsound: usize,
+            undecided_knife_edges: usize,
         }
-        v
+        #[derive(Serialize)]
+        struct Minimized {
+            shape: String,
+            signature: String,
+            unsound_chains: usize,
+            command: String,
+        }
+        #[derive(Serialize)]
+        struct Written<'a> {
+            seed: u64,
+            chains_tried: usize,
+            sound: usize,
+            unsound: usize,
+            undecided_knife_edges: usize,
+            unsound_by_shape: &'a BTreeMap<String, usize>,
+            with_sorted_guard: Guarded,
+            minimized: Vec<Minimized>,
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            crashed_chunks: &'a [String],
+        }
+        Written {
+            seed: self.seed,
+            chains_tried: self.tried,
+            sound: self.sound,
+            unsound: self.unsound,
+            undecided_knife_edges: self.undecided,
+            unsound_by_shape: &self.by_shape,
+            with_sorted_guard: Guarded {
+                unsound: self.guarded_unsound,
+                undecided_knife_edges: self.guarded_undecided,
+            },
+            minimized: (self.minimized.iter())
+                .map(|c| Minimized {
+                    shape: shape(c),
+                    signature: signature(c),
+                    unsound_chains: self.by_signature[&signature(c)],
+                    command: c.command(),
+                })
+                .collect(),
+            crashed_chunks: &self.crashed,
+        }
+        .serialize(s)
     }
+}
 
+impl FuzzReport {
     pub fn to_text(&self) -> String {
         let mut out = format!(
             "chain fuzzer (seed {:#x}): {} chains of 2-4 stages, {} sound, {} unsound, {} undecided (knife edges)\n",
@@ -178,7 +209,7 @@ pub const CHUNK: usize = 2_000;
 /// How long one chunk may take (a few seconds on this machine).
 const CHUNK_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The contained task that runs one chunk: `<seed> <start> <end>`; prints [`FuzzReport::chunk_json`].
+/// The contained task that runs one chunk: `<seed> <start> <end>`; prints [`FuzzReport::chunk`].
 pub const CHUNK_TASK: Task = Task {
     name: "fuzz-chunk",
     handler: chunk_child,
@@ -193,10 +224,7 @@ fn chunk_child(args: &[OsString]) -> i32 {
         let [seed, start, end] = n[..] else {
             bail!("the fuzz chunk task takes a seed, a start and an end");
         };
-        Ok(fuzz_range(seed, start as usize, end as usize)?
-            .chunk_json()
-            .to_string()
-            + "\n")
+        Ok(serde_json::to_string(&fuzz_range(seed, start as usize, end as usize)?.chunk())? + "\n")
     })())
 }
 
@@ -230,12 +258,35 @@ pub fn fuzz_contained(seed: u64, chains: usize) -> Result<FuzzReport> {
     Ok(total)
 }
 
-fn case_json(c: &ChainCase) -> Value {
-    json!({
-        "logits": c.logits.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-        "stages": c.stages.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-        "history": c.history.iter().map(|t| t.0).collect::<Vec<_>>(),
-    })
+/// A chain case losslessly: logits as bit patterns.
+#[derive(Serialize)]
+struct CaseBits {
+    logits: Vec<u32>,
+    stages: Vec<String>,
+    history: Vec<i32>,
+}
+
+fn case_bits(c: &ChainCase) -> CaseBits {
+    CaseBits {
+        logits: c.logits.iter().map(|x| x.to_bits()).collect(),
+        stages: c.stages.iter().map(|s| s.to_string()).collect(),
+        history: c.history.iter().map(|t| t.0).collect(),
+    }
+}
+
+/// What a chunk's child hands back ([`FuzzReport::from_chunk_json`] reads it).
+#[derive(Serialize)]
+pub struct Chunk<'a> {
+    seed: u64,
+    tried: usize,
+    sound: usize,
+    unsound: usize,
+    undecided: usize,
+    by_shape: &'a BTreeMap<String, usize>,
+    by_signature: &'a BTreeMap<String, usize>,
+    minimized: Vec<CaseBits>,
+    guarded_unsound: usize,
+    guarded_undecided: usize,
 }
 
 fn case_from_json(v: &Value) -> Result<ChainCase> {
@@ -269,19 +320,19 @@ fn case_from_json(v: &Value) -> Result<ChainCase> {
 
 impl FuzzReport {
     /// Everything a chunk found, losslessly (logits as bit patterns), for [`fuzz_contained`].
-    pub fn chunk_json(&self) -> Value {
-        json!({
-            "seed": self.seed,
-            "tried": self.tried,
-            "sound": self.sound,
-            "unsound": self.unsound,
-            "undecided": self.undecided,
-            "by_shape": self.by_shape,
-            "by_signature": self.by_signature,
-            "minimized": self.minimized.iter().map(case_json).collect::<Vec<_>>(),
-            "guarded_unsound": self.guarded_unsound,
-            "guarded_undecided": self.guarded_undecided,
-        })
+    pub fn chunk(&self) -> Chunk<'_> {
+        Chunk {
+            seed: self.seed,
+            tried: self.tried,
+            sound: self.sound,
+            unsound: self.unsound,
+            undecided: self.undecided,
+            by_shape: &self.by_shape,
+            by_signature: &self.by_signature,
+            minimized: self.minimized.iter().map(case_bits).collect(),
+            guarded_unsound: self.guarded_unsound,
+            guarded_undecided: self.guarded_undecided,
+        }
     }
 
     pub fn from_chunk_json(v: &Value) -> Result<FuzzReport> {
