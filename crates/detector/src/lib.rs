@@ -11,15 +11,42 @@
 use oracle::fit::{goodness_of_fit, GoodnessOfFit};
 use oracle::TokenId;
 use report::Verdict;
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Ids of equal (tempered) logit, of which `kept` survive, each with probability `p_each`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Class {
+    #[serde(serialize_with = "ids")]
     pub ids: Vec<TokenId>,
     pub kept: usize,
     pub p_each: f64,
+}
+
+/// Token ids as JSON: their numbers.
+pub fn ids<S: Serializer>(ids: &[TokenId], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ids.iter().map(|i| i.0))
+}
+
+/// The first [`JSON_CLASSES`] classes (highest probability first) and how many there are:
+/// a 262,144-entry `all` has as many classes, which `--json` would otherwise print.
+impl Serialize for Expectation {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written<'a> {
+            survivors: usize,
+            classes_total: usize,
+            classes: &'a [Class],
+            undecided: &'a Option<String>,
+        }
+        Written {
+            survivors: self.kept(),
+            classes_total: self.classes.len(),
+            classes: &self.classes[..self.classes.len().min(JSON_CLASSES)],
+            undecided: &self.undecided,
+        }
+        .serialize(s)
+    }
 }
 
 impl Class {
@@ -51,21 +78,6 @@ impl Expectation {
     /// Number of survivors.
     pub fn kept(&self) -> usize {
         self.classes.iter().map(|c| c.kept).sum()
-    }
-
-    /// The first [`JSON_CLASSES`] classes (highest probability first) and how many there are:
-    /// a 262,144-entry `all` has as many classes, which `--json` would otherwise print.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "survivors": self.kept(),
-            "classes_total": self.classes.len(),
-            "classes": self.classes.iter().take(JSON_CLASSES).map(|c| json!({
-                "ids": c.ids.iter().map(|i| i.0).collect::<Vec<_>>(),
-                "kept": c.kept,
-                "p_each": c.p_each,
-            })).collect::<Vec<_>>(),
-            "undecided": self.undecided,
-        })
     }
 
     /// One line: the classes, at most `max` of them, and how many more.
@@ -258,22 +270,57 @@ impl Outcome {
         }
         format!("{} ids drawn ({})", self.support.len(), parts.join(" "))
     }
+}
 
-    pub fn to_json(&self) -> Value {
-        json!({
-            "support": self.support.iter().map(|(id, n)| (id.0.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-            "outside": self.outside.iter().map(|i| i.0).collect::<Vec<_>>(),
-            "overfull": self.overfull.iter().map(|(ids, d, k)| json!({
-                "ids": ids.iter().map(|i| i.0).collect::<Vec<_>>(), "drawn": d, "kept": k
-            })).collect::<Vec<_>>(),
-            "statistic": self.fit.as_ref().map(|f| f.statistic),
-            "df": self.fit.as_ref().map(|f| f.df),
-            "p_value": self.p_value(),
-            "pooled_categories": self.fit.as_ref().map(|f| f.pooled),
-            "alpha": self.alpha,
-            "row_verdict": self.verdict.as_str(),
-            "why": self.why,
-        })
+impl Serialize for Outcome {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// How often each id was drawn, keyed by the id.
+        struct Support<'a>(&'a BTreeMap<TokenId, u64>);
+        impl Serialize for Support<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_map(self.0.iter().map(|(id, n)| (id.0.to_string(), n)))
+            }
+        }
+        #[derive(Serialize)]
+        struct Overfull<'a> {
+            #[serde(serialize_with = "ids")]
+            ids: &'a [TokenId],
+            drawn: usize,
+            kept: usize,
+        }
+        #[derive(Serialize)]
+        struct Written<'a> {
+            support: Support<'a>,
+            outside: Vec<i32>,
+            overfull: Vec<Overfull<'a>>,
+            statistic: Option<f64>,
+            df: Option<usize>,
+            p_value: Option<f64>,
+            pooled_categories: Option<usize>,
+            alpha: f64,
+            row_verdict: Verdict,
+            why: &'a str,
+        }
+        let fit = self.fit.as_ref();
+        Written {
+            support: Support(&self.support),
+            outside: self.outside.iter().map(|i| i.0).collect(),
+            overfull: (self.overfull.iter())
+                .map(|(ids, drawn, kept)| Overfull {
+                    ids,
+                    drawn: *drawn,
+                    kept: *kept,
+                })
+                .collect(),
+            statistic: fit.map(|f| f.statistic),
+            df: fit.map(|f| f.df),
+            p_value: self.p_value(),
+            pooled_categories: fit.map(|f| f.pooled),
+            alpha: self.alpha,
+            row_verdict: self.verdict,
+            why: &self.why,
+        }
+        .serialize(s)
     }
 }
 

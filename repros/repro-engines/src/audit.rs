@@ -10,7 +10,7 @@ use detector::{judge, Expectation, Outcome};
 use engine::{Engine, EngineInfo, Sampling};
 use oracle::fit::bonferroni;
 use report::{Control, Report, Verdict};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 /// The family-wise significance level of one report (PREREG, F7); each of its `m`
 /// chi-square tests is held to `ALPHA / m` (Bonferroni).
@@ -61,17 +61,22 @@ impl Case {
         )
     }
 
-    fn logits_json(&self) -> Value {
+    /// The logits as written (`1.5`, not `1.5000000`), or the vector's name and length when
+    /// they are too many to print.
+    fn logits_data(&self) -> Logits {
         if self.logits.len() <= PRINT_MAX {
-            json!(self
-                .logits
-                .iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>())
+            Logits::Listed(self.logits.iter().map(|x| x.to_string()).collect())
         } else {
-            json!(format!("{} ({} entries)", self.vector, self.logits.len()))
+            Logits::Named(format!("{} ({} entries)", self.vector, self.logits.len()))
         }
     }
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Logits {
+    Listed(Vec<String>),
+    Named(String),
 }
 
 /// One case run: what the engine drew and how it was judged, or why the engine has no such
@@ -83,27 +88,52 @@ pub struct CaseRun {
     pub outcome: Result<Outcome, String>,
 }
 
-impl CaseRun {
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "vector": self.case.vector,
-            "logits": self.case.logits_json(),
-            "sampling": self.case.sampling.to_string(),
-            "draws": self.case.draws,
-            "seed": self.case.seed,
-            "input": self.case.input(),
-            "oracle": self.expectation.to_json(),
-        });
-        match &self.outcome {
-            Ok(o) => {
-                for (k, x) in o.to_json().as_object().expect("an object") {
-                    v[k] = x.clone();
-                }
-            }
-            Err(why) => v["not_offered"] = json!(why),
+impl Serialize for CaseRun {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written<'a> {
+            vector: &'a str,
+            logits: Logits,
+            sampling: String,
+            draws: usize,
+            seed: u64,
+            input: String,
+            oracle: &'a Expectation,
+            #[serde(flatten)]
+            outcome: Option<&'a Outcome>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            not_offered: Option<&'a str>,
         }
-        v
+        let c = &self.case;
+        Written {
+            vector: &c.vector,
+            logits: c.logits_data(),
+            sampling: c.sampling.to_string(),
+            draws: c.draws,
+            seed: c.seed,
+            input: c.input(),
+            oracle: &self.expectation,
+            outcome: self.outcome.as_ref().ok(),
+            not_offered: self.outcome.as_ref().err().map(String::as_str),
+        }
+        .serialize(s)
     }
+}
+
+/// The audit's JSON after the header and the verdict rows: every case.
+#[derive(Serialize)]
+struct AuditBody<'a> {
+    alpha_family: f64,
+    alpha_each: f64,
+    cases: &'a [CaseRun],
+}
+
+/// One case's JSON (a run on the command line), then the family level.
+#[derive(Serialize)]
+struct CaseBody<'a> {
+    #[serde(flatten)]
+    run: &'a CaseRun,
+    alpha_family: f64,
 }
 
 /// Runs `case` through `draw` and the detector at level `alpha`.
@@ -321,24 +351,24 @@ impl Audit {
                         run.case.row_name(),
                         o.verdict,
                         format!("{}; {}; {}", run.case.input(), o.describe_support(6), o.why),
-                        Value::Null,
+                        (),
                     );
                 }
             }
         }
-        let body = if self.audit_mode {
-            json!({
-                "alpha_family": ALPHA,
-                "alpha_each": self.alpha,
-                "cases": self.runs.iter().map(CaseRun::to_json).collect::<Vec<_>>(),
+        let r = if self.audit_mode {
+            r.with_body(AuditBody {
+                alpha_family: ALPHA,
+                alpha_each: self.alpha,
+                cases: &self.runs,
             })
         } else {
-            let run = &self.runs[0];
-            let mut v = run.to_json();
-            v["alpha_family"] = json!(ALPHA);
-            v
+            r.with_body(CaseBody {
+                run: &self.runs[0],
+                alpha_family: ALPHA,
+            })
         };
-        r.with_body(body).with_text(self.to_text())
+        r.with_text(self.to_text())
     }
 
     pub fn to_text(&self) -> String {
