@@ -39,7 +39,7 @@ pub use equivalence::{check, Equivalence};
 pub use memcheck::{memcheck, probe_main, probe_target, Memcheck, ProbeTarget, PROBE_ENV};
 pub use samplers::{planted, subjects, SamplerRecipe};
 
-/// Candidate ids per step: small enough that the scripted tokens repeat often.
+/// Candidate ids per step: every step offers ids `0..VOCAB`.
 pub const VOCAB: i32 = 32;
 /// Steps every sampler runs before it is cloned.
 pub const HISTORY: usize = 24;
