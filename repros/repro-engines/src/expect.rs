@@ -24,11 +24,22 @@ fn dyadic(probabilities: &[f64]) -> bool {
     })
 }
 
-/// Whether the classes below are the oracle's answer for `stage`: true for the stages that
-/// treat equal logits alike and change no logit but by a temperature.
-fn modelled(stage: &Stage) -> Result<()> {
-    match stage {
-        Stage::Temp { .. } | Stage::TopK { .. } | Stage::TopP { .. } | Stage::MinP { .. } => Ok(()),
+/// A stage whose classes below are the oracle's answer: one that treats equal logits alike
+/// and changes no logit but by a temperature. The planted samplers state the same four.
+#[derive(Debug, Clone, Copy)]
+pub enum Modelled {
+    Temp { t: f32 },
+    TopK { k: i32 },
+    TopP { p: f32, min_keep: usize },
+    MinP { p: f32, min_keep: usize },
+}
+
+pub fn modelled(stage: &Stage) -> Result<Modelled> {
+    Ok(match *stage {
+        Stage::Temp { t } => Modelled::Temp { t },
+        Stage::TopK { k } => Modelled::TopK { k },
+        Stage::TopP { p, min_keep } => Modelled::TopP { p, min_keep },
+        Stage::MinP { p, min_keep } => Modelled::MinP { p, min_keep },
         Stage::Typical { .. }
         | Stage::TempExt { .. }
         | Stage::Xtc { .. }
@@ -40,7 +51,7 @@ fn modelled(stage: &Stage) -> Result<()> {
             "F7's expectation models temp, top_k, top_p and min_p before a draw, not {}",
             stage.name()
         ),
-    }
+    })
 }
 
 /// The oracle's expectation for `s` on `logits`.
@@ -54,7 +65,7 @@ pub fn of(logits: &[f32], s: &Sampling) -> Result<Expectation> {
         "at least one logit must be finite"
     );
     let stages = s.stages();
-    stages.iter().try_for_each(modelled)?;
+    stages.iter().try_for_each(|s| modelled(s).map(drop))?;
     let start = Pool::from_logits(logits);
     let comp = compose(stages, &start, &[]);
     // A margin edge (not a tie) is decided when the pool it was decided on is dyadic.

@@ -6,10 +6,10 @@
 //! inverse-CDF draw from `oracle::rng::Rng`), so a mistake in either would show as a failed
 //! control rather than cancel out.
 
-use anyhow::{bail, ensure, Result};
+use crate::expect::{modelled, Modelled};
+use anyhow::{ensure, Result};
 use engine::Sampling;
 use oracle::rng::Rng;
-use oracle::stage::Stage;
 use oracle::TokenId;
 
 /// Which defect, if any.
@@ -62,24 +62,24 @@ fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Result<Vec<(Tok
     };
     let mut keep = order.len();
     for stage in s.stages() {
-        match stage {
-            Stage::Temp { t } => {
-                ensure!(*t > 0.0, "the exact sampler takes a positive temperature");
-                let t = f64::from(*t);
+        match modelled(stage)? {
+            Modelled::Temp { t } => {
+                ensure!(t > 0.0, "the exact sampler takes a positive temperature");
+                let t = f64::from(t);
                 for (_, x) in &mut order {
                     *x /= t;
                 }
                 // Rounding may make two tempered values equal; they then sort by id.
                 sort(&mut order);
             }
-            Stage::TopK { k } => {
-                if let Ok(k) = usize::try_from(*k) {
+            Modelled::TopK { k } => {
+                if let Ok(k) = usize::try_from(k) {
                     if k > 0 {
                         keep = keep.min(k);
                     }
                 }
             }
-            Stage::TopP { p, min_keep } => {
+            Modelled::TopP { p, min_keep } => {
                 let probs = if defect == Defect::TopPOnFullMass {
                     softmax(&order)[..keep].to_vec()
                 } else {
@@ -88,29 +88,18 @@ fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Result<Vec<(Tok
                 let mut cum = 0.0;
                 for (i, q) in probs.iter().enumerate() {
                     cum += q;
-                    if cum >= f64::from(*p) && i + 1 >= *min_keep {
+                    if cum >= f64::from(p) && i + 1 >= min_keep {
                         keep = i + 1;
                         break;
                     }
                 }
             }
-            Stage::MinP { p, min_keep } => {
+            Modelled::MinP { p, min_keep } => {
                 let probs = softmax(&order[..keep]);
-                let floor = probs[0] * f64::from(*p);
+                let floor = probs[0] * f64::from(p);
                 let above = probs.iter().take_while(|&&q| q >= floor).count();
-                keep = above.max(*min_keep).min(keep);
+                keep = above.max(min_keep).min(keep);
             }
-            Stage::Typical { .. }
-            | Stage::TempExt { .. }
-            | Stage::Xtc { .. }
-            | Stage::TopNSigma { .. }
-            | Stage::LogitBias { .. }
-            | Stage::Penalties { .. }
-            | Stage::Greedy
-            | Stage::Dist { .. } => bail!(
-                "the exact sampler states temp, top_k, top_p and min_p, not {}",
-                stage.name()
-            ),
         }
     }
     if defect == Defect::KeepsOneExtra {
