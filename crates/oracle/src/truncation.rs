@@ -107,13 +107,6 @@ impl Pool {
         self.entries.is_empty()
     }
 
-    /// Every id still in the array, ascending.
-    pub fn ids_ascending(&self) -> Vec<TokenId> {
-        let mut ids: Vec<TokenId> = self.entries.iter().map(|e| e.id).collect();
-        ids.sort();
-        ids
-    }
-
     /// The ids a sampler could still choose: in the array with a logit above `-inf`.
     pub fn survivors(&self) -> Vec<TokenId> {
         crate::survivors(self.entries.iter().map(|e| (e.id, e.logit)))
