@@ -191,6 +191,9 @@ for build in 0.1.161 0.1.154; do
   # stages and the planted chains.
   check "$build" "$bin/repro-sortpoison"
   check "$build" "$bin/repro-sortpoison" "${EVERY_STAGE[@]}"
+  # F2 with dist at the end: the stale flag's overflow (p NaN) and 10,000 draws through
+  # llama.cpp's dist, beside the planted dists.
+  check "$build" "$bin/repro-sortpoison" --stage top_k=4 --stage logit_bias=3:+100 --stage dist=1
   # F6: the supervisor side of the edge probes (each probe is a child, not followed: what is
   # checked is the parent's spawning, reading and judging, and the planted controls' rows).
   check "$build" "$bin/repro-edges" --sampler top_k,typical,greedy,dist --input plain,empty,equal,some-neg-inf

@@ -100,6 +100,12 @@ pub fn build_suffix() -> String {
     format!("b{}", subject::BuildInfo::current().slug())
 }
 
+/// The committed `results/` folder. Found from this crate's own folder, which is the same on
+/// every build: a test compiled by `legacy/Cargo.toml` has its manifest folder in `legacy/`.
+pub fn results_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results")
+}
+
 /// Runs `f` with insta's snapshot suffix set to [`build_suffix`], so a snapshot named `census`
 /// is stored as `<test>__census@b0_1_161.snap` on the root build and `...@b0_1_154.snap` on
 /// the legacy one. Other settings in force are kept.

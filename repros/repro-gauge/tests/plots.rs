@@ -1,11 +1,9 @@
 //! The committed F4 charts are the ones the committed results draw, byte for byte, and pass
 //! the chart check (`REDRAW_CHARTS=1` rewrites them from the results instead).
 
-use std::path::Path;
-
 #[test]
 fn the_committed_charts_are_drawn_from_the_committed_results() {
-    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results");
+    let results = test_support::results_dir();
     let builds = report::chart::builds_with(&results, "gauge-differing").unwrap();
     assert!(builds.len() >= 2, "{builds:?}");
     for b in builds {
