@@ -22,7 +22,7 @@ use oracle::gauge::Operator;
 use oracle::stats::{self, Estimate};
 use oracle::window::WindowLen;
 use oracle::TokenId;
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
 use subject::{Attention, Sampler};
 
 /// Values of the normalized operator may differ from the oracle's by this much at
@@ -57,7 +57,7 @@ pub fn is_knife_edge(op: Operator, theta: f32, margin: f32, top: f32) -> bool {
 }
 
 /// Checks of a run's outputs against the oracle, over every step.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ValueCheck {
     /// Seen ids' penalized values compared with the oracle's arithmetic (theta != 1).
     pub compared: usize,
@@ -710,28 +710,47 @@ impl ModelRuns {
         }
         out
     }
+}
 
-    pub fn to_json(&self) -> Result<Value> {
+impl Serialize for ModelRuns {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Check<'a> {
+            operator: &'static str,
+            #[serde(flatten)]
+            check: &'a ValueCheck,
+        }
+        #[derive(Serialize)]
+        struct Written<'a> {
+            model: &'a str,
+            model_desc: &'a str,
+            prompts: usize,
+            max_new: usize,
+            generated_tokens: usize,
+            decoded_tokens: usize,
+            tokens_per_second: f64,
+            rows: Vec<Cell>,
+            value_checks: Vec<Check<'a>>,
+        }
         let (generated, decoded, tps) = self.tokens_per_second();
-        Ok(json!({
-            "model": self.model_label,
-            "model_desc": self.model_desc,
-            "prompts": self.prompts.len(),
-            "max_new": self.max_new,
-            "generated_tokens": generated,
-            "decoded_tokens": decoded,
-            "tokens_per_second": (tps * 10.0).round() / 10.0,
-            "rows": self.cells()?.iter().map(cell_json).collect::<Vec<_>>(),
-            "value_checks": self.checks().iter().map(|(op, c)| json!({
-                "operator": op.as_str(),
-                "compared": c.compared,
-                "mismatches": c.mismatches,
-                "untouched": c.untouched,
-                "moved": c.moved,
-                "max_deviation": c.max_deviation,
-                "first_mismatch": c.first_mismatch,
-            })).collect::<Vec<_>>(),
-        }))
+        let checks = self.checks();
+        Written {
+            model: &self.model_label,
+            model_desc: &self.model_desc,
+            prompts: self.prompts.len(),
+            max_new: self.max_new,
+            generated_tokens: generated,
+            decoded_tokens: decoded,
+            tokens_per_second: (tps * 10.0).round() / 10.0,
+            rows: self.cells().map_err(serde::ser::Error::custom)?,
+            value_checks: (checks.iter())
+                .map(|(op, check)| Check {
+                    operator: op.as_str(),
+                    check,
+                })
+                .collect(),
+        }
+        .serialize(s)
     }
 }
 
@@ -769,35 +788,55 @@ impl ForkCheck {
     }
 }
 
-fn interval(e: &Estimate) -> Value {
-    json!([e.lo, e.hi])
-}
-
-pub fn cell_json(c: &Cell) -> Value {
-    let (d, f, d2, rr) = (
-        c.differing(),
-        c.first_divergence(),
-        c.distinct2(),
-        c.rep_rate(),
-    );
-    json!({
-        "operator": c.operator().as_str(),
-        "implementation": c.imp.label(),
-        "theta": short(c.theta),
-        "shift": short(c.shift),
-        "reference": c.is_reference(),
-        "differing_share": d.mean,
-        "ci": interval(&d),
-        "first_divergence": f.mean,
-        "first_divergence_ci": interval(&f),
-        "diverged_prompts": c.diverged(),
-        "knife_edge_prompts": c.knife_edges(),
-        "margins_at_divergence": c.per_prompt.iter().map(|m| m.margin_at_divergence).collect::<Vec<_>>(),
-        "distinct2": d2.mean,
-        "distinct2_ci": interval(&d2),
-        "rep_rate": rr.mean,
-        "rep_rate_ci": interval(&rr),
-    })
+impl Serialize for Cell {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written {
+            operator: &'static str,
+            implementation: &'static str,
+            theta: f64,
+            shift: f64,
+            reference: bool,
+            differing_share: f64,
+            ci: [f64; 2],
+            first_divergence: f64,
+            first_divergence_ci: [f64; 2],
+            diverged_prompts: usize,
+            knife_edge_prompts: usize,
+            margins_at_divergence: Vec<Option<f32>>,
+            distinct2: f64,
+            distinct2_ci: [f64; 2],
+            rep_rate: f64,
+            rep_rate_ci: [f64; 2],
+        }
+        let (d, f, d2, rr) = (
+            self.differing(),
+            self.first_divergence(),
+            self.distinct2(),
+            self.rep_rate(),
+        );
+        let interval = |e: &Estimate| [e.lo, e.hi];
+        let margins = self.per_prompt.iter().map(|m| m.margin_at_divergence);
+        Written {
+            operator: self.operator().as_str(),
+            implementation: self.imp.label(),
+            theta: short(self.theta),
+            shift: short(self.shift),
+            reference: self.is_reference(),
+            differing_share: d.mean,
+            ci: interval(&d),
+            first_divergence: f.mean,
+            first_divergence_ci: interval(&f),
+            diverged_prompts: self.diverged(),
+            knife_edge_prompts: self.knife_edges(),
+            margins_at_divergence: margins.collect(),
+            distinct2: d2.mean,
+            distinct2_ci: interval(&d2),
+            rep_rate: rr.mean,
+            rep_rate_ci: interval(&rr),
+        }
+        .serialize(s)
+    }
 }
 
 /// The text table of one model's cells.

@@ -14,7 +14,7 @@ use engine::{EngineInfo, EngineName};
 use harness::LoadedModel;
 use oracle::gauge::Operator;
 use report::{Control, Report, Verdict};
-use serde_json::json;
+use serde::Serialize;
 use std::path::Path;
 use subject::BuildInfo;
 
@@ -35,6 +35,46 @@ pub fn parse_prompts(text: &str) -> Vec<String> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(str::to_string)
         .collect()
+}
+
+/// The report's JSON after the header and the verdict rows.
+#[derive(Serialize)]
+struct Body<'a> {
+    design: DesignData,
+    #[serde(flatten)]
+    one_model: Option<&'a ModelRuns>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    models: Option<&'a [ModelRuns]>,
+    teacher_forced: OneOrList<'a, TfReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    json_corpus: Option<&'a JsonReport>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    structural: &'a [StructuralReport],
+}
+
+/// One run's object, or the list of all of them (of none, too).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum OneOrList<'a, T> {
+    One(&'a T),
+    List(&'a [T]),
+}
+
+#[derive(Serialize)]
+struct DesignData {
+    thetas: Vec<f64>,
+    shifts: Vec<f64>,
+    max_new: usize,
+    bootstrap: Bootstrap,
+    normalized_tolerance_at_theta_1_3: f64,
+    knife_edge_ulps: f32,
+}
+
+#[derive(Serialize)]
+struct Bootstrap {
+    resamples: usize,
+    seed: u64,
+    level: f64,
 }
 
 pub struct Audit {
@@ -314,48 +354,36 @@ impl Audit {
     }
 
     fn body(&self) -> Result<serde_json::Value> {
-        let mut body = json!({
-            "design": {
-                "thetas": self.design.thetas.iter().map(|&t| short(t)).collect::<Vec<_>>(),
-                "shifts": self.design.shifts.iter().map(|&c| short(c)).collect::<Vec<_>>(),
-                "max_new": self.design.max_new,
-                "bootstrap": {"resamples": oracle::stats::BOOTSTRAP_RESAMPLES, "seed": oracle::stats::BOOTSTRAP_SEED, "level": 0.95},
-                "normalized_tolerance_at_theta_1_3": a1::NORMALIZED_TOLERANCE,
-                "knife_edge_ulps": a1::KNIFE_ULPS,
+        let design = DesignData {
+            thetas: self.design.thetas.iter().map(|&t| short(t)).collect(),
+            shifts: self.design.shifts.iter().map(|&c| short(c)).collect(),
+            max_new: self.design.max_new,
+            bootstrap: Bootstrap {
+                resamples: oracle::stats::BOOTSTRAP_RESAMPLES,
+                seed: oracle::stats::BOOTSTRAP_SEED,
+                level: 0.95,
             },
-        });
-        let models = self
-            .models
-            .iter()
-            .map(ModelRuns::to_json)
-            .collect::<Result<Vec<_>>>()?;
+            normalized_tolerance_at_theta_1_3: a1::NORMALIZED_TOLERANCE,
+            knife_edge_ulps: a1::KNIFE_ULPS,
+        };
         // One model (a single run): its fields at the top level; several: a list.
-        match models.as_slice() {
-            [serde_json::Value::Object(m)] => {
-                if let Some(b) = body.as_object_mut() {
-                    b.extend(m.clone());
-                }
-            }
-            _ => body["models"] = json!(models),
-        }
-        match self.tf.as_slice() {
-            [one] => body["teacher_forced"] = one.to_json(),
-            many => {
-                body["teacher_forced"] =
-                    json!(many.iter().map(TfReport::to_json).collect::<Vec<_>>())
-            }
-        }
-        if let Some(j) = &self.json {
-            body["json_corpus"] = j.to_json();
-        }
-        if !self.structural.is_empty() {
-            body["structural"] = json!(self
-                .structural
-                .iter()
-                .map(StructuralReport::to_json)
-                .collect::<Vec<_>>());
-        }
-        Ok(body)
+        let (one_model, models) = match self.models.as_slice() {
+            [one] => (Some(one), None),
+            many => (None, Some(many)),
+        };
+        let teacher_forced = match self.tf.as_slice() {
+            [one] => OneOrList::One(one),
+            many => OneOrList::List(many),
+        };
+        let body = Body {
+            design,
+            one_model,
+            models,
+            teacher_forced,
+            json_corpus: self.json.as_ref(),
+            structural: &self.structural,
+        };
+        Ok(serde_json::to_value(body)?)
     }
 
     fn text(&self) -> Result<String> {
@@ -395,7 +423,7 @@ impl Audit {
                 format!("{NAME}-zero-boundary"),
                 z.verdict(),
                 z.evidence(),
-                z.to_json(),
+                z.data(),
             );
             text.push_str(&format!("\n{}\n", z.evidence()));
         }
@@ -424,11 +452,7 @@ impl Audit {
                 )
             })
             .collect();
-        let models = self
-            .models
-            .iter()
-            .map(ModelRuns::to_json)
-            .collect::<Result<Vec<_>>>()?;
+        let models = serde_json::to_value(&self.models)?;
         let text = self
             .models
             .iter()
@@ -440,7 +464,7 @@ impl Audit {
             evidence.join("; "),
             self.controls(),
         )
-        .with_body(json!({ "models": models }))
+        .with_body(std::collections::BTreeMap::from([("models", models)]))
         .with_text(text.join("\n")))
     }
 

@@ -146,14 +146,24 @@ impl ZeroBoundary {
         )
     }
 
-    pub fn to_json(&self) -> serde_json::Value {
-        let bits = |v: &[f32]| v.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>();
-        serde_json::json!({
-            "logits": bits(&self.logits),
-            "seen": self.context.iter().map(|t| t.0).collect::<Vec<_>>(),
-            "theta": self.theta,
-            "engine": bits(&self.engine_out),
-            "llama": bits(&self.llama_out),
-        })
+    /// The row's data: every value written with its sign (`-0.0`).
+    pub fn data(&self) -> ZeroBoundaryData {
+        let bits = |v: &[f32]| v.iter().map(|x| format!("{x:?}")).collect();
+        ZeroBoundaryData {
+            logits: bits(&self.logits),
+            seen: self.context.iter().map(|t| t.0).collect(),
+            theta: self.theta,
+            engine: bits(&self.engine_out),
+            llama: bits(&self.llama_out),
+        }
     }
+}
+
+#[derive(serde::Serialize)]
+pub struct ZeroBoundaryData {
+    logits: Vec<String>,
+    seen: Vec<i32>,
+    theta: f32,
+    engine: Vec<String>,
+    llama: Vec<String>,
 }

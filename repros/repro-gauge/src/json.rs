@@ -13,7 +13,7 @@ use ledger::PenaltyConfig;
 use oracle::penalty::PenaltyParams;
 use oracle::window::WindowLen;
 use oracle::TokenId;
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
 use subject::{Model, Sampler, SamplerSpec};
 
 /// The corpus: `(prompt, schema)`.
@@ -153,7 +153,7 @@ impl Run for VariantRun {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Answer {
     pub tokens: usize,
     pub eos: bool,
@@ -244,6 +244,67 @@ pub struct Totals {
     pub mean_tokens: f64,
 }
 
+impl Serialize for JsonReport {
+    fn serialize<'a, S: Serializer>(&'a self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Total {
+            variant: String,
+            parses: usize,
+            parses_share: f64,
+            schema_valid: usize,
+            schema_valid_share: f64,
+            mean_tokens: f64,
+        }
+        #[derive(Serialize)]
+        struct Labelled<'a> {
+            variant: String,
+            #[serde(flatten)]
+            answer: &'a Answer,
+        }
+        #[derive(Serialize)]
+        struct Prompt<'a> {
+            prompt: &'a str,
+            answers: Vec<Labelled<'a>>,
+        }
+        #[derive(Serialize)]
+        struct Written<'a> {
+            model: &'a str,
+            max_new: usize,
+            prompts_count: usize,
+            variants: Vec<Total>,
+            prompts: Vec<Prompt<'a>>,
+        }
+        let n = self.prompts.len();
+        let share = |k: usize| k as f64 / n.max(1) as f64;
+        let prompt = |p: &'a PromptResult| Prompt {
+            prompt: &p.prompt,
+            answers: (self.variants.iter().zip(&p.answers))
+                .map(|(v, answer)| Labelled {
+                    variant: v.label(),
+                    answer,
+                })
+                .collect(),
+        };
+        Written {
+            model: &self.model_label,
+            max_new: self.max_new,
+            prompts_count: n,
+            variants: (self.totals().into_iter())
+                .map(|t| Total {
+                    parses_share: share(t.parses),
+                    schema_valid_share: share(t.schema_valid),
+                    variant: t.label,
+                    parses: t.parses,
+                    schema_valid: t.schema_valid,
+                    mean_tokens: t.mean_tokens,
+                })
+                .collect(),
+            prompts: self.prompts.iter().map(prompt).collect(),
+        }
+        .serialize(s)
+    }
+}
+
 impl JsonReport {
     pub fn totals(&self) -> Vec<Totals> {
         let n = self.prompts.len().max(1);
@@ -266,34 +327,6 @@ impl JsonReport {
                     / n as f64,
             })
             .collect()
-    }
-
-    pub fn to_json(&self) -> Value {
-        let n = self.prompts.len();
-        json!({
-            "model": self.model_label,
-            "max_new": self.max_new,
-            "prompts_count": n,
-            "variants": self.totals().iter().map(|t| json!({
-                "variant": t.label,
-                "parses": t.parses,
-                "parses_share": t.parses as f64 / n.max(1) as f64,
-                "schema_valid": t.schema_valid,
-                "schema_valid_share": t.schema_valid as f64 / n.max(1) as f64,
-                "mean_tokens": t.mean_tokens,
-            })).collect::<Vec<_>>(),
-            "prompts": self.prompts.iter().map(|p| json!({
-                "prompt": p.prompt,
-                "answers": self.variants.iter().zip(&p.answers).map(|(v, a)| json!({
-                    "variant": v.label(),
-                    "tokens": a.tokens,
-                    "eos": a.eos,
-                    "parses": a.parses,
-                    "schema_valid": a.schema_valid,
-                    "text": a.text,
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        })
     }
 
     pub fn to_text(&self) -> String {

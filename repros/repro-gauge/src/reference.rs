@@ -39,7 +39,8 @@ use oracle::gauge::Operator;
 use oracle::stats::{self, Estimate};
 use oracle::TokenId;
 use report::Control;
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 use std::ffi::CStr;
 use subject::{ArrayView, Attention, Candidates, Context, CustomSampler, Model, Sampler, Vocab};
 
@@ -456,6 +457,86 @@ pub struct Shares {
     pub break_share: Estimate,
 }
 
+impl Serialize for Shares {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written<'a> {
+            variant: &'a str,
+            structural_positions: usize,
+            breaks: usize,
+            break_share: f64,
+            break_ci: [f64; 2],
+            leaves: usize,
+            leave_share: f64,
+            leave_ci: [f64; 2],
+            knife_edge_departures: usize,
+        }
+        Written {
+            variant: &self.label,
+            structural_positions: self.structural,
+            breaks: self.breaks,
+            break_share: self.break_share.mean,
+            break_ci: [self.break_share.lo, self.break_share.hi],
+            leaves: self.leaves,
+            leave_share: self.leave_share.mean,
+            leave_ci: [self.leave_share.lo, self.leave_share.hi],
+            knife_edge_departures: self.knife_edges,
+        }
+        .serialize(s)
+    }
+}
+
+impl Serialize for StructuralReport {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Pair<'a> {
+            prompt: &'a str,
+            reference: &'a str,
+            finished: bool,
+            schema_valid: bool,
+            structural_positions: usize,
+            breaks: Vec<usize>,
+            leaves: Vec<usize>,
+        }
+        #[derive(Serialize)]
+        struct Written<'a> {
+            model: &'a str,
+            pairs: usize,
+            finished: usize,
+            schema_valid: usize,
+            reference_tokens: usize,
+            rows: Vec<&'a Shares>,
+            control_rows: Vec<&'a Shares>,
+            sign_1_3_to_normalized_1_3_break_ratio: Option<f64>,
+            per_pair: Vec<Pair<'a>>,
+        }
+        let shares = self.shares();
+        let choosers = 0..self.choosers.len();
+        Written {
+            model: &self.model_label,
+            pairs: self.pairs.len(),
+            finished: self.finished().len(),
+            schema_valid: self.pairs.iter().filter(|p| p.schema_valid).count(),
+            reference_tokens: self.pairs.iter().map(|p| p.reference.len()).sum(),
+            rows: shares.iter().filter(|s| !s.control).collect(),
+            control_rows: shares.iter().filter(|s| s.control).collect(),
+            sign_1_3_to_normalized_1_3_break_ratio: self.sign_to_normalized(),
+            per_pair: (self.pairs.iter())
+                .map(|p| Pair {
+                    prompt: &p.prompt,
+                    reference: &p.text,
+                    finished: p.complete,
+                    schema_valid: p.schema_valid,
+                    structural_positions: p.structural(),
+                    breaks: choosers.clone().map(|k| p.breaks(k)).collect(),
+                    leaves: choosers.clone().map(|k| p.leaves(k)).collect(),
+                })
+                .collect(),
+        }
+        .serialize(s)
+    }
+}
+
 impl StructuralReport {
     pub fn finished(&self) -> Vec<&PairResult> {
         self.pairs.iter().filter(|p| p.complete).collect()
@@ -568,42 +649,6 @@ impl StructuralReport {
             format!("{mismatched} of {checked} steps decided by the shortlist differ (first {FULL_CHECK_PAIRS} pairs)"),
         ));
         out
-    }
-
-    pub fn to_json(&self) -> Value {
-        let row = |s: &Shares| {
-            json!({
-                "variant": s.label,
-                "structural_positions": s.structural,
-                "breaks": s.breaks,
-                "break_share": s.break_share.mean,
-                "break_ci": [s.break_share.lo, s.break_share.hi],
-                "leaves": s.leaves,
-                "leave_share": s.leave_share.mean,
-                "leave_ci": [s.leave_share.lo, s.leave_share.hi],
-                "knife_edge_departures": s.knife_edges,
-            })
-        };
-        let shares = self.shares();
-        json!({
-            "model": self.model_label,
-            "pairs": self.pairs.len(),
-            "finished": self.finished().len(),
-            "schema_valid": self.pairs.iter().filter(|p| p.schema_valid).count(),
-            "reference_tokens": self.pairs.iter().map(|p| p.reference.len()).sum::<usize>(),
-            "rows": shares.iter().filter(|s| !s.control).map(row).collect::<Vec<_>>(),
-            "control_rows": shares.iter().filter(|s| s.control).map(row).collect::<Vec<_>>(),
-            "sign_1_3_to_normalized_1_3_break_ratio": self.sign_to_normalized(),
-            "per_pair": self.pairs.iter().map(|p| json!({
-                "prompt": p.prompt,
-                "reference": p.text,
-                "finished": p.complete,
-                "schema_valid": p.schema_valid,
-                "structural_positions": p.structural(),
-                "breaks": (0..self.choosers.len()).map(|k| p.breaks(k)).collect::<Vec<_>>(),
-                "leaves": (0..self.choosers.len()).map(|k| p.leaves(k)).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        })
     }
 
     pub fn to_text(&self) -> String {

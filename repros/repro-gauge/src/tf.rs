@@ -27,7 +27,7 @@ use anyhow::{ensure, Context as _, Result};
 use harness::LoadedModel;
 use oracle::gauge::Operator;
 use oracle::TokenId;
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
 use subject::{Append, Candidates, MultiContext, Sampler, SeqId};
 
 /// Text tokens per chunk (after BOS).
@@ -484,37 +484,75 @@ impl Span {
     }
 }
 
-impl TfReport {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "model": self.model_label,
-            "positions": self.positions,
-            "text": models::TEACHER_TEXT_SOURCE,
-            "chunk": self.chunk,
-            "normalized_stride": self.normalized_stride,
-            "natural_gauge": {
-                "seen_positive_share": self.gauge.positive_share(),
-                "top1_mean": self.gauge.top1_mean(),
-                "top1_median": self.gauge.top1_median(),
-                "raw_vs_centred_differing_share": self.gauge.centred_share(),
-                "raw_vs_centred_theta": short(self.gauge.centred_theta),
+impl Serialize for TfReport {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Gauge {
+            seen_positive_share: f64,
+            top1_mean: f64,
+            top1_median: f64,
+            raw_vs_centred_differing_share: f64,
+            raw_vs_centred_theta: f64,
+        }
+        #[derive(Serialize)]
+        struct Row {
+            operator: &'static str,
+            implementation: &'static str,
+            theta: f64,
+            shift: f64,
+            positions: usize,
+            flips: usize,
+            flip_rate: f64,
+            predicted_flips: usize,
+            predictor_agreement: f64,
+            knife_edge_disagreements: usize,
+            knife_edge_flips: usize,
+        }
+        #[derive(Serialize)]
+        struct Written<'a> {
+            model: &'a str,
+            positions: usize,
+            text: &'static str,
+            chunk: usize,
+            normalized_stride: usize,
+            natural_gauge: Gauge,
+            rows: Vec<Row>,
+        }
+        let g = &self.gauge;
+        Written {
+            model: &self.model_label,
+            positions: self.positions,
+            text: models::TEACHER_TEXT_SOURCE,
+            chunk: self.chunk,
+            normalized_stride: self.normalized_stride,
+            natural_gauge: Gauge {
+                seen_positive_share: g.positive_share(),
+                top1_mean: g.top1_mean(),
+                top1_median: g.top1_median(),
+                raw_vs_centred_differing_share: g.centred_share(),
+                raw_vs_centred_theta: short(g.centred_theta),
             },
-            "rows": self.cells.iter().map(|c| json!({
-                "operator": c.operator().as_str(),
-                "implementation": c.imp.label(),
-                "theta": short(c.theta),
-                "shift": short(c.shift),
-                "positions": c.positions,
-                "flips": c.flips,
-                "flip_rate": c.flip_rate(),
-                "predicted_flips": c.predicted_flips,
-                "predictor_agreement": c.agreement(),
-                "knife_edge_disagreements": c.knife_edge_disagreements,
-                "knife_edge_flips": c.knife_edge_flips,
-            })).collect::<Vec<_>>(),
-        })
+            rows: (self.cells.iter())
+                .map(|c| Row {
+                    operator: c.operator().as_str(),
+                    implementation: c.imp.label(),
+                    theta: short(c.theta),
+                    shift: short(c.shift),
+                    positions: c.positions,
+                    flips: c.flips,
+                    flip_rate: c.flip_rate(),
+                    predicted_flips: c.predicted_flips,
+                    predictor_agreement: c.agreement(),
+                    knife_edge_disagreements: c.knife_edge_disagreements,
+                    knife_edge_flips: c.knife_edge_flips,
+                })
+                .collect(),
+        }
+        .serialize(s)
     }
+}
 
+impl TfReport {
     pub fn to_text(&self) -> String {
         let g = &self.gauge;
         let mut out = format!(
