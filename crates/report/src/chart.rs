@@ -576,7 +576,7 @@ impl Chart {
         let w = (self.drawn.x1 + MARGIN).ceil() - x0;
         let h = (self.drawn.y1 + MARGIN).ceil() - y0;
         format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"{x0} {y0} {w} {h}\" font-family=\"sans-serif\" font-size=\"{BODY_SIZE}\">\n<rect x=\"{x0}\" y=\"{y0}\" width=\"{w}\" height=\"{h}\" fill=\"white\"/>\n{}</svg>\n",
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"{x0} {y0} {w} {h}\" font-family=\"DejaVu Sans, sans-serif\" font-size=\"{BODY_SIZE}\">\n<rect x=\"{x0}\" y=\"{y0}\" width=\"{w}\" height=\"{h}\" fill=\"white\"/>\n{}</svg>\n",
             self.body
         )
     }
@@ -595,6 +595,85 @@ fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     let pat = format!(" {name}=\"");
     let start = tag.find(&pat)? + pat.len();
     tag[start..].split('"').next()
+}
+
+/// The drawn elements of `svg` (shapes and lines), each as its tag name and attribute text.
+fn shapes(svg: &str) -> impl Iterator<Item = (&str, String)> {
+    svg.split('<').filter_map(|piece| {
+        let tag = piece.split('>').next().unwrap_or("");
+        let name = tag.split([' ', '/']).next().unwrap_or("");
+        matches!(name, "line" | "polyline" | "polygon" | "rect" | "circle")
+            .then(|| (name, format!(" {tag}")))
+    })
+}
+
+/// How an element looks, from the attributes a renderer draws: its shape (with the number of
+/// corners of a polygon, which tells the triangle and diamond markers apart), stroke, fill and
+/// dash. Coordinates are left out: two elements with one look are told apart by nothing else.
+fn look(name: &str, tag: &str) -> String {
+    let corners = match name {
+        "polygon" => attr(tag, "points").map_or(0, |p| p.split(' ').count()),
+        _ => 0,
+    };
+    format!(
+        "{name}{corners} stroke={} fill={} dash={}",
+        attr(tag, "stroke").unwrap_or("none"),
+        attr(tag, "fill").unwrap_or("black"),
+        attr(tag, "stroke-dasharray").unwrap_or("")
+    )
+}
+
+/// Two legend keys drawn alike, and series lines drawn in a colour and dash that no legend key
+/// shows, read from the drawn attributes, not from any label the writer put beside them.
+fn check_styles(svg: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
+    let mut key_strokes: Vec<(String, String)> = Vec::new();
+    let mut outside = String::new();
+    let mut pieces = svg.split("<g class=\"key\"");
+    outside.push_str(pieces.next().unwrap_or(""));
+    for piece in pieces {
+        let (inside, after) = piece.split_once("</g>").unwrap_or((piece, ""));
+        outside.push_str(after);
+        let drawn: Vec<(&str, String)> = shapes(inside).collect();
+        let key = drawn
+            .iter()
+            .map(|(name, tag)| look(name, tag))
+            .collect::<Vec<_>>()
+            .join("; ");
+        if keys.contains(&key) {
+            problems.push(format!("two legend keys drawn alike: {key}"));
+        }
+        keys.push(key);
+        for (_, tag) in &drawn {
+            let stroke = attr(tag, "stroke").unwrap_or("none");
+            let colour = if stroke == "none" {
+                attr(tag, "fill").unwrap_or("black")
+            } else {
+                stroke
+            };
+            let dash = attr(tag, "stroke-dasharray").unwrap_or("");
+            key_strokes.push((colour.to_string(), dash.to_string()));
+        }
+    }
+    for (name, tag) in shapes(&outside) {
+        if name != "polyline" {
+            continue;
+        }
+        let stroke = attr(&tag, "stroke").unwrap_or("none").to_string();
+        let dash = attr(&tag, "stroke-dasharray").unwrap_or("").to_string();
+        let seen = (stroke, dash);
+        if !key_strokes.contains(&seen) {
+            let problem = format!(
+                "a series line in colour {} and dash '{}' that no legend key shows",
+                seen.0, seen.1
+            );
+            if !problems.contains(&problem) {
+                problems.push(problem);
+            }
+        }
+    }
+    problems
 }
 
 /// What is wrong with a chart written by [`Chart::finish`]: text outside the page, two labels
@@ -648,14 +727,7 @@ pub fn check(svg: &str) -> Vec<String> {
         }
         labels.push((content, e));
     }
-    let mut keys: Vec<&str> = Vec::new();
-    for piece in svg.split("<g class=\"key\"").skip(1) {
-        let style = attr(piece, "data-style").unwrap_or("");
-        if keys.contains(&style) {
-            problems.push(format!("two legend keys in style {style}"));
-        }
-        keys.push(style);
-    }
+    problems.extend(check_styles(svg));
     for class in ["n", "interval"] {
         if !svg.contains(&format!("<text class=\"{class}\"")) {
             problems.push(format!("no '{class}' line"));
@@ -796,9 +868,28 @@ mod tests {
         let svg = c.finish(&basis());
         assert_eq!(svg.matches("<g class=\"key\"").count(), Style::COUNT);
         assert_eq!(check(&svg), Vec::<String>::new());
-        // The same page with one key's style copied onto another's: the check objects.
-        let forged = svg.replacen("data-style=\"#D55E00/\"", "data-style=\"#0072B2/\"", 1);
-        assert_eq!(check(&forged), ["two legend keys in style #0072B2/"]);
+        // The same page with one series drawn in another's colour, its `data-style` label left
+        // as it was: the check reads the drawn strokes and fills, and objects.
+        let forged = svg
+            .replace("stroke=\"#D55E00\"", "stroke=\"#0072B2\"")
+            .replace("fill=\"#D55E00\"", "fill=\"#0072B2\"");
+        assert!(forged.contains("data-style=\"#D55E00/\""));
+        // Orange is taken by four series, one per dash; each now looks like its blue twin.
+        let problems = check(&forged);
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert_eq!(
+            problems[0],
+            "two legend keys drawn alike: line0 stroke=#0072B2 fill=black dash=; circle0 stroke=none fill=#0072B2 dash="
+        );
+        assert!(problems
+            .iter()
+            .all(|p| p.starts_with("two legend keys drawn alike")));
+        // A series line in a dash no key shows is reported too.
+        let stray = svg.replacen("<polyline ", "<polyline stroke-dasharray=\"1 5\" ", 1);
+        assert_eq!(
+            check(&stray),
+            ["a series line in colour #0072B2 and dash '1 5' that no legend key shows"]
+        );
     }
 
     #[test]
