@@ -65,6 +65,8 @@ pub enum Decision<C> {
 }
 
 /// Parses `argv` as `A` and checks it into a config with `check`, without exiting or writing.
+/// A refusal comes out as one line starting with `error` and exit 2 (1 for a failure) whatever
+/// `check` returns, so a test taking decisions in process can only find a panic in `check`.
 pub fn decide<A: clap::Parser, C>(
     argv: impl IntoIterator<Item = OsString>,
     check: impl FnOnce(A) -> Result<C, Failure>,

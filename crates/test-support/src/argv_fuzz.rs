@@ -4,12 +4,17 @@
 //! items, valid values mixed in). Two drivers take them:
 //!
 //! - [`in_process`] hands every vector to the binary's own `check` through `cmdline::decide`
-//!   (clap's parse, then the checks), in this process: no panic, and a refusal is one line
-//!   starting with `error` and exit 1 or 2 ([`decision_problem`]).
+//!   (clap's parse, then the checks), in this process. What it can catch is a panic in the
+//!   parse or the check (and a hang, which stalls the test): `decide` itself builds the
+//!   refusal's line (one line, starting with `error`) and its exit code (1 or 2), so those
+//!   rules hold by `decide`'s construction, which `cmdline`'s unit test checks, whatever
+//!   `check` returns. It also tallies how the vectors ended ([`Tally`]), so a test can assert
+//!   that they reached help, accepted configs and given refusals.
 //! - [`run`] runs the first few hundred as processes in check-only mode
-//!   (`SAMPLER_AUDIT_CHECK_ONLY=1`), for what only a process shows: exit 0, 1 or 2 and never a
-//!   signal; one line on stderr for exit 1 or 2, nothing on stdout with exit 2; nothing on
-//!   stderr with exit 0; no panic trace; a model path loaded in a contained child.
+//!   (`SAMPLER_AUDIT_CHECK_ONLY=1`), which checks the contract on the wire: exit 0, 1 or 2 and
+//!   never a signal; one line on stderr starting with `error` for exit 1 or 2, nothing on
+//!   stdout with exit 2; nothing on stderr with exit 0; no panic trace; and, when a vector
+//!   names a model path, its load in a contained child ([`Outcome::problem`]).
 //!
 //! A failing vector is shrunk (arguments dropped while it still fails) and printed so it can
 //! be run again by hand.
@@ -706,9 +711,10 @@ pub fn run(fuzz: &Fuzz) -> Summary {
     }
 }
 
-/// What breaks the contract in a decision taken in process, if anything: a help text is not
-/// empty; a line on stderr is one line, starts with `error`, tells of no panic, and comes with
-/// exit 1 or 2.
+/// What breaks the contract in a line a process wrote to stderr with its exit code, if
+/// anything: the line is one line, starts with `error`, tells of no panic, and comes with exit
+/// 1 or 2 ([`Outcome::problem`] applies it to every process run; a help text must not be
+/// empty).
 pub fn decision_problem<C>(d: &Decision<C>) -> Option<String> {
     match d {
         Decision::Print(text) if text.is_empty() => Some("printed an empty help text".to_string()),
@@ -767,37 +773,30 @@ impl Drop for FuzzEnv {
 
 /// Hands every vector of `fuzz` to `check` in process, through `cmdline::decide` (clap's parse
 /// of the binary's `A`, then `check`), with `fuzz.env` set; panics on the first vector whose
-/// decision breaks the contract ([`decision_problem`]) or panics, printing it shrunk and whole.
+/// parse or check panics, printing it shrunk and whole, and tallies the decisions of the rest.
 ///
-/// A check that would load a model in a contained child refuses in process instead: this
-/// process serves no contained task (its main is the test harness), so
-/// `contain::Task::command` refuses to start one, in one line.
+/// A panic is all this can find: `decide` turns any refusal into one `error` line with exit 1
+/// or 2 itself, so the line and exit rules are not checked here but by `decide`'s own test and,
+/// on the wire, by [`run`]. A check that would load a model in a contained child refuses in
+/// process instead: this process serves no contained task (its main is the test harness), so
+/// `contain::Task::command` refuses to start one, in one line; the child's load is checked by
+/// process runs only.
 pub fn in_process<A: clap::Parser, C>(
     fuzz: &Fuzz,
     check: impl Fn(A) -> Result<C, Failure>,
 ) -> Tally {
     let name = OsString::from(fuzz.name());
-    decide_all(fuzz, |argv| {
-        cmdline::decide(
-            std::iter::once(name.clone()).chain(argv.iter().cloned()),
-            &check,
-        )
-    })
-}
-
-/// [`in_process`] with the decision taken by `decide` (a planted one, in the tests).
-fn decide_all<C>(fuzz: &Fuzz, decide: impl Fn(&[OsString]) -> Decision<C>) -> Tally {
     let all = vectors(fuzz);
     let start = Instant::now();
     let _env = FuzzEnv::set(fuzz);
-    // The decision on `argv`, or what is wrong with it (a panic caught, or a broken contract).
+    // The decision on `argv`, or the panic caught while taking it.
     let judged = |argv: &[OsString]| -> Result<Decision<C>, String> {
-        let d = catch_unwind(AssertUnwindSafe(|| decide(argv))).map_err(|p| {
+        let argv = std::iter::once(name.clone()).chain(argv.iter().cloned());
+        catch_unwind(AssertUnwindSafe(|| cmdline::decide(argv, &check))).map_err(|p| {
             let text = p.downcast_ref::<String>().map(String::as_str);
             let text = text.or_else(|| p.downcast_ref::<&str>().copied());
             format!("panicked in process: {}", text.unwrap_or_default())
-        })?;
-        decision_problem(&d).map_or(Ok(d), Err)
+        })
     };
     let mut tally = Tally {
         vectors: all.len(),
@@ -994,9 +993,10 @@ mod tests {
         e.downcast_ref::<String>().cloned().unwrap_or_default()
     }
 
-    /// Through `cmdline::decide`: a planted check that panics on `nan` stops the fuzz with the
-    /// vector shrunk to the flag and its value; without the panic, the two-line message comes
-    /// out as one line, and the vectors reach help, configs and refusals.
+    /// The control of [`in_process`]: a planted check that panics on `nan` stops the fuzz with
+    /// the vector shrunk to the flag and its value. Without the panic, the tally counts help,
+    /// configs and refusals (the planted two-line message is tallied as the one line `decide`
+    /// makes of it).
     #[test]
     fn a_planted_panic_in_process_is_found_shrunk_and_printed() {
         let mut fuzz = Fuzz::new("planted", flags(), 5);
@@ -1025,13 +1025,11 @@ mod tests {
         assert!(t.stopped_with("refused nan") > 0, "{t:?}");
     }
 
-    /// Planted decisions that break the contract without a panic stop the fuzz, named and
-    /// shrunk to the argument that causes them.
+    /// The control of [`decision_problem`], the rule [`Outcome::problem`] applies to a
+    /// process's stderr line: each planted breach is named, each kept decision passes.
     #[test]
-    fn a_planted_bad_decision_in_process_is_found_and_shrunk() {
-        let mut fuzz = Fuzz::new("planted", flags(), 6);
-        fuzz.vectors = 2000;
-        let stop = |code: i32, line: &str| Decision::Stop(code, line.to_string());
+    fn decision_problem_names_every_breach_of_the_rule() {
+        let stop = |code: i32, line: &str| Decision::<()>::Stop(code, line.to_string());
         for (bad, why) in [
             (stop(2, "error: one\ntwo"), "2 lines"),
             (stop(3, "error: x"), "exit 3 (a refusal exits 2"),
@@ -1040,31 +1038,33 @@ mod tests {
             (stop(2, "error: internal error: x"), "panicked"),
             (Decision::Print(String::new()), "empty help"),
         ] {
-            let text = caught(|| {
-                decide_all(&fuzz, |argv| {
-                    match argv.iter().any(|a| a.as_bytes() == b"-inf") {
-                        true => bad.clone(),
-                        false => Decision::Run(()),
-                    }
-                })
-            });
-            assert_eq!(shrunk(&text), ["-inf"], "{text}");
-            assert!(text.contains(why) && text.contains("in process"), "{text}");
+            let p = decision_problem(&bad).unwrap_or_default();
+            assert!(p.contains(why), "{bad:?}: {p}");
+        }
+        for good in [
+            stop(2, "error: x"),
+            stop(1, "error: y"),
+            Decision::Print("help".to_string()),
+            Decision::Run(()),
+        ] {
+            assert_eq!(decision_problem(&good), None, "{good:?}");
         }
     }
 
-    /// The fuzz's variables are set in this process while it runs, and put back after.
+    /// The fuzz's variables are set in this process while `check` runs, and put back after.
     #[test]
     fn in_process_sets_the_fuzz_env_and_puts_it_back() {
         let key = "ARGV_FUZZ_PLANTED_VAR";
         let mut fuzz = Fuzz::new("planted", flags(), 7).env(key, "set");
-        fuzz.vectors = 3;
+        fuzz.vectors = 300;
         let seen = Mutex::new(Vec::new());
-        decide_all(&fuzz, |_| {
+        let t = in_process(&fuzz, |_: Planted| {
             seen.lock().unwrap().push(std::env::var(key).ok());
-            Decision::Run(())
+            Ok(())
         });
-        assert_eq!(*seen.lock().unwrap(), vec![Some("set".to_string()); 3]);
+        let seen = seen.into_inner().unwrap();
+        assert!(!seen.is_empty() && seen.len() == t.ran, "{t:?}");
+        assert!(seen.iter().all(|v| v.as_deref() == Some("set")), "{seen:?}");
         assert_eq!(std::env::var_os(key), None);
     }
 

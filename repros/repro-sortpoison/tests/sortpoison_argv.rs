@@ -114,6 +114,9 @@ fn argv_fuzz() {
                 "shadow_top_p=0.8:trusting",
                 "shadow_top_k=4:honest",
                 "shadow_logit_bias=3:+6",
+                "dist=1",
+                "dist=4294967295",
+                "shadow_dist=1:exact",
             ],
         ),
         Flag::value("--history", &["0", "1,2,1", "3"]),
@@ -126,6 +129,9 @@ fn argv_fuzz() {
     let fuzz = Fuzz::new(BIN, flags, 0xf2f2);
     let t = argv_fuzz::in_process(&fuzz, repro_sortpoison::cli::check);
     assert!(t.ran > 0 && !t.stopped.is_empty(), "{t:?}");
+    // The draw stages' refusals are reached: llama.cpp's random seed, and a draw before
+    // another stage (a `--stage dist=...` followed by any other `--stage`).
+    t.assert_reached(&["asks llama.cpp for a random seed", "must be the last stage"]);
     let s = argv_fuzz::run(&fuzz);
     assert!(s.exits[0] > 0 && s.exits[2] > 0, "{s:?}");
 }
