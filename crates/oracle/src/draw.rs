@@ -28,12 +28,50 @@ pub fn relative_accuracy(n: usize) -> f64 {
     (n as f64 + 4.0) * f64::EPSILON
 }
 
-/// How far llama.cpp's `p` may be from the oracle's, absolutely, over `n` entries: it
-/// computes each weight with `expf` on an f32 difference and divides in f32, so each `p`
-/// carries a few f32 roundings plus the sum's: `8 (n + 2) 2^-23`, the bound the oracle gives
-/// every f32 sum of n probabilities (`truncation`).
-pub fn subject_tolerance(n: usize) -> f64 {
-    8.0 * (n as f64 + 2.0) * f32::EPSILON as f64
+/// The smallest positive normal f32. llama.cpp's `p` below it is subnormal (its weight
+/// `expf(l - m)` is), where a relative bound means nothing: such a `p` is checked only to be
+/// within this absolute floor.
+pub const SUBNORMAL_FLOOR: f64 = f32::MIN_POSITIVE as f64;
+
+/// How far llama.cpp's `p` may be from the oracle's, relatively, entry by entry, given `m`,
+/// the logit llama.cpp subtracts (`data[0]`'s when the array is flagged sorted, else the
+/// scanned maximum).
+///
+/// llama.cpp's dist (`llama_sampler_dist_apply`, the same arithmetic in 0.1.154 and 0.1.161)
+/// writes `p_i = (float)((double)expf(l_i - m) / sum)`, `sum` a double accumulating the f32
+/// weights. Each weight carries the f32 rounding of `l_i - m` (a relative `2^-24` of the
+/// difference, so an error of `|l_i - m| 2^-24` in the exponent, hence relatively in the
+/// weight) and expf's own (at most 2 ulps, `2^-22`, assumed); the sum carries its weights'
+/// errors averaged by their shares plus `n 2^-53` for the additions; the division in double
+/// adds `2^-53` and the final f32 rounding `2^-24`. The oracle's own error
+/// ([`relative_accuracy`]) is added, and the first-order total is doubled to cover the
+/// products of the terms. It is a few tens of f32 ulps for moderate differences and grows
+/// with n only through `n 2^-53`, so a wrong renormalization of even one share in a million
+/// fails it.
+pub fn subject_relative_tolerance(oracle: &[Share], m: f64) -> Vec<f64> {
+    let n = oracle.len() as f64;
+    let weight = |s: &Share| (s.logit as f64 - m).abs() * 2f64.powi(-24) + 2f64.powi(-22);
+    let sum = oracle.iter().map(|s| s.p * weight(s)).sum::<f64>() + n * 2f64.powi(-53);
+    oracle
+        .iter()
+        .map(|s| {
+            2.0 * (weight(s)
+                + sum
+                + 2f64.powi(-53)
+                + 2f64.powi(-24)
+                + relative_accuracy(oracle.len()))
+        })
+        .collect()
+}
+
+/// The absolute tolerance of each entry: its relative tolerance times the oracle's `p`, at
+/// least [`SUBNORMAL_FLOOR`].
+pub fn subject_tolerance(oracle: &[Share], m: f64) -> Vec<f64> {
+    oracle
+        .iter()
+        .zip(subject_relative_tolerance(oracle, m))
+        .map(|(s, r)| (r * s.p).max(SUBNORMAL_FLOOR))
+        .collect()
 }
 
 /// The softmax of `pool`'s logits, in the pool's canonical order (largest logit first, ids
@@ -101,11 +139,11 @@ impl WrongP {
 }
 
 /// The entries of `subject` (`(id, p)` as llama.cpp left them) whose `p` is not finite or is
-/// further than [`subject_tolerance`] from the oracle's, and the oracle's ids it lacks.
-pub fn wrong_p(subject: &[(TokenId, f32)], oracle: &[Share]) -> Vec<WrongP> {
-    let tol = subject_tolerance(oracle.len());
+/// further than [`subject_tolerance`] (for the subtracted logit `m`) from the oracle's, and
+/// the oracle's ids it lacks.
+pub fn wrong_p(subject: &[(TokenId, f32)], oracle: &[Share], m: f64) -> Vec<WrongP> {
     let mut out = Vec::new();
-    for share in oracle {
+    for (share, tol) in oracle.iter().zip(subject_tolerance(oracle, m)) {
         let got = subject.iter().find(|(id, _)| *id == share.id).map(|x| x.1);
         let ok = got.is_some_and(|p| p.is_finite() && (p as f64 - share.p).abs() <= tol);
         if !ok {
@@ -205,16 +243,56 @@ mod tests {
     #[test]
     fn wrong_p_flags_non_finite_missing_and_distant_values_only() {
         let s = softmax(&pool(&[0.0, 0.0])).unwrap();
-        let tol = subject_tolerance(2);
-        let near = (0.5 + tol / 2.0) as f32;
-        assert!(wrong_p(&[(TokenId(0), 0.5), (TokenId(1), near)], &s).is_empty());
-        let w = wrong_p(&[(TokenId(0), f32::NAN), (TokenId(1), 0.5)], &s);
+        let tol = subject_tolerance(&s, 0.0);
+        let near = (0.5 + tol[1] / 2.0) as f32;
+        assert!(wrong_p(&[(TokenId(0), 0.5), (TokenId(1), near)], &s, 0.0).is_empty());
+        let w = wrong_p(&[(TokenId(0), f32::NAN), (TokenId(1), 0.5)], &s, 0.0);
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].id, TokenId(0));
-        let w = wrong_p(&[(TokenId(0), 0.5)], &s);
+        let w = wrong_p(&[(TokenId(0), 0.5)], &s, 0.0);
         assert_eq!((w.len(), w[0].subject), (1, None));
-        let w = wrong_p(&[(TokenId(0), 0.4), (TokenId(1), 0.6)], &s);
+        let w = wrong_p(&[(TokenId(0), 0.4), (TokenId(1), 0.6)], &s, 0.0);
         assert_eq!(w.len(), 2);
         assert!(w[0].describe().contains("id 0"));
+    }
+
+    #[test]
+    fn the_tolerance_is_relative_and_does_not_let_zero_pass_on_a_large_pool() {
+        // 100,000 equal logits: each p is 1e-5; writing 0 everywhere must fail, as must a
+        // renormalization that is off by one share in a million.
+        let n = 100_000;
+        let s = softmax(&pool(&vec![0.0; n])).unwrap();
+        let r = subject_relative_tolerance(&s, 0.0);
+        assert!(r.iter().all(|&x| x < 1e-5), "{}", r[0]);
+        let zeros: Vec<(TokenId, f32)> = s.iter().map(|x| (x.id, 0.0)).collect();
+        assert_eq!(wrong_p(&zeros, &s, 0.0).len(), n);
+        let off: Vec<(TokenId, f32)> = s
+            .iter()
+            .map(|x| (x.id, (x.p * (1.0 + 1e-5)) as f32))
+            .collect();
+        assert_eq!(wrong_p(&off, &s, 0.0).len(), n);
+        // A p below the smallest normal f32 is held to the absolute floor only.
+        let s = softmax(&pool(&[0.0, -95.0])).unwrap();
+        assert!(s[1].p < SUBNORMAL_FLOOR);
+        let w = wrong_p(&[(TokenId(0), 1.0), (TokenId(1), 0.0)], &s, 0.0);
+        assert!(w.is_empty(), "{w:?}");
+    }
+
+    #[test]
+    fn llama_cpp_arithmetic_with_an_honest_maximum_passes() {
+        // expf in f32 on an f32 difference, the sum in f64, the division in f64, rounded to
+        // f32: what llama.cpp writes when the maximum is right.
+        let logits: Vec<f32> = (0..4096)
+            .map(|i| ((i * 37) % 1000) as f32 * -0.05)
+            .collect();
+        let s = softmax(&pool(&logits)).unwrap();
+        let w: Vec<f32> = logits.iter().map(|l| (l - 0.0f32).exp()).collect();
+        let sum: f64 = w.iter().map(|&x| x as f64).sum();
+        let subject: Vec<(TokenId, f32)> = w
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| (TokenId(i as i32), (x as f64 / sum) as f32))
+            .collect();
+        assert!(wrong_p(&subject, &s, 0.0).is_empty());
     }
 }

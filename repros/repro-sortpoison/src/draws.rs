@@ -1,7 +1,14 @@
 //! A chain that ends in `dist`: what every stage leaves (each surviving candidate's id, logit
 //! and `p`, from llama.cpp and from the oracle), the `p` dist writes, and its seeded draws
-//! judged by F7's detector (`detector::judge`) against the oracle's distribution
-//! (`oracle::draw::softmax` of the survivors, in f64).
+//! judged by F7's detector (`detector::judge`).
+//!
+//! dist is judged on its own: its oracle is `oracle::draw::softmax` (f64) of the array exactly
+//! as llama.cpp hands it to dist, the candidates the earlier stages left in the subject. So
+//! an earlier stage's wrong survivor set (F2's chain comparison, reported beside this) is not
+//! charged to dist; what this verdict isolates is dist's use of the `sorted` flag. On a stale
+//! flag (logit_bias changes logits without clearing it) dist trusts the flag, as llama.h asks,
+//! takes `data[0]` as the maximum, and `expf` of a logit far above it overflows: `p` becomes
+//! NaN. That is F2's stale flag showing in dist's output, not a defect of dist's own code.
 //!
 //! The planted dists of [`crate::planted::DistRule`] run through [`run`], the same function
 //! as the subject, in chains of planted stages only; they are the controls.
@@ -12,7 +19,7 @@ use crate::stage::ChainStage;
 use anyhow::{ensure, Context, Result};
 use detector::{judge, Class, Expectation, Outcome};
 use oracle::draw::{self, Share, WrongP};
-use oracle::truncation::{compose, Pool};
+use oracle::truncation::{compose, Entry, Pool};
 use oracle::TokenId;
 use report::{Control, Report, Verdict};
 use serde::{Serialize, Serializer};
@@ -27,6 +34,11 @@ pub const DRAWS: usize = 10_000;
 /// The level of each chain's goodness-of-fit test: one test per chain run, and each control
 /// at the same level.
 pub const ALPHA: f64 = 1e-3;
+
+/// The cause, as the report names it.
+pub const CAUSE: &str = "cause: logit_bias changes logits without clearing `sorted`; dist \
+trusts the flag as llama.h asks and takes data[0] as the maximum, so expf overflows and p \
+becomes NaN: F2's stale flag showing in dist's output, not a defect of dist's own code";
 
 /// The verdict's name.
 pub const NAME: &str = "stale-sorted-dist";
@@ -81,6 +93,10 @@ pub struct DetectorOutcome {
     pub alpha: f64,
     pub verdict: Verdict,
     pub why: String,
+    /// Set when the goodness of fit cannot fail by construction (one category after
+    /// pooling): then it is a note, not evidence, and the draw check is only that every draw
+    /// is inside the survivor set.
+    pub fit_not_testable: Option<String>,
 }
 
 impl DetectorOutcome {
@@ -95,18 +111,38 @@ impl DetectorOutcome {
             alpha: o.alpha,
             verdict: o.verdict,
             why: o.why.clone(),
+            fit_not_testable: o
+                .fit
+                .as_ref()
+                .filter(|f| f.df == 0 && o.verdict == Verdict::Absent)
+                .map(|_| {
+                    "not testable: one category after pooling; the verdict rests on the \
+                     survivor-set check and the p check"
+                        .to_string()
+                }),
         }
     }
 }
 
+/// What the p check allows, as the report states it (`oracle::draw::subject_tolerance`).
+pub const P_TOLERANCE_RULE: &str = "relative per entry: 2 (|l - m| 2^-24 + 2^-22 + the sum's \
+error (its weights' errors by share + n 2^-53) + 2^-53 + 2^-24 + (n + 4) 2^-52), m the logit \
+llama.cpp subtracts; at least 2^-126 absolute";
+
 /// The `p` check: llama.cpp's `p` after dist against the oracle's.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PCheck {
-    /// The absolute tolerance (`oracle::draw::subject_tolerance`).
-    pub tolerance: f64,
+    /// [`P_TOLERANCE_RULE`].
+    pub tolerance_rule: &'static str,
+    /// The logit llama.cpp subtracts before `expf`: `data[0]`'s when the array it is handed
+    /// is flagged sorted, else the maximum.
+    pub subtracted: Option<f32>,
+    /// The largest relative tolerance over the entries.
+    pub max_relative_tolerance: Option<f64>,
     /// One line per wrong `p`.
     pub wrong: Vec<String>,
-    pub verdict: Verdict,
+    /// `None`: not checked (the oracle has no distribution).
+    pub verdict: Option<Verdict>,
 }
 
 /// One chain's draws and what they were judged against.
@@ -116,11 +152,12 @@ pub struct DrawRun {
     pub draws: usize,
     /// The drawing stage, as `--stage` text.
     pub drawn_by: String,
-    /// Why the oracle's distribution is not decided (a knife edge), if it is not.
+    /// Why the oracle has no distribution, if it has none.
     pub undecided: Option<String>,
     pub detector: DetectorOutcome,
     pub p_check: PCheck,
-    /// `present` when the draws or the `p` are wrong where the oracle is decided.
+    /// `present` when a draw falls outside the array handed to dist, the draws do not fit
+    /// its softmax (where that is testable), or a `p` is wrong.
     pub verdict: Verdict,
 }
 
@@ -184,7 +221,11 @@ pub fn run(case: &ChainCase) -> Result<DrawRun> {
     );
     let mut after_each_stage = Vec::with_capacity(case.stages.len());
     let mut replay = Candidates::from_logits(&case.logits);
+    let mut handed = replay.clone();
     for (i, stage) in case.stages.iter().enumerate() {
+        if i + 1 == case.stages.len() {
+            handed = replay.clone();
+        }
         let mut one = case.build(std::slice::from_ref(stage))?;
         one.apply(&mut replay)
             .with_context(|| format!("applying {stage} alone"))?;
@@ -214,32 +255,36 @@ pub fn run(case: &ChainCase) -> Result<DrawRun> {
                 .with_context(|| format!("draw {i}: the chain selected nothing"))?,
         );
     }
-    let comp = compose(
-        &case.stages,
-        &Pool::from_logits(&case.logits),
-        &case.history,
+    // dist's oracle: the softmax of the array as the earlier stages left it in the subject.
+    let handed_pool = Pool::new(
+        handed
+            .entries
+            .iter()
+            .filter(|e| e.logit > f32::NEG_INFINITY)
+            .map(|e| Entry {
+                id: e.id,
+                logit: e.logit,
+            }),
     );
-    let (_, shares) = oracle_after(case, case.stages.len());
-    let mut undecided = comp
-        .edges
-        .first()
-        .map(|(i, e)| format!("stage {} ({}): {}", i + 1, case.stages[*i], e.0));
-    let shares = match shares {
-        Ok(s) => s,
-        Err(e) => {
-            undecided.get_or_insert(e);
-            Vec::new()
-        }
+    let (shares, undecided) = match draw::softmax(&handed_pool) {
+        Ok(s) => (s, None),
+        Err(e) => (Vec::new(), Some(e)),
     };
     let outcome = judge(&draws, &expectation(&shares, undecided.clone()), ALPHA);
+    let subtracted = subtracted_logit(&handed);
     let subject_p: Vec<(TokenId, f32)> = replay.entries.iter().map(|e| (e.id, e.p)).collect();
-    let wrong: Vec<WrongP> = draw::wrong_p(&subject_p, &shares);
-    let p_verdict = match (&undecided, wrong.is_empty()) {
-        (_, true) => Verdict::Absent,
-        (Some(_), false) => Verdict::Undecided,
-        (None, false) => Verdict::Present,
+    let (wrong, p_verdict, max_relative) = match (&undecided, subtracted) {
+        (None, Some(m)) => {
+            let wrong = draw::wrong_p(&subject_p, &shares, m as f64);
+            let max = draw::subject_relative_tolerance(&shares, m as f64)
+                .into_iter()
+                .fold(0.0, f64::max);
+            let v = Verdict::found(!wrong.is_empty());
+            (wrong, Some(v), Some(max))
+        }
+        (Some(_), _) | (None, None) => (Vec::new(), None, None),
     };
-    let verdict = combine(outcome.verdict, p_verdict);
+    let verdict = combine(outcome.verdict, p_verdict.unwrap_or(Verdict::Undecided));
     Ok(DrawRun {
         after_each_stage,
         draws: DRAWS,
@@ -247,11 +292,29 @@ pub fn run(case: &ChainCase) -> Result<DrawRun> {
         undecided,
         detector: DetectorOutcome::of(&outcome),
         p_check: PCheck {
-            tolerance: draw::subject_tolerance(shares.len()),
+            tolerance_rule: P_TOLERANCE_RULE,
+            subtracted,
+            max_relative_tolerance: max_relative,
             wrong: wrong.iter().map(WrongP::describe).collect(),
             verdict: p_verdict,
         },
         verdict,
+    })
+}
+
+/// The logit llama.cpp's dist subtracts before `expf`: `data[0]`'s when the array is flagged
+/// sorted (llama.h: "do not assume the data is sorted - always check this flag"), else the
+/// largest; `None` for an empty array.
+fn subtracted_logit(handed: &Candidates) -> Option<f32> {
+    let first = handed.entries.first()?.logit;
+    Some(if handed.sorted {
+        first
+    } else {
+        handed
+            .entries
+            .iter()
+            .map(|e| e.logit)
+            .fold(f32::NEG_INFINITY, f32::max)
     })
 }
 
@@ -298,11 +361,10 @@ pub const TWO_OVERFLOWS: &[(i32, f32)] = &[(2, 100.0), (3, 100.0)];
 pub fn controls() -> Result<Vec<Control>> {
     let detail = |c: &ChainCase, r: &DrawRun| {
         format!(
-            "{}: {}; p check {} ({} wrong)",
+            "{}: {}; p check {}",
             c.command(),
-            r.detector.why,
-            r.p_check.verdict,
-            r.p_check.wrong.len()
+            detector_text(&r.detector),
+            p_check_text(&r.p_check)
         )
     };
     let mut out = Vec::new();
@@ -313,7 +375,7 @@ pub fn controls() -> Result<Vec<Control>> {
         let case = planted_chain(biases, DistRule::Exact);
         let r = run(&case)?;
         out.push(Control::negative(
-            format!("draws and p of a planted exact dist after {what}"),
+            format!("draws and p of a planted dist written as llama.cpp writes p, with an honest maximum, after {what}"),
             r.verdict == Verdict::Absent,
             detail(&case, &r),
         ));
@@ -334,7 +396,14 @@ pub fn controls() -> Result<Vec<Control>> {
     ));
     out.push(Control::positive(
         "p check on the planted dist that skips renormalization",
-        r.p_check.verdict == Verdict::Present,
+        r.p_check.verdict == Some(Verdict::Present),
+        detail(&case, &r),
+    ));
+    let case = planted_chain(MODERATE, DistRule::DropsLastFromSum);
+    let r = run(&case)?;
+    out.push(Control::positive(
+        "p check on a planted dist that renormalizes over all survivors but the last",
+        r.p_check.verdict == Some(Verdict::Present),
         detail(&case, &r),
     ));
     Ok(out)
@@ -348,6 +417,32 @@ fn p_text(p: f64) -> String {
         format!("{p:.3e}")
     } else {
         format!("{p:.6}")
+    }
+}
+
+/// The detector's outcome in one line: a fit that cannot fail is a note, not a verdict.
+fn detector_text(d: &DetectorOutcome) -> String {
+    match &d.fit_not_testable {
+        Some(note) => format!("every draw inside the survivor set; goodness of fit {note}"),
+        None => format!("{} ({})", d.verdict, d.why),
+    }
+}
+
+/// The p check in one line.
+fn p_check_text(p: &PCheck) -> String {
+    match (p.verdict, p.subtracted, p.max_relative_tolerance) {
+        (Some(v), Some(m), Some(rel)) => format!(
+            "{v} ({} wrong; llama.cpp subtracts {m}; relative tolerance at most {rel:.2e}){}",
+            p.wrong.len(),
+            if p.wrong.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", p.wrong.join("; "))
+            }
+        ),
+        (None, _, _) | (Some(_), None, _) | (Some(_), Some(_), None) => {
+            "not checked (the oracle has no distribution)".to_string()
+        }
     }
 }
 
@@ -386,20 +481,17 @@ pub fn to_text(r: &DrawRun) -> String {
     if let Some(u) = &r.undecided {
         out.push_str(&format!("  undecided: {u}\n"));
     }
+    out.push_str(
+        "  dist judged against the f64 softmax of the array as the earlier stages left it in \
+         llama.cpp\n",
+    );
     out.push_str(&format!(
-        "  detector (F7's, level {:.0e}): {} ({})\n",
-        r.detector.alpha, r.detector.verdict, r.detector.why
+        "  detector (F7's, level {:.0e}): {}\n",
+        r.detector.alpha,
+        detector_text(&r.detector)
     ));
-    out.push_str(&format!(
-        "  p check (within {:.1e}): {}{}\n",
-        r.p_check.tolerance,
-        r.p_check.verdict,
-        if r.p_check.wrong.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", r.p_check.wrong.join("; "))
-        }
-    ));
+    out.push_str(&format!("  p check: {}\n", p_check_text(&r.p_check)));
+    out.push_str(&format!("    tolerance: {}\n", r.p_check.tolerance_rule));
     out.push_str(&format!("  draws and p (before controls): {}\n", r.verdict));
     out
 }
@@ -414,11 +506,16 @@ pub fn report(
     controls: Vec<Control>,
 ) -> Result<Report> {
     let evidence = format!(
-        "{}: {} draws, {}; p check {}",
+        "{}: {} draws, {}; p check {}; {}",
         case.command(),
         r.draws,
-        r.detector.why,
-        r.p_check.verdict
+        detector_text(&r.detector),
+        p_check_text(&r.p_check),
+        if r.verdict == Verdict::Present {
+            CAUSE
+        } else {
+            "no defect in dist's draws or p"
+        }
     );
     let mut body = chain::to_json(case, chain_report);
     body["draws"] = serde_json::to_value(r).context("the draws' JSON")?;

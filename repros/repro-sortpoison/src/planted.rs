@@ -167,8 +167,9 @@ pub fn oracle_with_reciprocal_temp(stage: &Stage, pool: &Pool, history: &[TokenI
 /// What a planted dist does wrong, if anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DistRule {
-    /// The maximum found by scanning, weights and their sum in f64, renormalized: draws from
-    /// the oracle's distribution (known-good).
+    /// llama.cpp's arithmetic with an honest maximum (found by scanning): `expf` in f32 on
+    /// an f32 difference, the sum in f64, each weight divided by it and rounded to f32. Its
+    /// `p` passes the p check only if the tolerance covers that arithmetic (known-good).
     Exact,
     /// llama.cpp's arithmetic: `data[0]` taken as the maximum when the array says it is
     /// sorted, `expf` in f32. On a stale flag a logit far above `data[0]` overflows to `inf`,
@@ -177,6 +178,9 @@ pub enum DistRule {
     /// Draws against the weights `exp(l - max)` without dividing by their sum, so the first
     /// entries take more than their share (known-bad).
     Unnormalized,
+    /// Draws as `Exact`, but writes `p` renormalized over all entries but the last, so every
+    /// other `p` is too large by the last's share: a small real error in `p` (known-bad).
+    DropsLastFromSum,
 }
 
 impl DistRule {
@@ -185,6 +189,7 @@ impl DistRule {
             DistRule::Exact => "exact",
             DistRule::TrustsFlag => "trusting",
             DistRule::Unnormalized => "unnormalized",
+            DistRule::DropsLastFromSum => "drops-last",
         }
     }
 }
@@ -226,6 +231,7 @@ impl CustomSampler for DistSampler {
             DistRule::Exact => c"shadow-dist-exact",
             DistRule::TrustsFlag => c"shadow-dist-trusting",
             DistRule::Unnormalized => c"shadow-dist-unnormalized",
+            DistRule::DropsLastFromSum => c"shadow-dist-drops-last",
         }
     }
 
@@ -238,8 +244,8 @@ impl CustomSampler for DistSampler {
             .map(|i| view.logit(i))
             .fold(f32::NEG_INFINITY, f32::max);
         let weights: Vec<f64> = match self.spec.rule {
-            DistRule::Exact | DistRule::Unnormalized => (0..n)
-                .map(|i| (view.logit(i) as f64 - scan as f64).exp())
+            DistRule::Exact | DistRule::Unnormalized | DistRule::DropsLastFromSum => (0..n)
+                .map(|i| (view.logit(i) - scan).exp() as f64)
                 .collect(),
             DistRule::TrustsFlag => {
                 let max = if view.sorted() { view.logit(0) } else { scan };
@@ -248,7 +254,7 @@ impl CustomSampler for DistSampler {
         };
         let sum: f64 = weights.iter().sum();
         let total = match self.spec.rule {
-            DistRule::Exact | DistRule::TrustsFlag => sum,
+            DistRule::Exact | DistRule::TrustsFlag | DistRule::DropsLastFromSum => sum,
             DistRule::Unnormalized => 1.0,
         };
         let target = self.uniform() * total;
@@ -260,15 +266,21 @@ impl CustomSampler for DistSampler {
             // weight 0 is never drawn.
             let reached = match self.spec.rule {
                 DistRule::TrustsFlag => run >= target,
-                DistRule::Exact | DistRule::Unnormalized => run > target,
+                DistRule::Exact | DistRule::Unnormalized | DistRule::DropsLastFromSum => {
+                    run > target
+                }
             };
             if reached {
                 selected = i;
                 break;
             }
         }
+        let written = match self.spec.rule {
+            DistRule::Exact | DistRule::TrustsFlag | DistRule::Unnormalized => total,
+            DistRule::DropsLastFromSum => sum - weights[n - 1],
+        };
         for (i, w) in weights.iter().enumerate() {
-            view.set_p(i, (w / total) as f32);
+            view.set_p(i, (w / written) as f32);
         }
         view.set_selected(selected);
     }

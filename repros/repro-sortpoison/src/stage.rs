@@ -33,7 +33,7 @@ pub const PLANTED_STAGES: &[(&str, &str, &str)] = &[
     ),
     (
         "shadow_dist",
-        "shadow_dist=SEED:exact|trusting|unnormalized",
+        "shadow_dist=SEED:exact|trusting|unnormalized|drops-last",
         "a Rust dist: exact, taking data[0] as the maximum when flagged sorted, or skipping renormalization",
     ),
 ];
@@ -116,8 +116,12 @@ impl ChainStage {
                 "exact" => DistRule::Exact,
                 "trusting" => DistRule::TrustsFlag,
                 "unnormalized" => DistRule::Unnormalized,
+                "drops-last" => DistRule::DropsLastFromSum,
                 other => {
-                    bail!("shadow_dist: '{other}' is not one of exact, trusting, unnormalized")
+                    bail!(
+                        "shadow_dist: '{other}' is not one of exact, trusting, unnormalized, \
+                         drops-last"
+                    )
                 }
             };
             return Ok(ChainStage::PlantedDist(PlantedDist { seed, rule }));
@@ -296,6 +300,7 @@ mod tests {
             "shadow_dist=1:exact",
             "shadow_dist=7:trusting",
             "shadow_dist=0:unnormalized",
+            "shadow_dist=2:drops-last",
             "top_k=4",
             "dist=3",
             "sorted_guard",

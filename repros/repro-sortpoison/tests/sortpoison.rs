@@ -131,7 +131,15 @@ fn every_table_stage_is_generated_parsed_built_and_gated() {
         };
         let gate = fuzz::chain_gate(&case, 3, 20).unwrap();
         assert!(gate.passed(), "{}", gate.to_text());
-        assert_eq!(gate.per_stage[row.name].inputs, 20, "{}", row.name);
+        if stage.draws() {
+            // A drawing stage keeps the oracle's set unchanged, so the gate leaves it out;
+            // its oracle is the distribution `draws::run` judges the draws and p against.
+            assert!(!gate.per_stage.contains_key(row.name), "{}", row.name);
+            let d = draws::run(&case).unwrap();
+            assert_eq!(d.p_check.verdict, Some(Verdict::Absent), "{}", row.name);
+        } else {
+            assert_eq!(gate.per_stage[row.name].inputs, 20, "{}", row.name);
+        }
     }
     for name in fuzzed.iter().chain(&left_out) {
         assert!(
@@ -149,6 +157,19 @@ fn dist_after_a_stale_flag() {
         cli::case_from_line("--stage top_k=4 --stage logit_bias=3:+100 --stage dist=1").unwrap();
     let d = draws::run(&case).unwrap();
     assert_eq!(d.after_each_stage.len(), 3);
+    // Ids 0-2 expect about 1e-39 of the draws: one category after pooling, so the fit is a
+    // note and the verdict rests on the survivor set and the p check.
+    assert!(d.detector.fit_not_testable.is_some(), "{:?}", d.detector);
+    assert_eq!(d.p_check.verdict, Some(Verdict::Present));
+    // dist is judged against the array the earlier stages left: top_p's stale-flag survivor
+    // set is F2's chain comparison, not charged to dist.
+    let after_top_p = cli::case_from_line(
+        "--stage top_k=4 --stage logit_bias=3:+6 --stage top_p=0.8 --stage dist=1",
+    )
+    .unwrap();
+    let d3 = draws::run(&after_top_p).unwrap();
+    assert_eq!(d3.verdict, Verdict::Absent, "{}", draws::to_text(&d3));
+    assert_eq!(d3.p_check.verdict, Some(Verdict::Absent));
     let r = cli::chain_report(&case, &BuildInfo::current()).unwrap();
     assert!(r.controls().iter().all(|c| c.passed), "{:?}", r.controls());
     test_support::assert_build_snapshot!("dist_chain", r.to_text());
