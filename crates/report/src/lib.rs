@@ -226,9 +226,10 @@ impl Row {
     }
 }
 
-/// Which finding, which verdict name, which build.
+/// A report's identity header: which finding, which verdict name, which build (not the
+/// subject under audit).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Subject {
+pub struct ReportId {
     /// `F1`, `F2`, ...
     pub finding: String,
     /// The verdict's name, e.g. `clone-drops-token-count` or `...+ledger` for a fix's rerun.
@@ -254,7 +255,7 @@ pub const ROWS_KEY: &str = "verdict_rows";
 /// A verdict with its evidence and controls, plus the finding's own data and text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
-    pub subject: Subject,
+    pub subject: ReportId,
     measured: Verdict,
     verdict: Verdict,
     pub evidence: String,
@@ -324,7 +325,7 @@ pub const HEADER_KEYS: [&str; 7] = [
 impl Report {
     /// The report for `measured` under `controls`; the verdict is [`judge`]d here.
     pub fn new(
-        subject: Subject,
+        subject: ReportId,
         measured: Verdict,
         evidence: impl Into<String>,
         controls: Vec<Control>,
@@ -491,7 +492,7 @@ impl Report {
 /// A report's header and rows as read back from a results file, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Header {
-    pub subject: Subject,
+    pub subject: ReportId,
     pub verdict: Verdict,
     pub evidence: String,
     pub controls: Vec<Control>,
@@ -556,7 +557,7 @@ impl Header {
             }
         }
         Ok(Header {
-            subject: Subject {
+            subject: ReportId {
                 finding: text("finding")?,
                 name: text("name")?,
                 engine: match obj.get(ENGINE_KEY) {
@@ -581,8 +582,8 @@ impl Header {
 mod tests {
     use super::*;
 
-    fn subject() -> Subject {
-        Subject {
+    fn subject() -> ReportId {
+        ReportId {
             finding: "F9".into(),
             name: "planted".into(),
             engine: DEFAULT_ENGINE.into(),

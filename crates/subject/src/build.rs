@@ -64,8 +64,8 @@ impl BuildInfo {
     }
 
     /// Who a report is about: `finding` and verdict `name` on this build.
-    pub fn report_subject(&self, finding: &str, name: &str) -> report::Subject {
-        report::Subject {
+    pub fn report_subject(&self, finding: &str, name: &str) -> report::ReportId {
+        report::ReportId {
             finding: finding.to_string(),
             name: name.to_string(),
             engine: report::DEFAULT_ENGINE.to_string(),

@@ -134,7 +134,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("verdicts-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let good = report::Report::new(
-            report::Subject {
+            report::ReportId {
                 finding: "F9".into(),
                 name: "planted".into(),
                 engine: "llama.cpp".into(),

@@ -331,7 +331,7 @@ impl Audit {
     }
 
     pub fn report(&self) -> Report {
-        let subject = report::Subject {
+        let subject = report::ReportId {
             finding: FINDING.to_string(),
             name: NAME.to_string(),
             engine: self.engine.name.label().to_string(),

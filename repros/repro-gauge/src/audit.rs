@@ -2,13 +2,13 @@
 //! the two verdicts (the subject's, and the fix's `+ledger-normalized`), by the rules in
 //! PREREG.md (addendum 2026-11-30).
 
-use crate::a1::{self, Cell, Design, ModelRuns, ValueCheck};
+use crate::free_running::{self, Cell, Design, ModelRuns, ValueCheck};
 use crate::implementation::short;
 use crate::json::{self, JsonReport};
 use crate::plot;
 use crate::reference::{self, StructuralReport};
 use crate::shift;
-use crate::tf::{self, TfReport};
+use crate::teacher_forced::{self, TeacherForcedReport};
 use anyhow::{Context, Result};
 use engine::{EngineInfo, EngineName};
 use harness::LoadedModel;
@@ -45,7 +45,7 @@ struct Body<'a> {
     one_model: Option<&'a ModelRuns>,
     #[serde(skip_serializing_if = "Option::is_none")]
     models: Option<&'a [ModelRuns]>,
-    teacher_forced: OneOrList<'a, TfReport>,
+    teacher_forced: OneOrList<'a, TeacherForcedReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     json_corpus: Option<&'a JsonReport>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -86,7 +86,7 @@ pub struct Audit {
     pub design: Design,
     pub models: Vec<ModelRuns>,
     /// Teacher-forced flips, one table per model.
-    pub tf: Vec<TfReport>,
+    pub tf: Vec<TeacherForcedReport>,
     /// The structured-output measurement (no verdict of its own; `None` outside `--audit`).
     pub json: Option<JsonReport>,
     /// Structural positions along grammar references, one per model (empty outside `--audit`).
@@ -117,7 +117,7 @@ pub fn run(
         .filter(|_| teacher.is_some())
         .map(|m| {
             let (text, positions) = teacher.expect("filtered on Some");
-            tf::run(
+            teacher_forced::run(
                 m,
                 text,
                 positions,
@@ -190,8 +190,8 @@ impl Audit {
 
     pub fn controls(&self) -> Vec<Control> {
         let mut c = Vec::new();
-        let mut no_op = a1::NoOp::default();
-        let mut fork = a1::ForkCheck::default();
+        let mut no_op = free_running::NoOp::default();
+        let mut fork = free_running::ForkCheck::default();
         for m in &self.models {
             no_op.merge(m.no_op_leg());
             fork.merge(m.fork_check());
@@ -363,8 +363,8 @@ impl Audit {
                 seed: oracle::stats::BOOTSTRAP_SEED,
                 level: 0.95,
             },
-            normalized_tolerance_at_theta_1_3: a1::NORMALIZED_TOLERANCE,
-            knife_edge_ulps: a1::KNIFE_ULPS,
+            normalized_tolerance_at_theta_1_3: free_running::NORMALIZED_TOLERANCE,
+            knife_edge_ulps: free_running::KNIFE_ULPS,
         };
         // One model (a single run): its fields at the top level; several: a list.
         let (one_model, models) = match self.models.as_slice() {
@@ -390,9 +390,9 @@ impl Audit {
         let mut parts = self
             .models
             .iter()
-            .map(a1::to_text)
+            .map(free_running::to_text)
             .collect::<Result<Vec<_>>>()?;
-        parts.extend(self.tf.iter().map(TfReport::to_text));
+        parts.extend(self.tf.iter().map(TeacherForcedReport::to_text));
         if let Some(j) = &self.json {
             parts.push(j.to_text());
         }
@@ -401,7 +401,7 @@ impl Audit {
     }
 
     pub fn report(&self) -> Result<Report> {
-        let subject = report::Subject {
+        let subject = report::ReportId {
             finding: crate::FINDING.to_string(),
             name: NAME.to_string(),
             engine: self.engine.name.label().to_string(),
@@ -456,7 +456,7 @@ impl Audit {
         let text = self
             .models
             .iter()
-            .map(a1::to_text)
+            .map(free_running::to_text)
             .collect::<Result<Vec<_>>>()?;
         Ok(Report::new(
             self.build.report_subject(crate::FINDING, LEDGER_NAME),

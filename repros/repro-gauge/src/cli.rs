@@ -1,7 +1,7 @@
 //! Command-line parsing and the two modes: one gauge run (default) and `--audit`.
 
-use crate::a1::Design;
 use crate::audit;
+use crate::free_running::Design;
 use crate::implementation::Implementation;
 use anyhow::{ensure, Context as _, Result};
 use clap::Parser;
@@ -324,7 +324,7 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
                 .collect::<Result<Vec<_>>>(),
         )?;
         for m in &loaded {
-            cmdline::refuse(crate::tf::check_text(m, &c.text, c.positions))?;
+            cmdline::refuse(crate::teacher_forced::check_text(m, &c.text, c.positions))?;
             cmdline::refuse(check_lengths(m, &c.prompts, &c.design))?;
         }
         cmdline::fail(execute(

@@ -1,10 +1,10 @@
 //! F4: the zero-point dependence of the sign-branched repetition penalty. The binary is a
 //! thin shell over these modules so the tests can call every part directly.
 
-pub mod a1;
 pub mod audit;
 pub mod cli;
 pub mod engine_slot;
+pub mod free_running;
 pub mod implementation;
 pub mod json;
 pub mod planted;
@@ -13,7 +13,7 @@ pub mod reference;
 pub mod rule;
 pub mod schema;
 pub mod shift;
-pub mod tf;
+pub mod teacher_forced;
 
 /// The finding these reports belong to.
 pub const FINDING: &str = "F4";

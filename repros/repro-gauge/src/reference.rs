@@ -30,7 +30,7 @@
 //! exact, and on the first [`FULL_CHECK_PAIRS`] pairs the whole-row pass also runs wherever the
 //! shortlist decided, as a consistency check.
 
-use crate::a1::is_knife_edge;
+use crate::free_running::is_knife_edge;
 use crate::json::{variant_sampler, Variant};
 use crate::schema::Schema;
 use anyhow::{ensure, Context as _, Result};

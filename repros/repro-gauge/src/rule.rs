@@ -3,7 +3,7 @@
 //! (`+ledger-normalized`) over the normalized slot. Kept apart from the report so that the
 //! planted controls (`shift`) and the audit judge with the same functions.
 
-use crate::a1::{Cell, ModelRuns};
+use crate::free_running::{Cell, ModelRuns};
 use anyhow::Result;
 use oracle::gauge::Operator;
 use report::Verdict;

@@ -1,9 +1,9 @@
 //! The planted case that checks F4's detector: a four-token source whose divergences are known,
-//! run through the same runs ([`crate::a1::GaugeRun`]), measures and verdict rules
+//! run through the same runs ([`crate::free_running::GaugeRun`]), measures and verdict rules
 //! ([`crate::rule`]) as the models. The operators' implementations it plants beside the real
 //! ones are listed in [`crate::implementation`].
 
-use crate::a1::{self, Design, GaugeRun, ModelRuns, ValueCheck};
+use crate::free_running::{self, Design, GaugeRun, ModelRuns, ValueCheck};
 use anyhow::Result;
 use harness::fork::{self, Scripted};
 use oracle::gauge::Operator;
@@ -62,7 +62,7 @@ pub fn planted_runs(design: &Design, label: &str) -> Result<ModelRuns> {
         .iter()
         .map(|p| {
             let mut d = Scripted::new(design.cells().len(), planted_row, None);
-            a1::run_planted(&mut d, PLANTED_VOCAB, design, p)
+            free_running::run_planted(&mut d, PLANTED_VOCAB, design, p)
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(ModelRuns {

@@ -5,7 +5,7 @@ use oracle::gauge::{self, Operator};
 use oracle::TokenId;
 use repro_gauge::implementation::Implementation;
 use repro_gauge::shift;
-use repro_gauge::{a1, json, schema};
+use repro_gauge::{free_running, json, schema};
 use std::collections::BTreeSet;
 use subject::BuildInfo;
 use test_support::{assert_refused, json_report, one_at_a_time};
@@ -106,8 +106,8 @@ fn forked_runs_choose_from_their_own_history() {
     assert!(checked >= 24, "only {checked} steps had a clear margin");
 }
 
-fn short_design() -> a1::Design {
-    a1::Design::standard(vec![1.0, 1.3], vec![-5.0, 0.0, 5.0], 16, 2)
+fn short_design() -> free_running::Design {
+    free_running::Design::standard(vec![1.0, 1.3], vec![-5.0, 0.0, 5.0], 16, 2)
 }
 
 /// The design on two prompts of both models: the no-op leg is identical, the value checks
@@ -122,7 +122,7 @@ fn short_design_on_both_models() {
     ];
     let mut text = String::new();
     for name in ["smollm2", "gemma3"] {
-        let r = a1::ModelRuns::run(&load(name), &short_design(), &prompts).unwrap();
+        let r = free_running::ModelRuns::run(&load(name), &short_design(), &prompts).unwrap();
         let n = r.no_op_leg();
         // 2 prompts x (3 operators x 3 shifts - the reference itself).
         assert_eq!((n.compared, n.failures), (2 * 8, 0), "{:?}", n.first);
@@ -133,7 +133,7 @@ fn short_design_on_both_models() {
             assert!(c.compared > 0 && c.clean(), "{op:?}: {c:?}");
         }
         // Drop the throughput (a timing) from the pinned text.
-        let t = a1::to_text(&r).unwrap();
+        let t = free_running::to_text(&r).unwrap();
         let (head, rest) = t.split_once('\n').unwrap();
         text.push_str(head.split(';').next().unwrap());
         text.push('\n');
@@ -165,12 +165,12 @@ fn detectors_fire_on_planted_cases_and_stay_quiet_on_clean_ones() {
         assert!(runs.prompts.iter().all(|p| p.max_live > 1));
     }
     // The value check's arithmetic by hand: sign at x = 6 divides, at x = -4 multiplies.
-    assert!(a1::value_ok(Operator::Sign, 6.0, 6.0 / 1.3, 1.3, 0.0).0);
-    assert!(!a1::value_ok(Operator::Sign, 6.0, 6.0 * 1.3, 1.3, 0.0).0);
-    assert!(a1::value_ok(Operator::Sign, -4.0, -4.0 * 1.3, 1.3, 0.0).0);
-    assert!(!a1::value_ok(Operator::Subtractive, 6.0, 6.0 - 0.25, 1.3, 0.0).0);
-    assert!(a1::value_ok(Operator::Normalized, -3.0, -10.0 + 1.3 * 7.0, 1.3, -10.0).0);
-    assert!(!a1::value_ok(Operator::Normalized, -3.0, -10.0 + 1.29 * 7.0, 1.3, -10.0).0);
+    assert!(free_running::value_ok(Operator::Sign, 6.0, 6.0 / 1.3, 1.3, 0.0).0);
+    assert!(!free_running::value_ok(Operator::Sign, 6.0, 6.0 * 1.3, 1.3, 0.0).0);
+    assert!(free_running::value_ok(Operator::Sign, -4.0, -4.0 * 1.3, 1.3, 0.0).0);
+    assert!(!free_running::value_ok(Operator::Subtractive, 6.0, 6.0 - 0.25, 1.3, 0.0).0);
+    assert!(free_running::value_ok(Operator::Normalized, -3.0, -10.0 + 1.3 * 7.0, 1.3, -10.0).0);
+    assert!(!free_running::value_ok(Operator::Normalized, -3.0, -10.0 + 1.29 * 7.0, 1.3, -10.0).0);
 }
 
 /// The verdict rule on planted designs: no theta above 1 is `undecided`, not `absent`.
@@ -332,7 +332,8 @@ fn teacher_forced_short() {
     let _serial = one_at_a_time();
     let text = std::fs::read_to_string(models::teacher_text()).expect("run `make models` first");
     let m = load("smollm2");
-    let r = repro_gauge::tf::run(&m, &text, 1024, &[1.0, 1.3], &[-5.0, 0.0, 5.0], 2).unwrap();
+    let r = repro_gauge::teacher_forced::run(&m, &text, 1024, &[1.0, 1.3], &[-5.0, 0.0, 5.0], 2)
+        .unwrap();
     assert_eq!(r.normalized_stride, 6, "SmolLM2's 49,152 ids over 8,192");
     for c in &r.cells {
         if c.operator() == Operator::Normalized && c.theta != 1.0 {

@@ -289,8 +289,8 @@ impl RunReport {
     }
 
     /// The header's subject: the finding, the verdict's name, the engine and its build.
-    pub fn subject(&self) -> report::Subject {
-        report::Subject {
+    pub fn subject(&self) -> report::ReportId {
+        report::ReportId {
             finding: crate::FINDING.to_string(),
             name: NAME.to_string(),
             engine: self.engine.name.label().to_string(),

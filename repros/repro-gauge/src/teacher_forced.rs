@@ -21,7 +21,7 @@
 //! the multiply branch. It and the chain can disagree only where f32 rounding decides, so each
 //! disagreement is reported with whether the chain's margin there was within rounding.
 
-use crate::a1;
+use crate::free_running;
 use crate::implementation::{short, Implementation};
 use anyhow::{ensure, Context as _, Result};
 use harness::LoadedModel;
@@ -107,7 +107,7 @@ impl NaturalGauge {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct TfReport {
+pub struct TeacherForcedReport {
     pub model_label: String,
     pub positions: usize,
     pub chunk: usize,
@@ -190,7 +190,7 @@ pub fn run(
     thetas: &[f32],
     shifts: &[f32],
     threads: i32,
-) -> Result<TfReport> {
+) -> Result<TeacherForcedReport> {
     ensure!(positions >= 1, "need at least one position");
     ensure!(
         shifts.contains(&0.0),
@@ -318,7 +318,7 @@ pub fn run(
             gauge.merge(g);
         }
     }
-    Ok(TfReport {
+    Ok(TeacherForcedReport {
         model_label: m.choice.label.clone(),
         positions,
         chunk: CHUNK,
@@ -344,7 +344,7 @@ impl Span {
                 samplers.push((
                     op,
                     theta,
-                    a1::sampler_for(Implementation::of(op), theta, n_vocab, window)?,
+                    free_running::sampler_for(Implementation::of(op), theta, n_vocab, window)?,
                 ));
             }
         }
@@ -443,7 +443,7 @@ impl Span {
             };
             let (op, theta) = (*op, *theta);
             let (c0, m0, top0) = choose(0.0)?;
-            let edge0 = a1::is_knife_edge(op, theta, m0, top0);
+            let edge0 = free_running::is_knife_edge(op, theta, m0, top0);
             let pred_cand = if op == Operator::Normalized {
                 &cand_rel
             } else {
@@ -456,7 +456,7 @@ impl Span {
                 } else {
                     choose(cell.shift)?
                 };
-                let edge = a1::is_knife_edge(op, theta, mc, topc);
+                let edge = free_running::is_knife_edge(op, theta, mc, topc);
                 let pc = if cell.shift == 0.0 {
                     p0
                 } else {
@@ -484,7 +484,7 @@ impl Span {
     }
 }
 
-impl Serialize for TfReport {
+impl Serialize for TeacherForcedReport {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct Gauge {
@@ -552,7 +552,7 @@ impl Serialize for TfReport {
     }
 }
 
-impl TfReport {
+impl TeacherForcedReport {
     pub fn to_text(&self) -> String {
         let g = &self.gauge;
         let mut out = format!(
