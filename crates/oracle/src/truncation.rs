@@ -1,13 +1,10 @@
 //! What each deterministic llama.cpp stage keeps, as a pure function of the multiset of
-//! `(id, logit)` pairs it is given and its parameters.
+//! `(id, logit)` pairs it is given and its parameters. Serves F2: `compose` gives the survivor
+//! set a chain must keep, and `apply` is what the oracle gate checks stage by stage.
 //!
-//! Serves F2: `compose` gives the survivor set a chain must keep, and `apply` is what the
-//! oracle gate checks stage by stage against llama.cpp.
-//!
-//! Nothing here looks at the order of its input: a [`Pool`] is stored in one canonical order
-//! (logit descending, then id ascending) whatever order it was built from. That is the point
-//! of the oracle: a sampler whose survivor set changes when only the order of its input
-//! changes is wrong by definition, and this module cannot be.
+//! A [`Pool`] is stored in one canonical order (logit descending, then id ascending) whatever
+//! order it was built from: a sampler whose survivor set changes when only the order of its
+//! input changes is wrong by definition, and this module cannot be.
 //!
 //! # Definitions (llama.cpp's, on an honestly flagged array)
 //! Probabilities are `softmax(logits)` over every entry still in the array (a `-inf` entry
@@ -31,20 +28,18 @@
 //!   `t - delta .. t + delta` (lower end clamped at 0) mapped from the normalized entropy
 //!   `H / ln(size)` raised to `exponent`.
 //! - `logit_bias`: adds each bias (f32) to its id if the id is still in the array.
-//! - `penalties`: llama.cpp's sign-branched penalty ([`crate::penalty::llama_penalized`])
-//!   with counts from the last `last_n` ids of the history ([`crate::window::histogram`]).
-//! - `greedy`: selects the top entry and keeps the set unchanged.
-//! - `dist`: keeps the set unchanged; what it draws is a distribution ([`crate::draw`]).
-//! - the suite's `sorted_guard` ([`SuiteStage`]): keeps the set unchanged.
+//! - `penalties`: [`crate::penalty::llama_penalized`] with counts from the last `last_n` ids
+//!   of the history ([`crate::window::histogram`]).
+//! - `greedy`: selects the top entry. `dist` ([`crate::draw`]) and the suite's `sorted_guard`
+//!   keep the set unchanged.
 //!
 //! # Tie rule
-//! Where a definition needs an order among equal keys (equal logits at the edge of a
-//! `top_k` cut, say), the oracle orders by id ascending. That choice is arbitrary and
-//! llama.cpp's own sorts are not stable, so a result that depends on it is not a verdict:
-//! every stage reports a [`KnifeEdge`] when its decision rests on a tie, or when a threshold
-//! lies within the f32 rounding tolerance of the value it is compared with (the subject
-//! computes in f32, the oracle in f64). Callers must treat such inputs as undecided; the
-//! audits choose inputs that have none.
+//! Where a definition needs an order among equal keys, the oracle orders by id ascending.
+//! That choice is arbitrary and llama.cpp's sorts are not stable, so a result that depends on
+//! it is not a verdict: every stage reports a [`KnifeEdge`] when its decision rests on a tie,
+//! or when a threshold lies within the f32 rounding tolerance of the value it is compared
+//! with (the subject computes in f32, the oracle in f64). Callers treat such inputs as
+//! undecided.
 
 use crate::penalty::{llama_penalized, PenaltyParams};
 use crate::stage::{Stage, SuiteStage};
@@ -160,8 +155,7 @@ const TIE_WORDS: [&str; 2] = ["of equal logit", "share the top logit"];
 
 impl KnifeEdge {
     /// Whether the answer is undecided only because equal logits may be ordered either way
-    /// (as opposed to a rounding margin, or a NaN llama.cpp computes). Such an answer is
-    /// decided once a tie-break is fixed, so every tie-break can be tried.
+    /// (not a rounding margin, nor a NaN llama.cpp computes), so every tie-break can be tried.
     pub fn is_tie(&self) -> bool {
         TIE_WORDS.iter().any(|w| self.0.contains(w))
     }
@@ -174,6 +168,19 @@ pub struct Step {
     pub edge: Option<KnifeEdge>,
     /// The entry a selecting stage (greedy) chose.
     pub selected: Option<TokenId>,
+}
+
+/// A step that selects nothing.
+fn step(pool: Pool, edge: Option<KnifeEdge>) -> Step {
+    Step {
+        pool,
+        edge,
+        selected: None,
+    }
+}
+
+fn unchanged(pool: &Pool) -> Step {
+    step(pool.clone(), None)
 }
 
 /// Rounding slack for a sum of `n` f32 probabilities compared with a threshold in [0, 1].
@@ -204,16 +211,38 @@ fn split_tie(pool: &Pool, keep: usize, stage: &str) -> Option<KnifeEdge> {
     None
 }
 
+/// The first entry whose logit is within `tol` of `threshold`, as `stage`'s edge.
+fn near_threshold<'a>(
+    stage: &str,
+    mut entries: impl Iterator<Item = &'a Entry>,
+    threshold: f64,
+    tol: f64,
+) -> Option<KnifeEdge> {
+    entries
+        .find(|e| (e.logit as f64 - threshold).abs() <= tol)
+        .map(|e| {
+            KnifeEdge(format!(
+                "{stage}: logit {} of id {} is within {tol:.1e} of the threshold {threshold:.9}",
+                e.logit, e.id
+            ))
+        })
+}
+
+/// `-sum q ln q` over the positive probabilities.
+fn entropy(probs: &[f64]) -> f64 {
+    probs
+        .iter()
+        .filter(|&&q| q > 0.0)
+        .map(|q| -q * q.ln())
+        .sum()
+}
+
 pub fn top_k(pool: &Pool, k: i32) -> Step {
     if k <= 0 {
         return unchanged(pool);
     }
     let keep = (k as usize).min(pool.len());
-    Step {
-        pool: pool.prefix(keep),
-        edge: split_tie(pool, keep, "top_k"),
-        selected: None,
-    }
+    step(pool.prefix(keep), split_tie(pool, keep, "top_k"))
 }
 
 pub fn top_p(pool: &Pool, p: f32, min_keep: usize) -> Step {
@@ -239,11 +268,8 @@ pub fn top_p(pool: &Pool, p: f32, min_keep: usize) -> Step {
             break;
         }
     }
-    Step {
-        pool: pool.prefix(keep),
-        edge: near.or_else(|| split_tie(pool, keep, "top_p")),
-        selected: None,
-    }
+    let tie = split_tie(pool, keep, "top_p");
+    step(pool.prefix(keep), near.or(tie))
 }
 
 pub fn min_p(pool: &Pool, p: f32, min_keep: usize) -> Step {
@@ -258,22 +284,10 @@ pub fn min_p(pool: &Pool, p: f32, min_keep: usize) -> Step {
         .iter()
         .filter(|e| e.logit as f64 >= threshold)
         .count();
-    let near = pool
-        .entries()
-        .iter()
-        .find(|e| (e.logit as f64 - threshold).abs() <= tol)
-        .map(|e| {
-            KnifeEdge(format!(
-                "min_p: logit {} of id {} is within {tol:.1e} of the threshold {threshold:.9}",
-                e.logit, e.id
-            ))
-        });
+    let near = near_threshold("min_p", pool.entries().iter(), threshold, tol);
     let keep = above.max(min_keep).max(1).min(pool.len());
-    Step {
-        pool: pool.prefix(keep),
-        edge: near.or_else(|| split_tie(pool, keep, "min_p")),
-        selected: None,
-    }
+    let tie = split_tie(pool, keep, "min_p");
+    step(pool.prefix(keep), near.or(tie))
 }
 
 pub fn typical(pool: &Pool, p: f32, min_keep: usize) -> Step {
@@ -304,20 +318,12 @@ fn typical_with(pool: &Pool, p: f32, min_keep: usize, exact: bool) -> Step {
         .zip(&probs)
         .find(|(_, &q)| !(q > 1e-37));
     if let (Some(e), false) = (underflowed, exact) {
-        return Step {
-            pool: pool.clone(),
-            edge: edge(format!(
-                "typical: id {} has probability {:.3e}, which is 0 in f32, so llama.cpp's entropy is NaN",
-                e.0.id, e.1
-            )),
-            selected: None,
-        };
+        return step(pool.clone(), edge(format!(
+            "typical: id {} has probability {:.3e}, which is 0 in f32, so llama.cpp's entropy is NaN",
+            e.0.id, e.1
+        )));
     }
-    let entropy: f64 = probs
-        .iter()
-        .filter(|&&q| q > 0.0)
-        .map(|q| -q * q.ln())
-        .sum();
+    let entropy = entropy(&probs);
     let scores: Vec<f64> = probs
         .iter()
         .map(|&q| {
@@ -328,12 +334,9 @@ fn typical_with(pool: &Pool, p: f32, min_keep: usize, exact: bool) -> Step {
             }
         })
         .collect();
+    let id = |i: usize| pool.entries()[i].id;
     let mut order: Vec<usize> = (0..pool.len()).collect();
-    order.sort_by(|&a, &b| {
-        scores[a]
-            .total_cmp(&scores[b])
-            .then(pool.entries()[a].id.cmp(&pool.entries()[b].id))
-    });
+    order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(id(a).cmp(&id(b))));
     let n = pool.len();
     let max_surprise = probs
         .iter()
@@ -365,22 +368,13 @@ fn typical_with(pool: &Pool, p: f32, min_keep: usize, exact: bool) -> Step {
         if (scores[a] - scores[b]).abs() <= score_tol {
             near = edge(format!(
                 "typical: ids {} and {} on either side of the cut have scores within {score_tol:.1e}",
-                pool.entries()[a].id,
-                pool.entries()[b].id
+                id(a),
+                id(b)
             ));
         }
     }
     let kept = Pool::new(order[..keep].iter().map(|&i| pool.entries()[i]));
-    Step {
-        pool: kept,
-        edge: near,
-        selected: None,
-    }
-}
-
-/// `temp(t)` for `t > 0`: f32 division, bit for bit what llama.cpp computes.
-fn scale(pool: &Pool, t: f32) -> Pool {
-    pool.map_logits(|e| e.logit / t)
+    step(kept, near)
 }
 
 /// `temp(t)` for `t <= 0`: the top entry keeps its logit, all others become `-inf`.
@@ -392,19 +386,17 @@ fn argmax_only(pool: &Pool, stage: &str) -> Step {
         ))
     });
     let top = pool.entries().first().map(|x| x.id);
-    Step {
-        pool: pool.map_logits(|x| {
-            if Some(x.id) == top {
-                x.logit
-            } else {
-                f32::NEG_INFINITY
-            }
-        }),
-        edge: tie,
-        selected: None,
-    }
+    let kept = pool.map_logits(|x| {
+        if Some(x.id) == top {
+            x.logit
+        } else {
+            f32::NEG_INFINITY
+        }
+    });
+    step(kept, tie)
 }
 
+/// `temp(t)`: for `t > 0` an f32 division, bit for bit what llama.cpp computes.
 pub fn temp(pool: &Pool, t: f32) -> Step {
     if pool.is_empty() {
         return unchanged(pool);
@@ -412,11 +404,7 @@ pub fn temp(pool: &Pool, t: f32) -> Step {
     if t <= 0.0 {
         return argmax_only(pool, "temp");
     }
-    Step {
-        pool: scale(pool, t),
-        edge: None,
-        selected: None,
-    }
+    step(pool.map_logits(|e| e.logit / t), None)
 }
 
 pub fn temp_ext(pool: &Pool, t: f32, delta: f32, exponent: f32) -> Step {
@@ -426,13 +414,7 @@ pub fn temp_ext(pool: &Pool, t: f32, delta: f32, exponent: f32) -> Step {
     if pool.len() <= 1 {
         return unchanged(pool);
     }
-    let probs = pool.probabilities();
-    let entropy: f64 = probs
-        .iter()
-        .filter(|&&q| q > 0.0)
-        .map(|q| -q * q.ln())
-        .sum();
-    let normalized = entropy / (pool.len() as f64).ln();
+    let normalized = entropy(&pool.probabilities()) / (pool.len() as f64).ln();
     let (lo, hi) = ((t - delta).max(0.0) as f64, (t + delta) as f64);
     let dyn_temp = lo + (hi - lo) * normalized.powf(exponent as f64);
     if dyn_temp <= 0.0 {
@@ -440,11 +422,8 @@ pub fn temp_ext(pool: &Pool, t: f32, delta: f32, exponent: f32) -> Step {
     }
     // The subject derives its temperature in f32, so its logits may differ from these in
     // the last bits; later thresholds carry a tolerance for that.
-    Step {
-        pool: scale(pool, dyn_temp as f32),
-        edge: None,
-        selected: None,
-    }
+    let t = dyn_temp as f32;
+    step(pool.map_logits(|e| e.logit / t), None)
 }
 
 pub fn xtc(pool: &Pool, probability: f32, threshold: f32, min_keep: usize) -> Step {
@@ -470,23 +449,14 @@ pub fn xtc(pool: &Pool, probability: f32, threshold: f32, min_keep: usize) -> St
         });
     let above = probs.iter().take_while(|&&q| q >= t).count();
     let pos_last = above.saturating_sub(1);
-    let removes = pos_last > 0 && pool.len() - pos_last >= min_keep;
-    let tie = if removes {
-        split_tie(pool, pos_last, "xtc")
-    } else {
-        None
-    };
-    let kept = if removes {
-        Pool {
+    if pos_last > 0 && pool.len() - pos_last >= min_keep {
+        let kept = Pool {
             entries: pool.entries()[pos_last..].to_vec(),
-        }
+        };
+        let tie = split_tie(pool, pos_last, "xtc");
+        step(kept, near.or(tie))
     } else {
-        pool.clone()
-    };
-    Step {
-        pool: kept,
-        edge: near.or(tie),
-        selected: None,
+        step(pool.clone(), near)
     }
 }
 
@@ -494,10 +464,8 @@ pub fn top_n_sigma(pool: &Pool, n: f32) -> Step {
     if n <= 0.0 || pool.len() <= 1 {
         return unchanged(pool);
     }
-    let finite: Vec<f64> = pool
-        .entries()
-        .iter()
-        .filter(|e| e.logit > f32::NEG_INFINITY)
+    let is_finite = |e: &&Entry| e.logit > f32::NEG_INFINITY;
+    let finite: Vec<f64> = (pool.entries().iter().filter(is_finite))
         .map(|e| e.logit as f64)
         .collect();
     if finite.is_empty() {
@@ -507,42 +475,31 @@ pub fn top_n_sigma(pool: &Pool, n: f32) -> Step {
     let mean = finite.iter().sum::<f64>() / finite.len() as f64;
     let std = (finite.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / finite.len() as f64).sqrt();
     let threshold = max - n as f64 * std;
-    let scale_ = finite.iter().fold(0.0f64, |a, x| a.max(x.abs()));
-    let tol = logit_tolerance(scale_) * (finite.len() as f64 + 2.0) * (1.0 + n.abs() as f64);
-    let near = pool
-        .entries()
-        .iter()
-        .find(|e| e.logit > f32::NEG_INFINITY && (e.logit as f64 - threshold).abs() <= tol)
-        .map(|e| {
-            KnifeEdge(format!(
-                "top_n_sigma: logit {} of id {} is within {tol:.1e} of the threshold {threshold:.9}",
-                e.logit, e.id
-            ))
-        });
-    Step {
-        pool: pool.map_logits(|e| {
-            if (e.logit as f64) < threshold {
-                f32::NEG_INFINITY
-            } else {
-                e.logit
-            }
-        }),
-        edge: near,
-        selected: None,
-    }
+    let scale = finite.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    let tol = logit_tolerance(scale) * (finite.len() as f64 + 2.0) * (1.0 + n.abs() as f64);
+    let near = near_threshold(
+        "top_n_sigma",
+        pool.entries().iter().filter(is_finite),
+        threshold,
+        tol,
+    );
+    let kept = pool.map_logits(|e| {
+        if (e.logit as f64) < threshold {
+            f32::NEG_INFINITY
+        } else {
+            e.logit
+        }
+    });
+    step(kept, near)
 }
 
 pub fn logit_bias(pool: &Pool, biases: &[(TokenId, f32)]) -> Step {
-    Step {
-        pool: pool.map_logits(|e| {
-            biases
-                .iter()
-                .filter(|(id, _)| *id == e.id)
-                .fold(e.logit, |l, (_, b)| l + b)
-        }),
-        edge: None,
-        selected: None,
-    }
+    let kept = pool.map_logits(|e| {
+        (biases.iter())
+            .filter(|(id, _)| *id == e.id)
+            .fold(e.logit, |l, (_, b)| l + b)
+    });
+    step(kept, None)
 }
 
 pub fn penalties(
@@ -552,13 +509,11 @@ pub fn penalties(
     history: &[TokenId],
 ) -> Step {
     let counts = histogram(history, last_n);
-    Step {
-        pool: pool.map_logits(|e| {
-            llama_penalized(e.logit, counts.get(&e.id).copied().unwrap_or(0), params)
-        }),
-        edge: None,
-        selected: None,
-    }
+    let count = |id| counts.get(&id).copied().unwrap_or(0);
+    step(
+        pool.map_logits(|e| llama_penalized(e.logit, count(e.id), params)),
+        None,
+    )
 }
 
 pub fn greedy(pool: &Pool) -> Step {
@@ -569,17 +524,8 @@ pub fn greedy(pool: &Pool) -> Step {
         ))
     });
     Step {
-        pool: pool.clone(),
-        edge: tie,
         selected: pool.entries().first().map(|x| x.id),
-    }
-}
-
-fn unchanged(pool: &Pool) -> Step {
-    Step {
-        pool: pool.clone(),
-        edge: None,
-        selected: None,
+        ..step(pool.clone(), tie)
     }
 }
 
@@ -639,6 +585,7 @@ pub struct Composition {
 
 /// `stages` applied in order to `pool`, after `history` was accepted into the chain.
 pub fn compose<L: Link>(stages: &[L], pool: &Pool, history: &[TokenId]) -> Composition {
+    let overflow = |what: &str| KnifeEdge(format!("{what} a NaN or +inf logit (an f32 overflow)"));
     let mut out = Composition {
         pool: pool.clone(),
         edges: Vec::new(),
@@ -646,26 +593,16 @@ pub fn compose<L: Link>(stages: &[L], pool: &Pool, history: &[TokenId]) -> Compo
     };
     for (i, stage) in stages.iter().enumerate() {
         if !out.pool.is_well_formed() {
-            out.edges.push((
-                i,
-                KnifeEdge("its input holds a NaN or +inf logit (an f32 overflow)".to_string()),
-            ));
+            out.edges.push((i, overflow("its input holds")));
             break;
         }
         let step = stage.step(&out.pool, history);
         out.pool = step.pool;
-        if let Some(e) = step.edge {
-            out.edges.push((i, e));
-        }
-        if step.selected.is_some() {
-            out.selected = step.selected;
-        }
+        out.edges.extend(step.edge.map(|e| (i, e)));
+        out.selected = step.selected.or(out.selected);
     }
     if !out.pool.is_well_formed() && out.edges.last().map(|e| e.0) != Some(stages.len() - 1) {
-        out.edges.push((
-            stages.len() - 1,
-            KnifeEdge("it leaves a NaN or +inf logit (an f32 overflow)".to_string()),
-        ));
+        out.edges.push((stages.len() - 1, overflow("it leaves")));
     }
     out
 }
@@ -673,42 +610,6 @@ pub fn compose<L: Link>(stages: &[L], pool: &Pool, history: &[TokenId]) -> Compo
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tie_edges_say_so_and_margin_edges_do_not() {
-        let equal = Pool::from_logits(&[1.0, 1.0, 1.0, 1.0]);
-        let cut = top_k(&equal, 2).edge.unwrap();
-        assert!(cut.is_tie(), "{}", cut.0);
-        let top = greedy(&equal).edge.unwrap();
-        assert!(top.is_tie(), "{}", top.0);
-        let top = temp(&equal, 0.0).edge.unwrap();
-        assert!(top.is_tie(), "{}", top.0);
-        // The mass of two of four equal entries is exactly p = 0.5: a margin, not a tie.
-        let margin = top_p(&equal, 0.5, 1).edge.unwrap();
-        assert!(!margin.is_tie(), "{}", margin.0);
-        let nan = typical(&Pool::from_logits(&[0.0, -200.0]), 0.5, 1)
-            .edge
-            .unwrap();
-        assert!(!nan.is_tie(), "{}", nan.0);
-    }
-
-    #[test]
-    fn exact_typical_decides_where_llama_cpp_entropy_is_nan() {
-        // p = (0.665, 0, 0.245, 0.090): entropy 0.832; scores 0.425, inf, 0.575, 1.575; the
-        // most typical entry alone holds 0.665 > 0.5.
-        let pool = Pool::from_logits(&[0.0, -200.0, -1.0, -2.0]);
-        let s = typical_exact(&pool, 0.5, 1);
-        assert_eq!(s.edge, None);
-        assert_eq!(s.pool.survivors(), vec![TokenId(0)]);
-        // A masked entry is the least typical and never kept before the others.
-        let masked = Pool::from_logits(&[2.0, f32::NEG_INFINITY, 1.0, f32::NEG_INFINITY]);
-        let s = typical_exact(&masked, 0.9, 1);
-        assert_eq!(s.edge, None);
-        assert_eq!(s.pool.survivors(), vec![TokenId(0), TokenId(2)]);
-        // Without zeros, exact and llama.cpp-shaped typical agree.
-        let plain = Pool::from_logits(&[2.0, 1.0, 0.5, -1.0]);
-        assert_eq!(typical_exact(&plain, 0.5, 1), typical(&plain, 0.5, 1));
-    }
     use crate::token_ids as ids;
 
     fn published() -> Pool {
@@ -716,50 +617,112 @@ mod tests {
     }
 
     #[test]
-    fn pool_ignores_input_order() {
-        let a = Pool::from_logits(&[1.0, 3.0, 2.0]);
-        let b = Pool::new([
-            Entry {
-                id: TokenId(1),
-                logit: 3.0,
-            },
-            Entry {
-                id: TokenId(2),
-                logit: 2.0,
-            },
-            Entry {
-                id: TokenId(0),
-                logit: 1.0,
-            },
-        ]);
-        assert_eq!(a, b);
+    fn tie_edges_say_so_and_margin_edges_do_not() {
+        let equal = Pool::from_logits(&[1.0, 1.0, 1.0, 1.0]);
+        let nan = Pool::from_logits(&[0.0, -200.0]);
+        // The mass of two of four equal entries is exactly p = 0.5: a margin, not a tie.
+        for (step, tie) in [
+            (top_k(&equal, 2), true),
+            (greedy(&equal), true),
+            (temp(&equal, 0.0), true),
+            (top_p(&equal, 0.5, 1), false),
+            (typical(&nan, 0.5, 1), false),
+        ] {
+            let e = step.edge.unwrap();
+            assert_eq!(e.is_tie(), tie, "{}", e.0);
+        }
     }
 
     #[test]
-    fn top_k_keeps_the_k_largest_and_flags_split_ties() {
-        let s = top_k(&published(), 3);
-        assert_eq!(s.pool.survivors(), ids(&[0, 1, 2]));
-        assert!(s.edge.is_none());
-        assert_eq!(top_k(&published(), 0).pool.len(), 8);
-        assert_eq!(top_k(&published(), 99).pool.len(), 8);
+    fn exact_typical_decides_where_llama_cpp_entropy_is_nan() {
+        // p = (0.665, 0, 0.245, 0.090): entropy 0.832; scores 0.425, inf, 0.575, 1.575; the
+        // most typical entry alone holds 0.665 > 0.5. A masked entry is the least typical and
+        // never kept before the others.
+        let ninf = f32::NEG_INFINITY;
+        for (logits, p, want) in [
+            (&[0.0, -200.0, -1.0, -2.0][..], 0.5, &[0][..]),
+            (&[2.0, ninf, 1.0, ninf], 0.9, &[0, 2]),
+        ] {
+            let s = typical_exact(&Pool::from_logits(logits), p, 1);
+            assert_eq!(s.edge, None);
+            assert_eq!(s.pool.survivors(), ids(want));
+        }
+        // Without zeros, exact and llama.cpp-shaped typical agree.
+        let plain = Pool::from_logits(&[2.0, 1.0, 0.5, -1.0]);
+        assert_eq!(typical_exact(&plain, 0.5, 1), typical(&plain, 0.5, 1));
+    }
+
+    #[test]
+    fn pool_ignores_input_order() {
+        let shuffled = [(1, 3.0), (2, 2.0), (0, 1.0)].map(|(id, logit)| Entry {
+            id: TokenId(id),
+            logit,
+        });
+        assert_eq!(Pool::from_logits(&[1.0, 3.0, 2.0]), Pool::new(shuffled));
+    }
+
+    /// Each stage on the published pool: the survivors it leaves, and the pool's length.
+    #[test]
+    fn stages_keep_what_their_definitions_say() {
+        let all = [0, 1, 2, 3, 4, 5, 6, 7];
+        let cases: [(Step, &[i32], usize); 23] = [
+            (top_k(&published(), 3), &[0, 1, 2], 3),
+            (top_k(&published(), 0), &all, 8),
+            (top_k(&published(), 99), &all, 8),
+            // Masses of 4, 3, 2, ...: 0.632, 0.233, 0.086, ...; cumulative 0.632, 0.865.
+            (top_p(&published(), 0.6, 1), &[0], 1),
+            (top_p(&published(), 0.7, 1), &[0, 1], 2),
+            (top_p(&published(), 0.7, 3), &[0, 1, 2], 3),
+            (top_p(&published(), 1.0, 1), &all, 8),
+            // ln 0.2 = -1.609: logits 4 and 3 pass, 2 does not.
+            (min_p(&published(), 0.2, 1), &[0, 1], 2),
+            (min_p(&published(), 0.2, 4), &[0, 1, 2, 3], 4),
+            (min_p(&published(), 0.0, 1), &all, 8),
+            (min_p(&published(), 2.0, 1), &[0], 1),
+            // The entropy is 1.038 nats; -ln p is 0.459 for the top and 1.459 for the second,
+            // so the second (distance 0.42) is more typical than the top (0.58).
+            (typical(&published(), 0.5, 1), &[0, 1], 2),
+            (typical(&published(), 0.2, 1), &[1], 1),
+            (typical(&published(), 1.0, 1), &all, 8),
+            // Probabilities 0.632, 0.233, 0.086: with threshold 0.1 the top two are above it
+            // and only the first is removed.
+            (xtc(&published(), 1.0, 0.1, 1), &all[1..], 7),
+            (xtc(&published(), 1.0, 0.7, 1), &all, 8),
+            (xtc(&published(), 0.0, 0.1, 1), &all, 8),
+            (xtc(&published(), 1.0, 0.1, 8), &all, 8),
+            // Mean 0.5, std sqrt(5.25) = 2.291; n = 1 masks everything below 1.709.
+            (top_n_sigma(&published(), 1.0), &[0, 1, 2], 8),
+            (temp(&published(), 0.0), &[0], 8),
+            (temp(&published(), 0.5), &all, 8),
+            (apply(&Stage::Dist { seed: 1 }, &published(), &[]), &all, 8),
+            (SuiteStage::SortedGuard.step(&published(), &[]), &all, 8),
+        ];
+        for (i, (s, want, len)) in cases.into_iter().enumerate() {
+            assert_eq!(s.pool.survivors(), ids(want), "case {i}");
+            assert_eq!(
+                (s.pool.len(), s.edge, s.selected),
+                (len, None, None),
+                "case {i}"
+            );
+        }
+        assert_eq!(temp(&published(), 0.5).pool.entries()[0].logit, 8.0);
+        // Dist and the guard keep the multiset itself.
+        assert_eq!(unchanged(&published()).pool, published());
+        assert_eq!(
+            SuiteStage::SortedGuard.step(&published(), &[]).pool,
+            published()
+        );
+    }
+
+    #[test]
+    fn knife_edges_at_ties_and_thresholds() {
         let tied = Pool::from_logits(&[1.0, 2.0, 2.0]);
         assert!(top_k(&tied, 1).edge.is_some());
         assert!(top_k(&tied, 2).edge.is_none());
-    }
-
-    #[test]
-    fn top_p_reaches_the_mass_with_the_shortest_prefix() {
-        // Masses of 4, 3, 2, ...: 0.632, 0.233, 0.086, ...; cumulative 0.632, 0.865.
-        assert_eq!(top_p(&published(), 0.6, 1).pool.survivors(), ids(&[0]));
-        assert_eq!(top_p(&published(), 0.7, 1).pool.survivors(), ids(&[0, 1]));
-        assert_eq!(
-            top_p(&published(), 0.7, 3).pool.survivors(),
-            ids(&[0, 1, 2])
-        );
-        assert_eq!(top_p(&published(), 1.0, 1).pool.len(), 8);
         // Four equal logits: the mass after two is exactly 0.5, a knife edge for p = 0.5.
-        let flat = Pool::from_logits(&[0.0; 4]);
-        assert!(top_p(&flat, 0.5, 1).edge.is_some());
+        assert!(top_p(&Pool::from_logits(&[0.0; 4]), 0.5, 1).edge.is_some());
+        // p = e^-1: the threshold is exactly logit 3.
+        assert!(min_p(&published(), (-1.0f32).exp(), 1).edge.is_some());
     }
 
     #[test]
@@ -783,76 +746,18 @@ mod tests {
     }
 
     #[test]
-    fn min_p_keeps_entries_within_a_factor_of_the_top() {
-        // ln 0.2 = -1.609: logits 4 and 3 pass, 2 does not.
-        assert_eq!(min_p(&published(), 0.2, 1).pool.survivors(), ids(&[0, 1]));
-        assert_eq!(
-            min_p(&published(), 0.2, 4).pool.survivors(),
-            ids(&[0, 1, 2, 3])
-        );
-        assert_eq!(min_p(&published(), 0.0, 1).pool.len(), 8);
-        assert_eq!(min_p(&published(), 2.0, 1).pool.survivors(), ids(&[0]));
-        // p = e^-1: the threshold is exactly logit 3.
-        assert!(min_p(&published(), (-1.0f32).exp(), 1).edge.is_some());
-    }
-
-    #[test]
-    fn typical_ranks_by_distance_from_the_entropy() {
-        let s = typical(&published(), 0.5, 1);
-        assert!(s.edge.is_none());
-        // The entropy is 1.038 nats; -ln p is 0.459 for the top and 1.459 for the second, so the
-        // second (distance 0.42) is more typical than the top (0.58).
-        assert_eq!(s.pool.survivors(), ids(&[0, 1]));
-        let first_only = typical(&published(), 0.2, 1);
-        assert_eq!(first_only.pool.survivors(), ids(&[1]));
-        assert_eq!(typical(&published(), 1.0, 1).pool.len(), 8);
-    }
-
-    #[test]
-    fn xtc_removes_all_but_the_last_token_above_the_threshold() {
-        // Probabilities 0.632, 0.233, 0.086: with threshold 0.1 the top two are above it and
-        // only the first is removed.
-        let s = xtc(&published(), 1.0, 0.1, 1);
-        assert_eq!(s.pool.survivors(), ids(&[1, 2, 3, 4, 5, 6, 7]));
-        assert_eq!(xtc(&published(), 1.0, 0.7, 1).pool.len(), 8);
-        assert_eq!(xtc(&published(), 0.0, 0.1, 1).pool.len(), 8);
-        assert_eq!(xtc(&published(), 1.0, 0.1, 8).pool.len(), 8);
-    }
-
-    #[test]
-    fn top_n_sigma_masks_below_max_minus_n_std() {
-        // Mean 0.5, std sqrt(5.25) = 2.291; n = 1 masks everything below 1.709.
-        let s = top_n_sigma(&published(), 1.0);
-        assert_eq!(s.pool.survivors(), ids(&[0, 1, 2]));
-        assert_eq!(s.pool.len(), 8);
-    }
-
-    #[test]
-    fn temp_scales_exactly_and_zero_keeps_the_argmax() {
-        let s = temp(&published(), 0.5);
-        assert_eq!(s.pool.entries()[0].logit, 8.0);
-        let z = temp(&published(), 0.0);
-        assert_eq!(z.pool.survivors(), ids(&[0]));
-        assert_eq!(z.pool.len(), 8);
-    }
-
-    #[test]
     fn a_shared_top_logit_is_a_knife_edge_for_greedy_and_temp_zero() {
         let tied = Pool::from_logits(&[1.0, 2.0, 2.0]);
         let g = greedy(&tied);
         assert_eq!(g.selected, Some(TokenId(1)));
+        let edge_of = |s: Step| s.edge.map(|e| e.0);
         assert_eq!(
-            g.edge,
-            Some(KnifeEdge(
-                "greedy: ids 1 and 2 share the top logit 2".into()
-            ))
+            edge_of(g).as_deref(),
+            Some("greedy: ids 1 and 2 share the top logit 2")
         );
         assert_eq!(
-            temp(&tied, 0.0).edge,
-            Some(KnifeEdge(
-                "temp: ids 1 and 2 share the top logit 2; llama.cpp keeps whichever comes first"
-                    .into()
-            ))
+            edge_of(temp(&tied, 0.0)).as_deref(),
+            Some("temp: ids 1 and 2 share the top logit 2; llama.cpp keeps whichever comes first")
         );
         let clear = Pool::from_logits(&[1.0, 2.0, 1.0]);
         assert_eq!(greedy(&clear).edge, None);
@@ -862,12 +767,8 @@ mod tests {
 
     #[test]
     fn an_overflowing_stage_is_a_knife_edge_not_a_panic() {
-        let c = compose(
-            &[Stage::Temp { t: 1e-38 }, Stage::TopK { k: 1 }],
-            &published(),
-            &[],
-        );
-        assert!(!c.edges.is_empty());
+        let stages = [Stage::Temp { t: 1e-38 }, Stage::TopK { k: 1 }];
+        assert!(!compose(&stages, &published(), &[]).edges.is_empty());
     }
 
     #[test]
@@ -888,17 +789,5 @@ mod tests {
                 .logit
         };
         assert_eq!((logit(0), logit(1), logit(5)), (4.0, 1.5, -2.0));
-    }
-
-    #[test]
-    fn dist_and_the_guard_keep_the_multiset() {
-        let pool = published();
-        for step in [
-            apply(&Stage::Dist { seed: 1 }, &pool, &[]),
-            SuiteStage::SortedGuard.step(&pool, &[]),
-        ] {
-            assert_eq!(step.pool, pool);
-            assert_eq!((step.edge, step.selected), (None, None));
-        }
     }
 }
