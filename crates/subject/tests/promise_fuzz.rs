@@ -3,11 +3,11 @@
 //! every other input reaches llama.cpp, in this process (an abort there is a finding).
 //!
 //! The rules are restated here from the promise's list (each refusal is tallied under its
-//! rule's name, `A1` to `G4`), not taken from the wrapper's own checks, which this test never
-//! calls except through the entry points under test. The seed and the number of cases are
-//! fixed, so the counts printed at the end are the same on every run of one build. To find
-//! the input of an abort, run with `PROMISE_FUZZ_TRACE=1` (every input is printed to stderr
-//! before its call); `PROMISE_FUZZ_CASES=N` and `PROMISE_FUZZ_FIRST=K` choose the cases.
+//! rule's name, `A1` to `G4`), not taken from the wrapper's own checks. The seed and the
+//! number of cases are fixed, so the counts printed at the end are the same on every run of
+//! one build. To find the input of an abort, run with `PROMISE_FUZZ_TRACE=1` (every input is
+//! printed to stderr before its call); `PROMISE_FUZZ_CASES=N` and `PROMISE_FUZZ_FIRST=K`
+//! choose the cases.
 
 use oracle::penalty::PenaltyParams;
 use oracle::rng::Rng;
@@ -33,91 +33,86 @@ const RULES: &[&str] = &[
     "D6", "D8", "D9", "D10", "D11", "F1", "F2", "G1", "G2", "G3", "G4",
 ];
 
+const NAN: f32 = f32::NAN;
+const INF: f32 = f32::INFINITY;
+const MAX: f32 = f32::MAX;
+const TINY: f32 = f32::MIN_POSITIVE;
+
 // ---------------------------------------------------------------------------------------
 // The promise, restated.
 
-fn is_finite(x: f32) -> bool {
-    !x.is_nan() && x != f32::INFINITY && x != f32::NEG_INFINITY
+/// Whether any of `xs` is NaN or infinite.
+fn non_finite(xs: &[f32]) -> bool {
+    xs.iter().any(|x| x.is_nan() || x.is_infinite())
 }
 
-fn is_window(n: i32) -> bool {
-    (0..=WINDOW_MAX).contains(&n)
-}
-
-fn keep_ok(min_keep: usize) -> bool {
-    min_keep <= WINDOW_MAX as usize
+/// The first rule of `rules` whose condition holds.
+fn first(rules: &[(&'static str, bool)]) -> Option<&'static str> {
+    rules.iter().find(|(_, bad)| *bad).map(|(rule, _)| *rule)
 }
 
 /// Rule D: the rule that refuses `spec`, if any.
 fn spec_refusal(spec: &SamplerSpec) -> Option<&'static str> {
-    let refused = |rule, bad: bool| bad.then_some(rule);
-    match spec {
+    let not_window = |n: i32| !(0..=WINDOW_MAX).contains(&n);
+    let big = |n: usize| n > WINDOW_MAX as usize;
+    let (rule, bad) = match spec {
         SamplerSpec::Stage { stage, n_vocab, .. } => match stage {
-            Stage::Greedy | Stage::TopK { .. } => None,
+            Stage::Greedy | Stage::TopK { .. } | Stage::Dist { .. } => return None,
             Stage::TopP { p, min_keep }
             | Stage::MinP { p, min_keep }
-            | Stage::Typical { p, min_keep } => {
-                refused("D1", !is_finite(*p) || !keep_ok(*min_keep))
-            }
-            Stage::Temp { t } => refused("D2", !is_finite(*t)),
-            Stage::TempExt { t, delta, exponent } => refused(
-                "D2",
-                !is_finite(*t) || !is_finite(*delta) || !is_finite(*exponent),
-            ),
+            | Stage::Typical { p, min_keep } => ("D1", non_finite(&[*p]) || big(*min_keep)),
+            Stage::Temp { t } => ("D2", non_finite(&[*t])),
+            Stage::TempExt { t, delta, exponent } => ("D2", non_finite(&[*t, *delta, *exponent])),
             Stage::Xtc {
                 probability,
                 threshold,
                 min_keep,
-            } => refused(
+            } => (
                 "D3",
-                !is_finite(*probability) || !is_finite(*threshold) || !keep_ok(*min_keep),
+                non_finite(&[*probability, *threshold]) || big(*min_keep),
             ),
-            Stage::TopNSigma { n } => refused("D4", !is_finite(*n)),
-            Stage::Penalties { last_n, params } => refused(
+            Stage::TopNSigma { n } => ("D4", non_finite(&[*n])),
+            Stage::Penalties { last_n, params: q } => (
                 "D5",
                 *n_vocab <= 0
-                    || last_n.0 > WINDOW_MAX as usize
-                    || !is_finite(params.repeat)
-                    || params.repeat <= 0.0
-                    || !is_finite(params.freq)
-                    || !is_finite(params.present),
+                    || big(last_n.0)
+                    || non_finite(&[q.repeat, q.freq, q.present])
+                    || q.repeat <= 0.0,
             ),
-            Stage::LogitBias { biases } => refused(
+            Stage::LogitBias { biases } => (
                 "D6",
                 *n_vocab <= 0
                     || biases
                         .iter()
-                        .any(|(id, b)| id.0 < 0 || id.0 >= *n_vocab || !is_finite(*b)),
+                        .any(|(id, b)| id.0 < 0 || id.0 >= *n_vocab || non_finite(&[*b])),
             ),
-            Stage::Dist { .. } => None,
         },
-        SamplerSpec::Dist { .. } => None,
+        SamplerSpec::Dist { .. } => return None,
         SamplerSpec::Mirostat {
-            n_vocab,
+            n_vocab: n,
             tau,
             eta,
             m,
             ..
-        } => refused(
+        } => (
             "D8",
-            *n_vocab <= 0 || !is_finite(*tau) || !is_finite(*eta) || *m < 1 || *m > *n_vocab,
+            *n <= 0 || non_finite(&[*tau, *eta]) || *m < 1 || *m > *n,
         ),
-        SamplerSpec::MirostatV2 { tau, eta, .. } => {
-            refused("D9", !is_finite(*tau) || !is_finite(*eta))
-        }
-        SamplerSpec::Dry(d) => refused(
+        SamplerSpec::MirostatV2 { tau, eta, .. } => ("D9", non_finite(&[*tau, *eta])),
+        SamplerSpec::Dry(d) => (
             "D10",
-            !is_finite(d.multiplier)
-                || !is_finite(d.base)
-                || !is_window(d.allowed_length)
-                || !is_window(d.last_n)
-                || !is_window(d.n_ctx_train),
+            non_finite(&[d.multiplier, d.base])
+                || [d.allowed_length, d.last_n, d.n_ctx_train]
+                    .into_iter()
+                    .any(not_window),
         ),
-        SamplerSpec::AdaptiveP { target, decay, .. } => {
-            let decay_ok = *decay >= 0.0 && *decay <= 0.99;
-            refused("D11", !(is_finite(*target) && decay_ok))
-        }
-    }
+        // NaN fails both comparisons, so it is refused too.
+        SamplerSpec::AdaptiveP { target, decay, .. } => (
+            "D11",
+            non_finite(&[*target]) || !(*decay >= 0.0 && *decay <= 0.99),
+        ),
+    };
+    bad.then_some(rule)
 }
 
 /// The vocabulary bound a built spec carries (the promise's "vocabulary bound" paragraph).
@@ -133,37 +128,8 @@ fn spec_bound(spec: &SamplerSpec) -> Option<i32> {
     }
 }
 
-fn min_bound(bounds: impl IntoIterator<Item = Option<i32>>) -> Option<i32> {
-    bounds.into_iter().flatten().min()
-}
-
 fn bad_logit(x: f32) -> bool {
-    x.is_nan() || x == f32::INFINITY
-}
-
-/// Rule A for `Sampler::apply`; `ProbeArray::new` is the same with no bound (rule F1).
-fn array_refusal(entries: &[Candidate], selected: i64, bound: Option<i32>) -> Option<&'static str> {
-    if entries.is_empty() {
-        return Some("A1");
-    }
-    if entries.iter().any(|c| bad_logit(c.logit)) {
-        return Some("A2");
-    }
-    if entries.iter().any(|c| c.id.0 < 0) {
-        return Some("A3");
-    }
-    let mut ids: Vec<i32> = entries.iter().map(|c| c.id.0).collect();
-    ids.sort_unstable();
-    if ids.windows(2).any(|w| w[0] == w[1]) {
-        return Some("A4");
-    }
-    if bound.is_some_and(|n| entries.iter().any(|c| c.id.0 >= n)) {
-        return Some("A5");
-    }
-    if selected < -1 || selected >= entries.len() as i64 {
-        return Some("A6");
-    }
-    None
+    x.is_nan() || x == INF
 }
 
 /// "More entries than the bound", for a bound of any sign.
@@ -171,28 +137,32 @@ fn more_than_bound(len: usize, bound: Option<i32>) -> bool {
     bound.is_some_and(|n| len as i64 > n as i64)
 }
 
+/// Rule A for `Sampler::apply`; `ProbeArray::new` is the same with no bound (rule F1).
+fn array_refusal(entries: &[Candidate], selected: i64, bound: Option<i32>) -> Option<&'static str> {
+    let mut ids: Vec<i32> = entries.iter().map(|c| c.id.0).collect();
+    ids.sort_unstable();
+    first(&[
+        ("A1", entries.is_empty()),
+        ("A2", entries.iter().any(|c| bad_logit(c.logit))),
+        ("A3", ids.first().is_some_and(|&id| id < 0)),
+        ("A4", ids.windows(2).any(|w| w[0] == w[1])),
+        ("A5", bound.is_some_and(|n| ids.iter().any(|&id| id >= n))),
+        ("A6", selected < -1 || selected >= entries.len() as i64),
+    ])
+}
+
 /// Rule B for `Sampler::apply_in_id_order`.
 fn row_refusal(row: &[f32], bound: Option<i32>) -> Option<&'static str> {
-    if row.is_empty() {
-        Some("B1")
-    } else if row.iter().any(|&x| bad_logit(x)) {
-        Some("B2")
-    } else if more_than_bound(row.len(), bound) {
-        Some("B3")
-    } else {
-        None
-    }
+    first(&[
+        ("B1", row.is_empty()),
+        ("B2", row.iter().any(|&x| bad_logit(x))),
+        ("B3", more_than_bound(row.len(), bound)),
+    ])
 }
 
 /// Rule C for `Sampler::accept` (no grammar stages here, so no C3).
 fn accept_refusal(id: i32, bound: Option<i32>) -> Option<&'static str> {
-    if id < 0 {
-        Some("C1")
-    } else if bound.is_some_and(|n| id >= n) {
-        Some("C2")
-    } else {
-        None
-    }
+    first(&[("C1", id < 0), ("C2", bound.is_some_and(|n| id >= n))])
 }
 
 /// Rule G3 for `IdOrder::new`.
@@ -237,16 +207,12 @@ impl Tally {
         op: &'static str,
         refuse: Option<&'static str>,
         reaches_c: bool,
-        input: &dyn Fn() -> String,
+        input: &str,
         call: impl FnOnce() -> anyhow::Result<T>,
     ) -> Option<T> {
+        let case = self.case;
         if self.trace {
-            eprintln!(
-                "case {} {op} [{}]: {}",
-                self.case,
-                refuse.unwrap_or("-"),
-                input()
-            );
+            eprintln!("case {case} {op} [{}]: {input}", refuse.unwrap_or("-"));
         }
         let before = ffi_calls_on_this_thread();
         let out = call();
@@ -256,51 +222,39 @@ impl Tally {
         match (refuse, out) {
             (Some(rule), Err(_)) => {
                 assert_eq!(
-                    calls,
-                    0,
-                    "case {}: {op} was refused (rule {rule}) after {calls} calls into llama.cpp: {}",
-                    self.case,
-                    input()
+                    calls, 0,
+                    "case {case}: {op} was refused (rule {rule}) after {calls} calls into \
+                     llama.cpp: {input}"
                 );
                 row[1] += 1;
                 *self.rules.entry(rule).or_default() += 1;
                 None
             }
             (Some(rule), Ok(_)) => panic!(
-                "case {}: rule {rule} says {op} must be refused, but it returned Ok after {calls} \
-                 calls into llama.cpp: {}",
-                self.case,
-                input()
+                "case {case}: rule {rule} says {op} must be refused, but it returned Ok after \
+                 {calls} calls into llama.cpp: {input}"
             ),
             (None, Ok(x)) if reaches_c => {
-                assert!(
-                    calls > 0,
-                    "case {}: {op} returned Ok without calling llama.cpp: {}",
-                    self.case,
-                    input()
-                );
+                let why = format!("case {case}: {op} returned Ok without calling llama.cpp");
+                assert!(calls > 0, "{why}: {input}");
                 row[2] += 1;
                 Some(x)
             }
             (None, Ok(x)) => {
-                assert_eq!(calls, 0, "case {}: {op} called llama.cpp", self.case);
+                assert_eq!(calls, 0, "case {case}: {op} called llama.cpp");
                 row[4] += 1;
                 Some(x)
             }
             (None, Err(e)) => {
                 assert!(
                     reaches_c && calls > 0,
-                    "case {}: {op} was refused before llama.cpp ({e:#}) though no rule of the \
-                     promise refuses it: {}",
-                    self.case,
-                    input()
+                    "case {case}: {op} was refused before llama.cpp ({e:#}) though no rule of \
+                     the promise refuses it: {input}"
                 );
                 row[3] += 1;
-                let entry = self
-                    .after_c
-                    .entry(format!("{op}: {e:#}"))
-                    .or_insert_with(|| (0, input().chars().take(120).collect()));
-                entry.0 += 1;
+                let example = || input.chars().take(120).collect();
+                let entry = self.after_c.entry(format!("{op}: {e:#}"));
+                entry.or_insert_with(|| (0, example())).0 += 1;
                 None
             }
         }
@@ -315,16 +269,18 @@ fn short(s: &str) -> String {
     }
 }
 
+fn show_row(row: &[f32]) -> String {
+    short(&format!("{} logits {row:?}", row.len()))
+}
+
 /// An array's Debug form, summarized above 64 entries (the case number reproduces it).
-fn show_array(entries: &[Candidate], selected: i64, sorted: bool) -> String {
+fn show_array(c: &Candidates) -> String {
+    let (entries, selected, sorted) = (&c.entries, c.selected, c.sorted);
     if entries.len() <= 64 {
         format!("selected={selected} sorted={sorted} {entries:?}")
     } else {
-        format!(
-            "selected={selected} sorted={sorted} {} entries, first {:?}",
-            entries.len(),
-            &entries[..4]
-        )
+        let (n, head) = (entries.len(), &entries[..4]);
+        format!("selected={selected} sorted={sorted} {n} entries, first {head:?}")
     }
 }
 
@@ -332,22 +288,7 @@ fn show_array(entries: &[Candidate], selected: i64, sorted: bool) -> String {
 // Random inputs.
 
 const F_EDGES: &[f32] = &[
-    f32::NAN,
-    f32::INFINITY,
-    f32::NEG_INFINITY,
-    0.0,
-    -0.0,
-    f32::MAX,
-    -f32::MAX,
-    f32::MIN_POSITIVE,
-    1e-40,
-    1e30,
-    -1e30,
-    1.0,
-    -1.0,
-    0.5,
-    2.0,
-    1e-3,
+    NAN, INF, -INF, 0.0, -0.0, MAX, -MAX, TINY, 1e-40, 1e30, -1e30, 1.0, -1.0, 0.5, 2.0, 1e-3,
 ];
 
 fn uniform(rng: &mut Rng, lo: f32, hi: f32) -> f32 {
@@ -374,14 +315,9 @@ fn ival(rng: &mut Rng, lo: i64, hi: i64) -> i32 {
 }
 
 fn uval(rng: &mut Rng, hi: i64) -> usize {
-    const EDGES: &[usize] = &[
-        0,
-        1,
-        WINDOW_MAX as usize,
-        WINDOW_MAX as usize + 1,
-        i32::MAX as usize + 1,
-        usize::MAX,
-    ];
+    const W: usize = WINDOW_MAX as usize;
+    // 1 << 31 is one past i32::MAX.
+    const EDGES: &[usize] = &[0, 1, W, W + 1, 1 << 31, usize::MAX];
     if rng.below(6) == 0 {
         *rng.pick(EDGES)
     } else {
@@ -410,18 +346,15 @@ fn random_stage(rng: &mut Rng, n_vocab: i32) -> Stage {
         1 | 2 => Stage::TopK {
             k: ival(rng, -3, 200),
         },
-        3 | 4 => Stage::TopP {
-            p: fval(rng, -0.2, 1.2),
-            min_keep: uval(rng, 8),
-        },
-        5 | 6 => Stage::MinP {
-            p: fval(rng, -0.2, 1.2),
-            min_keep: uval(rng, 8),
-        },
-        7 | 8 => Stage::Typical {
-            p: fval(rng, -0.2, 1.2),
-            min_keep: uval(rng, 8),
-        },
+        // top_p, min_p and typical take the same parameters.
+        arm @ 3..=8 => {
+            let (p, min_keep) = (fval(rng, -0.2, 1.2), uval(rng, 8));
+            match arm {
+                3 | 4 => Stage::TopP { p, min_keep },
+                5 | 6 => Stage::MinP { p, min_keep },
+                _ => Stage::Typical { p, min_keep },
+            }
+        }
         9 | 10 => Stage::Temp {
             t: fval(rng, -1.0, 3.0),
         },
@@ -443,17 +376,10 @@ fn random_stage(rng: &mut Rng, n_vocab: i32) -> Stage {
             n: fval(rng, -1.0, 4.0),
         },
         15 | 16 => {
-            let ids = [
-                -1,
-                i32::MIN,
-                0,
-                n_vocab,
-                n_vocab.saturating_sub(1),
-                i32::MAX,
-                rng.range(0, n_vocab.clamp(1, 200) as i64 - 1) as i32,
-                rng.range(0, n_vocab.clamp(1, 200) as i64 - 1) as i32,
-                rng.range(0, n_vocab.clamp(1, 200) as i64 - 1) as i32,
-            ];
+            let n = n_vocab;
+            let mut ids = vec![-1, i32::MIN, 0, n, n.saturating_sub(1), i32::MAX];
+            let below = n.clamp(1, 200) as i64 - 1;
+            ids.extend((0..3).map(|_| rng.range(0, below) as i32));
             let biases = (0..rng.below(5))
                 .map(|_| (TokenId(*rng.pick(&ids)), fval(rng, -5.0, 5.0)))
                 .collect();
@@ -463,7 +389,7 @@ fn random_stage(rng: &mut Rng, n_vocab: i32) -> Stage {
             last_n: WindowLen(uval(rng, 64)),
             params: PenaltyParams {
                 repeat: if rng.below(8) == 0 {
-                    *rng.pick(&[0.0, -0.0, -1.0, -f32::MIN_POSITIVE])
+                    *rng.pick(&[0.0, -0.0, -1.0, -TINY])
                 } else {
                     fval(rng, 0.5, 2.0)
                 },
@@ -477,6 +403,7 @@ fn random_stage(rng: &mut Rng, n_vocab: i32) -> Stage {
 
 fn random_spec(rng: &mut Rng) -> SamplerSpec {
     let n_vocab = vocab_size(rng);
+    let n = n_vocab;
     match rng.below(20) {
         0..=13 => SamplerSpec::Stage {
             stage: random_stage(rng, n_vocab),
@@ -489,16 +416,7 @@ fn random_spec(rng: &mut Rng) -> SamplerSpec {
             seed: seed(rng),
             tau: fval(rng, 0.0, 10.0),
             eta: fval(rng, 0.0, 1.0),
-            m: *rng.pick(&[
-                -1,
-                0,
-                1,
-                2,
-                100,
-                n_vocab,
-                n_vocab.saturating_add(1),
-                i32::MAX,
-            ]),
+            m: *rng.pick(&[-1, 0, 1, 2, 100, n, n.saturating_add(1), i32::MAX]),
         },
         16 => SamplerSpec::MirostatV2 {
             seed: seed(rng),
@@ -515,16 +433,7 @@ fn random_spec(rng: &mut Rng) -> SamplerSpec {
         _ => SamplerSpec::AdaptiveP {
             target: fval(rng, -0.5, 1.5),
             decay: if rng.below(3) == 0 {
-                *rng.pick(&[
-                    -0.1,
-                    -0.0,
-                    0.0,
-                    0.99,
-                    0.990_001,
-                    1.0,
-                    f32::NAN,
-                    f32::INFINITY,
-                ])
+                *rng.pick(&[-0.1, -0.0, 0.0, 0.99, 0.990_001, 1.0, NAN, INF])
             } else {
                 uniform(rng, 0.0, 0.99)
             },
@@ -588,7 +497,8 @@ fn random_array(rng: &mut Rng, bound: Option<i32>) -> (Candidates, &'static str)
         n = rng.range(20_000, 150_000) as usize;
     }
     // Mostly keep the ids inside the bound, so that most arrays reach C.
-    if let Some(b) = bound.filter(|&b| b > 0) {
+    let positive = bound.filter(|&b| b > 0);
+    if let Some(b) = positive {
         if rng.below(5) != 0 {
             n = n.min(b as usize);
         }
@@ -598,7 +508,7 @@ fn random_array(rng: &mut Rng, bound: Option<i32>) -> (Candidates, &'static str)
         let mut all: Vec<i32> = (0..(n as i32).saturating_mul(8).max(8)).collect();
         rng.shuffle(&mut all);
         all.truncate(n);
-        if let Some(b) = bound.filter(|&b| b > 0) {
+        if let Some(b) = positive {
             all.retain(|&id| id < b);
             if all.is_empty() {
                 all.push(0);
@@ -629,14 +539,14 @@ fn random_array(rng: &mut Rng, bound: Option<i32>) -> (Candidates, &'static str)
     match class {
         0 => entries.clear(),
         1 => entries.truncate(1),
-        2 => entries.iter_mut().for_each(|c| c.logit = f32::NEG_INFINITY),
+        2 => entries.iter_mut().for_each(|c| c.logit = -INF),
         3 => {
             for _ in 0..rng.range(1, len as i64) {
-                entries[rng.below(len)].logit = f32::NEG_INFINITY;
+                entries[rng.below(len)].logit = -INF;
             }
         }
-        4 => entries[rng.below(len)].logit = f32::NAN,
-        5 => entries[rng.below(len)].logit = f32::INFINITY,
+        4 => entries[rng.below(len)].logit = NAN,
+        5 => entries[rng.below(len)].logit = INF,
         6 => {
             let v = uniform(rng, -5.0, 5.0);
             entries.iter_mut().for_each(|c| c.logit = v);
@@ -651,15 +561,14 @@ fn random_array(rng: &mut Rng, bound: Option<i32>) -> (Candidates, &'static str)
         8 => entries[rng.below(len)].id = TokenId(*rng.pick(&[-1, -2, i32::MIN])),
         9 => {
             let b = bound.unwrap_or(1 << 20);
-            entries[rng.below(len)].id =
-                TokenId(*rng.pick(&[b, b.saturating_add(1), b.saturating_add(1000), i32::MAX]));
+            let past = [b, b.saturating_add(1), b.saturating_add(1000), i32::MAX];
+            entries[rng.below(len)].id = TokenId(*rng.pick(&past));
         }
         12 => selected = *rng.pick(&[-2, len as i64, len as i64 + 5, i64::MAX, i64::MIN]),
         13 => selected = rng.below(len) as i64,
         15 => {
             for _ in 0..rng.range(1, 3) {
-                entries[rng.below(len)].logit =
-                    *rng.pick(&[f32::MAX, -f32::MAX, 1e38, -1e38, 1e30]);
+                entries[rng.below(len)].logit = *rng.pick(&[MAX, -MAX, 1e38, -1e38, 1e30]);
             }
         }
         16 => sorted = true,
@@ -690,13 +599,7 @@ fn random_row(rng: &mut Rng, bound: Option<i32>) -> Vec<f32> {
     let mut row: Vec<f32> = (0..n).map(|_| uniform(rng, -10.0, 10.0)).collect();
     if n > 0 && rng.below(6) == 0 {
         let i = rng.below(n);
-        row[i] = *rng.pick(&[
-            f32::NAN,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::MAX,
-            -f32::MAX,
-        ]);
+        row[i] = *rng.pick(&[NAN, INF, -INF, MAX, -MAX]);
     }
     row
 }
@@ -731,22 +634,21 @@ impl CustomSampler for Nudge {
 // ---------------------------------------------------------------------------------------
 // The run.
 
-/// One case: a few random specs built into a sampler (a chain, a lone stage, or nothing but
-/// a Rust stage), then a random sequence of calls on it.
-fn run_case(t: &mut Tally, rng: &mut Rng) {
-    let mut stages = Vec::new();
-    let mut bounds = Vec::new();
+/// The stages of one case: a few random specs built, and sometimes a Rust stage among them,
+/// each with the vocabulary bound it carries.
+fn random_stages(t: &mut Tally, rng: &mut Rng) -> (Vec<Sampler>, Vec<Option<i32>>) {
+    let (mut stages, mut bounds) = (Vec::new(), Vec::new());
     for _ in 0..rng.below(5) {
         let spec = random_spec(rng);
-        let refuse = spec_refusal(&spec);
         let shown = format!("{spec:?}");
-        if let Some(s) = t.check(
+        let built = t.check(
             "SamplerSpec::build",
-            refuse,
+            spec_refusal(&spec),
             true,
-            &|| shown.clone(),
+            &shown,
             || spec.build(),
-        ) {
+        );
+        if let Some(s) = built {
             *t.built.entry(spec_kind(&spec)).or_default() += 1;
             stages.push(s);
             bounds.push(spec_bound(&spec));
@@ -758,37 +660,31 @@ fn run_case(t: &mut Tally, rng: &mut Rng) {
             claim_sorted: rng.below(2) == 0,
         };
         let n = (rng.below(3) == 0).then(|| vocab_size(rng));
-        let shown = format!(
-            "shift={} claim_sorted={} n_vocab={n:?}",
-            nudge.shift, nudge.claim_sorted
-        );
-        let built = t.check(
-            "Sampler::custom",
-            None,
-            true,
-            &|| shown.clone(),
-            || match n {
-                Some(n) => Sampler::custom_for_vocab(nudge, n),
-                None => Sampler::custom(nudge),
-            },
-        );
-        let s = built.expect("a custom sampler is never refused");
+        let (shift, claim) = (nudge.shift, nudge.claim_sorted);
+        let shown = format!("shift={shift} claim_sorted={claim} n_vocab={n:?}");
+        let built = t.check("Sampler::custom", None, true, &shown, || match n {
+            Some(n) => Sampler::custom_for_vocab(nudge, n),
+            None => Sampler::custom(nudge),
+        });
         let at = rng.below(stages.len() + 1);
-        stages.insert(at, s);
+        stages.insert(at, built.expect("a custom sampler is never refused"));
         bounds.insert(at, n);
     }
-    let bound = min_bound(bounds.iter().copied());
+    (stages, bounds)
+}
+
+/// One case: a sampler (a chain, a lone stage, or nothing but a Rust stage), then a random
+/// sequence of calls on it.
+fn run_case(t: &mut Tally, rng: &mut Rng) {
+    let (mut stages, bounds) = random_stages(t, rng);
+    let bound = bounds.iter().flatten().min().copied();
     let mut sampler = if stages.len() == 1 && rng.below(3) == 0 {
         stages.pop().unwrap()
     } else {
-        let n = stages.len();
-        t.check(
-            "Sampler::chain",
-            None,
-            true,
-            &|| format!("{n} stages"),
-            || Sampler::chain(stages),
-        )
+        let shown = format!("{} stages", stages.len());
+        t.check("Sampler::chain", None, true, &shown, || {
+            Sampler::chain(stages)
+        })
         .expect("a chain is never refused")
     };
 
@@ -803,9 +699,8 @@ fn run_case(t: &mut Tally, rng: &mut Rng) {
                     _ => random_array(rng, bound),
                 };
                 let refuse = array_refusal(&c.entries, c.selected, bound);
-                let shown = show_array(&c.entries, c.selected, c.sorted);
-                let len = c.len();
-                let done = t.check("Sampler::apply", refuse, true, &|| shown.clone(), || {
+                let (shown, len) = (show_array(&c), c.len());
+                let done = t.check("Sampler::apply", refuse, true, &shown, || {
                     sampler.apply(&mut c)
                 });
                 if done.is_some() {
@@ -816,108 +711,52 @@ fn run_case(t: &mut Tally, rng: &mut Rng) {
             }
             4 | 5 => {
                 let id = random_id(rng, bound);
-                t.check(
-                    "Sampler::accept",
-                    accept_refusal(id, bound),
-                    true,
-                    &|| format!("{id}"),
-                    || sampler.accept(TokenId(id)),
-                );
+                let refuse = accept_refusal(id, bound);
+                t.check("Sampler::accept", refuse, true, &format!("{id}"), || {
+                    sampler.accept(TokenId(id))
+                });
             }
             6 => {
                 let row = random_row(rng, bound);
-                let shown = short(&format!("{} logits {row:?}", row.len()));
+                let refuse = row_refusal(&row, bound);
                 t.check(
                     "Sampler::apply_in_id_order",
-                    row_refusal(&row, bound),
+                    refuse,
                     true,
-                    &|| shown.clone(),
+                    &show_row(&row),
                     || sampler.apply_in_id_order(&row),
                 );
             }
             7 => {
                 let (c, _) = random_array(rng, bound);
                 let refuse = array_refusal(&c.entries, c.selected, None).map(|_| "F1");
-                let shown = show_array(&c.entries, c.selected, c.sorted);
-                let probe = t.check("ProbeArray::new", refuse, false, &|| shown.clone(), || {
+                let shown = show_array(&c);
+                let probe = t.check("ProbeArray::new", refuse, false, &shown, || {
                     ProbeArray::new(&c)
                 });
                 if let Some(mut probe) = probe {
                     let max_id = c.entries.iter().map(|e| e.id.0).max().unwrap_or(0);
                     let refuse = bound.is_some_and(|n| max_id >= n).then_some("F2");
-                    t.check("ProbeArray::run", refuse, true, &|| shown.clone(), || {
+                    t.check("ProbeArray::run", refuse, true, &shown, || {
                         probe.run(&mut sampler)
                     });
                 }
             }
             8 | 9 => {
                 let row = random_row(rng, bound);
-                let shown = short(&format!("{} logits {row:?}", row.len()));
-                let refuse = if row.is_empty() || row.iter().any(|&x| bad_logit(x)) {
-                    Some("G1")
-                } else {
-                    None
-                };
-                if rng.below(2) == 0 {
-                    t.check(
-                        "LogitsArray::load",
-                        refuse,
-                        false,
-                        &|| shown.clone(),
-                        || logits.load(&row),
-                    );
-                } else {
-                    let mut ids: Vec<i32> = (0..row.len() as i32).collect();
-                    rng.shuffle(&mut ids);
-                    match rng.below(6) {
-                        0 => ids.push(ids.len() as i32),
-                        1 if !ids.is_empty() => ids[0] = -1,
-                        2 if ids.len() > 1 => ids[1] = ids[0],
-                        3 => {
-                            ids.pop();
-                        }
-                        _ => {}
-                    }
-                    let order_refused = order_refusal(&ids);
-                    let order = t.check(
-                        "IdOrder::new",
-                        order_refused,
-                        false,
-                        &|| short(&format!("{ids:?}")),
-                        || IdOrder::new(&ids.iter().map(|&i| TokenId(i)).collect::<Vec<_>>()),
-                    );
-                    if let Some(order) = order {
-                        let refuse = (refuse.is_some() || ids.len() != row.len()).then_some("G2");
-                        t.check(
-                            "LogitsArray::load_in",
-                            refuse,
-                            false,
-                            &|| shown.clone(),
-                            || logits.load_in(&row, &order),
-                        );
-                    }
-                }
+                load_logits(t, rng, &mut logits, &row);
                 // One apply, or two without a reload between them.
                 for _ in 0..rng.range(1, 2) {
-                    let refuse = if logits.is_empty() || more_than_bound(logits.len(), bound) {
-                        Some("G4")
-                    } else {
-                        None
-                    };
+                    let refuse =
+                        (logits.is_empty() || more_than_bound(logits.len(), bound)).then_some("G4");
                     let state = format!("{} entries loaded, bound {bound:?}", logits.len());
-                    t.check(
-                        "LogitsArray::apply",
-                        refuse,
-                        true,
-                        &|| state.clone(),
-                        || logits.apply(&mut sampler),
-                    );
+                    t.check("LogitsArray::apply", refuse, true, &state, || {
+                        logits.apply(&mut sampler)
+                    });
                 }
             }
             10 => {
-                let copy = t.check("Sampler::try_clone", None, true, &String::new, || {
-                    sampler.try_clone()
-                });
+                let copy = t.check("Sampler::try_clone", None, true, "", || sampler.try_clone());
                 if let Some(copy) = copy {
                     if rng.below(2) == 0 {
                         sampler = copy;
@@ -925,12 +764,50 @@ fn run_case(t: &mut Tally, rng: &mut Rng) {
                 }
             }
             _ => {
-                t.check("Sampler::reset", None, true, &String::new, || {
+                t.check("Sampler::reset", None, true, "", || {
                     sampler.reset();
                     Ok(())
                 });
             }
         }
+    }
+}
+
+/// `row` into `logits`, in id order or in a random (sometimes broken) order of its ids.
+fn load_logits(t: &mut Tally, rng: &mut Rng, logits: &mut LogitsArray, row: &[f32]) {
+    let shown = show_row(row);
+    let refuse = (row.is_empty() || row.iter().any(|&x| bad_logit(x))).then_some("G1");
+    if rng.below(2) == 0 {
+        t.check("LogitsArray::load", refuse, false, &shown, || {
+            logits.load(row)
+        });
+        return;
+    }
+    let mut ids: Vec<i32> = (0..row.len() as i32).collect();
+    rng.shuffle(&mut ids);
+    match rng.below(6) {
+        0 => ids.push(ids.len() as i32),
+        1 if !ids.is_empty() => ids[0] = -1,
+        2 if ids.len() > 1 => ids[1] = ids[0],
+        3 => {
+            ids.pop();
+        }
+        _ => {}
+    }
+    let order_ids: Vec<TokenId> = ids.iter().map(|&i| TokenId(i)).collect();
+    let shown_ids = short(&format!("{ids:?}"));
+    let order = t.check(
+        "IdOrder::new",
+        order_refusal(&ids),
+        false,
+        &shown_ids,
+        || IdOrder::new(&order_ids),
+    );
+    if let Some(order) = order {
+        let refuse = (refuse.is_some() || ids.len() != row.len()).then_some("G2");
+        t.check("LogitsArray::load_in", refuse, false, &shown, || {
+            logits.load_in(row, &order)
+        });
     }
 }
 
@@ -953,19 +830,16 @@ fn refused_inputs_never_reach_c_and_the_rest_do() {
     }
 
     let total = |k: usize| t.ops.values().map(|r| r[k]).sum::<u64>();
+    let end = first + cases;
+    println!("promise fuzz: seed {SEED:#x}, cases {first}..{end}");
+    let head = ["generated", "refused", "to C ok", "to C err", "no C"];
     println!(
-        "promise fuzz: seed {SEED:#x}, cases {first}..{}",
-        first + cases
-    );
-    println!(
-        "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "entry point", "generated", "refused", "to C ok", "to C err", "no C"
+        "{:<28} {}",
+        "entry point",
+        head.map(|h| format!("{h:>9}")).join(" ")
     );
     for (op, r) in &t.ops {
-        println!(
-            "{op:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            r[0], r[1], r[2], r[3], r[4]
-        );
+        println!("{op:<28} {}", r.map(|n| format!("{n:>9}")).join(" "));
     }
     println!(
         "inputs generated {}, refused before C {}, sent to C {} ({} of them Err after C), \
@@ -987,41 +861,37 @@ fn refused_inputs_never_reach_c_and_the_rest_do() {
     }
     eprintln!("promise fuzz took {:.1?}", start.elapsed());
 
-    if cases >= CASES {
-        // The generator must keep reaching every rule and every kind of sampler.
-        for rule in RULES {
-            assert!(
-                t.rules.get(rule).copied().unwrap_or(0) > 0,
-                "no input hit rule {rule}"
-            );
-        }
-        // Every llama.cpp stage of the table, and the samplers outside it the fuzzer builds.
-        let stages = STAGES
-            .iter()
-            .filter(|r| matches!(r.parser, Parser::Llama(_)));
-        let others = ["mirostat", "mirostat_v2", "dry", "adaptive_p"];
-        for kind in stages.map(|r| r.name).chain(others) {
-            assert!(
-                t.built.get(kind).copied().unwrap_or(0) > 0,
-                "no {kind} was built"
-            );
-        }
-        for class in [
-            "one entry",
-            "all -inf",
-            "some -inf",
-            "equal logits",
-            "shuffled ids",
-            "huge (20k..150k)",
-            "selected in range",
-            "sparse ids",
-            "huge finite logits",
-            "stale sorted flag",
-            "left by the last apply",
-        ] {
-            let n = t.classes_to_c.get(class).copied().unwrap_or(0);
-            assert!(n > 0, "no array of class '{class}' reached C");
-        }
-        assert!(total(2) > total(1), "most inputs should reach C");
+    if cases < CASES {
+        return;
     }
+    // The generator must keep reaching every rule and every kind of sampler.
+    let count = |m: &BTreeMap<&str, u64>, k: &str| m.get(k).copied().unwrap_or(0);
+    for rule in RULES {
+        assert!(count(&t.rules, rule) > 0, "no input hit rule {rule}");
+    }
+    // Every llama.cpp stage of the table, and the samplers outside it the fuzzer builds.
+    let stages = STAGES
+        .iter()
+        .filter(|r| matches!(r.parser, Parser::Llama(_)));
+    let others = ["mirostat", "mirostat_v2", "dry", "adaptive_p"];
+    for kind in stages.map(|r| r.name).chain(others) {
+        assert!(count(&t.built, kind) > 0, "no {kind} was built");
+    }
+    for class in [
+        "one entry",
+        "all -inf",
+        "some -inf",
+        "equal logits",
+        "shuffled ids",
+        "huge (20k..150k)",
+        "selected in range",
+        "sparse ids",
+        "huge finite logits",
+        "stale sorted flag",
+        "left by the last apply",
+    ] {
+        let n = count(&t.classes_to_c, class);
+        assert!(n > 0, "no array of class '{class}' reached C");
+    }
+    assert!(total(2) > total(1), "most inputs should reach C");
 }
