@@ -1,20 +1,12 @@
-//! Pearson's chi-square goodness of fit, for judging seeded draws from a sampler against the
-//! oracle's renormalized distribution.
+//! Pearson's chi-square goodness of fit, for judging seeded draws from a sampler (F7) against
+//! the oracle's renormalized distribution, and [`bonferroni`] to spread one error budget over
+//! the tests stated in advance. A draw on a token the oracle gives probability zero is an
+//! error naming the token, never pooled away.
 //!
-//! Serves F7 (draw conformance): a subject sampler draws many times from one fixed set of
-//! logits, its draws are counted per token, and [`goodness_of_fit`] asks whether counts like
-//! these could plausibly come from the probabilities the oracle says the sampler's parameters
-//! promise. [`bonferroni`] spreads one error budget over the number of such tests stated in
-//! advance.
-//!
-//! A draw that lands on a token the oracle gives probability zero is not a matter of
-//! statistics, however rare: it is returned as an error naming the token, never pooled away.
-//!
-//! The p-value needs the chi-square survival function, which is the regularized upper
-//! incomplete gamma function Q(df/2, x/2). It is written here from the textbook mathematics
-//! (the power series of the lower function, Legendre's continued fraction for the upper one,
-//! Stirling's series for ln Γ), so the crate keeps no dependency and each step can be checked
-//! by eye against the formula quoted beside it.
+//! The p-value is the regularized upper incomplete gamma function Q(df/2, x/2), written here
+//! from the textbook mathematics (the power series of the lower function, Legendre's
+//! continued fraction for the upper one, Stirling's series for ln Γ), so the crate keeps no
+//! dependency and each step can be checked against the formula quoted beside it.
 
 use std::f64::consts::PI;
 
@@ -53,27 +45,22 @@ pub struct GoodnessOfFit {
     pub pooled: usize,
 }
 
-/// Pearson's chi-square test of `observed` counts against probabilities `expected_p` (same
-/// length as `labels`, which name the categories; the probabilities sum to 1 within
-/// [`SUM_TOLERANCE`]). With n the total count, category i expects n·p_i.
-///
-/// Binning, deterministic:
+/// Pearson's chi-square test of `observed` counts against probabilities `expected_p` (one
+/// per label, summing to 1 within [`SUM_TOLERANCE`]); with n the total, category i expects
+/// n·p_i. Binning:
 /// 1. Categories expected at least [`MIN_EXPECTED`] times get a bin each, in input order.
 /// 2. The rest (Cochran's rule) are pooled into one bin labelled [`POOLED_LABEL`], placed last.
 /// 3. If that pooled bin itself expects fewer than [`MIN_EXPECTED`], it is merged into the
-///    bin of step 1 with the smallest expected count (the first such in input order on ties),
-///    whose label becomes `"<label>+pooled"`; merging into the smallest leaves the most
-///    informative bins untouched. If step 1 made no bin, the pooled bin stays on its own.
+///    bin of step 1 with the smallest expected count (the first on ties), labelled
+///    `"<label>+pooled"`, which leaves the most informative bins untouched. If step 1 made no
+///    bin, the pooled bin stays on its own.
 ///
-/// Categories with probability 0 that were never observed carry no information and are left
-/// out (they count in neither `bins` nor `pooled`). A count on a category with probability 0
-/// is an error, never pooled: callers treat it as a definite defect of the sampler, so it
-/// must not be diluted into a p-value. `df` is bins - 1; with fewer than 2 bins (all counts
-/// zero, say) there is nothing to test, and the result has statistic 0, df 0 and p-value 1.
+/// Categories with probability 0 never observed are left out. `df` is bins - 1; with fewer
+/// than 2 bins there is nothing to test: statistic 0, df 0, p-value 1.
 ///
-/// Errors (one line naming the problem): lengths that differ, a probability that is negative
-/// or not finite, probabilities that do not sum to 1, and an observed count on a category of
-/// probability 0 (the first such in input order, by label).
+/// Errors (one line): lengths that differ, a probability negative or not finite, a sum that
+/// is not 1, and a count on a category of probability 0 (a definite defect of the sampler,
+/// which must not be diluted into a p-value; the first such, by label).
 pub fn goodness_of_fit(
     labels: &[String],
     observed: &[u64],
@@ -81,21 +68,17 @@ pub fn goodness_of_fit(
 ) -> Result<GoodnessOfFit, String> {
     check_inputs(labels, observed, expected_p)?;
     let (bins, pooled) = bin(labels, observed, expected_p);
-    if bins.len() < 2 {
-        return Ok(GoodnessOfFit {
-            statistic: 0.0,
-            df: 0,
-            p_value: 1.0,
-            bins,
-            pooled,
-        });
-    }
-    let statistic = pearson(&bins);
-    let df = bins.len() - 1;
+    let (statistic, df, p_value) = match bins.len() {
+        0 | 1 => (0.0, 0, 1.0),
+        n => {
+            let statistic = pearson(&bins);
+            (statistic, n - 1, chi_square_sf(statistic, n - 1))
+        }
+    };
     Ok(GoodnessOfFit {
         statistic,
         df,
-        p_value: chi_square_sf(statistic, df),
+        p_value,
         bins,
         pooled,
     })
@@ -112,17 +95,13 @@ pub fn bonferroni(alpha: f64, tests: usize) -> f64 {
     alpha / tests as f64
 }
 
-/// The survival function P(X >= x) of a chi-square distribution with `df` degrees of freedom:
-/// the regularized upper incomplete gamma function Q(df/2, x/2).
-///
-/// Edge cases: NaN `x` gives NaN; `x <= 0` gives 1; `x = +inf` gives 0. With `df == 0` the
-/// distribution is the point mass at 0, so the result is 1 for `x <= 0` and 0 otherwise
-/// (a test with no degrees of freedom can never reject by chance, and this never panics).
+/// P(X >= x) for a chi-square X with `df` degrees of freedom: Q(df/2, x/2). NaN gives NaN,
+/// `x <= 0` gives 1, `x = +inf` gives 0; `df == 0` is the point mass at 0 (1 for `x <= 0`,
+/// else 0: a test with no degrees of freedom never rejects by chance, and never panics).
 ///
 /// Accurate to a relative 1e-9 or better for every result down to 1e-300 (within 1e-12 of
-/// mpmath in the tests, and in a wider sweep of df 1 to 10^5 made while writing it); results
-/// below the smallest f64 come out as 0, never NaN. The work grows like the square root of
-/// `df` near the mean.
+/// mpmath in the tests, and in a sweep of df 1 to 10^5); results below the smallest f64 are
+/// 0, never NaN. The work grows like the square root of `df` near the mean.
 pub fn chi_square_sf(x: f64, df: usize) -> f64 {
     if x.is_nan() {
         return f64::NAN;
@@ -135,9 +114,6 @@ pub fn chi_square_sf(x: f64, df: usize) -> f64 {
     }
     upper_gamma_q(df as f64 / 2.0, x / 2.0)
 }
-
-// ---------------------------------------------------------------------------------------------
-// Goodness of fit, in steps.
 
 fn check_inputs(labels: &[String], observed: &[u64], expected_p: &[f64]) -> Result<(), String> {
     if labels.len() != observed.len() || observed.len() != expected_p.len() {
@@ -172,8 +148,7 @@ fn check_inputs(labels: &[String], observed: &[u64], expected_p: &[f64]) -> Resu
     Ok(())
 }
 
-/// The bins and the number of categories pooled, by the rule at [`goodness_of_fit`]. Assumes
-/// [`check_inputs`] passed.
+/// The bins and the number of categories pooled, by the rule at [`goodness_of_fit`].
 fn bin(labels: &[String], observed: &[u64], expected_p: &[f64]) -> (Vec<Bin>, usize) {
     let n = observed.iter().sum::<u64>() as f64;
     let mut bins = Vec::new();
@@ -227,9 +202,8 @@ fn pearson(bins: &[Bin]) -> f64 {
         .sum()
 }
 
-// ---------------------------------------------------------------------------------------------
-// The incomplete gamma function. Notation: a > 0 the shape, x > 0 the argument,
-// P(a, x) = γ(a, x) / Γ(a) the lower regularized function, Q = 1 - P the upper one.
+// The incomplete gamma function: a > 0 the shape, x > 0 the argument, P(a, x) = γ(a, x) / Γ(a)
+// the lower regularized function, Q = 1 - P the upper one.
 
 /// Stop summing once a step changes the result by less than this, relative.
 const EPS: f64 = 1e-15;
@@ -453,22 +427,13 @@ mod tests {
     }
 
     #[test]
-    fn sf_meets_textbook_critical_values() {
-        assert_close(chi_square_sf(3.841_458_820_694_124, 1), 0.05, 1e-9, "df 1");
-        assert_close(
-            chi_square_sf(18.307_038_053_275_146, 10),
-            0.05,
-            1e-9,
-            "df 10",
-        );
-        assert_close(chi_square_sf(15.086_272_469_388_99, 5), 0.01, 1e-9, "df 5");
-    }
-
-    #[test]
-    fn sf_holds_for_many_degrees_of_freedom_and_far_tails() {
-        // (df, x, Q(df/2, x/2)) from mpmath.gammainc(df/2, x/2, inf, regularized=True) at 60
-        // significant digits, rounded to the nearest f64.
+    fn sf_meets_critical_values_many_degrees_of_freedom_and_far_tails() {
+        // Textbook critical values, then (df, x, Q(df/2, x/2)) from mpmath.gammainc(df/2, x/2,
+        // inf, regularized=True) at 60 significant digits, rounded to the nearest f64.
         let table = [
+            (1, 3.841_458_820_694_124, 0.05),
+            (10, 18.307_038_053_275_146, 0.05),
+            (5, 15.086_272_469_388_99, 0.01),
             (1000, 1000.0, 0.494_052_853_829_239_64),
             (1000, 950.0, 0.869_124_065_745_688_5),
             (1000, 1050.0, 0.132_474_056_821_477_1),
@@ -519,30 +484,27 @@ mod tests {
         }
     }
 
+    /// The fit of `observed` against `p`, categories named by the words of `names`.
+    fn fit(names: &str, observed: &[u64], p: &[f64]) -> Result<GoodnessOfFit, String> {
+        goodness_of_fit(&labels(&names.split(' ').collect::<Vec<_>>()), observed, p)
+    }
+
+    fn bin_labels(fit: &GoodnessOfFit) -> Vec<&str> {
+        fit.bins.iter().map(|b| b.label.as_str()).collect()
+    }
+
     #[test]
     fn a_perfect_fit_has_statistic_zero_and_p_one() {
-        let fit = goodness_of_fit(
-            &labels(&["a", "b", "c"]),
-            &[10, 20, 30],
-            &[1.0 / 6.0, 1.0 / 3.0, 0.5],
-        )
-        .unwrap();
+        let fit = fit("a b c", &[10, 20, 30], &[1.0 / 6.0, 1.0 / 3.0, 0.5]).unwrap();
         assert!(fit.statistic < 1e-20, "{}", fit.statistic);
-        assert_eq!(fit.df, 2);
+        assert_eq!((fit.df, fit.pooled, fit.bins.len()), (2, 0, 3));
         assert_close(fit.p_value, 1.0, 1e-15, "p");
-        assert_eq!(fit.pooled, 0);
-        assert_eq!(fit.bins.len(), 3);
     }
 
     #[test]
     fn a_hand_computed_statistic() {
         // n = 60, 20 expected each: (10² + 0 + 10²) / 20 = 10 on 2 df, p = e^-5.
-        let fit = goodness_of_fit(
-            &labels(&["a", "b", "c"]),
-            &[30, 20, 10],
-            &[1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0],
-        )
-        .unwrap();
+        let fit = fit("a b c", &[30, 20, 10], &[1.0 / 3.0; 3]).unwrap();
         assert_close(fit.statistic, 10.0, 1e-12, "statistic");
         assert_eq!(fit.df, 2);
         assert_close(fit.p_value, (-5.0f64).exp(), 1e-12, "p");
@@ -553,15 +515,10 @@ mod tests {
         // n = 100: expected 40, 30, 20 stand alone; 4 + 3 + 2 + 1 = 10 pool, observed 12.
         // Statistic by hand: 4/40 + 9/30 + 9/20 + 4/10 = 1.25 on 3 df; p = Q(3/2, 0.625)
         // = 0.74103888881652940 (mpmath.gammainc, 60 digits).
-        let fit = goodness_of_fit(
-            &labels(&["a", "b", "c", "d", "e", "f", "g"]),
-            &[38, 33, 17, 5, 2, 4, 1],
-            &[0.4, 0.3, 0.2, 0.04, 0.03, 0.02, 0.01],
-        )
-        .unwrap();
+        let p = [0.4, 0.3, 0.2, 0.04, 0.03, 0.02, 0.01];
+        let fit = fit("a b c d e f g", &[38, 33, 17, 5, 2, 4, 1], &p).unwrap();
         assert_eq!(fit.pooled, 4);
-        let names: Vec<&str> = fit.bins.iter().map(|b| b.label.as_str()).collect();
-        assert_eq!(names, ["a", "b", "c", POOLED_LABEL]);
+        assert_eq!(bin_labels(&fit), ["a", "b", "c", POOLED_LABEL]);
         assert_eq!(fit.bins[3].observed, 12);
         assert_close(fit.bins[3].expected, 10.0, 1e-12, "pooled expected");
         assert_eq!(fit.df, 3);
@@ -572,68 +529,56 @@ mod tests {
     #[test]
     fn a_pooled_bin_still_too_small_joins_the_smallest_bin() {
         // n = 100: c and d pool to 3 + 1 = 4 < 5, so they join b (46, smaller than a's 50).
-        let fit = goodness_of_fit(
-            &labels(&["a", "b", "c", "d"]),
-            &[47, 45, 6, 2],
-            &[0.5, 0.46, 0.03, 0.01],
-        )
-        .unwrap();
-        assert_eq!(fit.pooled, 2);
-        let names: Vec<&str> = fit.bins.iter().map(|b| b.label.as_str()).collect();
-        assert_eq!(names, ["a", "b+pooled"]);
-        assert_eq!(fit.bins[1].observed, 53);
-        assert_close(fit.bins[1].expected, 50.0, 1e-12, "merged expected");
+        let merged = fit("a b c d", &[47, 45, 6, 2], &[0.5, 0.46, 0.03, 0.01]).unwrap();
+        assert_eq!(merged.pooled, 2);
+        assert_eq!(bin_labels(&merged), ["a", "b+pooled"]);
+        assert_eq!(merged.bins[1].observed, 53);
+        assert_close(merged.bins[1].expected, 50.0, 1e-12, "merged expected");
         // (47 - 50)² / 50 + (53 - 50)² / 50 = 0.36 on 1 df.
-        assert_eq!(fit.df, 1);
-        assert_close(fit.statistic, 0.36, 1e-12, "statistic");
+        assert_eq!(merged.df, 1);
+        assert_close(merged.statistic, 0.36, 1e-12, "statistic");
         // Ties go to the first: here a and b both expect 48.
-        let fit =
-            goodness_of_fit(&labels(&["a", "b", "c"]), &[50, 46, 4], &[0.48, 0.48, 0.04]).unwrap();
-        let names: Vec<&str> = fit.bins.iter().map(|b| b.label.as_str()).collect();
-        assert_eq!(names, ["a+pooled", "b"]);
+        let tied = fit("a b c", &[50, 46, 4], &[0.48, 0.48, 0.04]).unwrap();
+        assert_eq!(bin_labels(&tied), ["a+pooled", "b"]);
     }
 
     #[test]
     fn fewer_than_two_bins_leave_nothing_to_test() {
         // n = 10 over four equal categories: everything pools into one bin.
-        let fit =
-            goodness_of_fit(&labels(&["a", "b", "c", "d"]), &[7, 1, 1, 1], &[0.25; 4]).unwrap();
+        let one = fit("a b c d", &[7, 1, 1, 1], &[0.25; 4]).unwrap();
         assert_eq!(
-            (fit.statistic, fit.df, fit.p_value, fit.pooled),
+            (one.statistic, one.df, one.p_value, one.pooled),
             (0.0, 0, 1.0, 4)
         );
-        assert_eq!(fit.bins.len(), 1);
+        assert_eq!(one.bins.len(), 1);
         // No draws at all.
-        let fit = goodness_of_fit(&labels(&["a", "b"]), &[0, 0], &[0.5, 0.5]).unwrap();
-        assert_eq!((fit.statistic, fit.df, fit.p_value), (0.0, 0, 1.0));
+        let none = fit("a b", &[0, 0], &[0.5, 0.5]).unwrap();
+        assert_eq!((none.statistic, none.df, none.p_value), (0.0, 0, 1.0));
     }
 
     #[test]
     fn a_draw_on_a_zero_probability_category_is_an_error_not_pooled() {
-        let names = labels(&["a", "b", "tok 7", "c"]);
-        let err = goodness_of_fit(&names, &[50, 48, 1, 1], &[0.5, 0.49, 0.0, 0.01]).unwrap_err();
+        let names = "a b tok_7 c";
+        let err = fit(names, &[50, 48, 1, 1], &[0.5, 0.49, 0.0, 0.01]).unwrap_err();
         assert!(
-            err.contains("tok 7") && err.contains("probability 0"),
+            err.contains("tok_7") && err.contains("probability 0"),
             "{err}"
         );
         // Never observed, it is simply left out: c still pools alone (and joins b).
-        let fit = goodness_of_fit(&names, &[50, 49, 0, 1], &[0.5, 0.49, 0.0, 0.01]).unwrap();
+        let fit = fit(names, &[50, 49, 0, 1], &[0.5, 0.49, 0.0, 0.01]).unwrap();
         assert_eq!(fit.pooled, 1);
-        let names: Vec<&str> = fit.bins.iter().map(|b| b.label.as_str()).collect();
-        assert_eq!(names, ["a", "b+pooled"]);
+        assert_eq!(bin_labels(&fit), ["a", "b+pooled"]);
     }
 
     #[test]
     fn malformed_inputs_are_errors() {
-        let names = labels(&["a", "b"]);
-        assert!(goodness_of_fit(&names, &[1, 2, 3], &[0.5, 0.5]).is_err());
-        assert!(goodness_of_fit(&names, &[1, 2], &[0.5, 0.6]).is_err());
-        assert!(goodness_of_fit(&names, &[1, 2], &[1.5, -0.5])
-            .unwrap_err()
-            .contains("category b "));
-        assert!(goodness_of_fit(&names, &[1, 2], &[f64::NAN, 0.5]).is_err());
+        assert!(fit("a b", &[1, 2, 3], &[0.5, 0.5]).is_err());
+        assert!(fit("a b", &[1, 2], &[0.5, 0.6]).is_err());
+        let negative = fit("a b", &[1, 2], &[1.5, -0.5]).unwrap_err();
+        assert!(negative.contains("category b "), "{negative}");
+        assert!(fit("a b", &[1, 2], &[f64::NAN, 0.5]).is_err());
         // Within the tolerance is fine.
-        assert!(goodness_of_fit(&names, &[1, 2], &[0.5, 0.5 + 1e-12]).is_ok());
+        assert!(fit("a b", &[1, 2], &[0.5, 0.5 + 1e-12]).is_ok());
     }
 
     /// Weights in hundredths, so one draw is `below(100)` mapped through the cumulative
