@@ -1,17 +1,12 @@
 //! The one description of a llama.cpp sampler stage as the suite audits it (F2's chains, F6's
-//! probes, F7's draws, and every penalty or truncation a repro builds): plain data, its
-//! `--stage` text form, and its properties. The suite's own stages (ledger's `sorted_guard`)
-//! are a type of their own, [`SuiteStage`], beside it.
+//! probes, F7's draws, every penalty or truncation a repro builds): plain data, its `--stage`
+//! text form and its properties. The suite's own stages are [`SuiteStage`], beside it.
 //!
-//! This is the only place a stage's parameters are listed, and [`table::STAGES`] the only
-//! place its name, syntax, example and bounds are. The oracle evaluates a [`Stage`]
-//! ([`crate::truncation`], and [`crate::draw`] for `dist`'s distribution); the subject crate
-//! converts the same value once into llama.cpp's sampler (`subject::SamplerSpec::Stage`); the
-//! command lines parse it with [`Stage::from_str`](std::str::FromStr), through the table, and
-//! print it back with `Display`, so every printed chain can be pasted into a command line.
-//!
-//! Syntax: see [`table::STAGES`] (ids are positions in the logits the stage is applied to;
-//! `MIN_KEEP` defaults to 1).
+//! Only here are a stage's parameters listed, and only in [`table::STAGES`] its name, syntax,
+//! example and bounds. The oracle evaluates a [`Stage`] ([`crate::truncation`], and
+//! [`crate::draw`] for `dist`); `subject::SamplerSpec::Stage` turns it into llama.cpp's
+//! sampler; command lines parse it through the table and print it back with `Display`, so
+//! every printed chain can be pasted into a command line.
 
 pub mod parse;
 pub mod table;
@@ -151,22 +146,32 @@ pub const NOT_COMPOSED: &[(&str, &str)] = &[
 ];
 
 impl Stage {
-    /// The stage's row of [`STAGES`] (an exhaustive match: a new variant needs its row).
-    pub fn info(&self) -> &'static StageInfo {
+    /// One exhaustive match, so a new variant states each: its row of [`STAGES`]; whether
+    /// llama.cpp's implementation reads the array's `sorted` flag (the prefix readers, the
+    /// stages that sort through llama.cpp's softmax, which skips the sort when the flag says
+    /// sorted, and dist, whose softmax then takes `data[0]` as the maximum); what it reads
+    /// besides the array.
+    fn traits(&self) -> (&'static StageInfo, bool, Reads<'_>) {
+        use Reads::Nothing;
         match self {
-            Stage::TopK { .. } => &table::TOP_K,
-            Stage::TopP { .. } => &table::TOP_P,
-            Stage::MinP { .. } => &table::MIN_P,
-            Stage::Typical { .. } => &table::TYPICAL,
-            Stage::Temp { .. } => &table::TEMP,
-            Stage::TempExt { .. } => &table::TEMP_EXT,
-            Stage::Xtc { .. } => &table::XTC,
-            Stage::TopNSigma { .. } => &table::TOP_N_SIGMA,
-            Stage::LogitBias { .. } => &table::LOGIT_BIAS,
-            Stage::Penalties { .. } => &table::PENALTIES,
-            Stage::Greedy => &table::GREEDY,
-            Stage::Dist { .. } => &table::DIST,
+            Stage::TopK { .. } => (&table::TOP_K, true, Nothing),
+            Stage::TopP { .. } => (&table::TOP_P, true, Nothing),
+            Stage::MinP { .. } => (&table::MIN_P, true, Nothing),
+            Stage::Typical { .. } => (&table::TYPICAL, true, Nothing),
+            Stage::Temp { .. } => (&table::TEMP, false, Nothing),
+            Stage::TempExt { delta, .. } => (&table::TEMP_EXT, *delta > 0.0, Nothing),
+            Stage::Xtc { .. } => (&table::XTC, true, Nothing),
+            Stage::TopNSigma { .. } => (&table::TOP_N_SIGMA, false, Nothing),
+            Stage::LogitBias { biases } => (&table::LOGIT_BIAS, false, Reads::Ids(biases)),
+            Stage::Penalties { .. } => (&table::PENALTIES, false, Reads::History),
+            Stage::Greedy => (&table::GREEDY, false, Nothing),
+            Stage::Dist { .. } => (&table::DIST, true, Nothing),
         }
+    }
+
+    /// The stage's row of [`STAGES`].
+    pub fn info(&self) -> &'static StageInfo {
+        self.traits().0
     }
 
     /// The stage's name in `--stage` syntax.
@@ -174,25 +179,9 @@ impl Stage {
         self.info().name
     }
 
-    /// Whether llama.cpp's implementation reads the array's `sorted` flag: the prefix
-    /// readers, the stages that sort through llama.cpp's softmax (which skips the sort when
-    /// the flag says sorted), and dist, whose softmax takes `data[0]` as the maximum when the
-    /// flag says sorted.
+    /// Whether llama.cpp's implementation reads the array's `sorted` flag.
     pub fn reads_sorted_flag(&self) -> bool {
-        match self {
-            Stage::TopK { .. }
-            | Stage::TopP { .. }
-            | Stage::MinP { .. }
-            | Stage::Typical { .. }
-            | Stage::Xtc { .. }
-            | Stage::Dist { .. } => true,
-            Stage::TempExt { delta, .. } => *delta > 0.0,
-            Stage::Temp { .. }
-            | Stage::TopNSigma { .. }
-            | Stage::LogitBias { .. }
-            | Stage::Penalties { .. }
-            | Stage::Greedy => false,
-        }
+        self.traits().1
     }
 
     /// The part this stage plays in a chain; `last` says whether it ends the chain.
@@ -213,27 +202,9 @@ impl Stage {
         }
     }
 
-    /// What the stage reads besides the array, in one exhaustive match.
-    fn reads(&self) -> Reads<'_> {
-        match self {
-            Stage::Penalties { .. } => Reads::History,
-            Stage::LogitBias { biases } => Reads::Ids(biases),
-            Stage::TopK { .. }
-            | Stage::TopP { .. }
-            | Stage::MinP { .. }
-            | Stage::Typical { .. }
-            | Stage::Temp { .. }
-            | Stage::TempExt { .. }
-            | Stage::Xtc { .. }
-            | Stage::TopNSigma { .. }
-            | Stage::Greedy
-            | Stage::Dist { .. } => Reads::Nothing,
-        }
-    }
-
     /// Whether the stage counts the ids accepted before it (and so reads a history).
     pub fn reads_history(&self) -> bool {
-        matches!(self.reads(), Reads::History)
+        matches!(self.traits().2, Reads::History)
     }
 
     /// Whether the stage draws from an RNG (so its oracle is a distribution, not a set).
@@ -243,7 +214,7 @@ impl Stage {
 
     /// The token ids the stage's parameters name (logit_bias's ids).
     pub fn named_ids(&self) -> Vec<TokenId> {
-        match self.reads() {
+        match self.traits().2 {
             Reads::Ids(biases) => biases.iter().map(|(id, _)| *id).collect(),
             Reads::History | Reads::Nothing => Vec::new(),
         }
@@ -424,15 +395,9 @@ mod tests {
 
     #[test]
     fn more_stages_print_what_they_parse_from() {
-        for text in [
-            "logit_bias=3:+6",
-            "top_p=0.8:2",
-            "penalties=64:1.3:0:0",
-            "min_p=0.05",
-            "dist=0",
-            "dist=4294967294",
-            "top_k=-1",
-        ] {
+        let texts = "logit_bias=3:+6 top_p=0.8:2 penalties=64:1.3:0:0 min_p=0.05 dist=0 \
+                     dist=4294967294 top_k=-1";
+        for text in texts.split_whitespace() {
             let s: Stage = text.parse().unwrap();
             assert_eq!(s.to_string(), text);
             assert_eq!(s.name(), split_name(text).0);
@@ -450,32 +415,12 @@ mod tests {
 
     #[test]
     fn refuses_bad_stages_with_a_reason() {
-        for bad in [
-            "top_p=1.5",
-            "frobnicate=1",
-            "top_k",
-            "top_k=x",
-            "min_p=-0.1",
-            "xtc=0.5:0.1",
-            "logit_bias=3",
-            "logit_bias=3:+1/3:+2",
-            "logit_bias=-1:+1",
-            "logit_bias=1:+20000",
-            "top_p=nan",
-            "penalties=-1:1.1",
-            "penalties=64:0",
-            "penalties=2000000:1.1",
-            "mirostat=1",
-            "greedy=1",
-            "temp=1e-5",
-            "temp_ext=1:0.5:-1",
-            "xtc=1:0.1:2000000",
-            "dist",
-            "dist=-1",
-            "dist=4294967295",
-            "dist=1.5",
-            "sorted_guard",
-        ] {
+        let bad = "top_p=1.5 frobnicate=1 top_k top_k=x min_p=-0.1 xtc=0.5:0.1 logit_bias=3 \
+                   logit_bias=3:+1/3:+2 logit_bias=-1:+1 logit_bias=1:+20000 top_p=nan \
+                   penalties=-1:1.1 penalties=64:0 penalties=2000000:1.1 mirostat=1 greedy=1 \
+                   temp=1e-5 temp_ext=1:0.5:-1 xtc=1:0.1:2000000 dist dist=-1 dist=4294967295 \
+                   dist=1.5 sorted_guard";
+        for bad in bad.split_whitespace() {
             let e = bad.parse::<Stage>().unwrap_err();
             assert!(!e.0.contains('\n'), "{bad}: one line");
         }
@@ -488,23 +433,21 @@ mod tests {
 
     #[test]
     fn properties_follow_the_definitions() {
-        let top_p: Stage = "top_p=0.9".parse().unwrap();
-        assert!(top_p.reads_sorted_flag());
-        assert_eq!(top_p.role(true), Role::Truncator);
-        assert_eq!(top_p.role(false), Role::Sorter);
-        let bias: Stage = "logit_bias=1:+1".parse().unwrap();
-        assert!(!bias.reads_sorted_flag());
-        assert_eq!(bias.role(true), Role::Injector);
-        let flat: Stage = "temp_ext=1:0:1".parse().unwrap();
-        let dynamic: Stage = "temp_ext=1:0.5:1".parse().unwrap();
-        assert!(!flat.reads_sorted_flag() && dynamic.reads_sorted_flag());
-        assert_eq!(flat.role(false), Role::Monotone);
-        assert_eq!(dynamic.role(false), Role::Sorter);
-        assert!("penalties=4:1.1".parse::<Stage>().unwrap().reads_history());
-        assert!(!top_p.reads_history());
-        let dist: Stage = "dist=1".parse().unwrap();
-        assert!(dist.reads_sorted_flag() && dist.draws() && !top_p.draws());
-        assert_eq!(dist.role(true), Role::Selector);
+        use Role::*;
+        // (stage, reads the sorted flag, role when last, role otherwise, reads history, draws)
+        for (text, sorted, last, inner, history, draws) in [
+            ("top_p=0.9", true, Truncator, Sorter, false, false),
+            ("logit_bias=1:+1", false, Injector, Injector, false, false),
+            ("temp_ext=1:0:1", false, Monotone, Monotone, false, false),
+            ("temp_ext=1:0.5:1", true, Sorter, Sorter, false, false),
+            ("penalties=4:1.1", false, Resetter, Resetter, true, false),
+            ("dist=1", true, Selector, Selector, false, true),
+        ] {
+            let s: Stage = text.parse().unwrap();
+            let got = (s.reads_sorted_flag(), s.role(true), s.role(false));
+            assert_eq!(got, (sorted, last, inner), "{text}");
+            assert_eq!((s.reads_history(), s.draws()), (history, draws), "{text}");
+        }
         assert_eq!(SuiteStage::SortedGuard.role(), Role::Guard);
     }
 }
