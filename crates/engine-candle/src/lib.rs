@@ -105,14 +105,10 @@ impl Engine for Candle {
     }
 
     fn repeat_penalty(&self, logits: &[f32], theta: f32, context: &[TokenId]) -> Result<Vec<f32>> {
-        let out = candle_transformers::utils::apply_repeat_penalty(
-            &tensor(logits)?,
-            theta,
-            &ids(context)?,
-        )
-        .context("candle: apply_repeat_penalty")?;
-        out.to_vec1::<f32>()
-            .context("candle: reading the penalized logits")
+        use candle_transformers::utils::apply_repeat_penalty;
+        let out = apply_repeat_penalty(&tensor(logits)?, theta, &ids(context)?)
+            .context("candle: apply_repeat_penalty")?;
+        (out.to_vec1::<f32>()).context("candle: reading the penalized logits")
     }
 
     fn greedy(&self, logits: &[f32]) -> Result<TokenId> {
@@ -160,8 +156,8 @@ pub struct CandleModel {
 
 impl CandleModel {
     pub fn load(path: &Path) -> Result<CandleModel> {
-        let mut file =
-            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let opening = || format!("opening {}", path.display());
+        let mut file = std::fs::File::open(path).with_context(opening)?;
         let content = gguf_file::Content::read(&mut file)
             .map_err(|e| anyhow::anyhow!("candle cannot read {} as GGUF: {e}", path.display()))?;
         let arch = match content.metadata.get("general.architecture") {
@@ -172,13 +168,14 @@ impl CandleModel {
             Some(gguf_file::Value::Array(tokens)) => tokens.len(),
             _ => bail!("{}: no tokenizer.ggml.tokens", path.display()),
         };
+        let cpu = &Device::Cpu;
         let weights = match arch.as_str() {
             "llama" => Weights::Llama(
-                quantized_llama::ModelWeights::from_gguf(content, &mut file, &Device::Cpu)
+                quantized_llama::ModelWeights::from_gguf(content, &mut file, cpu)
                     .context("candle: quantized_llama::ModelWeights::from_gguf")?,
             ),
             "gemma3" => Weights::Gemma3(
-                quantized_gemma3::ModelWeights::from_gguf(content, &mut file, &Device::Cpu)
+                quantized_gemma3::ModelWeights::from_gguf(content, &mut file, cpu)
                     .context("candle: quantized_gemma3::ModelWeights::from_gguf")?,
             ),
             other => {
@@ -229,14 +226,11 @@ impl Logits for CandleModel {
 
     fn logits_after(&mut self, prompt: &[TokenId], generated: &[TokenId]) -> Result<Vec<f32>> {
         ensure!(!prompt.is_empty(), "the prompt has no tokens");
-        let extends_by_one = self.fed_prompt == prompt
-            && generated.len() == self.fed_generated.len() + 1
+        // The same sequence again, or one more generated token: what is fed is kept.
+        let keeps = self.fed_prompt == prompt
+            && generated.len() <= self.fed_generated.len() + 1
             && generated.starts_with(&self.fed_generated);
-        let same = self.fed_prompt == prompt && generated == self.fed_generated.as_slice();
-        if same {
-            return Ok(self.last.clone());
-        }
-        if !extends_by_one {
+        if !keeps {
             // Start again the one way every sequence is fed: the prompt in one batch, then
             // each generated token alone, so equal sequences see equal bits.
             self.fed_prompt.clear();
@@ -260,30 +254,18 @@ mod tests {
     /// Each list candle runs maps to its own configuration, the temperature carried along.
     #[test]
     fn every_offered_list_maps_to_candles_configuration() {
-        let map = |t: &str| candle_sampling(&Sampling::parse(t).unwrap()).unwrap();
-        assert_eq!(map("all"), CandleSampling::All { temperature: 1.0 });
-        assert_eq!(
-            map("top_k=3,temp=0.5"),
-            CandleSampling::TopK {
-                k: 3,
-                temperature: 0.5
-            }
-        );
-        assert_eq!(
-            map("top_p=0.75"),
-            CandleSampling::TopP {
-                p: 0.75,
-                temperature: 1.0
-            }
-        );
-        assert_eq!(
-            map("top_p=0.75,top_k=3,temp=2"),
-            CandleSampling::TopKThenTopP {
-                k: 3,
-                p: 0.75,
-                temperature: 2.0
-            }
-        );
+        for (text, want) in [
+            ("all", "All { temperature: 1.0 }"),
+            ("top_k=3,temp=0.5", "TopK { k: 3, temperature: 0.5 }"),
+            ("top_p=0.75", "TopP { p: 0.75, temperature: 1.0 }"),
+            (
+                "top_p=0.75,top_k=3,temp=2",
+                "TopKThenTopP { k: 3, p: 0.75, temperature: 2.0 }",
+            ),
+        ] {
+            let got = candle_sampling(&Sampling::parse(text).unwrap()).unwrap();
+            assert_eq!(format!("{got:?}"), want, "{text}");
+        }
     }
 
     /// The version reports print is the one Cargo.toml pins with `=`.
@@ -304,23 +286,16 @@ mod tests {
     /// [3, 2, 1, 0] keeps id 2 (the renormalized cut would not).
     #[test]
     fn the_adapter_calls_candle() {
-        let out = Candle
-            .repeat_penalty(
-                &[3.0, 2.0, -1.0, 0.0],
-                2.0,
-                &[TokenId(0), TokenId(2), TokenId(0)],
-            )
-            .unwrap();
-        assert_eq!(out, vec![1.5, 2.0, -2.0, 0.0]);
+        let context = [0, 2, 0].map(TokenId);
+        let out = Candle.repeat_penalty(&[3.0, 2.0, -1.0, 0.0], 2.0, &context);
+        assert_eq!(out.unwrap(), vec![1.5, 2.0, -2.0, 0.0]);
         let s = Sampling::parse("top_k=3,top_p=0.9").unwrap();
         let draws = Candle.draw(&[3.0, 2.0, 1.0, 0.0], &s, 1, 2000).unwrap();
         assert!(draws.contains(&TokenId(2)));
         assert!(!draws.contains(&TokenId(3)));
+        let refused = Candle.supports(&Sampling::parse("top_k=3,min_p=0.1").unwrap());
         assert_eq!(
-            Candle
-                .supports(&Sampling::parse("top_k=3,min_p=0.1").unwrap())
-                .unwrap_err()
-                .to_string(),
+            refused.unwrap_err().to_string(),
             "candle's LogitsProcessor has no min_p (it offers all, top_k, top_p and top_k then top_p)"
         );
         assert_eq!(Candle.greedy(&[1.0, 3.0, 3.0]).unwrap().0, 1);

@@ -13,17 +13,8 @@ use oracle::stage::Stage;
 use oracle::TokenId;
 use std::path::Path;
 
-/// How one engine is spelled in each place that names it.
-struct Spelling {
-    /// On the command line (`--engine llama`).
-    flag: &'static str,
-    /// In reports and the verdict table's engine column.
-    label: &'static str,
-    /// The engine's repetition penalty as F4's reports name it in the sign slot.
-    penalty: &'static str,
-}
-
-/// Declares [`EngineName`] and its spellings from one table: a row per engine.
+/// Declares [`EngineName`] and its spellings from one table: a row per engine, with its
+/// spelling on the command line, in reports, and of its penalty in F4's sign slot.
 macro_rules! engines {
     ($($variant:ident => $flag:literal, $label:literal, $penalty:literal;)+) => {
         /// The engines this workspace can link.
@@ -36,13 +27,24 @@ macro_rules! engines {
             /// Every engine, in the table's order.
             pub const ALL: &'static [EngineName] = &[$(EngineName::$variant,)+];
 
-            fn spelling(self) -> Spelling {
+            /// The spelling on the command line (`--engine llama|candle`).
+            pub fn as_str(self) -> &'static str {
                 match self {
-                    $(EngineName::$variant => Spelling {
-                        flag: $flag,
-                        label: $label,
-                        penalty: $penalty,
-                    },)+
+                    $(EngineName::$variant => $flag,)+
+                }
+            }
+
+            /// The spelling in reports and the verdict table's engine column.
+            pub fn label(self) -> &'static str {
+                match self {
+                    $(EngineName::$variant => $label,)+
+                }
+            }
+
+            /// The engine's own repetition penalty, as a report names it.
+            pub fn penalty_label(self) -> &'static str {
+                match self {
+                    $(EngineName::$variant => $penalty,)+
                 }
             }
         }
@@ -55,26 +57,11 @@ engines! {
 }
 
 impl EngineName {
-    /// The spelling on the command line (`--engine llama|candle`).
-    pub fn as_str(self) -> &'static str {
-        self.spelling().flag
-    }
-
-    /// The spelling in reports and the verdict table's engine column.
-    pub fn label(self) -> &'static str {
-        self.spelling().label
-    }
-
-    /// The engine's own repetition penalty, as a report names it.
-    pub fn penalty_label(self) -> &'static str {
-        self.spelling().penalty
-    }
-
     pub fn parse(text: &str) -> Result<EngineName> {
-        match EngineName::ALL.iter().find(|e| e.as_str() == text) {
-            Some(&e) => Ok(e),
-            None => bail!("unknown engine '{text}' (use {})", EngineName::choices()),
-        }
+        let found = EngineName::ALL.iter().find(|e| e.as_str() == text);
+        found
+            .copied()
+            .with_context(|| format!("unknown engine '{text}' (use {})", EngineName::choices()))
     }
 
     /// The command-line spellings as a sentence: `llama or candle`.
@@ -121,17 +108,21 @@ pub struct Sampling {
 /// Largest `top_k` a configuration may name (the largest vocabulary we audit is 262,144).
 pub const MAX_TOP_K: usize = 1 << 20;
 
-/// A probability threshold strictly between 0 and 1, named once.
-fn open_unit(key: &str, value: &str, before: Option<f32>) -> Result<f32> {
+/// The value of `key`, which may be named once (`before` is what an earlier part gave):
+/// `value` read as a `T`, or that it is not `kind`; `outside` says the range it misses, if it
+/// does.
+fn once<T: std::str::FromStr + Copy>(
+    (key, value): (&str, &str),
+    before: Option<T>,
+    kind: &str,
+    outside: impl Fn(T) -> Option<String>,
+) -> Result<Option<T>> {
     ensure!(before.is_none(), "{key} is named twice");
-    let p: f32 = value
-        .parse()
-        .map_err(|_| anyhow::anyhow!("{key} '{value}' is not a number"))?;
-    ensure!(
-        p > 0.0 && p < 1.0,
-        "{key} must be strictly between 0 and 1, got {value}"
-    );
-    Ok(p)
+    let x: T = (value.parse()).map_err(|_| anyhow::anyhow!("{key} '{value}' is not {kind}"))?;
+    if let Some(range) = outside(x) {
+        bail!("{key} must be {range}");
+    }
+    Ok(Some(x))
 }
 
 impl Sampling {
@@ -140,9 +131,8 @@ impl Sampling {
     /// order of keys. Temperature defaults to 1. Every value is checked here; whether an
     /// engine runs the list is [`Engine::supports`]'s question.
     pub fn parse(text: &str) -> Result<Sampling> {
-        let mut temperature = 1.0;
-        let (mut top_k, mut top_p, mut min_p) = (None, None, None);
-        let (mut saw_all, mut saw_temp) = (false, false);
+        let (mut top_k, mut top_p, mut min_p, mut temp) = (None, None, None, None);
+        let mut saw_all = false;
         for part in text.split(',') {
             let part = part.trim();
             if part == "all" {
@@ -153,31 +143,25 @@ impl Sampling {
             let (key, value) = part
                 .split_once('=')
                 .with_context(|| format!("'{part}' is not all, top_k=K, top_p=P or temp=T"))?;
+            let kv = (key, value);
+            let unit = |p: f32| {
+                let ok = p > 0.0 && p < 1.0;
+                (!ok).then(|| format!("strictly between 0 and 1, got {value}"))
+            };
             match key {
                 "top_k" => {
-                    ensure!(top_k.is_none(), "top_k is named twice");
-                    let k: usize = value
-                        .parse()
-                        .map_err(|_| anyhow::anyhow!("top_k '{value}' is not a whole number"))?;
-                    ensure!(
-                        (1..=MAX_TOP_K).contains(&k),
-                        "top_k must be in 1..={MAX_TOP_K}, got {k}"
-                    );
-                    top_k = Some(i32::try_from(k).context("top_k")?);
+                    top_k = once(kv, top_k, "a whole number", |k: usize| {
+                        let ok = (1..=MAX_TOP_K).contains(&k);
+                        (!ok).then(|| format!("in 1..={MAX_TOP_K}, got {k}"))
+                    })?
                 }
-                "top_p" => top_p = Some(open_unit(key, value, top_p)?),
-                "min_p" => min_p = Some(open_unit(key, value, min_p)?),
+                "top_p" => top_p = once(kv, top_p, "a number", unit)?,
+                "min_p" => min_p = once(kv, min_p, "a number", unit)?,
                 "temp" => {
-                    ensure!(!saw_temp, "temp is named twice");
-                    saw_temp = true;
-                    let t: f32 = value
-                        .parse()
-                        .map_err(|_| anyhow::anyhow!("temp '{value}' is not a number"))?;
-                    ensure!(
-                        t.is_finite() && (1.0 / 64.0..=64.0).contains(&t),
-                        "temp must be in 1/64..=64, got {value}"
-                    );
-                    temperature = t;
+                    temp = once(kv, temp, "a number", |t: f32| {
+                        let ok = t.is_finite() && (1.0 / 64.0..=64.0).contains(&t);
+                        (!ok).then(|| format!("in 1/64..=64, got {value}"))
+                    })?
                 }
                 other => bail!("unknown sampling key '{other}' (use top_k, top_p, min_p or temp)"),
             }
@@ -188,8 +172,10 @@ impl Sampling {
             "name either 'all' or at least one of top_k, top_p and min_p"
         );
         let stages = [
-            (temperature != 1.0).then_some(Stage::Temp { t: temperature }),
-            top_k.map(|k| Stage::TopK { k }),
+            temp.filter(|&t| t != 1.0).map(|t| Stage::Temp { t }),
+            top_k
+                .map(|k| i32::try_from(k).map(|k| Stage::TopK { k }))
+                .transpose()?,
             top_p.map(|p| Stage::TopP { p, min_keep: 1 }),
             min_p.map(|p| Stage::MinP { p, min_keep: 1 }),
         ];
