@@ -1,7 +1,7 @@
 //! The candidate array a sampler works on, with every field of `llama_token_data_array`
 //! kept in view.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use llama_cpp_sys_2::{llama_token_data, llama_token_data_array};
 use oracle::TokenId;
 use std::collections::HashSet;
@@ -115,39 +115,16 @@ impl Candidates {
         Ok(())
     }
 
-    /// Lends the entries to C as a `llama_token_data_array`, runs `f`, and copies back what
-    /// C left in the header (data offset, size, sorted, selected). The window it describes
-    /// must lie inside the buffer that was lent; anything else is reported, not trusted.
-    pub(crate) fn with_raw<R>(
+    /// Lends the entries to C through `apply` and copies back what C left in the header
+    /// (see [`lend`]).
+    pub(crate) fn with_raw(
         &mut self,
-        f: impl FnOnce(*mut llama_token_data_array) -> R,
-    ) -> Result<R> {
-        let mut data: Vec<llama_token_data> = self
-            .entries
-            .iter()
-            .map(|c| llama_token_data {
-                id: c.id.0,
-                logit: c.logit,
-                p: c.p,
-            })
-            .collect();
-        let ptr = data.as_mut_ptr();
-        let mut raw = llama_token_data_array {
-            data: ptr,
-            size: data.len(),
-            selected: self.selected,
-            sorted: self.sorted,
-        };
-        let out = f(&mut raw);
-        // XTC drops the top candidates by advancing `data` inside the same buffer; any other
-        // move of the pointer is refused.
-        let offset = (raw.data as usize).wrapping_sub(ptr as usize)
-            / std::mem::size_of::<llama_token_data>();
-        let inside = raw.data >= ptr && offset <= data.len() && raw.size <= data.len() - offset;
-        if !inside {
-            bail!("the sampler left the candidate pointer outside its buffer");
-        }
-        self.entries = data[offset..offset + raw.size]
+        apply: impl FnOnce(*mut llama_token_data_array),
+    ) -> Result<()> {
+        let mut data: Vec<llama_token_data> = self.entries.iter().map(Candidate::raw).collect();
+        let left = lend(&mut data, self.selected, self.sorted, apply)
+            .context("the sampler left the candidate pointer outside its buffer")?;
+        self.entries = data[left.window()]
             .iter()
             .map(|d| Candidate {
                 id: TokenId(d.id),
@@ -155,10 +132,80 @@ impl Candidates {
                 p: d.p,
             })
             .collect();
-        self.sorted = raw.sorted;
-        self.selected = raw.selected;
-        Ok(out)
+        self.sorted = left.sorted;
+        self.selected = left.selected;
+        Ok(())
     }
+}
+
+impl Candidate {
+    pub(crate) fn raw(&self) -> llama_token_data {
+        llama_token_data {
+            id: self.id.0,
+            logit: self.logit,
+            p: self.p,
+        }
+    }
+}
+
+/// The header C left after an apply: its window into the buffer that was lent, and the
+/// `selected` and `sorted` fields exactly as left.
+pub(crate) struct Left {
+    pub offset: usize,
+    pub size: usize,
+    pub selected: i64,
+    pub sorted: bool,
+}
+
+impl Left {
+    pub fn window(&self) -> std::ops::Range<usize> {
+        self.offset..self.offset + self.size
+    }
+}
+
+/// Hands all of `buf` to `apply` as a `llama_token_data_array` with `selected` and `sorted`,
+/// and returns the header C left when its window lies inside `buf`, on an entry boundary; a
+/// window anywhere else is reported (`None`), not trusted. XTC drops the top candidates by
+/// advancing `data` inside the same buffer, so the window may start past the first entry.
+pub(crate) fn lend(
+    buf: &mut [llama_token_data],
+    selected: i64,
+    sorted: bool,
+    apply: impl FnOnce(*mut llama_token_data_array),
+) -> Option<Left> {
+    lend_first(buf, buf.len(), selected, sorted, apply)
+}
+
+/// [`lend`] of the first `size` entries of `buf` (`size` may be 0 with `buf` holding one
+/// readable slot).
+pub(crate) fn lend_first(
+    buf: &mut [llama_token_data],
+    size: usize,
+    selected: i64,
+    sorted: bool,
+    apply: impl FnOnce(*mut llama_token_data_array),
+) -> Option<Left> {
+    let ptr = buf.as_mut_ptr();
+    let mut raw = llama_token_data_array {
+        data: ptr,
+        size,
+        selected,
+        sorted,
+    };
+    apply(&mut raw);
+    let entry = std::mem::size_of::<llama_token_data>();
+    let bytes = (raw.data as usize).wrapping_sub(ptr as usize);
+    let offset = bytes / entry;
+    let inside = raw.data >= ptr
+        && bytes.is_multiple_of(entry)
+        && offset <= size
+        && raw.size <= size - offset;
+    inside.then_some(Left {
+        offset,
+        size: raw.size,
+        selected: raw.selected,
+        sorted: raw.sorted,
+    })
 }
 
 /// A logits row laid out the way llama.cpp builds its array from one (ids `0..n` in order, `p`

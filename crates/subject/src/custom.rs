@@ -39,10 +39,6 @@ pub struct ArrayView<'a> {
 impl ArrayView<'_> {
     /// The entries, read-only (for a whole-array pass such as the sorted guard's).
     pub fn entries(&self) -> &[sys::llama_token_data] {
-        self.data()
-    }
-
-    fn data(&self) -> &[sys::llama_token_data] {
         // SAFETY: llama.cpp hands a live array of `size` entries for the whole call; the
         // callback checked `data` is not null.
         unsafe { std::slice::from_raw_parts(self.arr.data, self.arr.size) }
@@ -51,11 +47,7 @@ impl ArrayView<'_> {
     /// The entries themselves, for a sampler that works on the whole array at once (the
     /// ledger's penalties scan it in one pass).
     pub fn entries_mut(&mut self) -> &mut [sys::llama_token_data] {
-        self.data_mut()
-    }
-
-    fn data_mut(&mut self) -> &mut [sys::llama_token_data] {
-        // SAFETY: as in `data`, and the view is the only access during the call.
+        // SAFETY: as in `entries`, and the view is the only access during the call.
         unsafe { std::slice::from_raw_parts_mut(self.arr.data, self.arr.size) }
     }
 
@@ -68,19 +60,19 @@ impl ArrayView<'_> {
     }
 
     pub fn id(&self, i: usize) -> TokenId {
-        TokenId(self.data()[i].id)
+        TokenId(self.entries()[i].id)
     }
 
     pub fn logit(&self, i: usize) -> f32 {
-        self.data()[i].logit
+        self.entries()[i].logit
     }
 
     pub fn set_logit(&mut self, i: usize, logit: f32) {
-        self.data_mut()[i].logit = logit;
+        self.entries_mut()[i].logit = logit;
     }
 
     pub fn set_p(&mut self, i: usize, p: f32) {
-        self.data_mut()[i].p = p;
+        self.entries_mut()[i].p = p;
     }
 
     pub fn sorted(&self) -> bool {
@@ -102,7 +94,8 @@ impl ArrayView<'_> {
 
     /// Sorts by logit, largest first (stable, so equal logits keep their order).
     pub fn sort_descending(&mut self) {
-        self.data_mut().sort_by(|a, b| b.logit.total_cmp(&a.logit));
+        self.entries_mut()
+            .sort_by(|a, b| b.logit.total_cmp(&a.logit));
     }
 }
 
@@ -190,15 +183,18 @@ impl Sampler {
     /// A llama.cpp sampler whose callbacks are `s`'s methods. It joins chains, clones and
     /// frees like any built-in.
     pub fn custom(s: impl CustomSampler) -> Result<Sampler> {
-        // SAFETY: a fresh sampler from llama_sampler_init, owned by nobody else; its callbacks
-        // check their arguments and never unwind.
-        unsafe { Sampler::adopt(raw_custom(Box::new(s)), None) }
+        Sampler::custom_with(s, None)
     }
 
     /// [`Sampler::custom`] for a sampler told a vocabulary of `n_vocab` ids: ids at or above
     /// it are refused before they reach it, as for llama.cpp's own samplers of that size.
     pub fn custom_for_vocab(s: impl CustomSampler, n_vocab: i32) -> Result<Sampler> {
-        // SAFETY: as in `custom`.
-        unsafe { Sampler::adopt(raw_custom(Box::new(s)), Some(n_vocab)) }
+        Sampler::custom_with(s, Some(n_vocab))
+    }
+
+    fn custom_with(s: impl CustomSampler, n_vocab: Option<i32>) -> Result<Sampler> {
+        // SAFETY: a fresh sampler from llama_sampler_init, owned by nobody else; its callbacks
+        // check their arguments and never unwind.
+        unsafe { Sampler::from_raw(raw_custom(Box::new(s)), n_vocab) }
     }
 }

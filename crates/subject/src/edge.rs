@@ -11,8 +11,9 @@
 //! What it does not protect against is the process ending: a `GGML_ASSERT` aborts. Call it only
 //! inside a contained child (`contain::run`), as `repro-edges` does.
 
+use crate::candidates::lend_first;
 use crate::sampler::Sampler;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use llama_cpp_sys_2 as sys;
 use oracle::TokenId;
 
@@ -71,25 +72,14 @@ impl Sampler {
         if data.is_empty() {
             data.push(SLOT);
         }
-        let ptr = data.as_mut_ptr();
-        let mut raw = sys::llama_token_data_array {
-            data: ptr,
-            size: len,
-            selected: -1,
-            sorted,
-        };
-        // SAFETY: the header points at `data`, which holds at least max(len, 1) initialized
-        // entries and lives for the whole call; every id is in the sampler's range.
-        unsafe { self.apply_raw(&mut raw) };
-        let entry = std::mem::size_of::<sys::llama_token_data>();
-        let bytes = (raw.data as usize).wrapping_sub(ptr as usize);
-        let offset = bytes / entry;
-        if raw.data < ptr || !bytes.is_multiple_of(entry) || offset > len || raw.size > len - offset
-        {
-            bail!("the sampler left the array's window outside the buffer it was given");
-        }
+        // SAFETY: `data` holds at least max(len, 1) initialized entries and lives for the
+        // whole call; every id is in the sampler's range.
+        let left = lend_first(&mut data, len, -1, sorted, |arr| unsafe {
+            self.apply_raw(arr)
+        })
+        .context("the sampler left the array's window outside the buffer it was given")?;
         Ok(RawResult {
-            entries: data[offset..offset + raw.size]
+            entries: data[left.window()]
                 .iter()
                 .map(|d| RawEntry {
                     id: d.id,
@@ -97,8 +87,8 @@ impl Sampler {
                     p: d.p,
                 })
                 .collect(),
-            selected: raw.selected,
-            sorted: raw.sorted,
+            selected: left.selected,
+            sorted: left.sorted,
         })
     }
 }

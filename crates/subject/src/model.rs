@@ -5,7 +5,7 @@
 //! llama.cpp build) enters the workspace. Decoding is deterministic on one machine: a fixed
 //! thread count, the prompt in one batch, then one token per batch, CPU only.
 
-use crate::vocab::decode_piece;
+use crate::vocab::{decode_piece, filled};
 use anyhow::{bail, ensure, Context as _, Result};
 use llama_cpp_sys_2 as sys;
 use oracle::TokenId;
@@ -44,11 +44,10 @@ pub enum Weights {
     /// sends rows in groups of four through one kernel and the rest through another, so a row's
     /// result depends on how many rows share its batch.
     Repacked,
-    /// As stored in the file: every row of a batch goes through the same kernel. In a probe of
-    /// 2026-11-30 (0.1.161, Gemma3 Q4_K_M, six sequences decoding the same tokens), the four
-    /// rows of the group-of-four kernel differed from the same tokens decoded alone by up to
-    /// 1.66 in a logit while the other two were bit-identical; loaded as stored, all six were
-    /// bit-identical. Anything that compares batched rows with lone rows loads this way.
+    /// As stored in the file: every row of a batch goes through the same kernel. Probed on
+    /// 0.1.161 (Gemma3 Q4_K_M, six sequences decoding the same tokens): repacked, the four
+    /// rows of the group-of-four kernel differed from lone decoding by up to 1.66 in a logit;
+    /// as stored, all six were bit-identical. Batched rows compared with lone ones need this.
     AsStored,
 }
 
@@ -161,33 +160,25 @@ impl Model {
             (true, Some(name)) => name.as_ptr(),
             (true, None) => bail!("the model file carries no chat template"),
         };
-        let roles: Vec<CString> = messages
+        let strings = messages
             .iter()
-            .map(|m| CString::new(m.role.as_str()))
-            .collect::<Result<_, _>>()
-            .context("a role contains a NUL byte")?;
-        let contents: Vec<CString> = messages
+            .map(|m| {
+                let role = CString::new(m.role.as_str()).context("a role contains a NUL byte")?;
+                let text =
+                    CString::new(m.content.as_str()).context("a message contains a NUL byte")?;
+                Ok((role, text))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let chat: Vec<sys::llama_chat_message> = strings
             .iter()
-            .map(|m| CString::new(m.content.as_str()))
-            .collect::<Result<_, _>>()
-            .context("a message contains a NUL byte")?;
-        let chat: Vec<sys::llama_chat_message> = roles
-            .iter()
-            .zip(&contents)
             .map(|(r, c)| sys::llama_chat_message {
                 role: r.as_ptr(),
                 content: c.as_ptr(),
             })
             .collect();
-        let mut buf = vec![
-            0u8;
-            4096 + contents
-                .iter()
-                .map(|c| 2 * c.as_bytes().len())
-                .sum::<usize>()
-        ];
-        for _ in 0..2 {
-            // SAFETY: `chat` points into `roles`/`contents`, alive for the call; `buf` holds
+        let room = 4096 + messages.iter().map(|m| 2 * m.content.len()).sum::<usize>();
+        let text = filled(room, |buf: &mut [u8]| {
+            // SAFETY: `chat` points into `strings`, alive for the call; `buf` holds
             // `buf.len()` bytes.
             let n = unsafe {
                 ffi!(sys::llama_chat_apply_template(
@@ -203,13 +194,10 @@ impl Model {
                 n >= 0,
                 "llama.cpp does not support this model's chat template"
             );
-            if (n as usize) <= buf.len() {
-                buf.truncate(n as usize);
-                return String::from_utf8(buf).context("the rendered template is not UTF-8");
-            }
-            buf = vec![0u8; n as usize];
-        }
-        bail!("the rendered chat template kept growing")
+            Ok(n)
+        })?
+        .context("the rendered chat template kept growing")?;
+        String::from_utf8(text).context("the rendered template is not UTF-8")
     }
 
     /// The model's description, e.g. `llama 135M Q4_1`.
@@ -239,13 +227,12 @@ pub enum Attention {
 }
 
 /// A llama.cpp context over `model`: `n_ctx` cells, at most `n_batch` tokens per decode,
-/// `n_seq` sequences (in one unified cache when `unified`), `threads` CPU threads.
+/// `n_seq` sequences (each in its own stream of the cache), `threads` CPU threads.
 pub(crate) fn init_context(
     model: &Model,
     n_ctx: u32,
     n_batch: u32,
     n_seq: u32,
-    unified: bool,
     attention: Attention,
     threads: i32,
 ) -> Result<NonNull<sys::llama_context>> {
@@ -269,9 +256,6 @@ pub(crate) fn init_context(
         p.n_batch = n_batch;
         p.n_ubatch = n_batch;
         p.n_seq_max = n_seq;
-        if unified {
-            p.kv_unified = true;
-        }
         p.n_threads = threads;
         p.n_threads_batch = threads;
         p.no_perf = true;
@@ -314,7 +298,7 @@ impl Context {
         attention: Attention,
         threads: i32,
     ) -> Result<Context> {
-        let raw = init_context(model, n_ctx, n_ctx, 1, false, attention, threads)?;
+        let raw = init_context(model, n_ctx, n_ctx, 1, attention, threads)?;
         Ok(Context {
             raw,
             model: Arc::clone(model),
@@ -348,14 +332,16 @@ impl Context {
             self.n_ctx
         );
         let n_vocab = self.model.n_vocab();
-        let mut ids: Vec<i32> = Vec::with_capacity(tokens.len());
-        for t in tokens {
-            ensure!(
-                t.0 >= 0 && t.0 < n_vocab,
-                "token id {t} is outside the vocabulary"
-            );
-            ids.push(t.0);
-        }
+        let mut ids = tokens
+            .iter()
+            .map(|t| {
+                ensure!(
+                    t.0 >= 0 && t.0 < n_vocab,
+                    "token id {t} is outside the vocabulary"
+                );
+                Ok(t.0)
+            })
+            .collect::<Result<Vec<i32>>>()?;
         // SAFETY: `ids` lives for the call; the batch only borrows it.
         let rc = unsafe {
             let batch = ffi!(sys::llama_batch_get_one(ids.as_mut_ptr(), ids.len() as i32));

@@ -98,15 +98,7 @@ impl MultiContext {
             "a multi-sequence context needs a model loaded with Weights::AsStored (repacked \
              weights make a row depend on the rows that share its batch)"
         );
-        let raw = init_context(
-            model,
-            n_ctx,
-            n_batch,
-            n_seq,
-            false,
-            Attention::Plain,
-            threads,
-        )?;
+        let raw = init_context(model, n_ctx, n_batch, n_seq, Attention::Plain, threads)?;
         Ok(MultiContext {
             raw,
             model: Arc::clone(model),

@@ -5,9 +5,9 @@
 //! template and one reusable buffer. The buffer is refilled from the template before every
 //! call, so each apply sees exactly the validated input.
 
-use crate::candidates::{id_ordered, Candidates};
+use crate::candidates::{id_ordered, lend, lend_first, Candidate, Candidates};
 use crate::sampler::Sampler;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use llama_cpp_sys_2 as sys;
 
 pub struct ProbeArray {
@@ -21,15 +21,8 @@ impl ProbeArray {
     /// Checks `candidates` once (the same rules as [`Sampler::apply`]).
     pub fn new(candidates: &Candidates) -> Result<ProbeArray> {
         candidates.validate(None)?;
-        let template: Vec<sys::llama_token_data> = candidates
-            .entries
-            .iter()
-            .map(|c| sys::llama_token_data {
-                id: c.id.0,
-                logit: c.logit,
-                p: c.p,
-            })
-            .collect();
+        let template: Vec<sys::llama_token_data> =
+            candidates.entries.iter().map(Candidate::raw).collect();
         let max_id = template.iter().map(|d| d.id).max().unwrap_or(0);
         Ok(ProbeArray {
             buf: template.clone(),
@@ -51,19 +44,13 @@ impl ProbeArray {
             }
         }
         self.buf.copy_from_slice(&self.template);
-        let ptr = self.buf.as_mut_ptr();
-        let mut raw = sys::llama_token_data_array {
-            data: ptr,
-            size: self.buf.len(),
-            selected: -1,
-            sorted: false,
-        };
-        // SAFETY: the header points at `buf`, which lives for the whole call.
-        unsafe { sampler.apply_raw(&mut raw) };
-        if raw.data != ptr || raw.size > self.buf.len() {
-            bail!("the sampler replaced or grew the probe array");
-        }
-        self.size = raw.size;
+        // SAFETY: `lend` hands C a header over `buf`, which lives for the whole call.
+        let left = lend(&mut self.buf, -1, false, |arr| unsafe {
+            sampler.apply_raw(arr)
+        })
+        .filter(|l| l.offset == 0)
+        .context("the sampler replaced or grew the probe array")?;
+        self.size = left.size;
         Ok(())
     }
 
@@ -156,26 +143,16 @@ impl LogitsArray {
                 );
             }
         }
-        let ptr = self.buf.as_mut_ptr();
-        let mut raw = sys::llama_token_data_array {
-            data: ptr,
-            size: self.size,
-            selected: self.selected,
-            sorted: self.sorted,
-        };
-        // SAFETY: the header points at `buf`, which lives for the whole call.
-        unsafe { sampler.apply_raw(&mut raw) };
-        let offset = (raw.data as usize).wrapping_sub(ptr as usize)
-            / std::mem::size_of::<sys::llama_token_data>();
-        if raw.data < ptr || offset + raw.size > self.size {
-            bail!("the sampler left the candidate pointer outside its buffer");
-        }
-        if offset > 0 {
-            self.buf.copy_within(offset..offset + raw.size, 0);
-        }
-        self.size = raw.size;
-        self.selected = raw.selected;
-        self.sorted = raw.sorted;
+        let (size, selected, sorted) = (self.size, self.selected, self.sorted);
+        // SAFETY: `lend_first` hands C a header over `buf`, which lives for the whole call.
+        let left = lend_first(&mut self.buf, size, selected, sorted, |arr| unsafe {
+            sampler.apply_raw(arr)
+        })
+        .context("the sampler left the candidate pointer outside its buffer")?;
+        self.buf.copy_within(left.window(), 0);
+        self.size = left.size;
+        self.selected = left.selected;
+        self.sorted = left.sorted;
         Ok(())
     }
 

@@ -1,6 +1,6 @@
 //! An owned llama.cpp sampler handle.
 
-use crate::candidates::{id_ordered, Candidates};
+use crate::candidates::{id_ordered, lend, Candidates};
 use crate::logs::quiet_logs;
 use crate::vocab::Vocab;
 use anyhow::{bail, Context, Result};
@@ -51,14 +51,6 @@ impl Drop for Sampler {
     }
 }
 
-fn min_vocab(a: Option<i32>, b: Option<i32>) -> Option<i32> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, None) => x,
-        (None, y) => y,
-    }
-}
-
 impl Sampler {
     /// Takes ownership of a pointer llama.cpp just returned.
     ///
@@ -76,30 +68,6 @@ impl Sampler {
             vocabs: Vec::new(),
             grammar: GrammarAt::Nowhere,
         })
-    }
-
-    /// Takes ownership of a sampler built outside this crate with `llama_sampler_init` (a
-    /// custom sampler with its own `llama_sampler_i`), so it can join chains like any other.
-    ///
-    /// # Safety
-    /// `raw` must be NULL or a live sampler that no one else owns or will free, whose iface
-    /// functions are sound for the calls this wrapper makes (apply, accept, reset, clone, free),
-    /// and whose context may be used from another thread than the one that made it (the
-    /// wrapper is `Send`).
-    pub unsafe fn adopt(raw: *mut sys::llama_sampler, n_vocab: Option<i32>) -> Result<Sampler> {
-        // SAFETY: the caller's promise is `from_raw`'s.
-        unsafe { Sampler::from_raw(raw, n_vocab) }
-    }
-
-    /// Gives up ownership: the caller (for example `llama_sampler_chain_add`, which frees
-    /// what it is given) must free the pointer exactly once.
-    pub fn into_raw(self) -> *mut sys::llama_sampler {
-        let raw = self.raw.as_ptr();
-        // Vocabularies this sampler points into would be released with the handle; a caller
-        // taking the raw pointer must keep them alive, so grammar samplers are leaked here
-        // rather than dangle. Ledger and built-in samplers hold none.
-        std::mem::forget(self);
-        raw
     }
 
     /// `llama_sampler_init_grammar`: masks every candidate the GBNF `grammar` (starting at
@@ -143,7 +111,7 @@ impl Sampler {
             Sampler::from_raw(ffi!(sys::llama_sampler_chain_init(params)), None)?
         };
         for mut stage in stages {
-            chain.n_vocab = min_vocab(chain.n_vocab, stage.n_vocab);
+            chain.n_vocab = [chain.n_vocab, stage.n_vocab].into_iter().flatten().min();
             // Taken, not appended: `stage` is forgotten below and must hold no allocation.
             chain.vocabs.extend(std::mem::take(&mut stage.vocabs));
             if stage.grammar != GrammarAt::Nowhere {
@@ -222,17 +190,10 @@ impl Sampler {
     /// duplicate check of [`Sampler::apply`] is not needed; the logits are still checked.
     pub fn apply_in_id_order(&mut self, logits: &[f32]) -> Result<Vec<f32>> {
         let mut data: Vec<sys::llama_token_data> = id_ordered(logits, self.n_vocab)?.collect();
-        let ptr = data.as_mut_ptr();
-        let mut raw = sys::llama_token_data_array {
-            data: ptr,
-            size: data.len(),
-            selected: -1,
-            sorted: false,
-        };
-        // SAFETY: the header points at `data`, which lives for the whole call.
-        unsafe { ffi!(sys::llama_sampler_apply(self.raw.as_ptr(), &mut raw)) };
-        let in_place = raw.data == ptr
-            && raw.size == data.len()
+        let len = data.len();
+        // SAFETY: `lend` hands C a header over `data`, which lives for the whole call.
+        let left = lend(&mut data, -1, false, |arr| unsafe { self.apply_raw(arr) });
+        let in_place = left.is_some_and(|l| l.offset == 0 && l.size == len)
             && data.iter().enumerate().all(|(i, d)| d.id == i as i32);
         if !in_place {
             bail!("sampler '{}' reordered or resized the array", self.name());

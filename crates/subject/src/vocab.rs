@@ -80,6 +80,25 @@ impl Vocab {
     }
 }
 
+/// Calls `fill` with a buffer of `len` items, then once more with the length it asks for:
+/// llama.cpp's fill functions return the length written, or the length needed (negated by
+/// some). `None` when the second buffer is still too small.
+pub(crate) fn filled<T: Copy + Default>(
+    mut len: usize,
+    mut fill: impl FnMut(&mut [T]) -> Result<i32>,
+) -> Result<Option<Vec<T>>> {
+    for _ in 0..2 {
+        let mut buf = vec![T::default(); len];
+        let n = fill(&mut buf)?;
+        if n >= 0 && n as usize <= len {
+            buf.truncate(n as usize);
+            return Ok(Some(buf));
+        }
+        len = n.unsigned_abs() as usize;
+    }
+    Ok(None)
+}
+
 /// `llama_tokenize` into an owned vector.
 pub(crate) fn tokenize_raw(
     vocab: *const sys::llama_vocab,
@@ -88,10 +107,9 @@ pub(crate) fn tokenize_raw(
     parse_special: bool,
 ) -> Result<Vec<TokenId>> {
     let len = i32::try_from(text.len()).context("text too long to tokenize")?;
-    let mut out = vec![0i32; text.len() + 8];
-    for _ in 0..2 {
+    let ids = filled(text.len() + 8, |out: &mut [i32]| {
         // SAFETY: `text` and `out` are live for the call; `out` holds `out.len()` ids.
-        let n = unsafe {
+        Ok(unsafe {
             ffi!(sys::llama_tokenize(
                 vocab,
                 text.as_ptr().cast(),
@@ -101,22 +119,17 @@ pub(crate) fn tokenize_raw(
                 add_special,
                 parse_special,
             ))
-        };
-        if n >= 0 {
-            out.truncate(n as usize);
-            return Ok(out.into_iter().map(TokenId).collect());
-        }
-        out = vec![0i32; (-n) as usize];
-    }
-    bail!("tokenizing {text:?} kept growing")
+        })
+    })?;
+    let ids = ids.with_context(|| format!("tokenizing {text:?} kept growing"))?;
+    Ok(ids.into_iter().map(TokenId).collect())
 }
 
 /// The bytes of one in-range token, control tokens rendered.
 pub(crate) fn decode_piece(vocab: *const sys::llama_vocab, id: TokenId) -> Result<Vec<u8>> {
-    let mut buf = vec![0u8; 64];
-    for _ in 0..2 {
+    let piece = filled(64, |buf: &mut [u8]| {
         // SAFETY: `buf` is live and holds `buf.len()` bytes; the id was range-checked.
-        let n = unsafe {
+        Ok(unsafe {
             ffi!(sys::llama_token_to_piece(
                 vocab,
                 id.0,
@@ -125,12 +138,7 @@ pub(crate) fn decode_piece(vocab: *const sys::llama_vocab, id: TokenId) -> Resul
                 0,
                 true,
             ))
-        };
-        if n >= 0 {
-            buf.truncate(n as usize);
-            return Ok(buf);
-        }
-        buf = vec![0u8; (-n) as usize];
-    }
-    bail!("token {id} has a piece that kept growing")
+        })
+    })?;
+    piece.with_context(|| format!("token {id} has a piece that kept growing"))
 }

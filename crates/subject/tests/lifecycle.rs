@@ -192,7 +192,7 @@ impl subject::CustomSampler for Untouched {
     }
 }
 
-/// A negative vocabulary bound (which only `custom_for_vocab` and `adopt` take as given)
+/// A negative vocabulary bound (which only `custom_for_vocab` takes as given)
 /// admits no id on every path: the row-length checks of `apply_in_id_order` and
 /// `LogitsArray::apply` once cast it to `usize`, so it wrapped to a huge bound and ids
 /// `0..n` reached C. Found by `tests/promise_fuzz.rs` (rules B3 and G4).
