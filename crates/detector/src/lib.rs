@@ -87,11 +87,10 @@ impl Expectation {
             .iter()
             .take(max)
             .map(|c| {
-                let ids: Vec<String> = c.ids.iter().map(|i| i.0.to_string()).collect();
                 if c.is_split() {
-                    format!("{} of {{{}}} at {:.6}", c.kept, ids.join(","), c.p_each)
+                    format!("{} of {} at {:.6}", c.kept, id_set(&c.ids), c.p_each)
                 } else {
-                    format!("{{{}}} at {:.6}", ids.join(","), c.p_each)
+                    format!("{} at {:.6}", id_set(&c.ids), c.p_each)
                 }
             })
             .collect();
@@ -102,20 +101,35 @@ impl Expectation {
     }
 }
 
+/// A tie class with more distinct ids drawn than it keeps.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overfull {
+    #[serde(serialize_with = "ids")]
+    pub ids: Vec<TokenId>,
+    pub drawn: usize,
+    pub kept: usize,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     /// How often each id was drawn.
     pub support: BTreeMap<TokenId, u64>,
     /// Drawn ids the oracle never keeps.
     pub outside: Vec<TokenId>,
-    /// Tie classes with more distinct ids drawn than they keep: (class ids, drawn, kept).
-    pub overfull: Vec<(Vec<TokenId>, usize, usize)>,
+    /// Tie classes with more distinct ids drawn than they keep.
+    pub overfull: Vec<Overfull>,
     pub fit: Option<GoodnessOfFit>,
     /// The per-test significance level the p-value was compared with.
     pub alpha: f64,
     pub verdict: Verdict,
     /// The rule that decided, in one line.
     pub why: String,
+}
+
+/// `{1,2,3}`.
+fn id_set(ids: &[TokenId]) -> String {
+    let ids: Vec<String> = ids.iter().map(|i| i.0.to_string()).collect();
+    format!("{{{}}}", ids.join(","))
 }
 
 pub fn count(draws: &[TokenId]) -> BTreeMap<TokenId, u64> {
@@ -142,8 +156,7 @@ fn bins(exp: &Expectation, support: &BTreeMap<TokenId, u64>) -> (Vec<String>, Ve
         } else if drawn.len() == c.kept {
             drawn.clone()
         } else {
-            let ids: Vec<String> = c.ids.iter().map(|i| i.0.to_string()).collect();
-            labels.push(format!("{} of {{{}}}", c.kept, ids.join(",")));
+            labels.push(format!("{} of {}", c.kept, id_set(&c.ids)));
             observed.push(drawn.iter().map(|id| support[id]).sum());
             p.push(c.kept as f64 * c.p_each);
             continue;
@@ -165,13 +178,14 @@ pub fn judge(draws: &[TokenId], exp: &Expectation, alpha: f64) -> Outcome {
         .copied()
         .filter(|id| !possible.contains(id))
         .collect();
-    let overfull: Vec<(Vec<TokenId>, usize, usize)> = exp
-        .classes
-        .iter()
-        .filter(|c| c.is_split())
+    let overfull: Vec<Overfull> = (exp.classes.iter().filter(|c| c.is_split()))
         .filter_map(|c| {
             let drawn = c.ids.iter().filter(|id| support.contains_key(id)).count();
-            (drawn > c.kept).then(|| (c.ids.clone(), drawn, c.kept))
+            (drawn > c.kept).then(|| Overfull {
+                ids: c.ids.clone(),
+                drawn,
+                kept: c.kept,
+            })
         })
         .collect();
     let mut out = Outcome {
@@ -183,48 +197,44 @@ pub fn judge(draws: &[TokenId], exp: &Expectation, alpha: f64) -> Outcome {
         verdict: Verdict::Absent,
         why: String::new(),
     };
+    let definite_defect = !out.outside.is_empty() || !out.overfull.is_empty();
     // A set that rests on a rounding margin decides nothing, not even where it ends: a draw
     // just past the cut may be the engine rounding the other way.
-    if let Some(edge) = &exp.undecided {
-        out.verdict = Verdict::Undecided;
-        out.why = format!("the survivor set rests on a rounding margin: {edge}");
-        if !out.outside.is_empty() || !out.overfull.is_empty() {
-            out.why += &format!(" ({})", definite(&out));
+    (out.verdict, out.why) = if let Some(edge) = &exp.undecided {
+        let mut why = format!("the survivor set rests on a rounding margin: {edge}");
+        if definite_defect {
+            why += &format!(" ({})", definite(&out));
         }
-        return out;
-    }
-    if !out.outside.is_empty() || !out.overfull.is_empty() {
-        out.verdict = Verdict::Present;
-        out.why = definite(&out);
-        return out;
-    }
-    let (labels, observed, p) = bins(exp, &out.support);
-    match goodness_of_fit(&labels, &observed, &p) {
-        Err(category) => {
-            out.verdict = Verdict::Present;
-            out.why = format!("drawn: {category}, which the oracle gives probability 0 in f64");
-        }
-        Ok(fit) => {
-            let reject = fit.p_value < alpha;
-            out.verdict = Verdict::found(reject);
-            if fit.df == 0 {
-                out.why =
+        (Verdict::Undecided, why)
+    } else if definite_defect {
+        (Verdict::Present, definite(&out))
+    } else {
+        let (labels, observed, p) = bins(exp, &out.support);
+        match goodness_of_fit(&labels, &observed, &p) {
+            Err(category) => (
+                Verdict::Present,
+                format!("drawn: {category}, which the oracle gives probability 0 in f64"),
+            ),
+            Ok(fit) => {
+                let reject = fit.p_value < alpha;
+                let why = if fit.df == 0 {
                     "every draw inside the survivor set; one category, so no distribution to test"
-                        .to_string();
+                        .to_string()
+                } else {
+                    format!(
+                        "chi-square {:.3} on {} df, p = {:.3e} {} {:.1e}",
+                        fit.statistic,
+                        fit.df,
+                        fit.p_value,
+                        if reject { "<" } else { ">=" },
+                        alpha
+                    )
+                };
                 out.fit = Some(fit);
-                return out;
+                (Verdict::found(reject), why)
             }
-            out.why = format!(
-                "chi-square {:.3} on {} df, p = {:.3e} {} {:.1e}",
-                fit.statistic,
-                fit.df,
-                fit.p_value,
-                if reject { "<" } else { ">=" },
-                alpha
-            );
-            out.fit = Some(fit);
         }
-    }
+    };
     out
 }
 
@@ -241,11 +251,10 @@ fn definite(o: &Outcome) -> String {
             ids.join(", ")
         ));
     }
-    for (ids, drawn, kept) in &o.overfull {
-        let ids: Vec<String> = ids.iter().map(|i| i.0.to_string()).collect();
+    for Overfull { ids, drawn, kept } in &o.overfull {
         parts.push(format!(
-            "{drawn} distinct ids drawn from the tie class {{{}}}, which keeps {kept}",
-            ids.join(",")
+            "{drawn} distinct ids drawn from the tie class {}, which keeps {kept}",
+            id_set(ids)
         ));
     }
     parts.join("; ")
@@ -275,24 +284,16 @@ impl Outcome {
 impl Serialize for Outcome {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         /// How often each id was drawn, keyed by the id.
-        struct Support<'a>(&'a BTreeMap<TokenId, u64>);
-        impl Serialize for Support<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_map(self.0.iter().map(|(id, n)| (id.0.to_string(), n)))
-            }
-        }
-        #[derive(Serialize)]
-        struct Overfull<'a> {
-            #[serde(serialize_with = "ids")]
-            ids: &'a [TokenId],
-            drawn: usize,
-            kept: usize,
+        fn support<S: Serializer>(m: &BTreeMap<TokenId, u64>, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_map(m.iter().map(|(id, n)| (id.0.to_string(), n)))
         }
         #[derive(Serialize)]
         struct Written<'a> {
-            support: Support<'a>,
-            outside: Vec<i32>,
-            overfull: Vec<Overfull<'a>>,
+            #[serde(serialize_with = "support")]
+            support: &'a BTreeMap<TokenId, u64>,
+            #[serde(serialize_with = "ids")]
+            outside: &'a [TokenId],
+            overfull: &'a [Overfull],
             statistic: Option<f64>,
             df: Option<usize>,
             p_value: Option<f64>,
@@ -303,15 +304,9 @@ impl Serialize for Outcome {
         }
         let fit = self.fit.as_ref();
         Written {
-            support: Support(&self.support),
-            outside: self.outside.iter().map(|i| i.0).collect(),
-            overfull: (self.overfull.iter())
-                .map(|(ids, drawn, kept)| Overfull {
-                    ids,
-                    drawn: *drawn,
-                    kept: *kept,
-                })
-                .collect(),
+            support: &self.support,
+            outside: &self.outside,
+            overfull: &self.overfull,
             statistic: fit.map(|f| f.statistic),
             df: fit.map(|f| f.df),
             p_value: self.p_value(),
