@@ -140,23 +140,11 @@ impl Audit {
                 self.oracle_failures.join("; ")
             },
         )];
-        for p in Planted::ALL {
+        for &p in Planted::ALL {
             let cells = row(&self.control_cells, p.name());
-            match p.must_flag_on() {
-                Some(input) => {
+            match p.must_flag() {
+                Some((input, want)) => {
                     let cell = cells.iter().find(|c| c.input == input);
-                    let want = |o: &Outcome| match p {
-                        Planted::AbortsOnEmpty => {
-                            matches!(o, Outcome::Crashed(Ended::Signal(s)) if contain::signal_name(*s) == "SIGABRT")
-                        }
-                        Planted::NanOnLarge => *o == Outcome::ReturnsNan,
-                        Planted::KeepsExtra | Planted::DrawsMasked | Planted::GreedyLast => {
-                            *o == Outcome::Disagrees
-                        }
-                        Planted::HangsOnOne => matches!(o, Outcome::Crashed(Ended::TimedOut(_))),
-                        Planted::SelectsOutside => *o == Outcome::SelectsOutside,
-                        Planted::Exact | Planted::ExactDraw | Planted::ExactGreedy => false,
-                    };
                     let flagged = cell.is_some_and(|c| c.is_defect() && want(&c.outcome));
                     out.push(Control::new(
                         ControlKind::Positive,
@@ -183,34 +171,21 @@ impl Audit {
     }
 
     pub fn measured(&self) -> Verdict {
-        let rows: Vec<Verdict> = self
-            .samplers
-            .iter()
+        let rows: Vec<Verdict> = (self.samplers.iter())
             .map(|s| row_verdict(&row(&self.cells, s.name)))
             .collect();
-        if rows.contains(&Verdict::Present) {
-            Verdict::Present
-        } else if rows.contains(&Verdict::Undecided) {
-            Verdict::Undecided
-        } else {
-            Verdict::Absent
-        }
+        // Present over undecided over absent.
+        let mut worst = [Verdict::Present, Verdict::Undecided].into_iter();
+        worst.find(|v| rows.contains(v)).unwrap_or(Verdict::Absent)
     }
 
     fn evidence(&self) -> String {
         let defects: Vec<&Cell> = self.cells.iter().filter(|c| c.is_defect()).collect();
         let count = |f: &dyn Fn(&Outcome) -> bool| defects.iter().filter(|c| f(&c.outcome)).count();
-        let fully = self
-            .cells
-            .iter()
-            .filter(|c| c.judged == Judged::Fully)
-            .count();
-        let judged = self.cells.iter().filter(|c| c.judged()).count();
-        let ties = self
-            .cells
-            .iter()
-            .filter(|c| c.judged == Judged::Fully && c.outcome == Outcome::Tie)
-            .count();
+        let cells = |f: &dyn Fn(&Cell) -> bool| self.cells.iter().filter(|c| f(c)).count();
+        let fully = cells(&|c| c.judged == Judged::Fully);
+        let judged = cells(&|c| c.judged());
+        let ties = cells(&|c| c.judged == Judged::Fully && c.outcome == Outcome::Tie);
         format!(
             "{} probes ({} samplers x {} inputs): {} judged for robustness, {} of them against the oracle's set, {} garbage-in; defects: {} crash or time out, {} select outside, {} return NaN, {} disagree; {} undecided (margin)",
             self.cells.len(),
@@ -247,26 +222,15 @@ impl Audit {
     pub fn to_text(&self) -> String {
         let names: Vec<&str> = self.samplers.iter().map(|s| s.name).collect();
         let inputs: Vec<&str> = self.inputs.iter().map(|i| i.name).collect();
-        let mut out = String::from(
-            "edge inputs through llama_sampler_apply, each probe in a supervised child\n",
-        );
-        out.push_str(&format!(
-            "(timeout {} s per probe, a time-out is retried once)\n\n",
+        let mut out = format!(
+            "edge inputs through llama_sampler_apply, each probe in a supervised child\n\
+             (timeout {} s per probe, a time-out is retried once)\n\n",
             self.timeout.as_secs_f64()
-        ));
+        );
         out.push_str("== inputs (handed over in this order, sorted = false) ==\n");
         for i in &self.inputs {
-            let items: Vec<String> = i
-                .entries
-                .iter()
-                .map(|(id, l)| format!("{id}:{l}"))
-                .collect();
-            out.push_str(&format!(
-                "  {:<13} [{}]  {}\n",
-                i.name,
-                items.join(" "),
-                i.what
-            ));
+            let items = i.written().join(" ");
+            out.push_str(&format!("  {:<13} [{items}]  {}\n", i.name, i.what));
         }
         out.push_str("\n== samplers ==\n");
         for s in &self.samplers {
@@ -333,11 +297,7 @@ impl Audit {
         let inputs = self.inputs.iter().map(|i| InputData {
             name: i.name,
             what: i.what,
-            entries: i
-                .entries
-                .iter()
-                .map(|(id, l)| format!("{id}:{l}"))
-                .collect(),
+            entries: i.written(),
         });
         r.with_body(Body {
             timeout_seconds: self.timeout.as_secs_f64(),

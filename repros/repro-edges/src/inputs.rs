@@ -21,6 +21,15 @@ pub struct EdgeInput {
     pub entries: Vec<(TokenId, f32)>,
 }
 
+impl EdgeInput {
+    /// The entries as `id:logit`, in order.
+    pub fn written(&self) -> Vec<String> {
+        (self.entries.iter())
+            .map(|(id, l)| format!("{id}:{l}"))
+            .collect()
+    }
+}
+
 fn ids(logits: &[(i32, f32)]) -> Vec<(TokenId, f32)> {
     logits.iter().map(|&(i, l)| (TokenId(i), l)).collect()
 }

@@ -135,14 +135,11 @@ impl Cell {
     }
 }
 
-fn show(entries: &[(i32, f32)]) -> String {
-    let items: Vec<String> = entries.iter().map(|(i, l)| format!("{i}:{l}")).collect();
-    format!("[{}]", items.join(" "))
-}
-
 fn left(r: &RawResult) -> String {
-    let items: Vec<(i32, f32)> = r.entries.iter().map(|e| (e.id, e.logit)).collect();
-    format!("left {} selected {}", show(&items), r.selected)
+    let items: Vec<String> = (r.entries.iter())
+        .map(|e| format!("{}:{}", e.id, e.logit))
+        .collect();
+    format!("left [{}] selected {}", items.join(" "), r.selected)
 }
 
 /// The oracle's answer for `config` on `input`.
@@ -280,19 +277,12 @@ fn differs(config: &Config, r: &RawResult, step: &Step, n: usize) -> Option<Stri
     }
     let bound = ulp_bound(config, n);
     for e in r.entries.iter().filter(|e| e.logit > f32::NEG_INFINITY) {
-        let w = step
-            .pool
-            .entries()
-            .iter()
-            .find(|x| x.id == TokenId(e.id))
-            .map(|x| x.logit);
-        if let Some(w) = w {
-            if oracle::ulps(e.logit, w) > bound {
-                return Some(format!(
-                    "id {} has logit {}, oracle {w} (more than {bound} ulps apart)",
-                    e.id, e.logit
-                ));
-            }
+        let want = step.pool.entries().iter().find(|x| x.id == TokenId(e.id));
+        if let Some(w) = want.filter(|w| oracle::ulps(e.logit, w.logit) > bound) {
+            return Some(format!(
+                "id {} has logit {}, oracle {} (more than {bound} ulps apart)",
+                e.id, e.logit, w.logit
+            ));
         }
     }
     if let Some(want) = step.selected {
@@ -364,13 +354,11 @@ pub fn classify(config: &Config, input: &EdgeInput, observed: &Observed) -> Cell
         detail,
     };
     let r = match observed {
+        Observed::Crashed(e, line) if line.is_empty() => {
+            return cell(Outcome::Crashed(*e), "last line: nothing on stderr".into());
+        }
         Observed::Crashed(e, line) => {
-            let said = if line.is_empty() {
-                "nothing on stderr"
-            } else {
-                line
-            };
-            return cell(Outcome::Crashed(*e), format!("last line: {said}"));
+            return cell(Outcome::Crashed(*e), format!("last line: {line}"))
         }
         Observed::Failed(line) => return cell(Outcome::Fails, line.clone()),
         Observed::Returned(r) => r,

@@ -3,36 +3,11 @@
 //! child, the same C call (`llama_sampler_apply` on a custom sampler) and the same judge as
 //! llama.cpp's samplers.
 
+use crate::judge::Outcome;
 use anyhow::Result;
+use contain::Ended;
 use std::ffi::CStr;
 use subject::{ArrayView, CustomSampler, Sampler};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Planted {
-    /// Calls `abort()` on an empty array: must be classed `aborts: SIGABRT`.
-    AbortsOnEmpty,
-    /// Writes `p = exp(logit) / sum exp(logit)` without subtracting the maximum: NaN on the
-    /// `large` input; must be classed `returns NaN`.
-    NanOnLarge,
-    /// Keeps three entries: must be classed `disagrees` wherever three are kept.
-    KeepsExtra,
-    /// Spins forever on a single candidate: must be classed `times out`.
-    HangsOnOne,
-    /// A `top_k = 2` that leaves `selected` one past the end: must be classed
-    /// `selects outside` on the plain input.
-    SelectsOutside,
-    /// A draw that picks a masked (`-inf`) entry when there is one: must be classed
-    /// `disagrees` on the input with `-inf` entries.
-    DrawsMasked,
-    /// A greedy that picks the last entry: must be classed `disagrees` on the plain input.
-    GreedyLast,
-    /// A correct `top_k = 2`: its row must be `absent`.
-    Exact,
-    /// A correct draw (the first entry of highest logit): its row must be `absent`.
-    ExactDraw,
-    /// A correct greedy (the first entry of highest logit): its row must be `absent`.
-    ExactGreedy,
-}
 
 /// What a planted sampler imitates, and so how the judge reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,70 +17,106 @@ pub enum Imitates {
     Greedy,
 }
 
-impl Planted {
-    pub const ALL: [Planted; 10] = [
-        Planted::AbortsOnEmpty,
-        Planted::NanOnLarge,
-        Planted::KeepsExtra,
-        Planted::HangsOnOne,
-        Planted::SelectsOutside,
-        Planted::DrawsMasked,
-        Planted::GreedyLast,
-        Planted::Exact,
-        Planted::ExactDraw,
-        Planted::ExactGreedy,
-    ];
+/// A positive control's input and the outcome it must be classed with there.
+pub type MustFlag = Option<(&'static str, fn(&Outcome) -> bool)>;
 
-    pub fn imitates(self) -> Imitates {
-        match self {
-            Planted::DrawsMasked | Planted::ExactDraw => Imitates::Draw,
-            Planted::GreedyLast | Planted::ExactGreedy => Imitates::Greedy,
-            _ => Imitates::TopK2,
+/// What one control is: its name (in C for llama.cpp), what it does, what it imitates and
+/// where it must be flagged.
+struct Row {
+    name: &'static str,
+    c_name: &'static CStr,
+    what: &'static str,
+    imitates: Imitates,
+    must_flag: MustFlag,
+}
+
+/// Declares [`Planted`] and each control's [`Row`] from one table: a row per control.
+macro_rules! planted {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal, $what:literal, $imitates:ident, $flag:expr;)+) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Planted {
+            $($(#[$doc])* $variant,)+
         }
+
+        impl Planted {
+            pub const ALL: &'static [Planted] = &[$(Planted::$variant,)+];
+
+            fn row(self) -> Row {
+                match self {
+                    $(Planted::$variant => Row {
+                        name: $name,
+                        c_name: const { c_name(concat!($name, "\0")) },
+                        what: $what,
+                        imitates: Imitates::$imitates,
+                        must_flag: $flag,
+                    },)+
+                }
+            }
+        }
+    };
+}
+
+/// A name with its closing NUL as a C string (evaluated at compile time).
+const fn c_name(with_nul: &'static str) -> &'static CStr {
+    match CStr::from_bytes_with_nul(with_nul.as_bytes()) {
+        Ok(c) => c,
+        Err(_) => panic!("a control's name holds a NUL"),
+    }
+}
+
+fn aborts(o: &Outcome) -> bool {
+    matches!(o, Outcome::Crashed(Ended::Signal(s)) if contain::signal_name(*s) == "SIGABRT")
+}
+
+planted! {
+    /// Calls `abort()` on an empty array.
+    AbortsOnEmpty => "planted-aborts-on-empty", "top_k=2 that aborts on an empty array",
+        TopK2, Some(("empty", aborts));
+    /// Writes `p = exp(logit) / sum exp(logit)` without subtracting the maximum: NaN on the
+    /// `large` input.
+    NanOnLarge => "planted-nan-on-large", "top_k=2 that writes an unshifted softmax into p",
+        TopK2, Some(("large", |o| *o == Outcome::ReturnsNan));
+    /// Keeps three entries.
+    KeepsExtra => "planted-keeps-extra", "top_k=2 that keeps three entries",
+        TopK2, Some(("plain", |o| *o == Outcome::Disagrees));
+    /// Spins forever on a single candidate.
+    HangsOnOne => "planted-hangs-on-one", "top_k=2 that never returns on one candidate",
+        TopK2, Some(("one", |o| matches!(o, Outcome::Crashed(Ended::TimedOut(_)))));
+    /// A `top_k = 2` that leaves `selected` one past the end.
+    SelectsOutside => "planted-selects-outside", "top_k=2 that sets selected one past the end",
+        TopK2, Some(("plain", |o| *o == Outcome::SelectsOutside));
+    /// A draw that picks a masked (`-inf`) entry when there is one.
+    DrawsMasked => "planted-draws-masked", "a draw that picks a -inf entry when there is one",
+        Draw, Some(("some-neg-inf", |o| *o == Outcome::Disagrees));
+    /// A greedy that picks the last entry.
+    GreedyLast => "planted-greedy-last", "a greedy that picks the last entry",
+        Greedy, Some(("plain", |o| *o == Outcome::Disagrees));
+    /// A correct `top_k = 2`: its row must be `absent`.
+    Exact => "planted-exact-top-k", "a correct top_k=2", TopK2, None;
+    /// A correct draw (the first entry of highest logit): its row must be `absent`.
+    ExactDraw => "planted-exact-draw", "a correct draw (the first entry of highest logit)",
+        Draw, None;
+    /// A correct greedy (the first entry of highest logit): its row must be `absent`.
+    ExactGreedy => "planted-exact-greedy", "a correct greedy", Greedy, None;
+}
+
+impl Planted {
+    pub fn imitates(self) -> Imitates {
+        self.row().imitates
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Planted::AbortsOnEmpty => "planted-aborts-on-empty",
-            Planted::NanOnLarge => "planted-nan-on-large",
-            Planted::KeepsExtra => "planted-keeps-extra",
-            Planted::HangsOnOne => "planted-hangs-on-one",
-            Planted::SelectsOutside => "planted-selects-outside",
-            Planted::DrawsMasked => "planted-draws-masked",
-            Planted::GreedyLast => "planted-greedy-last",
-            Planted::Exact => "planted-exact-top-k",
-            Planted::ExactDraw => "planted-exact-draw",
-            Planted::ExactGreedy => "planted-exact-greedy",
-        }
+        self.row().name
     }
 
     pub fn what(self) -> &'static str {
-        match self {
-            Planted::AbortsOnEmpty => "top_k=2 that aborts on an empty array",
-            Planted::NanOnLarge => "top_k=2 that writes an unshifted softmax into p",
-            Planted::KeepsExtra => "top_k=2 that keeps three entries",
-            Planted::HangsOnOne => "top_k=2 that never returns on one candidate",
-            Planted::SelectsOutside => "top_k=2 that sets selected one past the end",
-            Planted::DrawsMasked => "a draw that picks a -inf entry when there is one",
-            Planted::GreedyLast => "a greedy that picks the last entry",
-            Planted::Exact => "a correct top_k=2",
-            Planted::ExactDraw => "a correct draw (the first entry of highest logit)",
-            Planted::ExactGreedy => "a correct greedy",
-        }
+        self.row().what
     }
 
-    /// The input the detector must flag this control on (`None` for the known-good one).
-    pub fn must_flag_on(self) -> Option<&'static str> {
-        match self {
-            Planted::AbortsOnEmpty => Some("empty"),
-            Planted::NanOnLarge => Some("large"),
-            Planted::KeepsExtra => Some("plain"),
-            Planted::HangsOnOne => Some("one"),
-            Planted::SelectsOutside => Some("plain"),
-            Planted::DrawsMasked => Some("some-neg-inf"),
-            Planted::GreedyLast => Some("plain"),
-            Planted::Exact | Planted::ExactDraw | Planted::ExactGreedy => None,
-        }
+    /// The input the detector must flag this control on, and the outcome it must be classed
+    /// with there (`None` for the known-good ones).
+    pub fn must_flag(self) -> MustFlag {
+        self.row().must_flag
     }
 }
 
@@ -131,18 +142,7 @@ struct Probe(Planted);
 
 impl CustomSampler for Probe {
     fn name(&self) -> &'static CStr {
-        match self.0 {
-            Planted::AbortsOnEmpty => c"planted-aborts-on-empty",
-            Planted::NanOnLarge => c"planted-nan-on-large",
-            Planted::KeepsExtra => c"planted-keeps-extra",
-            Planted::HangsOnOne => c"planted-hangs-on-one",
-            Planted::SelectsOutside => c"planted-selects-outside",
-            Planted::DrawsMasked => c"planted-draws-masked",
-            Planted::GreedyLast => c"planted-greedy-last",
-            Planted::Exact => c"planted-exact-top-k",
-            Planted::ExactDraw => c"planted-exact-draw",
-            Planted::ExactGreedy => c"planted-exact-greedy",
-        }
+        self.0.row().c_name
     }
 
     fn apply(&mut self, view: &mut ArrayView<'_>) {

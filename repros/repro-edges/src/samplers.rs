@@ -153,9 +153,8 @@ pub fn subjects() -> Vec<Config> {
 
 /// The planted controls, each judged as the sampler it imitates.
 pub fn controls() -> Vec<Config> {
-    Planted::ALL
-        .into_iter()
-        .map(|p| Config {
+    (Planted::ALL.iter())
+        .map(|&p| Config {
             name: p.name(),
             params: p.what().to_string(),
             make: Make::Planted(p),
