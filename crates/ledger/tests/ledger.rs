@@ -25,15 +25,11 @@ fn cfg(last_n: usize, repeat: f32, freq: f32, present: f32, mode: Mode) -> Penal
     }
 }
 
-fn builtin(c: &PenaltyConfig) -> Sampler {
-    c.builtin().build().unwrap()
-}
-
 fn logits_by_id(c: &Candidates) -> Vec<u32> {
     let mut v = vec![0u32; V as usize];
-    for e in &c.entries {
-        v[e.id.0 as usize] = e.logit.to_bits();
-    }
+    c.entries
+        .iter()
+        .for_each(|e| v[e.id.0 as usize] = e.logit.to_bits());
     v
 }
 
@@ -55,7 +51,7 @@ fn default_mode_is_bit_identical_to_llama_cpp() {
             [0.0, 0.5, 1.0][rng.below(3)],
             Mode::Default,
         );
-        let (mut a, mut b) = (builtin(&c), ledger_penalties(c).unwrap());
+        let (mut a, mut b) = (c.builtin().build().unwrap(), ledger_penalties(c).unwrap());
         for _ in 0..rng.below(40) {
             let id = TokenId(rng.below(V as usize) as i32);
             a.accept(id).unwrap();
@@ -79,56 +75,52 @@ fn default_mode_is_bit_identical_to_llama_cpp() {
     assert_eq!(compared, 800);
 }
 
+/// Accepts `ids` into `s`.
+fn accept(s: &mut Sampler, ids: &[i32]) {
+    ids.iter().for_each(|&id| s.accept(TokenId(id)).unwrap());
+}
+
+/// `s` applied to `logits` in id order, flagged `sorted` if `sorted`.
+fn applied(s: &mut Sampler, logits: &[f32], sorted: bool) -> Candidates {
+    let mut cand = Candidates::from_logits(logits);
+    cand.sorted = sorted;
+    s.apply(&mut cand).unwrap();
+    cand
+}
+
 #[test]
 fn clone_and_reset_carry_the_whole_ledger() {
-    let c = cfg(4, 1.0, 0.5, 0.0, Mode::Default);
-    let mut s = ledger_penalties(c).unwrap();
-    for id in [5, 5, 6] {
-        s.accept(TokenId(id)).unwrap();
-    }
+    let mut s = ledger_penalties(cfg(4, 1.0, 0.5, 0.0, Mode::Default)).unwrap();
+    accept(&mut s, &[5, 5, 6]);
     let mut clone = s.try_clone().unwrap();
-    for id in [7, 8] {
-        s.accept(TokenId(id)).unwrap();
-        clone.accept(TokenId(id)).unwrap();
-    }
-    let read = |s: &mut Sampler| {
-        let mut cand = Candidates::from_logits(&[1024.0; V as usize]);
-        s.apply(&mut cand).unwrap();
-        logits_by_id(&cand)
-    };
+    accept(&mut s, &[7, 8]);
+    accept(&mut clone, &[7, 8]);
+    let flat = [1024.0; V as usize];
+    let read = |s: &mut Sampler| logits_by_id(&applied(s, &flat, false));
     assert_eq!(read(&mut s), read(&mut clone));
     // Window [5, 6, 7, 8] after 5,5,6,7,8: id 5 has count 1.
-    let mut probe = Candidates::from_logits(&[1024.0; V as usize]);
-    s.apply(&mut probe).unwrap();
-    assert_eq!(probe.logit_of(TokenId(5)), Some(1023.5));
-    s.reset();
     assert_eq!(
-        read(&mut s),
-        logits_by_id(&Candidates::from_logits(&[1024.0; V as usize]))
+        applied(&mut s, &flat, false).logit_of(TokenId(5)),
+        Some(1023.5)
     );
+    s.reset();
+    assert_eq!(read(&mut s), logits_by_id(&Candidates::from_logits(&flat)));
 }
 
 #[test]
 fn sorted_flag_is_cleared_exactly_when_the_order_breaks() {
-    let c = cfg(8, 2.0, 0.0, 0.0, Mode::Default);
-    let sorted = |logits: &[f32]| {
-        let mut cand = Candidates::from_logits(logits);
-        cand.sorted = true;
-        cand
-    };
-    // Penalizing the top (4 -> 2) drops it below 3: the order breaks.
-    let mut s = ledger_penalties(c).unwrap();
-    s.accept(TokenId(0)).unwrap();
-    let mut x = sorted(&[4.0, 3.0, 1.0]);
-    s.apply(&mut x).unwrap();
-    assert!(!x.sorted);
-    // Penalizing the bottom (-1 -> -2) keeps the order: the flag stays.
-    let mut s = ledger_penalties(c).unwrap();
-    s.accept(TokenId(2)).unwrap();
-    let mut y = sorted(&[4.0, 3.0, -1.0]);
-    s.apply(&mut y).unwrap();
-    assert!(y.sorted);
-    assert_eq!(y.logit_of(TokenId(2)), Some(-2.0));
+    // Penalizing the top (4 -> 2) drops it below 3: the order breaks. Penalizing the bottom
+    // (-1 -> -2) keeps the order: the flag stays.
+    for (seen, logits, penalized, still_sorted) in [
+        (0, [4.0, 3.0, 1.0], 2.0, false),
+        (2, [4.0, 3.0, -1.0], -2.0, true),
+    ] {
+        let mut s = ledger_penalties(cfg(8, 2.0, 0.0, 0.0, Mode::Default)).unwrap();
+        accept(&mut s, &[seen]);
+        let out = applied(&mut s, &logits, true);
+        assert_eq!(out.sorted, still_sorted, "{logits:?}");
+        assert_eq!(out.logit_of(TokenId(seen)), Some(penalized));
+    }
 }
 
 /// A stage of `mode` at `theta` that accepted 1 to 10 random ids, those ids, and random logits
@@ -161,7 +153,7 @@ fn normalized_mode_chooses_like_the_oracle_at_every_shift() {
         for shift in [-5.0f32, 0.0, 5.0] {
             let shifted: Vec<f32> = logits.iter().map(|z| z + shift).collect();
             let out = s.apply_in_id_order(&shifted).unwrap();
-            assert_eq!(harness_argmax(&out), want, "shift {shift}");
+            assert_eq!(oracle::argmax(&out), want, "shift {shift}");
         }
     }
 }
@@ -201,42 +193,20 @@ fn ulp(x: f32) -> f32 {
     f32::from_bits(a.to_bits() + 1) - a
 }
 
-fn harness_argmax(x: &[f32]) -> TokenId {
-    let mut best = 0;
-    for (i, &v) in x.iter().enumerate() {
-        if v > x[best] {
-            best = i;
-        }
-    }
-    TokenId(best as i32)
-}
-
 #[test]
 fn guard_clears_a_stale_flag_and_keeps_an_honest_one() {
     let mut g = sorted_guard().unwrap();
-    let mut stale = Candidates::from_logits(&[1.0, 3.0, 2.0]);
-    stale.sorted = true;
-    g.apply(&mut stale).unwrap();
-    assert!(!stale.sorted);
-    let mut honest = Candidates::from_logits(&[3.0, 2.0, 1.0]);
-    honest.sorted = true;
-    g.apply(&mut honest).unwrap();
-    assert!(honest.sorted);
-    let mut c = g.try_clone().unwrap();
-    c.apply(&mut honest).unwrap();
+    assert!(!applied(&mut g, &[1.0, 3.0, 2.0], true).sorted);
+    assert!(applied(&mut g, &[3.0, 2.0, 1.0], true).sorted);
+    assert!(applied(&mut g.try_clone().unwrap(), &[3.0, 2.0, 1.0], true).sorted);
     assert_eq!(g.name(), "sorted-guard");
 }
 
 #[test]
 fn refuses_bad_parameters() {
+    let too_long = subject::MAX_WINDOW as usize + 1;
     for bad in [
-        cfg(
-            subject::MAX_WINDOW as usize + 1,
-            1.1,
-            0.0,
-            0.0,
-            Mode::Default,
-        ),
+        cfg(too_long, 1.1, 0.0, 0.0, Mode::Default),
         cfg(4, 0.0, 0.0, 0.0, Mode::Default),
         cfg(4, f32::NAN, 0.0, 0.0, Mode::Default),
         PenaltyConfig {
