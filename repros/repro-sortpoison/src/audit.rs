@@ -18,7 +18,6 @@ use crate::planted;
 use anyhow::Result;
 use report::{Control, Report};
 use serde::Serialize;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use subject::BuildInfo;
 
@@ -40,7 +39,7 @@ struct Body<'a> {
     permutation_audit: &'a PermAudit,
     census: &'a Census,
     fuzzer: &'a FuzzReport,
-    published_chain: Value,
+    published_chain: chain::ChainJson<'a>,
 }
 
 pub struct Audit {
@@ -215,21 +214,25 @@ impl Audit {
     }
 
     pub fn report(&self) -> Report {
-        Report::new(
-            self.build.report_subject(crate::FINDING, chain::NAME),
-            self.published_report.verdict,
-            self.evidence(),
-            self.controls(),
-        )
-        .with_body(Body {
+        let body = Body {
             oracle_check: &self.oracle_check,
             planted_oracle_check: &self.planted_gate,
             permutation_audit: &self.perm,
             census: &self.census,
             fuzzer: &self.fuzz,
             published_chain: chain::to_json(&self.published, &self.published_report),
-        })
-        .with_text(self.to_text())
+        };
+        let measured = self.published_report.verdict;
+        let (evidence, text) = (self.evidence(), self.to_text());
+        chain::finding_report(
+            &self.build,
+            chain::NAME,
+            measured,
+            evidence,
+            self.controls(),
+            body,
+            text,
+        )
     }
 
     /// The fix's measured answer: `absent` when, with `sorted_guard` before each flag-reading
@@ -239,7 +242,7 @@ impl Audit {
     /// the fix cannot be called `absent` then.
     pub fn guard_measured(&self) -> Verdict {
         let clean = self.perm.rows.iter().all(|r| r.guarded_ok)
-            && self.fuzz.guarded_unsound == 0
+            && self.fuzz.guarded.unsound == 0
             && self.fuzz.crashed.is_empty()
             && self.guarded_report.verdict == Verdict::Absent;
         Verdict::found(!clean)
@@ -251,27 +254,31 @@ impl Audit {
             "with sorted_guard: published chain keeps {}; permutation audit one set = oracle in every case: {}; fuzzer {} of {} chains unsound, {} undecided{}",
             chain::ids_text(&self.guarded_report.subject.survivors),
             self.perm.rows.iter().all(|r| r.guarded_ok),
-            self.fuzz.guarded_unsound,
+            self.fuzz.guarded.unsound,
             self.fuzz.tried,
-            self.fuzz.guarded_undecided,
+            self.fuzz.guarded.undecided,
             if self.fuzz.crashed.is_empty() {
                 String::new()
             } else {
                 format!(" (not run: {})", self.fuzz.crashed.join("; "))
             }
         );
-        Report::new(
-            self.build
-                .report_subject(crate::FINDING, &format!("{}+sorted_guard", chain::NAME)),
-            self.guard_measured(),
-            evidence,
-            self.controls(),
-        )
-        .with_body(std::collections::BTreeMap::from([(
+        let name = format!("{}+sorted_guard", chain::NAME);
+        let body = std::collections::BTreeMap::from([(
             "published_chain",
             chain::to_json(&guarded, &self.guarded_report),
-        )]))
-        .with_text(chain::to_text(&guarded, &self.guarded_report))
+        )]);
+        let text = chain::to_text(&guarded, &self.guarded_report);
+        let measured = self.guard_measured();
+        chain::finding_report(
+            &self.build,
+            &name,
+            measured,
+            evidence,
+            self.controls(),
+            body,
+            text,
+        )
     }
 
     fn to_text(&self) -> String {

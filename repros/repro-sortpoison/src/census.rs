@@ -19,15 +19,14 @@
 //! row classed "crashes (contained)" and the census goes on. A fourth planted injector aborts
 //! on its first apply and must be classed so.
 
-use crate::chain::really_sorted;
+use crate::chain::{join, really_sorted};
 use crate::planted::Injector;
 use anyhow::{Context, Result};
 use contain::{Ended, Task};
 use oracle::rng::Rng;
 use oracle::stage::Stage;
 use oracle::TokenId;
-use serde::{Serialize, Serializer};
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
@@ -68,35 +67,29 @@ impl Input {
     fn bottom(&self) -> TokenId {
         self.entries[self.entries.len() - 1].0
     }
-    /// The entries [`Input::text`] printed (`id:logit` separated by spaces).
-    pub fn parse(text: &str) -> Result<Input> {
-        let entries = text
-            .split(' ')
-            .map(|item| {
-                let (id, logit) = item
-                    .split_once(':')
-                    .with_context(|| format!("'{item}' is not id:logit"))?;
-                Ok((TokenId(id.parse()?), logit.parse::<f32>()?))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Input { entries })
-    }
-
     pub fn text(&self) -> String {
-        self.entries
-            .iter()
-            .map(|(id, l)| format!("{id}:{l}"))
-            .collect::<Vec<_>>()
-            .join(" ")
+        join(self.entries.iter().map(|(id, l)| format!("{id}:{l}")), " ")
+    }
+}
+
+/// A subject built the same way for every input, with no history.
+fn custom(
+    label: String,
+    needs_vocab: bool,
+    build: impl Fn() -> Result<Sampler> + 'static,
+) -> CensusSampler {
+    CensusSampler {
+        label,
+        build: Box::new(move |_| build()),
+        history: Box::new(|_| Vec::new()),
+        needs_vocab,
     }
 }
 
 fn spec(label: &str, f: impl Fn(&Input) -> SamplerSpec + 'static) -> CensusSampler {
     CensusSampler {
-        label: label.to_string(),
         build: Box::new(move |i| f(i).build()),
-        history: Box::new(|_| Vec::new()),
-        needs_vocab: false,
+        ..custom(label.to_string(), false, || unreachable!())
     }
 }
 
@@ -197,20 +190,12 @@ pub fn subjects(vocab: Option<&Arc<Vocab>>) -> Vec<CensusSampler> {
         }),
     ];
     if let Some(v) = vocab {
-        let g = Arc::clone(v);
-        out.push(CensusSampler {
-            label: format!("grammar {GRAMMAR}"),
-            build: Box::new(move |_| Sampler::grammar(&g, GRAMMAR, "root")),
-            history: Box::new(|_| Vec::new()),
-            needs_vocab: true,
-        });
-        let g = Arc::clone(v);
-        out.push(CensusSampler {
-            label: "infill".to_string(),
-            build: Box::new(move |_| Sampler::infill(&g)),
-            history: Box::new(|_| Vec::new()),
-            needs_vocab: true,
-        });
+        let (g, i) = (Arc::clone(v), Arc::clone(v));
+        let grammar = move || Sampler::grammar(&g, GRAMMAR, "root");
+        out.push(custom(format!("grammar {GRAMMAR}"), true, grammar));
+        out.push(custom("infill".to_string(), true, move || {
+            Sampler::infill(&i)
+        }));
     }
     out
 }
@@ -262,33 +247,30 @@ pub fn vocab_battery(vocab: &Vocab) -> Result<Vec<Input>> {
         );
         entries.push((ids[0], 3.0 - rank as f32));
     }
+    let first_three = entries[..3].to_vec();
     Ok(vec![
+        Input { entries },
         Input {
-            entries: entries.clone(),
-        },
-        Input {
-            entries: entries[..3].to_vec(),
+            entries: first_three,
         },
     ])
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Class {
+    #[serde(rename = "keeps it stale")]
     KeepsStale,
+    #[serde(rename = "resets the flag")]
     ResetsFlag,
+    #[serde(rename = "never reorders")]
     NeverReorders,
     /// The row's child died (a signal or the deadline); [`CensusRow::crash`] says how.
+    #[default]
+    #[serde(rename = "crashes (contained)")]
     Crashed,
 }
 
 impl Class {
-    pub const ALL: [Class; 4] = [
-        Class::KeepsStale,
-        Class::ResetsFlag,
-        Class::NeverReorders,
-        Class::Crashed,
-    ];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Class::KeepsStale => "keeps it stale",
@@ -297,89 +279,31 @@ impl Class {
             Class::Crashed => "crashes (contained)",
         }
     }
-
-    fn parse(text: &str) -> Result<Class> {
-        Class::ALL
-            .into_iter()
-            .find(|c| c.as_str() == text)
-            .with_context(|| format!("'{text}' is not a census class"))
-    }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// One sampler's row; its JSON is also how a row's child hands the row back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CensusRow {
+    #[serde(rename = "sampler")]
     pub label: String,
+    #[serde(rename = "llama_name")]
     pub name: String,
+    #[serde(rename = "on_sorted_input")]
     pub class: Class,
     pub inputs: usize,
-    /// The input that shows the class (for "never reorders": none).
-    pub witness: Option<(Input, String)>,
+    /// The input that shows the class, as [`Input::text`], and the array the sampler left
+    /// (for "never reorders": none).
+    pub witness_input: Option<String>,
+    pub witness_after: Option<String>,
     /// On unsorted input flagged false: how many runs set the flag, and how many of those
     /// left an array that is not sorted.
+    #[serde(rename = "unsorted_input_sets_flag")]
     pub sets_flag: usize,
+    #[serde(rename = "unsorted_input_sets_flag_on_unsorted_output")]
     pub sets_flag_falsely: usize,
     /// How the row's child died, for [`Class::Crashed`].
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub crash: Option<String>,
-}
-
-impl Serialize for CensusRow {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Written<'a> {
-            sampler: &'a str,
-            llama_name: &'a str,
-            on_sorted_input: &'static str,
-            inputs: usize,
-            witness_input: Option<String>,
-            witness_after: Option<&'a str>,
-            unsorted_input_sets_flag: usize,
-            unsorted_input_sets_flag_on_unsorted_output: usize,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            crash: &'a Option<String>,
-        }
-        Written {
-            sampler: &self.label,
-            llama_name: &self.name,
-            on_sorted_input: self.class.as_str(),
-            inputs: self.inputs,
-            witness_input: self.witness.as_ref().map(|w| w.0.text()),
-            witness_after: self.witness.as_ref().map(|w| w.1.as_str()),
-            unsorted_input_sets_flag: self.sets_flag,
-            unsorted_input_sets_flag_on_unsorted_output: self.sets_flag_falsely,
-            crash: &self.crash,
-        }
-        .serialize(s)
-    }
-}
-
-impl CensusRow {
-    /// The row its `Serialize` wrote (how a child hands its row back).
-    pub fn from_json(v: &Value) -> Result<CensusRow> {
-        let text = |k: &str| -> Result<String> {
-            v[k].as_str()
-                .map(str::to_string)
-                .with_context(|| format!("census row without '{k}'"))
-        };
-        let count = |k: &str| -> Result<usize> {
-            v[k].as_u64()
-                .map(|n| n as usize)
-                .with_context(|| format!("census row without '{k}'"))
-        };
-        let witness = match (v["witness_input"].as_str(), v["witness_after"].as_str()) {
-            (Some(i), Some(a)) => Some((Input::parse(i)?, a.to_string())),
-            _ => None,
-        };
-        Ok(CensusRow {
-            label: text("sampler")?,
-            name: text("llama_name")?,
-            class: Class::parse(&text("on_sorted_input")?)?,
-            inputs: count("inputs")?,
-            witness,
-            sets_flag: count("unsorted_input_sets_flag")?,
-            sets_flag_falsely: count("unsorted_input_sets_flag_on_unsorted_output")?,
-            crash: v["crash"].as_str().map(str::to_string),
-        })
-    }
 }
 
 fn apply(
@@ -400,11 +324,10 @@ fn apply(
 }
 
 fn after_text(c: &Candidates) -> String {
-    c.entries
-        .iter()
-        .map(|e| format!("{}:{}", e.id, e.logit))
-        .collect::<Vec<_>>()
-        .join(" ")
+    join(
+        c.entries.iter().map(|e| format!("{}:{}", e.id, e.logit)),
+        " ",
+    )
 }
 
 pub fn census_row(subject: &CensusSampler, inputs: &[Input]) -> Result<CensusRow> {
@@ -415,10 +338,10 @@ pub fn census_row(subject: &CensusSampler, inputs: &[Input]) -> Result<CensusRow
     for input in inputs {
         let out = apply(subject, input, &input.entries, true)?;
         if out.sorted && !really_sorted(&out) && stale.is_none() {
-            stale = Some((input.clone(), after_text(&out)));
+            stale = Some((input.text(), after_text(&out)));
         }
         if !out.sorted && reset.is_none() {
-            reset = Some((input.clone(), after_text(&out)));
+            reset = Some((input.text(), after_text(&out)));
         }
         // The same entries, rotated by one so the array is out of order, flagged false.
         let mut rotated = input.entries.clone();
@@ -426,9 +349,7 @@ pub fn census_row(subject: &CensusSampler, inputs: &[Input]) -> Result<CensusRow
         let out = apply(subject, input, &rotated, false)?;
         if out.sorted {
             sets_flag += 1;
-            if !really_sorted(&out) {
-                sets_flag_falsely += 1;
-            }
+            sets_flag_falsely += usize::from(!really_sorted(&out));
         }
         if name.is_empty() {
             name = (subject.build)(input)?.name();
@@ -439,23 +360,35 @@ pub fn census_row(subject: &CensusSampler, inputs: &[Input]) -> Result<CensusRow
         (None, Some(w)) => (Class::ResetsFlag, Some(w)),
         (None, None) => (Class::NeverReorders, None),
     };
+    let (witness_input, witness_after) = witness.unzip();
     Ok(CensusRow {
         label: subject.label.clone(),
         name,
         class,
         inputs: inputs.len(),
-        witness,
+        witness_input,
+        witness_after,
         sets_flag,
         sets_flag_falsely,
         crash: None,
     })
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// A planted injector's row and the class it must be given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlantedRow {
+    #[serde(flatten)]
+    pub row: CensusRow,
+    pub must_be: Class,
+}
+
+/// The census; `--census --json` prints it, and its JSON reads back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Census {
     pub rows: Vec<CensusRow>,
-    /// The planted injectors through the same rows: what each must be classed, and its row.
-    pub planted: Vec<(Class, CensusRow)>,
+    /// The planted injectors through the same rows.
+    #[serde(rename = "planted_controls")]
+    pub planted: Vec<PlantedRow>,
     /// Why grammar and infill are missing, if they are.
     pub vocab_note: Option<String>,
 }
@@ -471,14 +404,8 @@ fn entries(vocab: Option<&Arc<Vocab>>) -> Vec<(CensusSampler, Option<Class>)> {
         (Injector::Identity, Class::NeverReorders),
         (Injector::Aborts, Class::Crashed),
     ] {
-        let s = CensusSampler {
-            label: subject::CustomSampler::name(&injector)
-                .to_string_lossy()
-                .into_owned(),
-            build: Box::new(move |_| Sampler::custom(injector)),
-            history: Box::new(|_| Vec::new()),
-            needs_vocab: false,
-        };
+        let label = subject::CustomSampler::name(&injector).to_string_lossy();
+        let s = custom(label.into_owned(), false, move || Sampler::custom(injector));
         out.push((s, Some(want)));
     }
     out
@@ -520,11 +447,8 @@ fn contained_row(index: usize, subject: &CensusSampler, vocab: Option<&Path>) ->
     let cmd = ROW_TASK.command(&[OsString::from(index.to_string()), vocab_arg])?;
     let out = contain::run(cmd, ROW_TIMEOUT)?;
     match out.ended {
-        Ended::Exited(0) => {
-            let v: Value = serde_json::from_slice(&out.stdout)
-                .with_context(|| format!("reading the census row of {}", subject.label))?;
-            CensusRow::from_json(&v)
-        }
+        Ended::Exited(0) => serde_json::from_slice(&out.stdout)
+            .with_context(|| format!("reading the census row of {}", subject.label)),
         Ended::Exited(_) => anyhow::bail!(
             "the census row of {} failed: {}",
             subject.label,
@@ -532,13 +456,9 @@ fn contained_row(index: usize, subject: &CensusSampler, vocab: Option<&Path>) ->
         ),
         died => Ok(CensusRow {
             label: subject.label.clone(),
-            name: String::new(),
             class: Class::Crashed,
-            inputs: 0,
-            witness: None,
-            sets_flag: 0,
-            sets_flag_falsely: 0,
             crash: Some(died.describe()),
+            ..CensusRow::default()
         }),
     }
 }
@@ -563,7 +483,7 @@ pub fn run(vocab_model: &Path) -> Result<Census> {
         let row = contained_row(index, subject, path)?;
         match want {
             None => rows.push(row),
-            Some(w) => planted.push((*w, row)),
+            Some(w) => planted.push(PlantedRow { row, must_be: *w }),
         }
     }
     Ok(Census {
@@ -573,62 +493,34 @@ pub fn run(vocab_model: &Path) -> Result<Census> {
     })
 }
 
-impl Serialize for Census {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Planted<'a> {
-            #[serde(flatten)]
-            row: &'a CensusRow,
-            must_be: &'static str,
-        }
-        #[derive(Serialize)]
-        struct Written<'a> {
-            rows: &'a [CensusRow],
-            planted_controls: Vec<Planted<'a>>,
-            vocab_note: &'a Option<String>,
-        }
-        Written {
-            rows: &self.rows,
-            planted_controls: (self.planted.iter())
-                .map(|(w, row)| Planted {
-                    row,
-                    must_be: w.as_str(),
-                })
-                .collect(),
-            vocab_note: &self.vocab_note,
-        }
-        .serialize(s)
-    }
-}
-
 impl Census {
+    fn planted_as(&self, want: Class) -> impl Iterator<Item = &PlantedRow> {
+        self.planted.iter().filter(move |p| p.must_be == want)
+    }
+
     /// Each planted injector was classed as it must be.
     pub fn planted_ok(&self, want: Class) -> bool {
-        let mut planted = self.planted.iter().filter(|(w, _)| *w == want).peekable();
-        planted.peek().is_some() && planted.all(|(w, r)| r.class == *w)
+        let mut planted = self.planted_as(want).peekable();
+        planted.peek().is_some() && planted.all(|p| p.row.class == want)
     }
 
     pub fn planted_text(&self, want: Class) -> String {
-        self.planted
-            .iter()
-            .filter(|(w, _)| *w == want)
-            .map(|(w, r)| {
-                format!(
-                    "{} classed '{}' (must be '{}')",
-                    r.label,
-                    r.class.as_str(),
-                    w.as_str()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
+        let text = |p: &PlantedRow| {
+            format!(
+                "{} classed '{}' (must be '{}')",
+                p.row.label,
+                p.row.class.as_str(),
+                want.as_str()
+            )
+        };
+        join(self.planted_as(want).map(text), "; ")
     }
 
     pub fn to_text(&self) -> String {
         let mut out = String::from(
             "injector census: each sampler on really sorted arrays flagged sorted = true; last column: runs on\nunsorted arrays flagged false that left the flag set (and how many of those left an unsorted array)\n  sampler                                   llama.cpp name               on sorted input   sets flag on unsorted input\n",
         );
-        for r in self.rows.iter().chain(self.planted.iter().map(|(_, r)| r)) {
+        for r in self.rows.iter().chain(self.planted.iter().map(|p| &p.row)) {
             if let Some(how) = &r.crash {
                 out.push_str(&format!(
                     "  {:<41} {:<28} {} ({how}; the census went on)\n",
@@ -653,12 +545,12 @@ impl Census {
             ));
         }
         for r in self.rows.iter().filter(|r| r.class == Class::KeepsStale) {
-            let (input, after) = r.witness.as_ref().expect("a stale class has a witness");
+            let (Some(input), Some(after)) = (&r.witness_input, &r.witness_after) else {
+                unreachable!("a stale class has a witness")
+            };
             out.push_str(&format!(
-                "  witness, {}: [{}] -> [{}], flag still true\n",
-                r.label,
-                input.text(),
-                after
+                "  witness, {}: [{input}] -> [{after}], flag still true\n",
+                r.label
             ));
         }
         if let Some(n) = &self.vocab_note {

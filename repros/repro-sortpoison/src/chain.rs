@@ -4,13 +4,13 @@
 use crate::planted::{PlantedBias, PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use anyhow::{ensure, Context, Result};
+use oracle::stage::LOGIT_LIMIT;
 use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
 use report::{Control, Report};
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
+use std::fmt::Display;
 use subject::{BuildInfo, Candidates, Sampler};
-
-pub use oracle::stage::LOGIT_LIMIT;
 
 /// The published chain: `top_k(4) -> logit_bias(+6 @ 3) -> top_p(0.8)` on 4..-3.
 pub fn published() -> ChainCase {
@@ -24,8 +24,10 @@ pub fn published() -> ChainCase {
     }
 }
 
-/// A chain and the input it runs on. Ids are positions in `logits`.
-#[derive(Debug, Clone, PartialEq)]
+/// A chain and the input it runs on. Ids are positions in `logits`. It serializes as the
+/// command line that reruns it (Rust prints every f32 so that it parses back to the same bits).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub struct ChainCase {
     pub logits: Vec<f32>,
     pub stages: Vec<ChainStage>,
@@ -33,8 +35,21 @@ pub struct ChainCase {
     pub history: Vec<TokenId>,
 }
 
+impl From<ChainCase> for String {
+    fn from(case: ChainCase) -> String {
+        case.command()
+    }
+}
+
+impl TryFrom<String> for ChainCase {
+    type Error = anyhow::Error;
+    fn try_from(line: String) -> Result<ChainCase> {
+        crate::cli::case_from_line(&line)
+    }
+}
+
 /// What llama.cpp left after one stage (from the per-stage replay).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TraceStep {
     pub stage: String,
     /// Entries left in the array, `-inf` ones included.
@@ -85,10 +100,9 @@ impl ChainCase {
         for s in &self.stages {
             s.check_ids(n)?;
         }
-        let last = self.stages.len() - 1;
         if let Some(i) = self.stages.iter().position(ChainStage::draws) {
             ensure!(
-                i == last,
+                i == self.stages.len() - 1,
                 "stage {} ({}) draws the token, so it must be the last stage",
                 i + 1,
                 self.stages[i]
@@ -100,26 +114,19 @@ impl ChainCase {
                 "history id {id} is out of range (--logits has {n} entries)"
             );
         }
-        let counts = self.stages.iter().any(ChainStage::reads_history);
         ensure!(
-            counts || self.history.is_empty(),
+            self.history.is_empty() || self.stages.iter().any(ChainStage::reads_history),
             "--history is only read by a penalties stage"
         );
         Ok(())
     }
 
-    fn n_vocab(&self) -> i32 {
-        self.logits.len() as i32
-    }
-
     /// One llama.cpp chain of `stages` (planted stages as custom samplers), with the history
     /// accepted.
     pub fn build(&self, stages: &[ChainStage]) -> Result<Sampler> {
-        let samplers = stages
-            .iter()
-            .map(|s| s.build(self.n_vocab()))
-            .collect::<Result<Vec<_>>>()?;
-        let mut chain = Sampler::chain(samplers)?;
+        let n_vocab = self.logits.len() as i32;
+        let samplers = stages.iter().map(|s| s.build(n_vocab));
+        let mut chain = Sampler::chain(samplers.collect::<Result<_>>()?)?;
         for &id in &self.history {
             chain.accept(id)?;
         }
@@ -128,23 +135,26 @@ impl ChainCase {
 
     /// The command line that reruns this case.
     pub fn command(&self) -> String {
-        let mut out = format!("--logits {}", join_numbers(&self.logits));
+        let mut out = format!("--logits {}", join(&self.logits, ","));
         for s in &self.stages {
             out.push_str(&format!(" --stage {s}"));
         }
         if !self.history.is_empty() {
-            let ids: Vec<String> = self.history.iter().map(|i| i.to_string()).collect();
-            out.push_str(&format!(" --history {}", ids.join(",")));
+            out.push_str(&format!(" --history {}", join(&self.history, ",")));
         }
         out
     }
 }
 
-pub fn join_numbers(xs: &[f32]) -> String {
-    xs.iter()
-        .map(|x| x.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
+/// Every item printed, separated by `sep`.
+pub fn join<T: Display>(items: impl IntoIterator<Item = T>, sep: &str) -> String {
+    let texts: Vec<String> = items.into_iter().map(|x| x.to_string()).collect();
+    texts.join(sep)
+}
+
+/// Ids as JSON numbers.
+pub fn ids<S: Serializer>(ids: &[TokenId], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ids.iter().map(|i| i.0))
 }
 
 /// Bit-for-bit equality of two arrays (NaN probabilities compare equal to themselves).
@@ -208,9 +218,7 @@ pub fn judge(case: &ChainCase, subject: SubjectRun) -> ChainReport {
         &case.history,
     );
     let oracle = comp.pool.survivors();
-    let knife_edges: Vec<String> = comp
-        .edges
-        .iter()
+    let knife_edges: Vec<String> = (comp.edges.iter())
         .map(|(i, e)| format!("stage {} ({}): {}", i + 1, case.stages[*i], e.0))
         .collect();
     let verdict = if subject.survivors == oracle {
@@ -235,42 +243,50 @@ pub fn run(case: &ChainCase) -> Result<ChainReport> {
     Ok(judge(case, subject))
 }
 
-fn ids_json(ids: &[TokenId]) -> Value {
-    json!(ids.iter().map(|i| i.0).collect::<Vec<_>>())
+/// The chain's data: the case, both sets, the flag and the per-stage trace.
+#[derive(Serialize)]
+pub struct ChainJson<'a> {
+    logits: &'a [f32],
+    stages: &'a [ChainStage],
+    #[serde(serialize_with = "ids")]
+    history: &'a [TokenId],
+    #[serde(serialize_with = "ids")]
+    subject: &'a [TokenId],
+    #[serde(serialize_with = "ids")]
+    oracle: &'a [TokenId],
+    sorted_flag_after: bool,
+    subject_array_size: usize,
+    subject_selected: Option<i32>,
+    oracle_selected: Option<i32>,
+    trace: &'a [TraceStep],
+    knife_edges: &'a [String],
+    chain_comparison: Verdict,
 }
 
-/// The chain's data: the case, both sets, the flag and the per-stage trace.
-pub fn to_json(case: &ChainCase, r: &ChainReport) -> Value {
-    json!({
-        "logits": case.logits,
-        "stages": case.stages.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-        "history": ids_json(&case.history),
-        "subject": ids_json(&r.subject.survivors),
-        "oracle": ids_json(&r.oracle),
-        "sorted_flag_after": r.subject.sorted_flag,
-        "subject_array_size": r.subject.size,
-        "subject_selected": r.subject.selected.map(|i| i.0),
-        "oracle_selected": r.oracle_selected.map(|i| i.0),
-        "trace": r.subject.trace.iter().map(|t| json!({
-            "stage": t.stage,
-            "size": t.size,
-            "sorted_flag": t.sorted_flag,
-            "really_sorted": t.really_sorted,
-        })).collect::<Vec<_>>(),
-        "knife_edges": r.knife_edges,
-        "chain_comparison": r.verdict.as_str(),
-    })
+pub fn to_json<'a>(case: &'a ChainCase, r: &'a ChainReport) -> ChainJson<'a> {
+    ChainJson {
+        logits: &case.logits,
+        stages: &case.stages,
+        history: &case.history,
+        subject: &r.subject.survivors,
+        oracle: &r.oracle,
+        sorted_flag_after: r.subject.sorted_flag,
+        subject_array_size: r.subject.size,
+        subject_selected: r.subject.selected.map(|i| i.0),
+        oracle_selected: r.oracle_selected.map(|i| i.0),
+        trace: &r.subject.trace,
+        knife_edges: &r.knife_edges,
+        chain_comparison: r.verdict,
+    }
 }
 
 pub fn ids_text(ids: &[TokenId]) -> String {
-    let v: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
-    format!("{{{}}}", v.join(","))
+    format!("{{{}}}", join(ids, ","))
 }
 
 /// The chain and its trace as text.
 pub fn to_text(case: &ChainCase, r: &ChainReport) -> String {
-    let mut out = String::new();
-    out.push_str(&format!("chain: {}\n", case.command()));
+    let mut out = format!("chain: {}\n", case.command());
     out.push_str("  after stage                         size  sorted flag  really sorted\n");
     for t in &r.subject.trace {
         let stale = if t.sorted_flag && !t.really_sorted {
@@ -302,30 +318,24 @@ pub fn to_text(case: &ChainCase, r: &ChainReport) -> String {
 /// logit_bias that leaves the flag alone, and a top_p that does or does not trust the flag.
 /// No llama.cpp stage takes part, so the controls do not depend on the subject's behaviour.
 pub fn planted_published(trusts_flag: bool) -> ChainCase {
-    let mut case = published();
-    case.stages = vec![
-        ChainStage::PlantedTruncator(PlantedTruncator {
-            rule: PlantedRule::TopK { k: 4 },
-            trusts_flag: false,
-        }),
-        ChainStage::PlantedBias(PlantedBias {
-            id: TokenId(3),
-            bias: 6.0,
-        }),
-        ChainStage::PlantedTruncator(PlantedTruncator {
-            rule: PlantedRule::TopP { p: 0.8 },
-            trusts_flag,
-        }),
-    ];
-    case
+    let truncator =
+        |rule, trusts_flag| ChainStage::PlantedTruncator(PlantedTruncator { rule, trusts_flag });
+    ChainCase {
+        stages: vec![
+            truncator(PlantedRule::TopK { k: 4 }, false),
+            ChainStage::PlantedBias(PlantedBias {
+                id: TokenId(3),
+                bias: 6.0,
+            }),
+            truncator(PlantedRule::TopP { p: 0.8 }, trusts_flag),
+        ],
+        ..published()
+    }
 }
 
 /// The chain comparison's controls: the planted chain ending in a top_p that trusts the flag
 /// must be `present`; the same chain ending in one that sorts must be `absent`.
 pub fn controls() -> Result<Vec<Control>> {
-    let trusting = planted_published(true);
-    let honest = planted_published(false);
-    let (t, h) = (run(&trusting)?, run(&honest)?);
     let detail = |c: &ChainCase, r: &ChainReport| {
         format!(
             "{}: keeps {}, oracle {} ({})",
@@ -335,6 +345,8 @@ pub fn controls() -> Result<Vec<Control>> {
             r.verdict
         )
     };
+    let (trusting, honest) = (planted_published(true), planted_published(false));
+    let (t, h) = (run(&trusting)?, run(&honest)?);
     Ok(vec![
         Control::positive(
             "chain comparison on a planted chain whose top_p trusts the flag",
@@ -352,6 +364,22 @@ pub fn controls() -> Result<Vec<Control>> {
 /// The verdict's name.
 pub const NAME: &str = "stale-sorted-truncation";
 
+/// A report of F2 on `build`: verdict `name`, `measured` judged under `controls`.
+pub fn finding_report(
+    build: &BuildInfo,
+    name: &str,
+    measured: Verdict,
+    evidence: String,
+    controls: Vec<Control>,
+    body: impl Serialize,
+    text: String,
+) -> Report {
+    let id = build.report_subject(crate::FINDING, name);
+    Report::new(id, measured, evidence, controls)
+        .with_body(body)
+        .with_text(text)
+}
+
 /// One chain's report: its verdict under `controls` (the chain comparison's, and the oracle
 /// gate on the chain's own stages: see `cli`).
 pub fn report(
@@ -359,7 +387,7 @@ pub fn report(
     r: &ChainReport,
     build: &BuildInfo,
     controls: Vec<Control>,
-) -> Result<Report> {
+) -> Report {
     let evidence = format!(
         "{} keeps {} (oracle {}, flag {})",
         case.command(),
@@ -367,12 +395,6 @@ pub fn report(
         ids_text(&r.oracle),
         r.subject.sorted_flag
     );
-    Ok(Report::new(
-        build.report_subject(crate::FINDING, NAME),
-        r.verdict,
-        evidence,
-        controls,
-    )
-    .with_body(to_json(case, r))
-    .with_text(to_text(case, r)))
+    let (body, text) = (to_json(case, r), to_text(case, r));
+    finding_report(build, NAME, r.verdict, evidence, controls, body, text)
 }

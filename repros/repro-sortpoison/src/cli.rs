@@ -194,9 +194,9 @@ pub fn chain_report(case: &ChainCase, build: &subject::BuildInfo) -> Result<repo
     if case.stages.last().is_some_and(ChainStage::draws) {
         let d = draws::run(case)?;
         controls.extend(draws::controls()?);
-        return draws::report(case, &r, &d, build, controls);
+        return Ok(draws::report(case, &r, &d, build, controls));
     }
-    chain::report(case, &r, build, controls)
+    Ok(chain::report(case, &r, build, controls))
 }
 
 fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<String> {

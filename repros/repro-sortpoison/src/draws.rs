@@ -13,7 +13,7 @@
 //! The planted dists of [`crate::planted::DistRule`] run through [`run`], the same function
 //! as the subject, in chains of planted stages only; they are the controls.
 
-use crate::chain::{self, ChainCase, ChainReport};
+use crate::chain::{self, join, ChainCase, ChainReport};
 use crate::planted::{DistRule, PlantedBias, PlantedDist, PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use anyhow::{ensure, Context, Result};
@@ -162,9 +162,7 @@ pub struct DrawRun {
 }
 
 fn survivors_of(c: &Candidates) -> Vec<SubjectCandidate> {
-    c.entries
-        .iter()
-        .filter(|e| e.logit > f32::NEG_INFINITY)
+    (c.entries.iter().filter(|e| e.logit > f32::NEG_INFINITY))
         .map(|e| SubjectCandidate {
             id: e.id.0,
             logit: e.logit,
@@ -173,21 +171,21 @@ fn survivors_of(c: &Candidates) -> Vec<SubjectCandidate> {
         .collect()
 }
 
-fn oracle_after(case: &ChainCase, stages: usize) -> (Pool, Result<Vec<Share>, String>) {
-    let pool = compose(
-        &case.stages[..stages],
-        &Pool::from_logits(&case.logits),
-        &case.history,
-    )
-    .pool;
-    let survivors = Pool::new(
-        pool.entries()
-            .iter()
-            .copied()
-            .filter(|e| e.logit > f32::NEG_INFINITY),
-    );
-    let shares = draw::softmax(&survivors);
-    (pool, shares)
+/// The oracle's softmax over the survivors of the first `stages` stages.
+fn oracle_after(case: &ChainCase, stages: usize) -> Vec<OracleCandidate> {
+    let logits = Pool::from_logits(&case.logits);
+    let pool = compose(&case.stages[..stages], &logits, &case.history).pool;
+    let survivors = pool.entries().iter().copied();
+    let shares = draw::softmax(&Pool::new(
+        survivors.filter(|e| e.logit > f32::NEG_INFINITY),
+    ));
+    (shares.unwrap_or_default().iter())
+        .map(|s| OracleCandidate {
+            id: s.id.0,
+            logit: s.logit,
+            p: s.p,
+        })
+        .collect()
 }
 
 /// The oracle's distribution as F7's detector reads it: one class per survivor.
@@ -229,20 +227,11 @@ pub fn run(case: &ChainCase) -> Result<DrawRun> {
         let mut one = case.build(std::slice::from_ref(stage))?;
         one.apply(&mut replay)
             .with_context(|| format!("applying {stage} alone"))?;
-        let (_, shares) = oracle_after(case, i + 1);
         after_each_stage.push(AfterStage {
             stage: stage.to_string(),
             sorted_flag: replay.sorted,
             subject: survivors_of(&replay),
-            oracle: shares
-                .unwrap_or_default()
-                .iter()
-                .map(|s| OracleCandidate {
-                    id: s.id.0,
-                    logit: s.logit,
-                    p: s.p,
-                })
-                .collect(),
+            oracle: oracle_after(case, i + 1),
         });
     }
     let mut chain = case.build(&case.stages)?;
@@ -357,56 +346,72 @@ pub const MODERATE: &[(i32, f32)] = &[(3, 2.0)];
 /// the maximum is taken from `data[0]`.
 pub const TWO_OVERFLOWS: &[(i32, f32)] = &[(2, 100.0), (3, 100.0)];
 
-/// The draw detector's controls, each a planted dist in a planted chain through [`run`].
+/// The draw detector's controls, each a planted dist in a planted chain through [`run`]:
+/// the biases, the planted rule, the control's kind and name, and what it must show.
 pub fn controls() -> Result<Vec<Control>> {
-    let detail = |c: &ChainCase, r: &DrawRun| {
-        format!(
+    use report::ControlKind::{Negative, Positive};
+    type Shows = fn(&DrawRun) -> bool;
+    let absent: Shows = |r| r.verdict == Verdict::Absent;
+    let draws_wrong: Shows = |r| r.detector.verdict == Verdict::Present;
+    let p_wrong: Shows = |r| r.p_check.verdict == Some(Verdict::Present);
+    let honest = "draws and p of a planted dist written as llama.cpp writes p, with an honest \
+                  maximum, after";
+    let rows = [
+        (
+            MODERATE,
+            DistRule::Exact,
+            Negative,
+            format!("{honest} a moderate bias"),
+            absent,
+        ),
+        (
+            TWO_OVERFLOWS,
+            DistRule::Exact,
+            Negative,
+            format!("{honest} two biases that overflow f32 from data[0]"),
+            absent,
+        ),
+        (
+            TWO_OVERFLOWS,
+            DistRule::TrustsFlag,
+            Positive,
+            "draws of a planted dist that takes data[0] as the maximum on a stale flag".into(),
+            draws_wrong,
+        ),
+        (
+            MODERATE,
+            DistRule::Unnormalized,
+            Positive,
+            "draws of a planted dist that skips renormalization".into(),
+            draws_wrong,
+        ),
+        (
+            MODERATE,
+            DistRule::Unnormalized,
+            Positive,
+            "p check on the planted dist that skips renormalization".into(),
+            p_wrong,
+        ),
+        (
+            MODERATE,
+            DistRule::DropsLastFromSum,
+            Positive,
+            "p check on a planted dist that renormalizes over all survivors but the last".into(),
+            p_wrong,
+        ),
+    ];
+    let control = |(biases, rule, kind, name, shows): (_, _, _, String, Shows)| {
+        let case = planted_chain(biases, rule);
+        let r = run(&case)?;
+        let detail = format!(
             "{}: {}; p check {}",
-            c.command(),
+            case.command(),
             detector_text(&r.detector),
             p_check_text(&r.p_check)
-        )
+        );
+        Ok(Control::new(kind, name, shows(&r), detail))
     };
-    let mut out = Vec::new();
-    for (biases, what) in [
-        (MODERATE, "a moderate bias"),
-        (TWO_OVERFLOWS, "two biases that overflow f32 from data[0]"),
-    ] {
-        let case = planted_chain(biases, DistRule::Exact);
-        let r = run(&case)?;
-        out.push(Control::negative(
-            format!("draws and p of a planted dist written as llama.cpp writes p, with an honest maximum, after {what}"),
-            r.verdict == Verdict::Absent,
-            detail(&case, &r),
-        ));
-    }
-    let case = planted_chain(TWO_OVERFLOWS, DistRule::TrustsFlag);
-    let r = run(&case)?;
-    out.push(Control::positive(
-        "draws of a planted dist that takes data[0] as the maximum on a stale flag",
-        r.detector.verdict == Verdict::Present,
-        detail(&case, &r),
-    ));
-    let case = planted_chain(MODERATE, DistRule::Unnormalized);
-    let r = run(&case)?;
-    out.push(Control::positive(
-        "draws of a planted dist that skips renormalization",
-        r.detector.verdict == Verdict::Present,
-        detail(&case, &r),
-    ));
-    out.push(Control::positive(
-        "p check on the planted dist that skips renormalization",
-        r.p_check.verdict == Some(Verdict::Present),
-        detail(&case, &r),
-    ));
-    let case = planted_chain(MODERATE, DistRule::DropsLastFromSum);
-    let r = run(&case)?;
-    out.push(Control::positive(
-        "p check on a planted dist that renormalizes over all survivors but the last",
-        r.p_check.verdict == Some(Verdict::Present),
-        detail(&case, &r),
-    ));
-    Ok(out)
+    rows.into_iter().map(control).collect()
 }
 
 /// Six decimals, or three significant digits below 1e-4 (so a tiny p does not print as 0).
@@ -451,32 +456,26 @@ pub fn to_text(r: &DrawRun) -> String {
     let mut out = String::from(
         "after each stage (id logit p; llama.cpp in array order, the oracle's softmax in f64)\n",
     );
+    let row = |cs: Vec<(i32, f32, f64)>| {
+        join(
+            cs.iter()
+                .map(|(id, l, p)| format!("{id} {l} {}", p_text(*p))),
+            ", ",
+        )
+    };
     for a in &r.after_each_stage {
         out.push_str(&format!("  {} (sorted flag {})\n", a.stage, a.sorted_flag));
-        let subject: Vec<String> = a
-            .subject
-            .iter()
-            .map(|c| format!("{} {} {}", c.id, c.logit, p_text(c.p as f64)))
-            .collect();
-        let oracle: Vec<String> = a
-            .oracle
-            .iter()
-            .map(|c| format!("{} {} {}", c.id, c.logit, p_text(c.p)))
-            .collect();
-        out.push_str(&format!("    llama.cpp: {}\n", subject.join(", ")));
-        out.push_str(&format!("    oracle:    {}\n", oracle.join(", ")));
+        let subject = a.subject.iter().map(|c| (c.id, c.logit, c.p as f64));
+        let oracle = a.oracle.iter().map(|c| (c.id, c.logit, c.p));
+        out.push_str(&format!("    llama.cpp: {}\n", row(subject.collect())));
+        out.push_str(&format!("    oracle:    {}\n", row(oracle.collect())));
     }
-    let support: Vec<String> = r
-        .detector
-        .support
-        .iter()
-        .map(|(id, n)| format!("{id}:{n}"))
-        .collect();
+    let support = r.detector.support.iter().map(|(id, n)| format!("{id}:{n}"));
     out.push_str(&format!(
         "  draws: {} with {} ({})\n",
         r.draws,
         r.drawn_by,
-        support.join(" ")
+        join(support, " ")
     ));
     if let Some(u) = &r.undecided {
         out.push_str(&format!("  undecided: {u}\n"));
@@ -504,7 +503,7 @@ pub fn report(
     r: &DrawRun,
     build: &BuildInfo,
     controls: Vec<Control>,
-) -> Result<Report> {
+) -> Report {
     let evidence = format!(
         "{}: {} draws, {}; p check {}; {}",
         case.command(),
@@ -517,17 +516,18 @@ pub fn report(
             "no defect in dist's draws or p"
         }
     );
-    let mut body = chain::to_json(case, chain_report);
-    body["draws"] = serde_json::to_value(r).context("the draws' JSON")?;
+    #[derive(Serialize)]
+    struct Body<'a> {
+        #[serde(flatten)]
+        chain: chain::ChainJson<'a>,
+        draws: &'a DrawRun,
+    }
+    let body = Body {
+        chain: chain::to_json(case, chain_report),
+        draws: r,
+    };
     let text = chain::to_text(case, chain_report) + &to_text(r);
-    Ok(Report::new(
-        build.report_subject(crate::FINDING, NAME),
-        r.verdict,
-        evidence,
-        controls,
-    )
-    .with_body(body)
-    .with_text(text))
+    chain::finding_report(build, NAME, r.verdict, evidence, controls, body, text)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //! and top_p) that trust the flag must be flagged, the same truncators that always sort must
 //! give one set, the oracle's, in every case.
 
+use crate::chain::join;
 use crate::planted::{PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use anyhow::{ensure, Context, Result};
@@ -90,22 +91,38 @@ pub fn for_each_permutation(n: usize, mut f: impl FnMut(&[usize]) -> Result<()>)
     Ok(())
 }
 
-/// One sampler at one parameter on one multiset, over all orders.
-#[derive(Debug, Clone, PartialEq)]
+/// One sampler at one parameter on one multiset, over all orders. Its JSON is the worst
+/// order's: the stage, the multiset, how many distinct sets, the oracle's, the order and its set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PermutationCase {
     pub stage: ChainStage,
     pub logits: Vec<f32>,
-    pub oracle: u64,
-    pub permutations: usize,
     /// Distinct sets, and how many orders gave each, with the stale flag.
+    #[serde(rename = "distinct_sets", serialize_with = "count")]
     pub stale: BTreeMap<u64, usize>,
+    #[serde(serialize_with = "ids")]
+    pub oracle: u64,
+    #[serde(skip)]
+    pub permutations: usize,
     /// The same with the honest flag (negative control).
+    #[serde(skip)]
     pub honest: BTreeMap<u64, usize>,
     /// Stale flag again, with `sorted_guard` placed before the sampler (the fix).
+    #[serde(skip)]
     pub guarded: BTreeMap<u64, usize>,
     /// An order whose stale result is furthest from the oracle's set, and that result.
+    #[serde(rename = "order")]
     pub worst_order: Vec<usize>,
+    #[serde(rename = "subject", serialize_with = "ids")]
     pub worst_set: u64,
+}
+
+fn count<S: Serializer>(m: &BTreeMap<u64, usize>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(m.len() as u64)
+}
+
+fn ids<S: Serializer>(bits: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(bits_to_ids(*bits))
 }
 
 impl PermutationCase {
@@ -174,45 +191,51 @@ pub fn run_case(stage: &ChainStage, logits: &[f32]) -> Result<Option<Permutation
 
 /// Per sampler: how many cases it ran, how many distinct kept sets the permutations gave, and
 /// whether its honest and guarded runs matched the oracle.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PermutationRow {
     pub sampler: &'static str,
     pub cases: usize,
+    #[serde(rename = "skipped_knife_edges")]
     pub skipped: usize,
+    #[serde(rename = "max_distinct_sets")]
     pub max_distinct: usize,
     pub permutations: usize,
+    #[serde(rename = "permutations_differing_from_oracle")]
     pub differing: usize,
+    #[serde(rename = "honest_flag_one_set_equal_to_oracle")]
     pub honest_ok: bool,
     /// With `sorted_guard` before the sampler, every case gives exactly the oracle's set.
+    #[serde(rename = "sorted_guard_one_set_equal_to_oracle")]
     pub guarded_ok: bool,
     /// The case with the most distinct sets (first such in family order).
     pub worst: PermutationCase,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PermAudit {
+    /// The multisets ([`family`]).
+    pub family: Vec<Vec<f32>>,
     /// llama.cpp's truncators: top_k, top_p, min_p, typical.
     pub rows: Vec<PermutationRow>,
     /// The planted truncators through the same audit: trusting top_k and top_p (must
     /// be flagged), honest top_k and top_p (must give the oracle's set everywhere).
+    #[serde(rename = "shadow_controls")]
     pub planted: Vec<PermutationRow>,
     /// A measurement on llama.cpp: top_p on a reverse-sorted array flagged `sorted = true`.
+    #[serde(rename = "reverse_sorted_measurement")]
     pub reverse_sorted: ReverseSorted,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReverseSorted {
     pub stage: ChainStage,
     pub logits: Vec<f32>,
     pub order: Vec<usize>,
+    #[serde(serialize_with = "ids")]
     pub subject: u64,
+    #[serde(serialize_with = "ids")]
     pub oracle: u64,
-}
-
-impl ReverseSorted {
-    pub fn differs(&self) -> bool {
-        self.subject != self.oracle
-    }
+    pub differs: bool,
 }
 
 pub fn reverse_sorted() -> Result<ReverseSorted> {
@@ -231,12 +254,14 @@ pub fn reverse_sorted() -> Result<ReverseSorted> {
     order.sort_by(|&a, &b| logits[a].total_cmp(&logits[b]));
     let mut sampler = stage.build(logits.len() as i32)?;
     let subject = survivors_bits(&mut sampler, &logits, &order, true)?;
+    let oracle = ids_to_bits(&comp.pool.survivors());
     Ok(ReverseSorted {
         stage,
         logits,
         order,
         subject,
-        oracle: ids_to_bits(&comp.pool.survivors()),
+        oracle,
+        differs: subject != oracle,
     })
 }
 
@@ -312,6 +337,7 @@ pub fn run() -> Result<PermAudit> {
         audit_row("shadow_top_p:honest", |l| planted_stages(l, false, true))?,
     ];
     Ok(PermAudit {
+        family: family(),
         rows,
         planted,
         reverse_sorted: reverse_sorted()?,
@@ -331,98 +357,7 @@ impl PermutationRow {
 }
 
 fn set_text(bits: u64) -> String {
-    let v: Vec<String> = bits_to_ids(bits).iter().map(|i| i.to_string()).collect();
-    format!("{{{}}}", v.join(","))
-}
-
-fn order_text(order: &[usize]) -> String {
-    order
-        .iter()
-        .map(|i| i.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-impl Serialize for PermutationRow {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Worst<'a> {
-            stage: String,
-            logits: &'a [f32],
-            distinct_sets: usize,
-            oracle: Vec<i32>,
-            order: &'a [usize],
-            subject: Vec<i32>,
-        }
-        #[derive(Serialize)]
-        struct Written<'a> {
-            sampler: &'static str,
-            cases: usize,
-            skipped_knife_edges: usize,
-            max_distinct_sets: usize,
-            permutations: usize,
-            permutations_differing_from_oracle: usize,
-            honest_flag_one_set_equal_to_oracle: bool,
-            sorted_guard_one_set_equal_to_oracle: bool,
-            worst: Worst<'a>,
-        }
-        let w = &self.worst;
-        Written {
-            sampler: self.sampler,
-            cases: self.cases,
-            skipped_knife_edges: self.skipped,
-            max_distinct_sets: self.max_distinct,
-            permutations: self.permutations,
-            permutations_differing_from_oracle: self.differing,
-            honest_flag_one_set_equal_to_oracle: self.honest_ok,
-            sorted_guard_one_set_equal_to_oracle: self.guarded_ok,
-            worst: Worst {
-                stage: w.stage.to_string(),
-                logits: &w.logits,
-                distinct_sets: w.stale.len(),
-                oracle: bits_to_ids(w.oracle),
-                order: &w.worst_order,
-                subject: bits_to_ids(w.worst_set),
-            },
-        }
-        .serialize(s)
-    }
-}
-
-impl Serialize for PermAudit {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Reverse<'a> {
-            stage: String,
-            logits: &'a [f32],
-            order: &'a [usize],
-            subject: Vec<i32>,
-            oracle: Vec<i32>,
-            differs: bool,
-        }
-        #[derive(Serialize)]
-        struct Written<'a> {
-            family: Vec<Vec<f32>>,
-            rows: &'a [PermutationRow],
-            shadow_controls: &'a [PermutationRow],
-            reverse_sorted_measurement: Reverse<'a>,
-        }
-        let r = &self.reverse_sorted;
-        Written {
-            family: family(),
-            rows: &self.rows,
-            shadow_controls: &self.planted,
-            reverse_sorted_measurement: Reverse {
-                stage: r.stage.to_string(),
-                logits: &r.logits,
-                order: &r.order,
-                subject: bits_to_ids(r.subject),
-                oracle: bits_to_ids(r.oracle),
-                differs: r.differs(),
-            },
-        }
-        .serialize(s)
-    }
+    format!("{{{}}}", join(bits_to_ids(bits), ","))
 }
 
 impl PermAudit {
@@ -430,12 +365,8 @@ impl PermAudit {
         let mut out = String::from(
             "permutation audit: every order of each multiset, sorted flag forced true (stale)\n",
         );
-        for (i, m) in family().iter().enumerate() {
-            out.push_str(&format!(
-                "  multiset {}: {}\n",
-                i + 1,
-                crate::chain::join_numbers(m)
-            ));
+        for (i, m) in self.family.iter().enumerate() {
+            out.push_str(&format!("  multiset {}: {}\n", i + 1, join(m, ",")));
         }
         out.push_str("  sampler                cases  skipped  max distinct sets  orders differing from oracle  honest flag: 1 set = oracle  with sorted_guard: 1 set = oracle\n");
         let line = |r: &PermutationRow| {
@@ -464,9 +395,9 @@ impl PermAudit {
                 "  worst {}: {} on {}: {} distinct sets; order [{}] keeps {}, the oracle keeps {}\n",
                 r.sampler,
                 w.stage,
-                crate::chain::join_numbers(&w.logits),
+                join(&w.logits, ","),
                 w.stale.len(),
-                order_text(&w.worst_order),
+                join(&w.worst_order, ","),
                 set_text(w.worst_set),
                 set_text(w.oracle)
             ));
@@ -475,7 +406,7 @@ impl PermAudit {
         out.push_str(&format!(
             "  measurement: llama.cpp {} on the ascending order [{}] flagged sorted keeps {}, the oracle keeps {}\n",
             m.stage,
-            order_text(&m.order),
+            join(&m.order, ","),
             set_text(m.subject),
             set_text(m.oracle),
         ));

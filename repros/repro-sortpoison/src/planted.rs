@@ -184,6 +184,13 @@ pub enum DistRule {
 }
 
 impl DistRule {
+    pub const ALL: [DistRule; 4] = [
+        DistRule::Exact,
+        DistRule::TrustsFlag,
+        DistRule::Unnormalized,
+        DistRule::DropsLastFromSum,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             DistRule::Exact => "exact",

@@ -8,10 +8,11 @@
 //! oracle reads each planted stage as the stage it imitates.
 
 use crate::planted::{DistRule, PlantedBias, PlantedDist, PlantedRule, PlantedTruncator};
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use oracle::stage::{self as st, table::Parser, Role, Stage, SuiteStage};
 use oracle::truncation::{Link, Pool, Step};
 use oracle::TokenId;
+use serde::{Serialize, Serializer};
 use subject::{Sampler, SamplerSpec};
 
 /// The planted stages: name, syntax, and what they are (for `--help`).
@@ -82,16 +83,13 @@ impl ChainStage {
     pub fn parse(text: &str) -> Result<ChainStage> {
         let (name, args) = st::split_name(text);
         if !planted_names().contains(&name) {
-            let row = st::lookup(name).map_err(|e| {
-                if e.0.starts_with("unknown stage") {
-                    anyhow::anyhow!(
-                        "unknown stage '{name}' (known: {}, {})",
-                        st::table::names().join(", "),
-                        planted_names().join(", ")
-                    )
-                } else {
-                    anyhow::anyhow!(e)
-                }
+            let row = st::lookup(name).map_err(|e| match e.0.starts_with("unknown stage") {
+                true => anyhow!(
+                    "unknown stage '{name}' (known: {}, {})",
+                    st::table::names().join(", "),
+                    planted_names().join(", ")
+                ),
+                false => anyhow!(e),
             })?;
             return Ok(match row.parser {
                 Parser::Llama(parse) => ChainStage::Sampler(parse(args)?),
@@ -102,52 +100,49 @@ impl ChainStage {
             format!("stage '{name}' needs a value: {name}=...")
         })?;
         let f = st::fields(name, args, 2, 2)?;
-        if name == "shadow_logit_bias" {
-            return Ok(ChainStage::PlantedBias(PlantedBias {
-                id: st::token_id(name, f[0])?,
+        let (value, how) = (f[0], f[1].trim());
+        let trusts_flag = || match how {
+            "trusting" => Ok(true),
+            "honest" => Ok(false),
+            other => Err(anyhow!(
+                "{name}: '{other}' is neither 'trusting' nor 'honest'"
+            )),
+        };
+        Ok(match name {
+            "shadow_logit_bias" => ChainStage::PlantedBias(PlantedBias {
+                id: st::token_id(name, value)?,
                 bias: st::bias(name, f[1])?,
-            }));
-        }
-        if name == "shadow_dist" {
-            let Stage::Dist { seed } = format!("dist={}", f[0]).parse::<Stage>()? else {
-                bail!("shadow_dist: '{}' is not a seed", f[0]);
-            };
-            let rule = match f[1].trim() {
-                "exact" => DistRule::Exact,
-                "trusting" => DistRule::TrustsFlag,
-                "unnormalized" => DistRule::Unnormalized,
-                "drops-last" => DistRule::DropsLastFromSum,
-                other => {
-                    bail!(
-                        "shadow_dist: '{other}' is not one of exact, trusting, unnormalized, \
-                         drops-last"
-                    )
-                }
-            };
-            return Ok(ChainStage::PlantedDist(PlantedDist { seed, rule }));
-        }
-        let trusts_flag = match f[1].trim() {
-            "trusting" => true,
-            "honest" => false,
-            other => bail!("{name}: '{other}' is neither 'trusting' nor 'honest'"),
-        };
-        let rule = if name == "shadow_top_k" {
-            let k: usize = f[0].trim().parse().map_err(|_| {
-                anyhow::anyhow!("shadow_top_k: '{}' is not a positive integer", f[0])
-            })?;
-            st::require((1..=st::MAX_WINDOW as usize).contains(&k), || {
-                format!("shadow_top_k must be in 1..={}, got {k}", st::MAX_WINDOW)
-            })?;
-            PlantedRule::TopK { k }
-        } else {
-            PlantedRule::TopP {
-                p: st::unit("shadow_top_p p", st::number(name, f[0])?)?,
+            }),
+            "shadow_dist" => {
+                let Stage::Dist { seed } = format!("dist={value}").parse::<Stage>()? else {
+                    bail!("shadow_dist: '{value}' is not a seed");
+                };
+                let rule =
+                    (DistRule::ALL.into_iter().find(|r| r.as_str() == how)).with_context(|| {
+                        format!(
+                            "shadow_dist: '{how}' is not one of exact, trusting, unnormalized, \
+                             drops-last"
+                        )
+                    })?;
+                ChainStage::PlantedDist(PlantedDist { seed, rule })
             }
-        };
-        Ok(ChainStage::PlantedTruncator(PlantedTruncator {
-            rule,
-            trusts_flag,
-        }))
+            "shadow_top_k" => {
+                let trusts_flag = trusts_flag()?;
+                let k: usize = (value.trim().parse())
+                    .map_err(|_| anyhow!("shadow_top_k: '{value}' is not a positive integer"))?;
+                st::require((1..=st::MAX_WINDOW as usize).contains(&k), || {
+                    format!("shadow_top_k must be in 1..={}, got {k}", st::MAX_WINDOW)
+                })?;
+                let rule = PlantedRule::TopK { k };
+                ChainStage::PlantedTruncator(PlantedTruncator { rule, trusts_flag })
+            }
+            _ => {
+                let trusts_flag = trusts_flag()?;
+                let p = st::unit("shadow_top_p p", st::number(name, value)?)?;
+                let rule = PlantedRule::TopP { p };
+                ChainStage::PlantedTruncator(PlantedTruncator { rule, trusts_flag })
+            }
+        })
     }
 
     /// The oracle's reading of this stage as a llama.cpp sampler (a planted stage reads as
@@ -263,6 +258,13 @@ impl Link for ChainStage {
             (_, Some(s)) => s.step(pool, history),
             (_, None) => unreachable!("only the suite's stages have no llama.cpp reading"),
         }
+    }
+}
+
+/// As its `--stage` text.
+impl Serialize for ChainStage {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
