@@ -1,13 +1,10 @@
-//! Which token ids a repetition penalty reaches, per stack, and the penalty itself.
-//!
-//! Serves F3: `penalized_ids` and `apply_repetition` are the reference each greedy step is
-//! checked against. F4's sign operator (`gauge::sign`) reuses `apply_repetition`.
+//! Which token ids a repetition penalty reaches, per stack, and the penalty itself (F3's
+//! reference for each greedy step; F4's `gauge::sign` reuses `apply_repetition`).
 //!
 //! The formula is the same everywhere (transformers' `RepetitionPenaltyLogitsProcessor`,
 //! candle's `apply_repeat_penalty`, llama.cpp's penalties with only `penalty_repeat` set):
 //! every distinct id in the scope is penalized once, a positive logit divided by theta and
-//! any other multiplied by it. What differs between stacks is the scope, i.e. which tokens
-//! of the sequence are looked at.
+//! any other multiplied by it. What differs between stacks is the scope.
 
 use crate::TokenId;
 use std::collections::BTreeSet;
@@ -59,34 +56,23 @@ mod tests {
 
     #[test]
     fn scopes_pick_the_right_tokens() {
-        let prompt = ids(&[1, 2, 3]);
-        let generated = ids(&[4, 2, 5]);
-        assert_eq!(
-            penalized_ids(Scope::All, &prompt, &generated),
-            set(&[1, 2, 3, 4, 5])
-        );
-        assert_eq!(
-            penalized_ids(Scope::Last(4), &prompt, &generated),
-            set(&[3, 4, 2, 5])
-        );
-        assert_eq!(
-            penalized_ids(Scope::Last(2), &prompt, &generated),
-            set(&[2, 5])
-        );
-        assert_eq!(
-            penalized_ids(Scope::Generated(2), &prompt, &generated),
-            set(&[2, 5])
-        );
-        assert_eq!(
-            penalized_ids(Scope::Generated(9), &prompt, &generated),
-            set(&[4, 2, 5])
-        );
+        let (prompt, generated) = (ids(&[1, 2, 3]), ids(&[4, 2, 5]));
         // A window at least as long as the sequence is the whole sequence.
-        assert_eq!(
-            penalized_ids(Scope::Last(6), &prompt, &generated),
-            penalized_ids(Scope::All, &prompt, &generated)
-        );
-        assert_eq!(penalized_ids(Scope::Last(0), &prompt, &generated), set(&[]));
+        for (scope, want) in [
+            (Scope::All, &[1, 2, 3, 4, 5][..]),
+            (Scope::Last(4), &[3, 4, 2, 5]),
+            (Scope::Last(2), &[2, 5]),
+            (Scope::Generated(2), &[2, 5]),
+            (Scope::Generated(9), &[4, 2, 5]),
+            (Scope::Last(6), &[1, 2, 3, 4, 5]),
+            (Scope::Last(0), &[]),
+        ] {
+            assert_eq!(
+                penalized_ids(scope, &prompt, &generated),
+                set(want),
+                "{scope:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,13 +1,7 @@
-//! The penalty window, counted from scratch.
-//!
-//! Serves F1: a clone's counts are judged against `histogram` (and `dense_histogram` in the
-//! sweep). `WindowLen` is also the window of F2's `penalties` stage and of every penalty that
-//! F3, F4 and F5 build.
-//!
-//! llama.cpp keeps the last `penalty_last_n` accepted ids in a ring buffer and maintains a
-//! per-id count incrementally on every accept. The reference here does the opposite: it
-//! keeps nothing and recounts the window from the full accept history each time it is
-//! asked, so it shares no bookkeeping (and no bookkeeping bug) with the subject.
+//! The penalty window, counted from scratch (F1 judges a clone's counts against `histogram`,
+//! and `dense_histogram` in the sweep). llama.cpp keeps a ring buffer and updates per-id
+//! counts on every accept; this keeps nothing and recounts the window from the full history
+//! each time, so it shares no bookkeeping (and no bookkeeping bug) with the subject.
 
 use crate::TokenId;
 use std::collections::BTreeMap;
@@ -52,10 +46,7 @@ pub fn count(history: &[TokenId], last_n: WindowLen, id: TokenId) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ids(xs: &[i32]) -> Vec<TokenId> {
-        xs.iter().copied().map(TokenId).collect()
-    }
+    use crate::token_ids as ids;
 
     #[test]
     fn window_keeps_the_most_recent_ids() {
@@ -68,48 +59,29 @@ mod tests {
     #[test]
     fn histogram_counts_only_the_window() {
         let h = ids(&[5, 5, 6, 7, 8]);
-        let got = histogram(&h, WindowLen(4));
-        let want: Histogram = [
-            (TokenId(5), 1),
-            (TokenId(6), 1),
-            (TokenId(7), 1),
-            (TokenId(8), 1),
-        ]
-        .into_iter()
-        .collect();
-        assert_eq!(got, want);
+        let want: Histogram = ids(&[5, 6, 7, 8]).into_iter().map(|id| (id, 1)).collect();
+        assert_eq!(histogram(&h, WindowLen(4)), want);
         assert_eq!(count(&h, WindowLen(4), TokenId(5)), 1);
         assert_eq!(count(&h, WindowLen(5), TokenId(5)), 2);
         assert_eq!(count(&h, WindowLen(4), TokenId(9)), 0);
     }
 
+    /// Every prefix of a seeded sequence and every window length: the dense counts equal the
+    /// sparse ones, and they sum to the window's length.
     #[test]
-    fn dense_histogram_equals_histogram() {
+    fn dense_histogram_equals_histogram_and_totals_the_window() {
         let mut rng = crate::rng::Rng::new(7);
         let mut h = Vec::new();
         let mut dense = [0i64; 5];
         for _ in 0..60 {
             h.push(TokenId(rng.below(5) as i32));
-            for n in 0..9 {
+            for n in 0..10 {
                 dense_histogram(&h, WindowLen(n), &mut dense);
                 let sparse = histogram(&h, WindowLen(n));
                 for (i, &c) in dense.iter().enumerate() {
                     assert_eq!(c, sparse.get(&TokenId(i as i32)).copied().unwrap_or(0));
                 }
-            }
-        }
-    }
-
-    #[test]
-    fn histogram_total_is_the_window_length() {
-        // Every prefix of a fixed pseudo-random sequence, every window length up to 10.
-        let mut h = Vec::new();
-        let mut rng = crate::rng::Rng::new(12345);
-        for _ in 0..50 {
-            h.push(TokenId(rng.below(4) as i32));
-            for n in 0..10 {
-                let total: i64 = histogram(&h, WindowLen(n)).values().sum();
-                assert_eq!(total as usize, n.min(h.len()));
+                assert_eq!(sparse.values().sum::<i64>() as usize, n.min(h.len()));
             }
         }
     }
