@@ -1,22 +1,17 @@
-//! Three repetition-penalty operators and their dependence on the logits' zero point.
-//!
-//! Serves F4: `sign` is the operator under audit, and `normalized` is the one behind the
-//! fix's row (`+ledger-normalized`). The ledger crate's tests check its modes against
-//! `normalized` and `subtractive`.
+//! Three repetition-penalty operators and their dependence on the logits' zero point (F4:
+//! `sign` is under audit, `normalized` is behind the fix's row; the ledger's tests check its
+//! modes against `normalized` and `subtractive`).
 //!
 //! Softmax cannot tell `z` from `z + c`, so a penalty that means something on the probability
 //! scale must not either. The sign-branched operator (CTRL, shipped by llama.cpp,
-//! transformers, vLLM and candle) divides positive logits and multiplies the others, so where a
-//! seen id's logit sits relative to 0 (an arbitrary zero point) decides how hard it is hit.
-//! The subtractive operator (`z - ln theta`) and the normalized one (the sign branch applied
-//! to `log_softmax(z)`, which is never positive, so always the multiply branch) depend only on
-//! differences of logits.
+//! transformers, vLLM and candle) divides positive logits and multiplies the others, so where
+//! a seen id's logit sits relative to an arbitrary 0 decides how hard it is hit. The
+//! subtractive (`z - ln theta`) and normalized (the sign branch on `log_softmax(z)`, never
+//! positive) operators depend only on differences of logits.
 //!
-//! Exactness: the two gauge-free operators take the shift as a separate argument, add it in
-//! f64 (exact for f32 logits and f32 shifts of the magnitudes used here) and return their
-//! result relative to the maximum (`z_i - max z`, also exact). Everything after that sees the
-//! same numbers whatever the shift, so their outputs, and any argmax, are bit-identical across
-//! shifts, not merely close.
+//! Exactness: the gauge-free operators add the shift in f64 (exact for the f32 magnitudes
+//! used here) and return results relative to the maximum (also exact), so their outputs, and
+//! any argmax, are bit-identical across shifts, not merely close.
 
 use crate::TokenId;
 use std::collections::BTreeSet;
@@ -68,12 +63,17 @@ fn centered(z: &[f32], shift: f32) -> Vec<f64> {
 pub fn subtractive(z: &[f32], shift: f32, seen: &BTreeSet<TokenId>, theta: f32) -> Vec<f64> {
     let mut x = centered(z, shift);
     let d = (theta as f64).ln();
+    for_seen(&mut x, seen, |v| *v -= d);
+    x
+}
+
+/// `f` on the entry of every seen id inside `x`.
+fn for_seen(x: &mut [f64], seen: &BTreeSet<TokenId>, f: impl Fn(&mut f64)) {
     for id in seen {
         if let Some(v) = usize::try_from(id.0).ok().and_then(|i| x.get_mut(i)) {
-            *v -= d;
+            f(v);
         }
     }
-    x
 }
 
 /// Normalized: `log_softmax(z + shift)`, then `lp * theta` for seen ids (the sign branch on a
@@ -82,15 +82,13 @@ pub fn normalized(z: &[f32], shift: f32, seen: &BTreeSet<TokenId>, theta: f32) -
     let c = centered(z, shift);
     let log_sum = c.iter().map(|v| v.exp()).sum::<f64>().ln();
     let mut lp: Vec<f64> = c.into_iter().map(|v| v - log_sum).collect();
-    for id in seen {
-        if let Some(v) = usize::try_from(id.0).ok().and_then(|i| lp.get_mut(i)) {
-            *v = if *v > 0.0 {
-                *v / theta as f64
-            } else {
-                *v * theta as f64
-            };
+    for_seen(&mut lp, seen, |v| {
+        *v = if *v > 0.0 {
+            *v / theta as f64
+        } else {
+            *v * theta as f64
         }
-    }
+    });
     lp
 }
 
@@ -124,7 +122,7 @@ mod tests {
     use super::*;
 
     fn seen(v: &[i32]) -> BTreeSet<TokenId> {
-        v.iter().map(|&i| TokenId(i)).collect()
+        crate::token_ids(v).into_iter().collect()
     }
 
     /// Seeded pseudo-random logits in [-8, 8) with 1/1024 resolution.

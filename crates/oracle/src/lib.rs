@@ -1,15 +1,10 @@
-//! Exact reference semantics for the samplers under audit.
+//! Exact reference semantics for the samplers under audit: `window` and `penalty` serve F1;
+//! `stage`, `truncation` and `draw` F2; `scope` F3; `gauge` and `stats` F4; `fit` F7; `rng`
+//! the seeded cases of F2, F4 and F5.
 //!
-//! Which module serves which finding: `window` and `penalty` serve F1; `stage`,
-//! `truncation` and `draw` (dist's distribution) serve F2; `scope` serves F3; `gauge` and
-//! `stats` serve F4; `rng` serves F2, F4 and F5; `fit` serves F7 (draw conformance). F5 is a
-//! timing and judges nothing: it uses only `rng`, the bootstrap in `stats`, `Stage` and
-//! `WindowLen`.
-//!
-//! This crate is plain Rust with no FFI and no dependency on llama.cpp: every function here
-//! is a from-scratch statement of what a sampler's parameters promise, written so a reader
-//! can check it by eye. Subjects are judged against these functions, never the other way
-//! round, and each function is tested on its own before it judges anything.
+//! Plain Rust with no FFI and no dependency: every function is a from-scratch statement of
+//! what a sampler's parameters promise, written to be checked by eye. Subjects are judged
+//! against these functions, never the other way round, and each is tested on its own.
 
 pub mod draw;
 pub mod fit;
@@ -36,12 +31,7 @@ impl std::fmt::Display for TokenId {
 /// equal values. The same rule for the f32 logits a model hands back and for the f64 values
 /// the oracle computes.
 pub fn argmax<T: PartialOrd>(x: &[T]) -> TokenId {
-    let mut best = 0;
-    for (i, v) in x.iter().enumerate() {
-        if *v > x[best] {
-            best = i;
-        }
-    }
+    let best = (0..x.len()).fold(0, |best, i| if x[i] > x[best] { i } else { best });
     TokenId(best as i32)
 }
 

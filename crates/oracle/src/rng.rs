@@ -1,8 +1,5 @@
 //! The workspace's one seeded generator (SplitMix64), so every random case and every bootstrap
 //! interval is reproducible from its seed on any machine and needs no dependency.
-//!
-//! Serves F2 (the fuzzer's chains and the census's arrays), F4 (through `stats`'s bootstrap)
-//! and F5 (the shuffled layout).
 
 #[derive(Debug, Clone)]
 pub struct Rng(u64);

@@ -1,11 +1,7 @@
-//! Summary statistics over prompts: the mean with a percentile bootstrap interval, and the
-//! text measures of F4's A1 design (distinct-2, repetition rate, differing share).
-//!
-//! Serves F4: its verdict rule reads `differing_share` through `bootstrap_mean`. F5's
-//! median intervals come from the same bootstrap (same resample count and seed).
-//!
-//! The bootstrap resamples the per-prompt values with replacement from a fixed seed, so the
-//! same values always give the same interval, whatever else ran before.
+//! Summary statistics over prompts: the mean with a percentile bootstrap interval (F4's rule
+//! reads `differing_share` through `bootstrap_mean`; F5's medians use the same bootstrap), and
+//! the text measures of F4's free-running design. The bootstrap starts from a fixed seed, so
+//! the same values always give the same interval, whatever else ran before.
 
 use crate::rng::Rng;
 use crate::TokenId;
