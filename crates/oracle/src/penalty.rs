@@ -1,14 +1,10 @@
-//! Penalty arithmetic, and reading a window count back out of a penalized logit.
+//! Penalty arithmetic, and reading a window count back out of a penalized logit (F1's
+//! `CountProbe`; `llama_penalized` is also F2's `penalties` stage).
 //!
-//! Serves F1: `CountProbe` reads the private counts of a penalties sampler and its clone.
-//! `llama_penalized` is also the arithmetic of F2's `penalties` stage, and `PenaltyParams`
-//! holds the knobs of every penalty F3, F4 and F5 build.
-//!
-//! llama.cpp's penalties stage never exposes its per-id counts. But with the repetition
-//! factor switched off (`repeat = 1`) and no presence term, it moves a candidate's logit
-//! by exactly `count * freq`. Choosing the logit `L` and `freq` as powers of two makes that
-//! subtraction exact in f32, so `count = (L - logit') / freq` recovers the private count
-//! bit for bit through the public API.
+//! llama.cpp's penalties stage never exposes its per-id counts. But with `repeat = 1` and no
+//! presence term it moves a candidate's logit by exactly `count * freq`; with the logit `L`
+//! and `freq` powers of two that subtraction is exact in f32, so `(L - logit') / freq`
+//! recovers the private count bit for bit through the public API.
 
 /// The three knobs of llama.cpp's penalties stage.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,12 +49,10 @@ pub enum ReadoutError {
 impl std::fmt::Display for ReadoutError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ReadoutError::NotAnInteger { logit } => {
-                write!(
-                    f,
-                    "logit {logit} is not the probe logit minus a whole number of freq steps"
-                )
-            }
+            ReadoutError::NotAnInteger { logit } => write!(
+                f,
+                "logit {logit} is not the probe logit minus a whole number of freq steps"
+            ),
             ReadoutError::OutOfRange { count } => {
                 write!(f, "count {count} is outside the exact range of the probe")
             }
@@ -129,13 +123,10 @@ impl CountProbe {
     /// Checks the probe on its own: every count in `-range..=range` goes through the forward
     /// formula and comes back unchanged. Returns the first count that does not.
     pub fn self_check(&self, range: i64) -> Result<(), i64> {
-        for count in -range..=range {
-            match self.count_from(self.logit_for(count)) {
-                Ok(back) if back == count => {}
-                _ => return Err(count),
-            }
+        match (-range..=range).find(|&c| self.count_from(self.logit_for(c)) != Ok(c)) {
+            Some(count) => Err(count),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -150,26 +141,30 @@ mod tests {
     };
 
     #[test]
-    fn sign_branch_divides_positive_and_multiplies_non_positive() {
-        let p = PenaltyParams { repeat: 2.0, ..OFF };
-        assert_eq!(llama_penalized(4.0, 1, p), 2.0);
-        assert_eq!(llama_penalized(-4.0, 1, p), -8.0);
-        // llama.cpp sends an exact zero down the multiply branch; the result is still 0.
-        assert_eq!(llama_penalized(0.0, 1, p), 0.0);
-    }
-
-    #[test]
-    fn frequency_and_presence_are_subtracted_after_the_branch() {
+    fn the_sign_branch_then_frequency_and_presence() {
         let p = PenaltyParams {
             repeat: 2.0,
             freq: 0.5,
             present: 0.25,
         };
-        assert_eq!(llama_penalized(8.0, 3, p), 4.0 - 1.5 - 0.25);
-        // An id with no entry is untouched.
-        assert_eq!(llama_penalized(8.0, 0, p), 8.0);
-        // A negative count (a corrupted ledger) subtracts a negative amount: a boost.
-        assert_eq!(llama_penalized(8.0, -1, p), 4.0 + 0.5);
+        let repeat_only = PenaltyParams { repeat: 2.0, ..OFF };
+        for (logit, count, params, want) in [
+            (4.0, 1, repeat_only, 2.0),
+            (-4.0, 1, repeat_only, -8.0),
+            // llama.cpp sends an exact zero down the multiply branch; the result is still 0.
+            (0.0, 1, repeat_only, 0.0),
+            (8.0, 3, p, 4.0 - 1.5 - 0.25),
+            // An id with no entry is untouched.
+            (8.0, 0, p, 8.0),
+            // A negative count (a corrupted ledger) subtracts a negative amount: a boost.
+            (8.0, -1, p, 4.0 + 0.5),
+        ] {
+            assert_eq!(
+                llama_penalized(logit, count, params),
+                want,
+                "{logit} x{count}"
+            );
+        }
     }
 
     #[test]
