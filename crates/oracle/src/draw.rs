@@ -1,16 +1,12 @@
-//! The oracle of `dist` (`llama_sampler_init_dist`): the distribution its draw promises,
-//! which is the softmax of the logits of the candidates it is handed.
+//! The oracle of `dist` (`llama_sampler_init_dist`): the softmax of the candidates it is
+//! handed. F2's chains that end in `dist` print it after every stage, compare llama.cpp's `p`
+//! with it, and hand it to F7's detector to judge the draws.
 //!
-//! Serves F2's chains that end in `dist`: the chain CLI prints this distribution after every
-//! stage, compares the `p` llama.cpp writes into the array with it, and hands it to F7's
-//! detector (`detector::judge`) to judge the draws.
-//!
-//! Computed exactly in the sense that matters here: in f64, with the maximum found by
-//! scanning every entry (never assumed to be the first), every weight `exp(l_i - max)` in
-//! [0, 1], so nothing overflows, and the sum over n entries is at least 1. Each `p` is then
-//! within a relative [`relative_accuracy`] of the real softmax of the given f32 logits
-//! (one rounding for `l_i - max`, which is exact in f64 for f32 inputs, about one for `exp`,
-//! n for the sum, one for the division).
+//! Computed in f64 with the maximum found by scanning every entry (never assumed to be the
+//! first), so every weight `exp(l_i - max)` is in [0, 1], nothing overflows and the sum is
+//! at least 1. Each `p` is then within a relative [`relative_accuracy`] of the real softmax
+//! of the f32 logits (`l_i - max` is exact in f64; about one rounding for `exp`, n for the
+//! sum, one for the division).
 
 use crate::truncation::Pool;
 use crate::TokenId;
@@ -85,10 +81,10 @@ pub fn softmax(pool: &Pool) -> Result<Vec<Share>, String> {
     if entries.is_empty() {
         return Err("dist: no candidates to draw from".to_string());
     }
-    if let Some(e) = entries
+    let bad = entries
         .iter()
-        .find(|e| e.logit.is_nan() || e.logit == f32::INFINITY)
-    {
+        .find(|e| e.logit.is_nan() || e.logit == f32::INFINITY);
+    if let Some(e) = bad {
         return Err(format!("dist: id {} has logit {}", e.id, e.logit));
     }
     let max = entries
@@ -142,19 +138,18 @@ impl WrongP {
 /// further than [`subject_tolerance`] (for the subtracted logit `m`) from the oracle's, and
 /// the oracle's ids it lacks.
 pub fn wrong_p(subject: &[(TokenId, f32)], oracle: &[Share], m: f64) -> Vec<WrongP> {
-    let mut out = Vec::new();
-    for (share, tol) in oracle.iter().zip(subject_tolerance(oracle, m)) {
-        let got = subject.iter().find(|(id, _)| *id == share.id).map(|x| x.1);
-        let ok = got.is_some_and(|p| p.is_finite() && (p as f64 - share.p).abs() <= tol);
-        if !ok {
-            out.push(WrongP {
+    let tolerances = subject_tolerance(oracle, m);
+    (oracle.iter().zip(tolerances))
+        .filter_map(|(share, tol)| {
+            let got = subject.iter().find(|(id, _)| *id == share.id).map(|x| x.1);
+            let ok = got.is_some_and(|p| p.is_finite() && (p as f64 - share.p).abs() <= tol);
+            (!ok).then_some(WrongP {
                 id: share.id,
                 subject: got,
                 oracle: share.p,
-            });
-        }
-    }
-    out
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -191,9 +186,10 @@ mod tests {
     #[test]
     fn ties_get_exactly_equal_probabilities() {
         let s = softmax(&pool(&[0.5, 2.0, 0.5, 2.0, 0.5])).unwrap();
-        assert_eq!(p_of(&s, 1), p_of(&s, 3));
-        assert_eq!(p_of(&s, 0), p_of(&s, 2));
-        assert_eq!(p_of(&s, 2), p_of(&s, 4));
+        assert_eq!(
+            (p_of(&s, 1), p_of(&s, 0), p_of(&s, 0)),
+            (p_of(&s, 3), p_of(&s, 2), p_of(&s, 4))
+        );
         // e^1.5 / (2 e^1.5 + 3) for each of the top pair.
         let want = 1.5f64.exp() / (2.0 * 1.5f64.exp() + 3.0);
         assert!((p_of(&s, 1) - want).abs() <= relative_accuracy(5) * want);
@@ -205,10 +201,8 @@ mod tests {
     #[test]
     fn minus_infinity_gets_zero_and_takes_no_mass() {
         let s = softmax(&pool(&[f32::NEG_INFINITY, 0.0, f32::NEG_INFINITY, 0.0])).unwrap();
-        assert_eq!(p_of(&s, 0), 0.0);
-        assert_eq!(p_of(&s, 2), 0.0);
-        assert_eq!(p_of(&s, 1), 0.5);
-        assert_eq!(p_of(&s, 3), 0.5);
+        let p: Vec<f64> = (0..4).map(|id| p_of(&s, id)).collect();
+        assert_eq!(p, [0.0, 0.5, 0.0, 0.5]);
     }
 
     #[test]
@@ -216,7 +210,7 @@ mod tests {
         // The maximum is found by scanning: a pool built in any order gives the same answer,
         // and a logit 1e4 above the rest takes all the mass without an overflow.
         let entries = [(0, -3.0), (1, 1e4), (2, 1e4 - 1.0), (3, -1e4)];
-        let p = Pool::new(entries.iter().map(|&(id, logit)| Entry {
+        let p = Pool::new(entries.map(|(id, logit)| Entry {
             id: TokenId(id),
             logit,
         }));
@@ -234,10 +228,10 @@ mod tests {
 
     #[test]
     fn nothing_to_draw_is_an_error() {
-        assert!(softmax(&pool(&[])).is_err());
-        assert!(softmax(&pool(&[f32::NEG_INFINITY; 3])).is_err());
-        assert!(softmax(&pool(&[0.0, f32::NAN])).is_err());
-        assert!(softmax(&pool(&[0.0, f32::INFINITY])).is_err());
+        let ninf = f32::NEG_INFINITY;
+        for logits in [&[][..], &[ninf; 3], &[0.0, f32::NAN], &[0.0, f32::INFINITY]] {
+            assert!(softmax(&pool(logits)).is_err(), "{logits:?}");
+        }
     }
 
     #[test]
