@@ -68,22 +68,18 @@ pub trait Decoder {
 }
 
 /// A model's context.
-pub struct ModelDecoder {
-    ctx: MultiContext,
-}
-
-impl Decoder for ModelDecoder {
+impl Decoder for MultiContext {
     fn decode(&mut self, items: &[Append]) -> Result<()> {
-        self.ctx.decode(items)
+        MultiContext::decode(self, items)
     }
     fn logits(&self, k: usize) -> Result<&[f32]> {
-        self.ctx.logits(k)
+        MultiContext::logits(self, k)
     }
     fn fork(&mut self, src: SeqId, dst: SeqId) -> Result<()> {
-        self.ctx.fork(src, dst)
+        MultiContext::fork(self, src, dst)
     }
     fn is_end(&self, t: TokenId) -> bool {
-        self.ctx.model().is_eog(t)
+        self.model().is_eog(t)
     }
 }
 
@@ -179,14 +175,14 @@ pub fn run_forked<R: Run + Send>(
     // One stream per sequence, each long enough for the prompt and every new token.
     let n_ctx = runs.len() * (prompt.len() + max_new + 8);
     let n_batch = prompt.len().max(runs.len());
-    let ctx = MultiContext::new(
+    let mut ctx = MultiContext::new(
         model,
         n_ctx as u32,
         runs.len() as u32,
         n_batch as u32,
         threads,
     )?;
-    run_on(&mut ModelDecoder { ctx }, prompt, runs, max_new)
+    run_on(&mut ctx, prompt, runs, max_new)
 }
 
 /// The fork loop on any decoder with at least `runs.len()` sequences.
@@ -230,10 +226,10 @@ pub fn run_on<D: Decoder, R: Run + Send>(
             }
         }
         let chosen = choose_all(runs, &group_of, &rows)?;
-        // Per group: its sequence, and the runs that chose each token.
-        type Split = Vec<(TokenId, Vec<usize>)>;
-        let mut parts: Vec<(SeqId, Split)> = Vec::new();
-        for g in &groups {
+        // Then the sequences follow the choices: the runs of a group that chose alike stay
+        // on one sequence, the group's own for the first such part, a fork for each other.
+        let (mut next, mut appends) = (Vec::new(), Vec::new());
+        for g in std::mem::take(&mut groups) {
             let mut by_token: Vec<(TokenId, Vec<usize>)> = Vec::new();
             for &r in &g.runs {
                 let t = chosen[r].context("a live run made no choice")?;
@@ -243,31 +239,20 @@ pub fn run_on<D: Decoder, R: Run + Send>(
                     None => by_token.push((t, vec![r])),
                 }
             }
-            parts.push((g.seq, by_token));
-        }
-        // Then the sequences follow the choices.
-        let mut next = Vec::new();
-        let mut appends = Vec::new();
-        for (seq, by_token) in parts {
-            let mut own = Some(seq);
-            let mut continuing = Vec::new();
+            let mut own = Some(g.seq);
             for (t, members) in by_token {
                 let end = ctx.is_end(t);
-                let done = end || tokens[members[0]].len() >= max_new;
-                if done {
+                if end || tokens[members[0]].len() >= max_new {
                     for &r in &members {
                         stops[r] = if end { Stop::Eos } else { Stop::Limit };
                     }
-                } else {
-                    continuing.push((t, members));
+                    continue;
                 }
-            }
-            for (t, members) in continuing {
                 let s = match own.take() {
                     Some(s) => s,
                     None => {
                         let s = free.pop().context("ran out of sequences")?;
-                        ctx.fork(seq, s)?;
+                        ctx.fork(g.seq, s)?;
                         s
                     }
                 };
@@ -329,15 +314,11 @@ fn choose_all<R: Run + Send>(
             .collect();
         handles
             .into_iter()
-            .map(|h| match h.join() {
-                Ok(r) => r,
-                Err(panic) => std::panic::resume_unwind(panic),
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
             .collect()
     });
-    let mut out = Vec::with_capacity(runs.len());
-    for part in results {
-        out.extend(part?);
-    }
-    Ok(out)
+    Ok(results.into_iter().collect::<Result<Vec<_>>>()?.concat())
 }

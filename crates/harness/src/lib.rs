@@ -36,11 +36,7 @@ impl LoadedModel {
     }
 
     /// [`LoadedModel::load`] with a chosen weight layout ([`Weights::AsStored`] for
-    /// [`fork`], whose batched rows are compared with lone ones).
-    ///
-    /// A file the user named (not one of the sha256-checked models) is loaded in a contained
-    /// child first ([`subject::preflight`]), so a malformed file that makes llama.cpp abort
-    /// is refused in one line.
+    /// [`fork`], whose batched rows are compared with lone ones), after [`preflight`].
     pub fn load_with(choice: ModelChoice, weights: Weights) -> Result<LoadedModel> {
         preflight(&choice, weights)?;
         let model = Model::load_with(&choice.path, weights)?;
@@ -131,12 +127,15 @@ impl Session {
         })
     }
 
+    /// Clears the context and decodes the prompt.
+    fn restart(&mut self) -> Result<()> {
+        self.ctx.clear();
+        self.ctx.decode(&self.prompt).context("decoding the prompt")
+    }
+
     /// The raw logits after `prompt ++ generated`, decoded afresh.
     pub fn logits_after(&mut self, generated: &[TokenId]) -> Result<Vec<f32>> {
-        self.ctx.clear();
-        self.ctx
-            .decode(&self.prompt)
-            .context("decoding the prompt")?;
+        self.restart()?;
         for &t in generated {
             self.ctx.decode(&[t])?;
         }
@@ -150,10 +149,7 @@ impl Session {
         max_new: usize,
         mut choose: impl FnMut(&[f32], &[TokenId]) -> Result<TokenId>,
     ) -> Result<(Vec<TokenId>, Stop)> {
-        self.ctx.clear();
-        self.ctx
-            .decode(&self.prompt)
-            .context("decoding the prompt")?;
+        self.restart()?;
         let mut tokens = Vec::new();
         while tokens.len() < max_new {
             let raw = self.ctx.logits()?;
