@@ -30,144 +30,66 @@ pub struct StageInfo {
     pub parser: Parser,
 }
 
-// One row per stage; `Stage::info` names each llama.cpp stage's row in an exhaustive match,
-// so a new variant cannot compile without one.
+/// Declares each row as a named constant (which `Stage::info` names in an exhaustive match,
+/// so a new variant cannot compile without its row) and lists every row, in order, in
+/// [`STAGES`].
+macro_rules! rows {
+    ($($konst:ident: $name:literal, $syntax:literal, $example:literal, $bounds:literal,
+        $built_by:literal, $parser:expr;)*) => {
+        $(pub const $konst: StageInfo = StageInfo {
+            name: $name,
+            syntax: $syntax,
+            example: $example,
+            bounds: $bounds,
+            built_by: $built_by,
+            parser: $parser,
+        };)*
 
-pub const TOP_K: StageInfo = StageInfo {
-    name: "top_k",
-    syntax: "top_k=K",
-    example: "top_k=4",
-    bounds: "K an integer, K <= 0 keeps every entry",
-    built_by: "llama_sampler_init_top_k(k)",
-    parser: Parser::Llama(parse::top_k),
-};
+        /// Every stage the suite names, llama.cpp's in the order of [`Stage`], then the
+        /// suite's own.
+        pub const STAGES: &[StageInfo] = &[$($konst),*];
+    };
+}
 
-pub const TOP_P: StageInfo = StageInfo {
-    name: "top_p",
-    syntax: "top_p=P[:MIN_KEEP]",
-    example: "top_p=0.8",
-    bounds: "P in [0, 1]",
-    built_by: "llama_sampler_init_top_p(p, min_keep)",
-    parser: Parser::Llama(parse::top_p),
-};
-
-pub const MIN_P: StageInfo = StageInfo {
-    name: "min_p",
-    syntax: "min_p=P[:MIN_KEEP]",
-    example: "min_p=0.05:3",
-    bounds: "P in [0, 1]",
-    built_by: "llama_sampler_init_min_p(p, min_keep)",
-    parser: Parser::Llama(parse::min_p),
-};
-
-pub const TYPICAL: StageInfo = StageInfo {
-    name: "typical",
-    syntax: "typical=P[:MIN_KEEP]",
-    example: "typical=0.5",
-    bounds: "P in [0, 1]",
-    built_by: "llama_sampler_init_typical(p, min_keep)",
-    parser: Parser::Llama(parse::typical),
-};
-
-pub const TEMP: StageInfo = StageInfo {
-    name: "temp",
-    syntax: "temp=T",
-    example: "temp=0.5",
-    bounds: "T <= 0 keeps the top entry, or T >= 0.001",
-    built_by: "llama_sampler_init_temp(t)",
-    parser: Parser::Llama(parse::temp),
-};
-
-pub const TEMP_EXT: StageInfo = StageInfo {
-    name: "temp_ext",
-    syntax: "temp_ext=T:DELTA:EXP",
-    example: "temp_ext=1:0.5:1",
-    bounds: "EXP in [0, 10]; T, and T - DELTA when DELTA > 0, <= 0 or >= 0.001",
-    built_by: "llama_sampler_init_temp_ext(t, delta, exponent)",
-    parser: Parser::Llama(parse::temp_ext),
-};
-
-pub const XTC: StageInfo = StageInfo {
-    name: "xtc",
-    syntax: "xtc=PROB:THRESHOLD[:MIN_KEEP]",
-    example: "xtc=1:0.1",
-    bounds:
+// One row per stage: CONSTANT: name, syntax, example, bounds, C call, parser.
+rows! {
+    TOP_K: "top_k", "top_k=K", "top_k=4",
+        "K an integer, K <= 0 keeps every entry", "llama_sampler_init_top_k(k)",
+        Parser::Llama(parse::top_k);
+    TOP_P: "top_p", "top_p=P[:MIN_KEEP]", "top_p=0.8",
+        "P in [0, 1]", "llama_sampler_init_top_p(p, min_keep)", Parser::Llama(parse::top_p);
+    MIN_P: "min_p", "min_p=P[:MIN_KEEP]", "min_p=0.05:3",
+        "P in [0, 1]", "llama_sampler_init_min_p(p, min_keep)", Parser::Llama(parse::min_p);
+    TYPICAL: "typical", "typical=P[:MIN_KEEP]", "typical=0.5",
+        "P in [0, 1]", "llama_sampler_init_typical(p, min_keep)", Parser::Llama(parse::typical);
+    TEMP: "temp", "temp=T", "temp=0.5",
+        "T <= 0 keeps the top entry, or T >= 0.001", "llama_sampler_init_temp(t)",
+        Parser::Llama(parse::temp);
+    TEMP_EXT: "temp_ext", "temp_ext=T:DELTA:EXP", "temp_ext=1:0.5:1",
+        "EXP in [0, 10]; T, and T - DELTA when DELTA > 0, <= 0 or >= 0.001",
+        "llama_sampler_init_temp_ext(t, delta, exponent)", Parser::Llama(parse::temp_ext);
+    XTC: "xtc", "xtc=PROB:THRESHOLD[:MIN_KEEP]", "xtc=1:0.1",
         "PROB 0 or 1, other values draw from an RNG the oracle does not model; THRESHOLD in [0, 1]",
-    built_by: "llama_sampler_init_xtc(probability, threshold, min_keep, seed)",
-    parser: Parser::Llama(parse::xtc),
-};
-
-pub const TOP_N_SIGMA: StageInfo = StageInfo {
-    name: "top_n_sigma",
-    syntax: "top_n_sigma=N",
-    example: "top_n_sigma=1.5",
-    bounds: "N finite",
-    built_by: "llama_sampler_init_top_n_sigma(n)",
-    parser: Parser::Llama(parse::top_n_sigma),
-};
-
-pub const LOGIT_BIAS: StageInfo = StageInfo {
-    name: "logit_bias",
-    syntax: "logit_bias=ID:BIAS[/ID:BIAS]",
-    example: "logit_bias=1:-2.5/4:+1",
-    bounds: "each ID once, an id of --logits; |BIAS| <= 10000",
-    built_by: "llama_sampler_init_logit_bias(n_vocab, n_logit_bias, logit_bias)",
-    parser: Parser::Llama(parse::logit_bias),
-};
-
-pub const PENALTIES: StageInfo = StageInfo {
-    name: "penalties",
-    syntax: "penalties=LAST_N:REPEAT[:FREQ[:PRESENT]]",
-    example: "penalties=64:1.3:0:0",
-    bounds: "LAST_N in 0..=1048576; REPEAT > 0",
-    built_by: "llama_sampler_init_penalties([n_vocab,] last_n, repeat, freq, present)",
-    parser: Parser::Llama(parse::penalties),
-};
-
-pub const GREEDY: StageInfo = StageInfo {
-    name: "greedy",
-    syntax: "greedy",
-    example: "greedy",
-    bounds: "no value",
-    built_by: "llama_sampler_init_greedy()",
-    parser: Parser::Llama(parse::greedy),
-};
-
-pub const DIST: StageInfo = StageInfo {
-    name: "dist",
-    syntax: "dist=SEED",
-    example: "dist=1",
-    bounds: "SEED in 0..=4294967294, 4294967295 asks llama.cpp for a random seed; the last stage",
-    built_by: "llama_sampler_init_dist(seed)",
-    parser: Parser::Llama(parse::dist),
-};
-
-pub const SORTED_GUARD: StageInfo = StageInfo {
-    name: "sorted_guard",
-    syntax: "sorted_guard",
-    example: "sorted_guard",
-    bounds: "no value",
-    built_by: "ledger::sorted_guard (the suite's fix, not a llama.cpp sampler)",
-    parser: Parser::Suite(SuiteStage::SortedGuard),
-};
-
-/// Every stage the suite names, llama.cpp's in the order of [`Stage`], then the suite's own.
-/// A test checks that every row above is listed here.
-pub const STAGES: &[StageInfo] = &[
-    TOP_K,
-    TOP_P,
-    MIN_P,
-    TYPICAL,
-    TEMP,
-    TEMP_EXT,
-    XTC,
-    TOP_N_SIGMA,
-    LOGIT_BIAS,
-    PENALTIES,
-    GREEDY,
-    DIST,
-    SORTED_GUARD,
-];
+        "llama_sampler_init_xtc(probability, threshold, min_keep, seed)", Parser::Llama(parse::xtc);
+    TOP_N_SIGMA: "top_n_sigma", "top_n_sigma=N", "top_n_sigma=1.5",
+        "N finite", "llama_sampler_init_top_n_sigma(n)", Parser::Llama(parse::top_n_sigma);
+    LOGIT_BIAS: "logit_bias", "logit_bias=ID:BIAS[/ID:BIAS]", "logit_bias=1:-2.5/4:+1",
+        "each ID once, an id of --logits; |BIAS| <= 10000",
+        "llama_sampler_init_logit_bias(n_vocab, n_logit_bias, logit_bias)",
+        Parser::Llama(parse::logit_bias);
+    PENALTIES: "penalties", "penalties=LAST_N:REPEAT[:FREQ[:PRESENT]]", "penalties=64:1.3:0:0",
+        "LAST_N in 0..=1048576; REPEAT > 0",
+        "llama_sampler_init_penalties([n_vocab,] last_n, repeat, freq, present)",
+        Parser::Llama(parse::penalties);
+    GREEDY: "greedy", "greedy", "greedy",
+        "no value", "llama_sampler_init_greedy()", Parser::Llama(parse::greedy);
+    DIST: "dist", "dist=SEED", "dist=1",
+        "SEED in 0..=4294967294, 4294967295 asks llama.cpp for a random seed; the last stage",
+        "llama_sampler_init_dist(seed)", Parser::Llama(parse::dist);
+    SORTED_GUARD: "sorted_guard", "sorted_guard", "sorted_guard",
+        "no value", "ledger::sorted_guard (the suite's fix, not a llama.cpp sampler)",
+        Parser::Suite(SuiteStage::SortedGuard);
+}
 
 /// The row named `name`.
 pub fn row(name: &str) -> Option<&'static StageInfo> {
