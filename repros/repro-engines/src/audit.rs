@@ -137,28 +137,24 @@ struct CaseBody<'a> {
 }
 
 /// Runs `case` through `draw` and the detector at level `alpha`.
-pub fn run_case(
-    case: &Case,
-    alpha: f64,
-    draw: impl Fn(&Case) -> Result<Vec<oracle::TokenId>>,
-) -> Result<CaseRun> {
+fn judged(case: &Case, alpha: f64, draw: impl Fn(&Case) -> Draws) -> Result<CaseRun> {
     let expectation = expect::of(&case.logits, &case.sampling)?;
     let draws = draw(case).with_context(|| format!("drawing for {}", case.row_name()))?;
-    let outcome = judge(&draws, &expectation, alpha);
     Ok(CaseRun {
+        outcome: Ok(judge(&draws, &expectation, alpha)),
         case: case.clone(),
         expectation,
-        outcome: Ok(outcome),
     })
 }
 
-fn planted_draw(defect: Defect) -> impl Fn(&Case) -> Result<Vec<oracle::TokenId>> {
-    move |c: &Case| planted::draw(&c.logits, &c.sampling, c.seed, c.draws, defect)
+/// A planted sampler's outcome on `case` (planted samplers offer every configuration).
+fn planted_outcome(case: &Case, alpha: f64, defect: Defect) -> Result<Outcome> {
+    let draw = |c: &Case| planted::draw(&c.logits, &c.sampling, c.seed, c.draws, defect);
+    let run = judged(case, alpha, draw)?;
+    run.outcome.map_err(anyhow::Error::msg)
 }
 
-fn engine_draw(e: &dyn Engine) -> impl Fn(&Case) -> Result<Vec<oracle::TokenId>> + '_ {
-    move |c: &Case| e.draw(&c.logits, &c.sampling, c.seed, c.draws)
-}
+type Draws = Result<Vec<oracle::TokenId>>;
 
 /// The rows the positive controls must be flagged on: (defect, grid vector, configuration).
 pub const PLANTED_ROWS: [(Defect, &str, &str); 4] = [
@@ -182,11 +178,7 @@ pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<Vec<Control>> {
             .position(|r| r.vector == vector && r.sampling.to_string() == sampling)
             .expect("planted rows are grid rows");
         let case = Case::of(&grid[index], index);
-        let run = run_case(&case, alpha, planted_draw(defect))?;
-        let o = run
-            .outcome
-            .as_ref()
-            .expect("planted samplers offer every configuration");
+        let o = planted_outcome(&case, alpha, defect)?;
         out.push(Control::positive(
             format!("{} ({} {})", defect.label(), vector, sampling),
             o.verdict == Verdict::Present,
@@ -203,11 +195,7 @@ pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<Vec<Control>> {
     let mut undecided = 0;
     let mut smallest = f64::INFINITY;
     for case in &exact_cases {
-        let run = run_case(case, exact_alpha, planted_draw(Defect::Exact))?;
-        let o = run
-            .outcome
-            .as_ref()
-            .expect("the exact sampler offers every configuration");
+        let o = planted_outcome(case, exact_alpha, Defect::Exact)?;
         if let Some(p) = o.p_value() {
             smallest = smallest.min(p);
         }
@@ -244,22 +232,20 @@ pub struct Audit {
 
 /// Runs `cases` on `e`. Cases the engine does not offer are kept as such (no draws).
 pub fn run(e: &dyn Engine, cases: &[Case], audit_mode: bool) -> Result<Audit> {
-    let offered = cases
-        .iter()
-        .filter(|c| e.supports(&c.sampling).is_ok())
-        .count();
-    let alpha = bonferroni(ALPHA, offered.max(1));
-    let mut runs = Vec::new();
-    for c in cases {
-        match e.supports(&c.sampling) {
-            Ok(()) => runs.push(run_case(c, alpha, engine_draw(e))?),
-            Err(why) => runs.push(CaseRun {
+    let offered = cases.iter().filter(|c| e.supports(&c.sampling).is_ok());
+    let alpha = bonferroni(ALPHA, offered.count().max(1));
+    let runs = (cases.iter())
+        .map(|c| match e.supports(&c.sampling) {
+            Ok(()) => judged(c, alpha, |c| {
+                e.draw(&c.logits, &c.sampling, c.seed, c.draws)
+            }),
+            Err(why) => Ok(CaseRun {
                 case: c.clone(),
                 expectation: expect::of(&c.logits, &c.sampling)?,
                 outcome: Err(cmdline::one_line(&why)),
             }),
-        }
-    }
+        })
+        .collect::<Result<Vec<_>>>()?;
     let controls = controls(cases, alpha)?;
     Ok(Audit {
         engine: e.info(),
@@ -282,18 +268,11 @@ pub fn grid_cases() -> Vec<Case> {
 impl Audit {
     /// `present` if any case is, else `undecided` if any case is, else `absent`.
     pub fn measured(&self) -> Verdict {
-        let verdicts: Vec<Verdict> = self
-            .runs
-            .iter()
-            .filter_map(|r| r.outcome.as_ref().ok().map(|o| o.verdict))
-            .collect();
-        if verdicts.contains(&Verdict::Present) {
-            Verdict::Present
-        } else if verdicts.contains(&Verdict::Undecided) {
-            Verdict::Undecided
-        } else {
-            Verdict::Absent
-        }
+        let of = |v| (self.runs.iter()).any(|r| matches!(&r.outcome, Ok(o) if o.verdict == v));
+        [Verdict::Present, Verdict::Undecided]
+            .into_iter()
+            .find(|&v| of(v))
+            .unwrap_or(Verdict::Absent)
     }
 
     /// The rule and the count of cases per verdict, then every present case with its input.
@@ -307,14 +286,10 @@ impl Audit {
             *counts.entry(key).or_insert(0) += 1;
         }
         let counts: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
-        let present: Vec<String> = self
-            .runs
-            .iter()
-            .filter(|r| matches!(&r.outcome, Ok(o) if o.verdict == Verdict::Present))
-            .map(|r| {
-                let o = r.outcome.as_ref().expect("filtered on Ok");
-                format!("[{}: {}]", r.case.input(), o.why)
-            })
+        let present: Vec<String> = (self.runs.iter())
+            .filter_map(|r| Some((r, r.outcome.as_ref().ok()?)))
+            .filter(|(_, o)| o.verdict == Verdict::Present)
+            .map(|(r, o)| format!("[{}: {}]", r.case.input(), o.why))
             .collect();
         format!(
             "{} of {} inputs: {}{}{}",
@@ -344,19 +319,13 @@ impl Audit {
             self.evidence(),
             self.controls.clone(),
         );
-        if self.audit_mode {
+        let r = if self.audit_mode {
             for run in &self.runs {
                 if let Ok(o) = &run.outcome {
-                    r.add_row(
-                        run.case.row_name(),
-                        o.verdict,
-                        format!("{}; {}; {}", run.case.input(), o.describe_support(6), o.why),
-                        (),
-                    );
+                    let evidence = [run.case.input(), o.describe_support(6), o.why.clone()];
+                    r.add_row(run.case.row_name(), o.verdict, evidence.join("; "), ());
                 }
             }
-        }
-        let r = if self.audit_mode {
             r.with_body(AuditBody {
                 alpha_family: ALPHA,
                 alpha_each: self.alpha,

@@ -12,8 +12,9 @@ use anyhow::{bail, ensure, Result};
 use detector::{Class, Expectation};
 use engine::Sampling;
 use oracle::stage::Stage;
-use oracle::truncation::{compose, Pool};
+use oracle::truncation::{compose, Entry, Pool};
 use oracle::TokenId;
+use std::collections::HashMap;
 
 /// Every probability is a multiple of 2^-24 that f32 holds exactly, so sums of them in f32
 /// are exact and a comparison with a threshold that f32 holds is decided exactly.
@@ -69,66 +70,44 @@ pub fn of(logits: &[f32], s: &Sampling) -> Result<Expectation> {
     let start = Pool::from_logits(logits);
     let comp = compose(stages, &start, &[]);
     // A margin edge (not a tie) is decided when the pool it was decided on is dyadic.
-    let mut undecided = None;
-    for (i, edge) in &comp.edges {
-        if edge.is_tie() {
-            continue;
-        }
-        let before = compose(&stages[..*i], &start, &[]).pool;
-        let finite: Vec<f64> = before
-            .probabilities()
-            .into_iter()
-            .zip(before.entries())
-            .filter(|(_, e)| e.logit > f32::NEG_INFINITY)
-            .map(|(p, _)| p)
-            .collect();
-        if !dyadic(&finite) {
-            undecided = Some(edge.0.clone());
-            break;
-        }
-    }
+    let undecided = (comp.edges.iter())
+        .filter(|(_, edge)| !edge.is_tie())
+        .find(|(i, _)| {
+            let before = compose(&stages[..*i], &start, &[]).pool;
+            let finite = (before.probabilities().into_iter())
+                .zip(before.entries())
+                .filter(|(_, e)| e.logit > f32::NEG_INFINITY);
+            !dyadic(&finite.map(|(p, _)| p).collect::<Vec<f64>>())
+        })
+        .map(|(_, edge)| edge.0.clone());
     // Classes: group the tempered pool by logit; keep the groups that lost no member or
     // some, and count what survived.
-    let temps: Vec<Stage> = stages
-        .iter()
+    let temps: Vec<Stage> = (stages.iter())
         .filter(|s| matches!(s, Stage::Temp { .. }))
         .cloned()
         .collect();
     let tempered = compose(&temps, &start, &[]).pool;
-    let kept: Vec<(TokenId, f64)> = comp
-        .pool
-        .entries()
-        .iter()
+    let p_of: HashMap<TokenId, f64> = (comp.pool.entries().iter())
         .zip(comp.pool.probabilities())
         .filter(|(e, _)| e.logit > f32::NEG_INFINITY)
         .map(|(e, p)| (e.id, p))
         .collect();
-    let p_of: std::collections::HashMap<TokenId, f64> = kept.iter().copied().collect();
-    let mut classes: Vec<Class> = Vec::new();
-    let mut last_logit = None;
-    for e in tempered.entries() {
-        if e.logit == f32::NEG_INFINITY {
-            continue;
-        }
-        match classes.last_mut() {
-            Some(last) if last_logit == Some(e.logit) => last.ids.push(e.id),
-            _ => classes.push(Class {
-                ids: vec![e.id],
-                kept: 0,
-                p_each: 0.0,
-            }),
-        }
-        last_logit = Some(e.logit);
-    }
-    for c in &mut classes {
-        c.ids.sort();
-        c.kept = c.ids.iter().filter(|id| p_of.contains_key(id)).count();
-        c.p_each = c
-            .ids
-            .iter()
-            .find_map(|id| p_of.get(id).copied())
-            .unwrap_or(0.0);
-    }
-    classes.retain(|c| c.kept > 0);
+    let finite: Vec<&Entry> = (tempered.entries().iter())
+        .filter(|e| e.logit > f32::NEG_INFINITY)
+        .collect();
+    let classes = (finite.chunk_by(|a, b| a.logit == b.logit))
+        .map(|group| {
+            let mut ids: Vec<TokenId> = group.iter().map(|e| e.id).collect();
+            ids.sort();
+            let kept = ids.iter().filter(|id| p_of.contains_key(id)).count();
+            let p_each = ids.iter().find_map(|id| p_of.get(id).copied());
+            Class {
+                ids,
+                kept,
+                p_each: p_each.unwrap_or(0.0),
+            }
+        })
+        .filter(|c| c.kept > 0)
+        .collect();
     Ok(Expectation { classes, undecided })
 }

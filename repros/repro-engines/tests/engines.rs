@@ -8,19 +8,17 @@ use test_support::{assert_refused, json_report, run_bin};
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-engines");
 
+/// A command line written as one string, split at each space (`"--logits "` ends in an empty
+/// argument).
+fn args(line: &str) -> Vec<&str> {
+    line.split(' ').collect()
+}
+
 /// One grid audit of `engine` into a temporary folder: the JSON and the text.
 fn audit(engine: &str) -> (serde_json::Value, String, String) {
     let dir = std::env::temp_dir().join(format!("engines-test-{engine}-{}", std::process::id()));
-    let (code, _, err) = run_bin(
-        BIN,
-        &[
-            "--engine",
-            engine,
-            "--audit",
-            "--results",
-            dir.to_str().unwrap(),
-        ],
-    );
+    let results = dir.to_str().unwrap();
+    let (code, _, err) = run_bin(BIN, &["--engine", engine, "--audit", "--results", results]);
     assert_eq!(code, 0, "{err}");
     let file = std::fs::read_dir(&dir)
         .unwrap()
@@ -44,16 +42,11 @@ fn check_audit(json: &serde_json::Value, text: &str, engine_label: &str) {
     // failed the test at the stated level.
     for (name, verdict, evidence) in &header.rows {
         assert!(evidence.contains("--sampling"), "{name}: {evidence}");
-        let case = cases
-            .iter()
-            .find(|c| {
-                format!(
-                    "draw-conformance-{}-{}",
-                    c["vector"].as_str().unwrap(),
-                    c["sampling"].as_str().unwrap()
-                ) == *name
-            })
-            .unwrap();
+        let row_of = |c: &serde_json::Value| {
+            let (vector, sampling) = (c["vector"].as_str(), c["sampling"].as_str());
+            format!("draw-conformance-{}-{}", vector.unwrap(), sampling.unwrap())
+        };
+        let case = cases.iter().find(|c| row_of(c) == *name).unwrap();
         if *verdict == Verdict::Present {
             let outside = !case["outside"].as_array().unwrap().is_empty()
                 || !case["overfull"].as_array().unwrap().is_empty();
@@ -68,10 +61,8 @@ fn check_audit(json: &serde_json::Value, text: &str, engine_label: &str) {
 #[test]
 fn llama_cpp_draws_follow_the_oracle_and_the_table_is_pinned() {
     let (json, text, stem) = audit("llama");
-    assert_eq!(
-        stem,
-        format!("engines.{}", subject::BuildInfo::current().tag())
-    );
+    let build = subject::BuildInfo::current();
+    assert_eq!(stem, format!("engines.{}", build.tag()));
     check_audit(&json, &text, "llama.cpp");
     test_support::assert_build_snapshot!("audit_llama", text);
 }
@@ -98,22 +89,8 @@ fn candle_draws_are_judged_by_the_same_detector_and_the_table_is_pinned() {
 #[cfg(feature = "candle")]
 #[test]
 fn the_interface_example_prints_the_header_and_the_draw_keys() {
-    let (v, h) = json_report(
-        BIN,
-        &[
-            "--engine",
-            "candle",
-            "--logits",
-            "3,2,1,0",
-            "--sampling",
-            "top_k=3,top_p=0.9",
-            "--draws",
-            "20000",
-            "--seed",
-            "1",
-            "--json",
-        ],
-    );
+    let example = "--logits 3,2,1,0 --sampling top_k=3,top_p=0.9 --draws 20000 --seed 1";
+    let (v, h) = json_report(BIN, &args(&format!("--engine candle {example} --json")));
     assert_eq!(h.subject.engine, "candle");
     for key in ["engine", "support", "oracle", "p_value", "verdict"] {
         assert!(v.get(key).is_some(), "no '{key}' in {v}");
@@ -125,33 +102,23 @@ fn the_interface_example_prints_the_header_and_the_draw_keys() {
 
 #[test]
 fn llama_cpp_offers_min_p_and_refuses_bad_input_in_one_line() {
-    let (v, h) = json_report(
-        BIN,
-        &[
-            "--logits",
-            "3,2,1,0",
-            "--sampling",
-            "min_p=0.1",
-            "--draws",
-            "5000",
-            "--json",
-        ],
-    );
+    let line = "--logits 3,2,1,0 --sampling min_p=0.1 --draws 5000 --json";
+    let (v, h) = json_report(BIN, &args(line));
     assert_eq!(h.subject.engine, "llama.cpp");
     assert!(v["support"].as_object().unwrap().len() <= 3, "{v}");
     for bad in [
-        &["--logits", "1,nan"][..],
-        &["--logits", "-inf,-inf"],
-        &["--logits", "1,inf"],
-        &["--logits", ""],
-        &["--sampling", "top_p=1.5"],
-        &["--sampling", "xtc=0.1"],
-        &["--draws", "0"],
-        &["--draws", "-3"],
-        &["--seed", "4294967296"],
-        &["--engine", "vllm"],
-        &["--vector", "nope"],
+        "--logits 1,nan",
+        "--logits -inf,-inf",
+        "--logits 1,inf",
+        "--logits ",
+        "--sampling top_p=1.5",
+        "--sampling xtc=0.1",
+        "--draws 0",
+        "--draws -3",
+        "--seed 4294967296",
+        "--engine vllm",
+        "--vector nope",
     ] {
-        assert_refused(BIN, bad, &[]);
+        assert_refused(BIN, &args(bad), &[]);
     }
 }
