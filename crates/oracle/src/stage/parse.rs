@@ -41,10 +41,13 @@ pub fn number(name: &str, text: &str) -> Parsed<f32> {
     Ok(x)
 }
 
+/// An integer of type `T`, or "`name`: 'text' is not `kind`".
+fn int<T: std::str::FromStr>(name: &str, text: &str, kind: &str) -> Parsed<T> {
+    (text.trim().parse()).map_err(|_| ParseError(format!("{name}: '{text}' is not {kind}")))
+}
+
 fn count(name: &str, text: &str) -> Parsed<usize> {
-    text.trim()
-        .parse()
-        .map_err(|_| ParseError(format!("{name}: '{text}' is not a non-negative integer")))
+    int(name, text, "a non-negative integer")
 }
 
 /// A number in [0, 1].
@@ -76,10 +79,7 @@ pub fn fields<'a>(stage: &str, args: &'a str, min: usize, max: usize) -> Parsed<
 
 /// A token id (>= 0) as a stage names it.
 pub fn token_id(stage: &str, text: &str) -> Parsed<TokenId> {
-    let id: i32 = text
-        .trim()
-        .parse()
-        .map_err(|_| ParseError(format!("{stage}: '{text}' is not a token id")))?;
+    let id: i32 = int(stage, text, "a token id")?;
     require(id >= 0, || format!("{stage}: token id {id} is negative"))?;
     Ok(TokenId(id))
 }
@@ -152,9 +152,7 @@ fn p_and_keep(stage: &str, args: &str) -> Parsed<(f32, usize)> {
 pub(super) fn top_k(args: &str) -> Parsed<Stage> {
     needs_value("top_k", args)?;
     Ok(Stage::TopK {
-        k: args
-            .parse()
-            .map_err(|_| ParseError(format!("top_k: '{args}' is not an integer")))?,
+        k: int("top_k", args, "an integer")?,
     })
 }
 
@@ -253,10 +251,7 @@ pub(super) fn penalties(args: &str) -> Parsed<Stage> {
     let name = "penalties";
     needs_value(name, args)?;
     let f = fields(name, args, 2, 4)?;
-    let last_n: i32 = f[0]
-        .trim()
-        .parse()
-        .map_err(|_| ParseError(format!("penalties last_n: '{}' is not an integer", f[0])))?;
+    let last_n: i32 = int("penalties last_n", f[0], "an integer")?;
     require((0..=MAX_WINDOW).contains(&last_n), || {
         format!("penalties last_n must be in 0..={MAX_WINDOW}, got {last_n}")
     })?;
@@ -286,12 +281,7 @@ pub const RANDOM_SEED: u32 = u32::MAX;
 
 pub(super) fn dist(args: &str) -> Parsed<Stage> {
     needs_value("dist", args)?;
-    let seed: u32 = args.parse().map_err(|_| {
-        ParseError(format!(
-            "dist: '{args}' is not a seed in 0..={}",
-            RANDOM_SEED - 1
-        ))
-    })?;
+    let seed: u32 = int("dist", args, &format!("a seed in 0..={}", RANDOM_SEED - 1))?;
     require(seed != RANDOM_SEED, || {
         format!("dist seed {RANDOM_SEED} asks llama.cpp for a random seed; give a fixed one")
     })?;
