@@ -13,7 +13,6 @@ use anyhow::{bail, Result};
 use std::time::Instant;
 use subject::{IdOrder, LogitsArray, Sampler};
 
-/// The medians of one vocabulary size in one layout.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApplyRow {
     pub vocab: usize,
@@ -26,17 +25,13 @@ pub struct ApplyRow {
 
 impl ApplyRow {
     pub fn ms_of(&self, stage: Penalty) -> f64 {
-        self.ms[stage_index(stage)]
+        self.ms[stage as usize]
     }
 
     /// llama.cpp's median over `stage`'s: how many times faster `stage` is.
     pub fn ratio(&self, stage: Penalty) -> f64 {
         self.ms_of(Penalty::Builtin) / self.ms_of(stage)
     }
-}
-
-fn stage_index(stage: Penalty) -> usize {
-    Penalty::ALL.iter().position(|&s| s == stage).unwrap_or(0)
 }
 
 /// The `k`-th of `len` items to run in round `r`: each round starts one further on.
@@ -116,7 +111,7 @@ fn check_same_work(
             .collect();
         outputs.push(out);
     }
-    let (b, l) = (stage_index(Penalty::Builtin), stage_index(Penalty::Ledger));
+    let (b, l) = (Penalty::Builtin as usize, Penalty::Ledger as usize);
     if outputs[b] != outputs[l] {
         let at = outputs[b]
             .iter()

@@ -15,11 +15,9 @@ use subject::BuildInfo;
 pub const VOCABS: [usize; 2] = [49_152, 262_144];
 /// Fewest end-to-end rounds: a median's interval over fewer says little.
 pub const MIN_E2E_ROUNDS: usize = 20;
-/// Most end-to-end rounds.
 pub const MAX_E2E_ROUNDS: usize = 1000;
 /// Most tokens per generation (the context is sized for the prompt and these).
 pub const MAX_TOKENS: usize = 2048;
-/// Most per-apply rounds.
 pub const MAX_ROUNDS: usize = 10_000;
 
 #[derive(Parser, Debug, Clone, PartialEq)]
@@ -105,7 +103,6 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
     Ok(Config { args, build, model })
 }
 
-/// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run_checked(argv, check, |c| {
         cmdline::fail(run(&c.args, &c.build, c.model))
@@ -145,13 +142,18 @@ pub fn run(args: &Args, build: &BuildInfo, model: ModelChoice) -> Result<String>
 mod tests {
     use super::*;
 
-    fn parse(flags: &[&str]) -> std::result::Result<Args, clap::Error> {
-        Args::try_parse_from(std::iter::once("penalty-cost").chain(flags.iter().copied()))
+    /// The binary's name, then `flags` split at spaces.
+    fn argv(flags: &str) -> impl Iterator<Item = &str> {
+        std::iter::once("penalty-cost").chain(flags.split_whitespace())
+    }
+
+    fn parse(flags: &str) -> std::result::Result<Args, clap::Error> {
+        Args::try_parse_from(argv(flags))
     }
 
     #[test]
     fn defaults_pass_their_own_checks() {
-        let a = parse(&[]).unwrap();
+        let a = parse("").unwrap();
         assert_eq!(
             (a.rounds, a.e2e_rounds, a.tokens, a.threads),
             (300, 30, 48, 1)
@@ -164,63 +166,42 @@ mod tests {
 
     #[test]
     fn flags_are_read() {
-        let a = parse(&[
-            "--rounds",
-            "5",
-            "--e2e-rounds",
-            "21",
-            "--tokens",
-            "9",
-            "--threads",
-            "1",
-            "--results",
-            "/tmp/x",
-        ])
-        .unwrap();
-        assert_eq!(
-            a.plan(),
-            Plan {
-                rounds: 21,
-                tokens: 9,
-                threads: 1
-            }
-        );
+        let a = parse("--rounds 5 --e2e-rounds 21 --tokens 9 --threads 1 --results /tmp/x");
+        let a = a.unwrap();
+        let plan = Plan {
+            rounds: 21,
+            tokens: 9,
+            threads: 1,
+        };
+        assert_eq!(a.plan(), plan);
         assert_eq!((a.rounds, a.results), (5, PathBuf::from("/tmp/x")));
     }
 
     #[test]
     fn bad_values_are_refused() {
-        for flags in [
-            &["--rounds", "0"][..],
-            &["--e2e-rounds", "19"],
-            &["--tokens", "1"],
-            &["--tokens", "2049"],
-            &["--threads", "0"],
-            &["--threads", "65"],
-            &["--rounds", "10001"],
-            &["--e2e-rounds", "1001"],
-        ] {
-            assert!(parse(flags).unwrap().check().is_err(), "{flags:?}");
+        let refused_by_check = [
+            "--rounds 0",
+            "--e2e-rounds 19",
+            "--tokens 1",
+            "--tokens 2049",
+            "--threads 0",
+            "--threads 65",
+            "--rounds 10001",
+            "--e2e-rounds 1001",
+        ];
+        for flags in refused_by_check {
+            assert!(parse(flags).unwrap().check().is_err(), "{flags}");
         }
-        for flags in [
-            &["--rounds", "-1"][..],
-            &["--tokens", "many"],
-            &["--no-such-flag"],
-        ] {
-            assert!(parse(flags).is_err(), "{flags:?}");
+        for flags in ["--rounds -1", "--tokens many", "--no-such-flag"] {
+            assert!(parse(flags).is_err(), "{flags}");
         }
     }
 
     #[test]
     fn bad_input_exits_2_before_any_work() {
-        let argv = |flags: &[&str]| -> Vec<OsString> {
-            std::iter::once("penalty-cost")
-                .chain(flags.iter().copied())
-                .map(OsString::from)
-                .collect()
-        };
-        assert_eq!(main(argv(&["--e2e-rounds", "3"])), cmdline::EXIT_BAD_INPUT);
-        assert_eq!(main(argv(&["--bogus"])), cmdline::EXIT_BAD_INPUT);
-        assert_eq!(main(argv(&["--help"])), 0);
+        let run = |flags| main(argv(flags).map(OsString::from));
+        assert_eq!(run("--e2e-rounds 3"), cmdline::EXIT_BAD_INPUT);
+        assert_eq!(run("--bogus"), cmdline::EXIT_BAD_INPUT);
+        assert_eq!(run("--help"), 0);
     }
 }

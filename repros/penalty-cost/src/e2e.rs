@@ -23,7 +23,8 @@ pub const MODEL: &str = "gemma3";
 /// The user turn every generation answers.
 pub const PROMPT: &str = "Describe a quiet morning in a small fishing village.";
 
-/// What sits before greedy in the chain.
+/// What sits before greedy in the chain. [`Variant::ALL`] lists the variants in declaration
+/// order, so `v as usize` is a variant's index in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
     None,
@@ -44,11 +45,7 @@ impl Variant {
     }
 
     pub fn label(self) -> &'static str {
-        match self {
-            Variant::None => "no penalty",
-            Variant::Builtin => "llama.cpp penalties",
-            Variant::Ledger => "ledger-penalties",
-        }
+        self.penalty().map_or("no penalty", Penalty::label)
     }
 
     /// The penalties stage, if any.
@@ -59,13 +56,8 @@ impl Variant {
             Variant::Ledger => Some(Penalty::Ledger),
         }
     }
-
-    fn index(self) -> usize {
-        Variant::ALL.iter().position(|&v| v == self).unwrap_or(0)
-    }
 }
 
-/// How much to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plan {
     pub rounds: usize,
@@ -76,7 +68,6 @@ pub struct Plan {
     pub threads: i32,
 }
 
-/// One timed generation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Generation {
     pub ms_per_token: f64,
@@ -90,7 +81,7 @@ pub struct Round(pub Vec<Generation>);
 
 impl Round {
     pub fn of(&self, v: Variant) -> &Generation {
-        &self.0[v.index()]
+        &self.0[v as usize]
     }
 
     /// `v`'s time per token over the unpenalized one's in the same round, in percent.
@@ -99,7 +90,6 @@ impl Round {
     }
 }
 
-/// Everything the end-to-end part measured.
 #[derive(Debug, Clone)]
 pub struct EndToEnd {
     pub model: String,
@@ -164,7 +154,7 @@ pub fn run(model: ModelChoice, plan: &Plan) -> Result<EndToEnd> {
     }
     let mut rounds = Vec::with_capacity(plan.rounds);
     for r in 0..plan.rounds {
-        let mut gens: Vec<Option<Generation>> = vec![None, None, None];
+        let mut gens: [Option<Generation>; 3] = Default::default();
         for k in 0..Variant::ALL.len() {
             let i = turn(r, k, Variant::ALL.len());
             gens[i] = Some(one(Variant::ALL[i])?);

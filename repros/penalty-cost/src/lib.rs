@@ -16,5 +16,4 @@ pub mod output;
 pub mod penalty;
 pub mod stats;
 
-/// The finding these measurements belong to.
 pub const FINDING: &str = "F5";

@@ -43,7 +43,6 @@ impl Summary {
     }
 }
 
-/// The tables printed on stdout.
 pub fn text(build: &BuildInfo, rounds: usize, rows: &[ApplyRow], e: &EndToEnd) -> String {
     let mut out = format!(
         "F5 penalty cost on {}\nper apply (median of {rounds} interleaved rounds, window {WINDOW}, theta {THETA}; \
@@ -120,6 +119,11 @@ impl<T: Serialize> Serialize for Keyed<T> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
     }
+}
+
+/// `f` of every variant, under the variant's JSON key.
+fn per_variant<T>(f: impl Fn(Variant) -> T) -> Keyed<T> {
+    Keyed(Variant::ALL.iter().map(|&v| (v.key(), f(v))).collect())
 }
 
 /// One per-apply row: llama.cpp beside ledger's default mode (`ledger_ms`), or beside its
@@ -216,16 +220,8 @@ pub fn json(build: &BuildInfo, rounds: usize, rows: &[ApplyRow], e: &EndToEnd) -
     fn by_variant<T>(list: &[(Variant, MedianCi)], f: impl Fn(&MedianCi) -> T) -> Keyed<T> {
         Keyed(list.iter().map(|(v, c)| (v.key(), f(c))).collect())
     }
-    let count =
-        |f: &dyn Fn(Variant) -> usize| Keyed(Variant::ALL.map(|v| (v.key(), f(v))).to_vec());
     let per_round = (e.rounds.iter())
-        .map(|r| {
-            Keyed(
-                Variant::ALL
-                    .map(|v| (v.key(), r.of(v).ms_per_token))
-                    .to_vec(),
-            )
-        })
+        .map(|r| per_variant(|v| r.of(v).ms_per_token))
         .collect();
     let interval = |c: &MedianCi| [c.lo, c.hi];
     let bench = Bench {
@@ -258,8 +254,8 @@ pub fn json(build: &BuildInfo, rounds: usize, rows: &[ApplyRow], e: &EndToEnd) -
             ms_per_token_interval: by_variant(&s.ms, interval),
             overhead_percent: by_variant(&s.overhead, |c| c.median),
             overhead_percent_interval: by_variant(&s.overhead, interval),
-            generated_tokens: count(&|v| e.generated(v)),
-            eos_stops: count(&|v| e.eos_stops(v)),
+            generated_tokens: per_variant(|v| e.generated(v)),
+            eos_stops: per_variant(|v| e.eos_stops(v)),
             builtin_tokens_equal_ledger: e.builtin_tokens_equal_ledger(),
             per_round_ms_per_token: per_round,
         },
@@ -289,32 +285,20 @@ pub fn svg(report: &Value) -> anyhow::Result<String> {
             let (key, list) = ms_key(p);
             for row in r.list(&format!("{prefix}{list}"))? {
                 let vocab = row.usize("vocab")?;
-                let ms = row.f64(key)?;
-                match groups
-                    .iter_mut()
-                    .find(|g| g.0 == vocab && g.1 == layout.key())
-                {
-                    Some(g) => g.2[k] = ms,
-                    None => {
-                        let mut m = [f64::NAN; 3];
-                        m[k] = ms;
-                        groups.push((vocab, layout.key(), m));
-                    }
-                }
+                let same = |g: &(usize, &str, [f64; 3])| g.0 == vocab && g.1 == layout.key();
+                let at = groups.iter().position(same).unwrap_or_else(|| {
+                    groups.push((vocab, layout.key(), [f64::NAN; 3]));
+                    groups.len() - 1
+                });
+                groups[at].2[k] = row.f64(key)?;
             }
         }
     }
-    let vocabs: Vec<usize> = groups.iter().map(|g| g.0).fold(Vec::new(), |mut v, x| {
-        if !v.contains(&x) {
-            v.push(x);
-        }
-        v
-    });
+    // Each vocabulary size where it first appears, id order before shuffled within it.
+    let vocabs: Vec<usize> = groups.iter().map(|g| g.0).collect();
     groups.sort_by_key(|g| {
-        (
-            vocabs.iter().position(|&v| v == g.0),
-            g.1 != Layout::IdOrder.key(),
-        )
+        let first = vocabs.iter().position(|&v| v == g.0);
+        (first, g.1 != Layout::IdOrder.key())
     });
     let mut c = Chart::new(&format!(
         "F5: penalty stage cost per apply (median, window {}) and per token",

@@ -11,8 +11,9 @@ pub const WINDOW: usize = 64;
 /// `penalty_repeat`; `freq` and `present` stay 0.
 pub const THETA: f32 = 1.1;
 
-/// One penalties stage, with the bench's parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One penalties stage, with the bench's parameters. [`Penalty::ALL`] lists the stages in
+/// declaration order, so `stage as usize` is a stage's index in it.
+#[derive(Debug, Clone, Copy)]
 pub enum Penalty {
     /// llama.cpp's penalties.
     Builtin,

@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use subject::BuildInfo;
 
-/// What to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// Sampler names (every subject when empty).
@@ -56,7 +55,6 @@ pub struct Audit {
     pub timeout: Duration,
 }
 
-/// Runs the plan (the names were checked by the command line).
 pub fn run(plan: &Plan) -> Result<Audit> {
     let build = BuildInfo::verified()?;
     let samplers: Vec<Config> = samplers::subjects()

@@ -3,7 +3,7 @@
 
 use crate::audit::{self, Plan};
 use crate::{inputs, samplers};
-use anyhow::{bail, Result};
+use anyhow::{ensure, Result};
 use clap::Parser;
 use std::ffi::OsString;
 use std::time::Duration;
@@ -41,15 +41,16 @@ fn names(flag: &str, text: &Option<String>, known: &[&str]) -> Result<Vec<String
     };
     let mut out: Vec<String> = Vec::new();
     for name in text.split(',').map(str::trim) {
-        if !known.contains(&name) {
-            bail!(
-                "{flag}: unknown name '{name}' (known: {})",
-                known.join(", ")
-            );
-        }
-        if out.iter().any(|n| n == name) {
-            bail!("{flag}: '{name}' is listed twice");
-        }
+        let known_names = || known.join(", ");
+        ensure!(
+            known.contains(&name),
+            "{flag}: unknown name '{name}' (known: {})",
+            known_names()
+        );
+        ensure!(
+            !out.iter().any(|n| n == name),
+            "{flag}: '{name}' is listed twice"
+        );
         out.push(name.to_string());
     }
     Ok(out)
@@ -59,15 +60,15 @@ fn names(flag: &str, text: &Option<String>, known: &[&str]) -> Result<Vec<String
 pub fn plan(args: &Args) -> Result<Plan> {
     let sampler_names: Vec<&str> = samplers::subjects().iter().map(|s| s.name).collect();
     let input_names: Vec<&str> = inputs::all().iter().map(|i| i.name).collect();
-    if !(args.timeout.is_finite() && (0.1..=600.0).contains(&args.timeout)) {
-        bail!(
-            "--timeout must be between 0.1 and 600 seconds, got {}",
-            args.timeout
-        );
-    }
-    if args.audit && (args.sampler.is_some() || args.input.is_some()) {
-        bail!("--audit writes the full table; it does not take --sampler or --input");
-    }
+    let t = args.timeout;
+    ensure!(
+        t.is_finite() && (0.1..=600.0).contains(&t),
+        "--timeout must be between 0.1 and 600 seconds, got {t}"
+    );
+    ensure!(
+        !(args.audit && (args.sampler.is_some() || args.input.is_some())),
+        "--audit writes the full table; it does not take --sampler or --input"
+    );
     Ok(Plan {
         samplers: names("--sampler", &args.sampler, &sampler_names)?,
         inputs: names("--input", &args.input, &input_names)?,
@@ -75,7 +76,6 @@ pub fn plan(args: &Args) -> Result<Plan> {
     })
 }
 
-/// What the command line asks for, checked.
 pub struct Config {
     pub args: Args,
     pub plan: Plan,
@@ -87,15 +87,14 @@ pub struct Config {
 pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
     cmdline::refuse(subject::BuildInfo::verified())?;
     let plan = cmdline::refuse(plan(&args))?;
-    let cost_rounds = match args.supervisor_cost {
-        None => None,
-        Some(n) if (1..=10_000).contains(&n) => Some(n as usize),
-        Some(n) => {
-            return Err(cmdline::Failure::BadInput(anyhow::anyhow!(
-                "--supervisor-cost must be in 1..=10000, got {n}"
-            )))
-        }
+    let rounds = |n: i64| {
+        ensure!(
+            (1..=10_000).contains(&n),
+            "--supervisor-cost must be in 1..=10000, got {n}"
+        );
+        Ok(n as usize)
     };
+    let cost_rounds = cmdline::refuse(args.supervisor_cost.map(rounds).transpose())?;
     Ok(Config {
         args,
         plan,
@@ -122,7 +121,6 @@ fn run(c: &Config) -> Result<String> {
     Ok(report.render(c.args.out.json))
 }
 
-/// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run_checked(argv, check, |c| cmdline::fail(run(&c)))
 }

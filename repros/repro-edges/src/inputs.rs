@@ -36,7 +36,6 @@ fn ids(logits: &[(i32, f32)]) -> Vec<(TokenId, f32)> {
 
 const NEG: f32 = f32::NEG_INFINITY;
 
-/// The inputs, in table order.
 pub fn all() -> Vec<EdgeInput> {
     let input = |name, what, e: &[(i32, f32)]| EdgeInput {
         name,

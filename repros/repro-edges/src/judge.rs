@@ -84,7 +84,6 @@ pub enum Judged {
     Not(String),
 }
 
-/// One probe's classification.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
     pub sampler: &'static str,
@@ -333,7 +332,6 @@ fn compare(config: &Config, r: &RawResult, answer: &Answer) -> Option<(Outcome, 
     }
 }
 
-/// Classifies one probe of `config` on `input`.
 pub fn classify(config: &Config, input: &EdgeInput, observed: &Observed) -> Cell {
     let garbage = input
         .entries

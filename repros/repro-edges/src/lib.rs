@@ -13,7 +13,5 @@ pub mod planted;
 pub mod probe;
 pub mod samplers;
 
-/// The finding's code in FINDINGS-style numbering.
 pub const FINDING: &str = "F6";
-/// The verdict's name.
 pub const NAME: &str = "edge-inputs";

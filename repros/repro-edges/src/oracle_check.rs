@@ -7,7 +7,6 @@ use crate::inputs::{self, EdgeInput};
 use oracle::stage::Stage;
 use oracle::TokenId;
 
-/// One hand-computed case.
 struct Case {
     stage: &'static str,
     input: &'static str,
@@ -90,7 +89,6 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-/// One failed case, or `None` when the oracle matched it.
 fn check(c: &Case, inputs: &[EdgeInput]) -> Option<String> {
     let Ok(stage) = c.stage.parse::<Stage>() else {
         return Some(format!("'{}' does not parse", c.stage));

@@ -12,13 +12,11 @@ use std::ffi::OsString;
 use std::time::Duration;
 use subject::{RawEntry, RawResult};
 
-/// The contained task that runs one probe.
 pub const TASK: Task = Task {
     name: "edge-probe",
     handler: child,
 };
 
-/// What the parent saw.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Observed {
     /// The child printed the array the sampler left.

@@ -24,14 +24,12 @@ pub enum Expect {
     Draw,
 }
 
-/// How to build the sampler.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Make {
     Spec(SamplerSpec),
     Planted(Planted),
 }
 
-/// One probed sampler configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Short name for tables, JSON, verdict rows and `--sampler`.
@@ -84,7 +82,6 @@ fn draw(name: &'static str, params: &str, spec: SamplerSpec) -> Config {
     }
 }
 
-/// The built-in samplers, in table order.
 pub fn subjects() -> Vec<Config> {
     let mut penalties = stage("penalties", "penalties=4:1.5:0.5:0.5");
     penalties.history = [1, 1, 2].map(TokenId).to_vec();
@@ -168,7 +165,6 @@ pub fn controls() -> Vec<Config> {
         .collect()
 }
 
-/// The subject or control named `name`.
 pub fn by_name(name: &str) -> Option<Config> {
     subjects()
         .into_iter()

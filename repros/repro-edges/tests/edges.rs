@@ -56,16 +56,8 @@ fn the_audit_keeps_the_contract_and_its_table_is_pinned() {
 
 #[test]
 fn a_selection_probes_only_what_it_names_but_every_control() {
-    let (code, out, err) = run_bin(
-        BIN,
-        &[
-            "--sampler",
-            "top_k,greedy",
-            "--input",
-            "empty,one",
-            "--json",
-        ],
-    );
+    let line = "--sampler top_k,greedy --input empty,one --json";
+    let (code, out, err) = run_bin(BIN, &line.split(' ').collect::<Vec<_>>());
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["cells"].as_array().unwrap().len(), 4);
@@ -79,34 +71,27 @@ fn a_selection_probes_only_what_it_names_but_every_control() {
 
 #[test]
 fn the_same_command_prints_the_same_bytes() {
-    let args = [
-        "--sampler",
-        "top_p,dist,typical",
-        "--input",
-        "empty,nan,equal,zero-prob",
-    ];
-    let (a, first, _) = run_bin(BIN, &args);
-    let (b, second, _) = run_bin(BIN, &args);
-    assert_eq!((a, b), (0, 0));
-    assert_eq!(first, second);
+    let line = "--sampler top_p,dist,typical --input empty,nan,equal,zero-prob";
+    test_support::assert_same_bytes_twice(BIN, &line.split(' ').collect::<Vec<_>>());
 }
 
 #[test]
 fn bad_flags_are_refused_in_one_line() {
-    for args in [
-        &["--sampler", "top_q"][..],
-        &["--sampler", "top_k,top_k"],
-        &["--sampler", ""],
-        &["--input", "empty,,one"],
-        &["--timeout", "0"],
-        &["--timeout", "-1"],
-        &["--timeout", "nan"],
-        &["--timeout", "1e9"],
-        &["--audit", "--sampler", "top_k"],
-        &["--audit", "--input", "empty"],
-        &["--bogus"],
+    // Each line split at its spaces (`--sampler ` ends in an empty argument).
+    for line in [
+        "--sampler top_q",
+        "--sampler top_k,top_k",
+        "--sampler ",
+        "--input empty,,one",
+        "--timeout 0",
+        "--timeout -1",
+        "--timeout nan",
+        "--timeout 1e9",
+        "--audit --sampler top_k",
+        "--audit --input empty",
+        "--bogus",
     ] {
-        assert_refused(BIN, args, &[]);
+        assert_refused(BIN, &line.split(' ').collect::<Vec<_>>(), &[]);
     }
 }
 

@@ -220,7 +220,6 @@ pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<Vec<Control>> {
     Ok(out)
 }
 
-/// An engine over a list of cases, with the controls.
 pub struct Audit {
     pub engine: EngineInfo,
     pub runs: Vec<CaseRun>,

@@ -76,7 +76,6 @@ pub fn parse_logits(text: &str) -> Result<Vec<f32>> {
     Ok(logits)
 }
 
-/// What the command line asks for, checked.
 pub struct Config {
     pub args: Args,
     pub engine: Box<dyn Engine>,
@@ -146,7 +145,6 @@ fn run(c: &Config) -> Result<String> {
     Ok(report.render(c.args.out.json))
 }
 
-/// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run_checked(argv, check, |c| cmdline::fail(run(&c)))
 }

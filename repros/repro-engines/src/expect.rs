@@ -55,7 +55,6 @@ pub fn modelled(stage: &Stage) -> Result<Modelled> {
     })
 }
 
-/// The oracle's expectation for `s` on `logits`.
 pub fn of(logits: &[f32], s: &Sampling) -> Result<Expectation> {
     ensure!(
         logits.iter().all(|x| !x.is_nan() && *x != f32::INFINITY),

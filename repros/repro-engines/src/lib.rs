@@ -9,7 +9,5 @@ pub mod oracle_check;
 pub mod planted;
 pub mod vectors;
 
-/// The finding's code in FINDINGS-style numbering.
 pub const FINDING: &str = "F7";
-/// The verdict's name.
 pub const NAME: &str = "draw-conformance";

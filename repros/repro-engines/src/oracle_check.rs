@@ -96,7 +96,6 @@ fn check(c: &Case) -> Result<(), String> {
     }
 }
 
-/// One control per case.
 pub fn run() -> Vec<Control> {
     cases()
         .iter()

@@ -12,7 +12,6 @@ use engine::Sampling;
 use oracle::rng::Rng;
 use oracle::TokenId;
 
-/// Which defect, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Defect {
     /// None: the exact sampler.

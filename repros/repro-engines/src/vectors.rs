@@ -4,7 +4,6 @@
 use engine::Sampling;
 use oracle::rng::Rng;
 
-/// One named logit vector.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Vector {
     pub name: &'static str,
@@ -77,7 +76,6 @@ fn small() -> Vec<Vector> {
     ]
 }
 
-/// One row of the grid: a vector, a configuration, how many draws.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GridRow {
     pub vector: &'static str,
