@@ -24,14 +24,10 @@ pub const COLOURS: [&str; 7] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
 ];
 
-/// Dash patterns (`stroke-dasharray`), each with its marker, so a series stays apart from the
-/// one in the same colour even where its line is hidden.
-pub const DASHES: [(&str, Marker); 4] = [
-    ("", Marker::Circle),
-    ("7 3", Marker::Square),
-    ("2 2", Marker::Triangle),
-    ("9 3 2 3", Marker::Diamond),
-];
+/// Dash patterns (`stroke-dasharray`), each with its marker (a circle, square, triangle and
+/// diamond, in [`Chart::marker`]), so a series stays apart from the one in the same colour
+/// even where its line is hidden.
+pub const DASHES: [&str; 4] = ["", "7 3", "2 2", "9 3 2 3"];
 
 /// The page margin around everything drawn.
 pub const MARGIN: f64 = 20.0;
@@ -42,14 +38,6 @@ pub const TITLE_SIZE: f64 = 15.0;
 
 /// Height of one line of body text, baseline to baseline.
 pub const LINE: f64 = 18.0;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Marker {
-    Circle,
-    Square,
-    Triangle,
-    Diamond,
-}
 
 /// A series' look: an index into [`COLOURS`] and one into [`DASHES`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,13 +72,9 @@ impl Style {
         COLOURS[self.colour]
     }
 
-    pub fn marker(self) -> Marker {
-        DASHES[self.dash].1
-    }
-
     /// The `stroke-dasharray` attribute with a leading space, or nothing for a solid line.
     fn dash_attr(self) -> String {
-        match DASHES[self.dash].0 {
+        match DASHES[self.dash] {
             "" => String::new(),
             d => format!(" stroke-dasharray=\"{d}\""),
         }
@@ -98,7 +82,7 @@ impl Style {
 
     /// The key [`check`] compares: colour and dash.
     fn key(self) -> String {
-        format!("{}/{}", self.hex(), DASHES[self.dash].0)
+        format!("{}/{}", self.hex(), DASHES[self.dash])
     }
 }
 
@@ -193,6 +177,20 @@ pub struct Extent {
 }
 
 impl Extent {
+    fn point(x: f64, y: f64) -> Extent {
+        Extent::around((x, y), 0.0)
+    }
+
+    /// The square of half-width `r` around `(x, y)`.
+    fn around((x, y): (f64, f64), r: f64) -> Extent {
+        Extent {
+            x0: x - r,
+            y0: y - r,
+            x1: x + r,
+            y1: y + r,
+        }
+    }
+
     fn union(self, o: Extent) -> Extent {
         Extent {
             x0: self.x0.min(o.x0),
@@ -298,12 +296,7 @@ impl Chart {
         let y = MARGIN + TITLE_SIZE;
         let mut c = Chart {
             body: String::new(),
-            drawn: Extent {
-                x0: MARGIN,
-                y0: MARGIN,
-                x1: MARGIN,
-                y1: MARGIN,
-            },
+            drawn: Extent::point(MARGIN, MARGIN),
             series: Vec::new(),
             legend_drawn: false,
             head: y,
@@ -337,12 +330,7 @@ impl Chart {
 
     fn grow_points(&mut self, pts: &[(f64, f64)]) {
         for &(x, y) in pts {
-            self.grow(Extent {
-                x0: x,
-                y0: y,
-                x1: x,
-                y1: y,
-            });
+            self.grow(Extent::point(x, y));
         }
     }
 
@@ -386,7 +374,7 @@ impl Chart {
                 other == name,
                 "series '{name}' and '{other}' would share colour {} and dash '{}'",
                 style.hex(),
-                DASHES[style.dash].0
+                DASHES[style.dash]
             ),
             None => {
                 assert!(
@@ -423,12 +411,7 @@ impl Chart {
     /// A series' marker at `(x, y)`, filled or hollow, with an optional hover text.
     pub fn marker(&mut self, (x, y): (f64, f64), style: Style, filled: bool, hover: Option<&str>) {
         let r = 4.5;
-        self.grow(Extent {
-            x0: x - r,
-            y0: y - r,
-            x1: x + r,
-            y1: y + r,
-        });
+        self.grow(Extent::around((x, y), r));
         let paint = if filled {
             format!("fill=\"{}\"", style.hex())
         } else {
@@ -437,9 +420,9 @@ impl Chart {
                 style.hex()
             )
         };
-        let (tag, shape) = match style.marker() {
-            Marker::Circle => ("circle", format!("cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4\"")),
-            Marker::Square => (
+        let (tag, shape) = match style.dash {
+            0 => ("circle", format!("cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4\"")),
+            1 => (
                 "rect",
                 format!(
                     "x=\"{:.1}\" y=\"{:.1}\" width=\"7\" height=\"7\"",
@@ -447,14 +430,14 @@ impl Chart {
                     y - 3.5
                 ),
             ),
-            Marker::Triangle => (
+            2 => (
                 "polygon",
                 format!(
                     "points=\"{}\"",
                     points([(x, y - r), (x + r, y + 3.5), (x - r, y + 3.5)])
                 ),
             ),
-            Marker::Diamond => (
+            _ => (
                 "polygon",
                 format!(
                     "points=\"{}\"",
@@ -500,12 +483,7 @@ impl Chart {
     /// The legend: every registered series, in order, from `(x, y)` (the first entry's
     /// baseline) downwards, under an optional bold heading. Returns its extent.
     pub fn legend(&mut self, (x, y): (f64, f64), heading: Option<&str>, key: Key) -> Extent {
-        let mut e = Extent {
-            x0: x,
-            y0: y,
-            x1: x,
-            y1: y,
-        };
+        let mut e = Extent::point(x, y);
         let mut ly = y;
         if let Some(h) = heading {
             e = e.union(self.text(x, ly, h, Font::BODY.bold()));

@@ -100,16 +100,12 @@ impl ControlKind {
     }
 
     pub fn parse(text: &str) -> Result<ControlKind> {
-        [
-            ControlKind::Positive,
-            ControlKind::Negative,
-            ControlKind::OracleCheck,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == text)
-        .with_context(|| {
-            format!("'{text}' is not a control kind (positive, negative, oracle-check)")
-        })
+        let all = [Self::Positive, Self::Negative, Self::OracleCheck];
+        all.into_iter()
+            .find(|k| k.as_str() == text)
+            .with_context(|| {
+                format!("'{text}' is not a control kind (positive, negative, oracle-check)")
+            })
     }
 }
 

@@ -3,18 +3,11 @@
 //! values, huge, tiny and non-finite numbers, unicode and invalid UTF-8, lists of thousands of
 //! items, valid values mixed in). Two drivers take them:
 //!
-//! - [`in_process`] hands every vector to the binary's own `check` through `cmdline::decide`
-//!   (clap's parse, then the checks), in this process. What it can catch is a panic in the
-//!   parse or the check (and a hang, which stalls the test): `decide` itself builds the
-//!   refusal's line (one line, starting with `error`) and its exit code (1 or 2), so those
-//!   rules hold by `decide`'s construction, which `cmdline`'s unit test checks, whatever
-//!   `check` returns. It also tallies how the vectors ended ([`Tally`]), so a test can assert
-//!   that they reached help, accepted configs and given refusals.
-//! - [`run`] runs the first few hundred as processes in check-only mode
-//!   (`SAMPLER_AUDIT_CHECK_ONLY=1`), which checks the contract on the wire: exit 0, 1 or 2 and
-//!   never a signal; one line on stderr starting with `error` for exit 1 or 2, nothing on
-//!   stdout with exit 2; nothing on stderr with exit 0; no panic trace; and, when a vector
-//!   names a model path, its load in a contained child ([`Outcome::problem`]).
+//! - [`in_process`] hands every vector to the binary's `check` through `cmdline::decide`. It
+//!   can only catch a panic (or a hang): `decide` itself makes any refusal one `error` line
+//!   with exit 1 or 2. It tallies how the vectors ended ([`Tally`]).
+//! - [`run`] runs the first few hundred as processes in check-only mode, which checks the
+//!   contract on the wire ([`Outcome::problem`]), a contained model load included.
 //!
 //! A failing vector is shrunk (arguments dropped while it still fails) and printed so it can
 //! be run again by hand.
@@ -45,11 +38,7 @@ pub struct Flag {
 impl Flag {
     /// A flag without a value (`--json`).
     pub fn switch(name: &'static str) -> Flag {
-        Flag {
-            name,
-            good: Vec::new(),
-            rare: Vec::new(),
-        }
+        Flag::value(name, &[])
     }
 
     /// A flag that takes a value, with some valid values.
@@ -76,6 +65,12 @@ impl Flag {
     pub fn with_rare(mut self, rare: &[&str]) -> Flag {
         self.rare.extend(rare.iter().map(OsString::from));
         self
+    }
+
+    /// `--results` (`cmdline::Output`'s folder): a relative, a missing and a writable one.
+    pub fn results() -> Flag {
+        let tmp = std::env::temp_dir().display().to_string();
+        Flag::value("--results", &["results", "/no/such/dir"]).with_good([tmp])
     }
 
     fn is_switch(&self) -> bool {
@@ -302,10 +297,6 @@ const UNKNOWN_FLAGS: &[&str] = &[
 /// The single Linux limit on one argument is 128 KiB; long lists stay under it.
 const MAX_ARG_BYTES: usize = 100_000;
 
-fn bytes(s: &OsStr) -> Vec<u8> {
-    s.as_bytes().to_vec()
-}
-
 /// One of `values`, as bytes.
 fn one_of(g: &mut Gen, values: &[OsString]) -> Vec<u8> {
     g.pick(values).as_bytes().to_vec()
@@ -341,21 +332,16 @@ fn mutate(g: &mut Gen, good: &[u8]) -> Vec<u8> {
 /// nasty numbers.
 fn long_list(g: &mut Gen, good: &[OsString]) -> Vec<u8> {
     let items = *g.pick(&[100usize, 1000, 3000, 5000, 20_000]);
-    let parts: Vec<Vec<u8>> = good
+    let parts: Vec<&[u8]> = good
         .iter()
-        .flat_map(|v| {
-            bytes(v)
-                .split(|&b| b == b',')
-                .map(<[u8]>::to_vec)
-                .collect::<Vec<_>>()
-        })
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
         .collect();
     let mut out = Vec::new();
     for k in 0..items {
         let item = if !parts.is_empty() && g.chance(800) {
-            g.pick(&parts).clone()
+            *g.pick(&parts)
         } else {
-            g.pick(NASTY_NUMBERS).as_bytes().to_vec()
+            g.pick(NASTY_NUMBERS).as_bytes()
         };
         if out.len() + item.len() + 1 > MAX_ARG_BYTES {
             break;
@@ -363,7 +349,7 @@ fn long_list(g: &mut Gen, good: &[OsString]) -> Vec<u8> {
         if k > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(&item);
+        out.extend_from_slice(item);
     }
     out
 }
@@ -663,9 +649,8 @@ pub fn run(fuzz: &Fuzz) -> Summary {
     let next = AtomicUsize::new(0);
     let exits = Mutex::new([0usize; 3]);
     let failures: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
-    let dir =
-        std::env::temp_dir().join(format!("argv-fuzz-{}-{}", std::process::id(), fuzz.name()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = crate::Scratch::new(&format!("argv-fuzz-{}", fuzz.name()));
+    let dir = &scratch.0;
     std::thread::scope(|s| {
         for w in 0..fuzz.workers.max(1) {
             let (out, err) = (dir.join(format!("{w}.out")), dir.join(format!("{w}.err")));
@@ -691,7 +676,6 @@ pub fn run(fuzz: &Fuzz) -> Summary {
         let judge = |cand: &[OsString]| run_one(fuzz, cand, &out, &err).problem();
         stop_on(fuzz, ("as processes", *i, &all[*i]), problem, judge);
     }
-    let _ = std::fs::remove_dir_all(&dir);
     let exits = exits.into_inner().unwrap();
     tell(&format!(
         "argv fuzz {}: {} processes (seed {:#x}, {} workers) in {:.1} s: exit 0 x{}, exit 1 x{}, exit 2 x{}",
@@ -826,6 +810,23 @@ pub fn in_process<A: clap::Parser, C>(
     tally
 }
 
+/// [`in_process`], then [`run`], with the assertions every binary's fuzz makes: the vectors in
+/// process reached help, refusals, one holding each of `reached`, and (when `accepted`) a
+/// config; the processes exited 0 and 2.
+pub fn in_process_and_run<A: clap::Parser, C>(
+    fuzz: &Fuzz,
+    check: impl Fn(A) -> Result<C, Failure>,
+    reached: &[&str],
+    accepted: bool,
+) -> Summary {
+    let t = in_process(fuzz, check);
+    t.assert_reached(reached);
+    assert!(!t.stopped.is_empty() && (t.ran > 0 || !accepted), "{t:?}");
+    let s = run(fuzz);
+    assert!(s.exits[0] > 0 && s.exits[2] > 0, "{s:?}");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -851,7 +852,7 @@ mod tests {
         let f = Fuzz::new("x", flags(), 1);
         let all: Vec<Vec<u8>> = vectors(&f)
             .iter()
-            .flat_map(|v| v.iter().map(|a| bytes(a)))
+            .flat_map(|v| v.iter().map(|a| a.as_bytes().to_vec()))
             .collect();
         let has = |needle: &[u8]| all.iter().any(|a| a == needle);
         for n in ["1e39", "-1e-45", "nan", "inf", "-inf", "-0", "--bogus", ""] {
@@ -931,27 +932,18 @@ mod tests {
     #[test]
     fn a_planted_failure_is_found_shrunk_and_printed() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("argv-fuzz-planted-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let script = dir.join("planted.sh");
-        std::fs::write(
-            &script,
+        let dir = crate::Scratch::new("argv-fuzz-planted");
+        let script = dir.file(
+            "planted.sh",
             "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *nan*) echo \"thread 'main' panicked\" >&2; exit 101;; esac; done\necho 'error: refused' >&2\nexit 2\n",
-        )
-        .unwrap();
+        );
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut fuzz = Fuzz::new(&script, flags(), 5);
         (fuzz.vectors, fuzz.processes) = (300, 300);
-        let e = std::panic::catch_unwind(|| run(&fuzz)).unwrap_err();
-        std::fs::remove_dir_all(&dir).unwrap();
-        let text = e.downcast_ref::<String>().cloned().unwrap_or_default();
-        let shrunk = text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("shrunk: "))
-            .unwrap_or_else(|| panic!("no shrunk vector in: {text}"));
-        let args: Vec<&str> = shrunk.split(' ').skip(2).collect();
-        assert_eq!(args.len(), 1, "{shrunk}");
-        assert!(args[0].contains("nan") && args[0].len() < 20, "{shrunk}");
+        let text = caught(|| run(&fuzz));
+        let args = shrunk(&text);
+        assert_eq!(args.len(), 1, "{text}");
+        assert!(args[0].contains("nan") && args[0].len() < 20, "{text}");
         assert!(
             text.contains("panicked") && text.contains("whole:"),
             "{text}"
@@ -988,7 +980,7 @@ mod tests {
         line.split(' ').skip(2).map(str::to_string).collect()
     }
 
-    fn caught(f: impl FnOnce() -> Tally) -> String {
+    fn caught<R: std::fmt::Debug>(f: impl FnOnce() -> R) -> String {
         let e = std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_err();
         e.downcast_ref::<String>().cloned().unwrap_or_default()
     }

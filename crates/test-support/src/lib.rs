@@ -1,12 +1,13 @@
 //! Dev-only helpers shared by every test binary (root workspace and `legacy/`): running a repro
 //! binary, the lock that keeps model decoding to one test at a time, per-build snapshot names,
-//! and the checks on every binary's command line (a closed stdout pipe, argument fuzzing in
-//! process and as processes in [`argv_fuzz`]). Tests depend on this crate instead of keeping their own copies.
+//! and the checks on every binary's command line ([`Doors`], and argument fuzzing in
+//! [`argv_fuzz`]).
 
 pub mod gguf;
 
 use std::ffi::OsStr;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, RwLock};
 
 pub mod argv_fuzz;
@@ -30,16 +31,7 @@ pub fn run_bin_with_env(
     env: &[(&str, &str)],
 ) -> (i32, String, String) {
     let bin = bin.as_ref();
-    let mut cmd = Command::new(bin);
-    cmd.args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let out =
-        output(&mut cmd).unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
+    let out = output(bin, args, env, Stdio::piped());
     let stdout = String::from_utf8(out.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout of {} {args:?} is not UTF-8: {e}",
@@ -79,9 +71,17 @@ pub fn with_env_unchanged<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// `cmd.output()`, started under [`with_env_unchanged`] and waited for outside it.
-fn output(cmd: &mut Command) -> std::io::Result<std::process::Output> {
-    with_env_unchanged(|| cmd.spawn())?.wait_with_output()
+/// The output of `bin args` with `env` set, stdin empty and stdout to `stdout`, started under
+/// [`with_env_unchanged`] and waited for outside it.
+fn output(bin: &OsStr, args: &[&str], env: &[(&str, &str)], stdout: Stdio) -> Output {
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null());
+    cmd.stdout(stdout).stderr(Stdio::piped());
+    with_env_unchanged(|| cmd.spawn())
+        .and_then(|child| child.wait_with_output())
+        .unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()))
 }
 
 /// Held by every test that decodes a model, in-process or through a repro binary.
@@ -157,16 +157,7 @@ pub fn assert_quiet_on_closed_pipe(
     let bin = bin.as_ref();
     let (reader, writer) = std::io::pipe().expect("a pipe");
     drop(reader);
-    let mut cmd = Command::new(bin);
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out =
-        output(&mut cmd).unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
+    let out = output(bin, args, env, writer.into());
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let name = bin.to_string_lossy();
     assert_eq!(
@@ -199,4 +190,111 @@ pub fn assert_same_bytes_twice(bin: impl AsRef<OsStr>, args: &[&str]) -> String 
         bin.to_string_lossy()
     );
     a
+}
+
+/// One binary's command line at its doors, as data: each case is a command line as a shell
+/// would write it (split at white space; `$RESULTS` stands for a folder that does not exist,
+/// which check-only mode must leave uncreated), and [`Doors::check`] runs every case as a
+/// process; a failure names its case.
+#[derive(Debug, Default)]
+pub struct Doors<'a> {
+    pub bin: &'a str,
+    /// Command lines that end quietly into a closed stdout pipe.
+    pub quiet: &'a [&'a str],
+    /// Command lines that pass their checks in check-only mode: exit 0, nothing printed.
+    pub check_only_ok: &'a [&'a str],
+    /// Command lines refused (exit 2, one line) in check-only mode.
+    pub check_only_refused: &'a [&'a str],
+    /// What `--help` states (each flag's bounds).
+    pub help_states: &'a [&'a str],
+    /// Command lines refused outside check-only mode (past a bound: refused before any work).
+    pub refused: &'a [&'a str],
+}
+
+impl<'a> Doors<'a> {
+    /// No cases yet for `bin`.
+    pub fn of(bin: &'a str) -> Doors<'a> {
+        Doors {
+            bin,
+            ..Doors::default()
+        }
+    }
+
+    pub fn check(&self) {
+        let name = Path::new(self.bin).file_name().unwrap_or_default();
+        let scratch = Scratch::new(&format!("doors-{}", name.to_string_lossy()));
+        let results = scratch.path("results");
+        let each = |lines: &[&str], f: &dyn Fn(&[&str])| {
+            for line in lines {
+                let line = line.replace("$RESULTS", &results);
+                f(&line.split_whitespace().collect::<Vec<_>>());
+            }
+        };
+        each(self.quiet, &|a| {
+            assert_quiet_on_closed_pipe(self.bin, a, &[]);
+        });
+        each(self.check_only_ok, &|a| assert_check_only_ok(self.bin, a));
+        assert!(!Path::new(&results).exists(), "check-only wrote {results}");
+        each(self.check_only_refused, &|a| {
+            assert_refused(self.bin, a, &[CHECK_ONLY]);
+        });
+        if !self.help_states.is_empty() {
+            let (_, help, _) = run_bin(self.bin, &["--help"]);
+            for text in self.help_states {
+                assert!(
+                    help.contains(text),
+                    "--help does not state '{text}':\n{help}"
+                );
+            }
+        }
+        each(self.refused, &|a| {
+            assert_refused(self.bin, a, &[]);
+        });
+    }
+}
+
+/// A folder for one test under the system's temporary folder, removed when dropped.
+#[derive(Debug)]
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    /// `<temp>/<name>-<pid>`, created empty.
+    pub fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        Scratch(dir)
+    }
+
+    /// The path `rel` inside, as text, without creating it.
+    pub fn path(&self, rel: &str) -> String {
+        self.0.join(rel).display().to_string()
+    }
+
+    /// Creates the folder `rel` inside; returns its path.
+    pub fn folder(&self, rel: &str) -> String {
+        let path = self.path(rel);
+        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        path
+    }
+
+    /// Writes `bytes` to the file `rel` inside; returns its path.
+    pub fn file(&self, rel: &str, bytes: impl AsRef<[u8]>) -> String {
+        let path = self.path(rel);
+        std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{path}: {e}"));
+        path
+    }
+
+    /// A link `rel` inside to `target`; returns its path.
+    pub fn link(&self, rel: &str, target: &Path) -> String {
+        let path = self.path(rel);
+        std::os::unix::fs::symlink(target, &path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

@@ -54,24 +54,16 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
         let passed = h.controls.iter().filter(|c| c.passed).count();
         let controls = format!("{passed}/{}", h.controls.len());
         let s = &h.subject;
-        lines.push(Line {
-            finding: s.finding.clone(),
-            name: s.name.clone(),
-            engine: s.engine.clone(),
-            build: s.build.clone(),
-            verdict: h.verdict.as_str().to_string(),
-            controls: controls.clone(),
-            evidence: h.evidence.clone(),
-        });
-        for (name, verdict, evidence) in &h.rows {
+        let own = (s.name.clone(), h.verdict, h.evidence.clone());
+        for (name, verdict, evidence) in std::iter::once(own).chain(h.rows) {
             lines.push(Line {
                 finding: s.finding.clone(),
-                name: name.clone(),
+                name,
                 engine: s.engine.clone(),
                 build: s.build.clone(),
                 verdict: verdict.as_str().to_string(),
                 controls: controls.clone(),
-                evidence: evidence.clone(),
+                evidence,
             });
         }
     }

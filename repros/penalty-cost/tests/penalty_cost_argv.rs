@@ -5,47 +5,29 @@
 //! reads the real cache only checks Gemma3's sha256.
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
-use test_support::{
-    assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env, CHECK_ONLY,
-};
+use test_support::{Doors, Scratch};
 
 const BIN: &str = env!("CARGO_BIN_EXE_penalty-cost");
-
-#[test]
-fn a_closed_stdout_pipe_ends_quietly() {
-    assert_quiet_on_closed_pipe(BIN, &["--help"], &[]);
-}
 
 /// Under check-only mode the bench's command line (`make bench`) passes its checks, Gemma3's
 /// sha256 included, and exits 0 without timing anything; a refused one is still refused.
 #[test]
-fn check_only_checks_and_stops() {
-    let dir = std::env::temp_dir().join(format!("penalty-cost-argv-{}", std::process::id()));
-    let results = dir.join("results").display().to_string();
-    let (code, stdout, stderr) = run_bin_with_env(BIN, &["--results", &results], &[CHECK_ONLY]);
-    assert_eq!((code, stdout.as_str(), stderr.as_str()), (0, "", ""));
-    assert!(!dir.exists(), "check-only wrote {}", dir.display());
-    assert_refused(BIN, &["--e2e-rounds", "19"], &[CHECK_ONLY]);
-}
-
-#[test]
-fn upper_bounds_are_stated_and_refused_past_them() {
-    let (_, help, _) = run_bin(BIN, &["--help"]);
-    for bound in ["1 to 10000", "20 to 1000", "2 to 2048", "1 to 64"] {
-        assert!(
-            help.contains(bound),
-            "--help does not state '{bound}':\n{help}"
-        );
+fn doors_hold() {
+    Doors {
+        quiet: &["--help"],
+        check_only_ok: &["--results $RESULTS"],
+        check_only_refused: &["--e2e-rounds 19"],
+        help_states: &["1 to 10000", "20 to 1000", "2 to 2048", "1 to 64"],
+        refused: &[
+            "--rounds 10001",
+            "--e2e-rounds 1001",
+            "--tokens 2049",
+            "--threads 65",
+            "--rounds 18446744073709551616",
+        ],
+        ..Doors::of(BIN)
     }
-    for args in [
-        &["--rounds", "10001"][..],
-        &["--e2e-rounds", "1001"],
-        &["--tokens", "2049"],
-        &["--threads", "65"],
-        &["--rounds", "18446744073709551616"],
-    ] {
-        assert_refused(BIN, args, &[]);
-    }
+    .check();
 }
 
 /// The bench's stdout is its timings (ARCHITECTURE.md's stated exception), so the
@@ -57,8 +39,7 @@ fn same_command_prints_the_same_bytes() {
 
 #[test]
 fn argv_fuzz() {
-    let dir = std::env::temp_dir().join(format!("penalty-cost-fuzz-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let cache = Scratch::new("penalty-cost-fuzz");
     let flags = vec![
         Flag::value("--rounds", &["300", "1", "10000"]),
         Flag::value("--e2e-rounds", &["30", "20", "1000"]),
@@ -67,13 +48,8 @@ fn argv_fuzz() {
         Flag::value("--results", &["results", "/no/such/dir"]),
     ];
     // An empty model cache: every run that passes the flag checks is refused at Gemma3's
-    // lookup at once, instead of hashing 253 MB.
-    let fuzz = Fuzz::new(BIN, flags, 0xf5f5).env("MODELS_CACHE", &dir);
-    argv_fuzz::in_process(&fuzz, penalty_cost::cli::check).assert_reached(&["is not cached"]);
-    let s = argv_fuzz::run(&fuzz);
-    std::fs::remove_dir_all(&dir).unwrap();
-    // The empty cache refuses every command line that passes the flag checks, so the exits 0
-    // here are help texts; `check_only_checks_and_stops` runs an accepted one (Gemma3's
-    // sha256 checked in the real cache).
-    assert!(s.exits[0] > 0 && s.exits[2] > 0, "{s:?}");
+    // lookup at once, instead of hashing 253 MB. So the exits 0 here are help texts;
+    // `doors_hold` runs an accepted command line (Gemma3's sha256 checked in the real cache).
+    let fuzz = Fuzz::new(BIN, flags, 0xf5f5).env("MODELS_CACHE", &cache.0);
+    argv_fuzz::in_process_and_run(&fuzz, penalty_cost::cli::check, &["is not cached"], false);
 }

@@ -4,18 +4,13 @@
 //! fuzz runs against a model cache without models, and the test that reads the real cache
 //! only checks the models' sha256.
 
-use std::path::{Path, PathBuf};
 use test_support::argv_fuzz::{self, Flag, Fuzz};
-use test_support::{
-    assert_check_only_ok, assert_quiet_on_closed_pipe, assert_refused, run_bin, run_bin_with_env,
-    CHECK_ONLY,
-};
+use test_support::{Doors, Scratch};
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-gauge");
 
-/// A scratch folder for this test binary and its paths.
-struct Scratch {
-    dir: PathBuf,
+/// The files of a scratch folder for this test binary.
+struct Paths {
     /// A regular file that is not a model (`models::resolve` accepts it as a path; the
     /// check's contained load refuses it).
     garbage: String,
@@ -34,93 +29,35 @@ struct Scratch {
     text: String,
 }
 
-fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("gauge-argv-{name}-{}", std::process::id()));
-    let cache = dir.join("cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    let write = |p: &Path, text: &[u8]| -> String {
-        std::fs::write(p, text).unwrap();
-        p.display().to_string()
-    };
-    let prompts = |n: usize| -> String { (0..n).map(|k| format!("Prompt {k}.\n")).collect() };
-    let text = write(&dir.join("text.md"), b"# A short teacher-forced text\n");
-    write(
-        &cache.join("teacher-text.md"),
-        b"# A short teacher-forced text\n",
-    );
-    let model = dir.join("my-model.gguf");
+fn scratch(name: &str) -> (Scratch, Paths) {
+    let s = Scratch::new(&format!("gauge-argv-{name}"));
     let real = test_support::with_env_unchanged(|| models::resolve("smollm2"))
         .expect("run `make models` first")
         .path;
-    std::os::unix::fs::symlink(real, &model).unwrap();
-    Scratch {
-        garbage: write(&dir.join("garbage.gguf"), &[7u8; 64]),
-        model: model.display().to_string(),
-        cache: cache.display().to_string(),
-        two: write(
-            &dir.join("two.txt"),
-            b"# two\nSay hello.\n\nCount to three.\n",
-        ),
-        empty: write(&dir.join("empty.txt"), b"# nothing\n\n"),
-        most: write(&dir.join("most.txt"), prompts(1024).as_bytes()),
-        too_many: write(&dir.join("too-many.txt"), prompts(1025).as_bytes()),
-        text,
-        dir,
-    }
+    let prompts = |n: usize| -> String { (0..n).map(|k| format!("Prompt {k}.\n")).collect() };
+    let text = b"# A short teacher-forced text\n";
+    let cache = s.folder("cache");
+    s.file("cache/teacher-text.md", text);
+    let paths = Paths {
+        garbage: s.file("garbage.gguf", [7u8; 64]),
+        model: s.link("my-model.gguf", &real),
+        cache,
+        two: s.file("two.txt", "# two\nSay hello.\n\nCount to three.\n"),
+        empty: s.file("empty.txt", "# nothing\n\n"),
+        most: s.file("most.txt", prompts(1024)),
+        too_many: s.file("too-many.txt", prompts(1025)),
+        text: s.file("text.md", text),
+    };
+    (s, paths)
 }
 
+/// Under check-only mode a valid command line (at the bounds too) exits 0 without loading or
+/// decoding, and a refused one is still refused. The published run and both of the
+/// Makefile's audit command lines pass (this reads the real model cache: it checks both
+/// models' sha256); a file llama.cpp cannot load is refused by the check's contained load.
 #[test]
-fn a_closed_stdout_pipe_ends_quietly() {
-    assert_quiet_on_closed_pipe(BIN, &["--help"], &[]);
-}
-
-/// Under check-only mode a valid command line exits 0 without loading or decoding, and a
-/// refused one is still refused. The published run and both of the Makefile's audit command
-/// lines pass (this reads the real model cache: it checks both models' sha256).
-#[test]
-fn check_only_checks_and_stops() {
-    let s = scratch("check");
-    let results = s.dir.join("results").display().to_string();
-    let makefile_default: Vec<&str> = "--audit --json-prompts 8".split(' ').collect();
-    let makefile_legacy: Vec<&str> =
-        "--audit --models smollm2 --prompts 4 --positions 2048 --json-prompts 4 --structural-pairs 16"
-            .split(' ')
-            .collect();
-    for args in [
-        &["--model", &s.model][..],
-        &["--audit", "--models", &s.model, "--results", &results],
-        &[],
-        &makefile_default,
-        &makefile_legacy,
-    ] {
-        assert_check_only_ok(BIN, args);
-    }
-    assert!(!s.dir.join("results").exists());
-    assert_refused(BIN, &["--theta", "0"], &[CHECK_ONLY]);
-    assert_refused(BIN, &["--prompt-file", &s.empty], &[CHECK_ONLY]);
-    // A file llama.cpp cannot load is refused by the check's contained load.
-    assert_refused(BIN, &["--model", &s.garbage], &[CHECK_ONLY]);
-    std::fs::remove_dir_all(&s.dir).unwrap();
-}
-
-#[test]
-fn upper_bounds_are_stated_and_refused_past_them() {
-    let (_, help, _) = run_bin(BIN, &["--help"]);
-    for bound in [
-        "At most 1024 prompts",
-        "at most 85",
-        "1 to 512",
-        "at most 4",
-        "1 to 1024",
-        "1 to 200000",
-        "1 to 64",
-    ] {
-        assert!(
-            help.contains(bound),
-            "--help does not state '{bound}':\n{help}"
-        );
-    }
-    let s = scratch("bounds");
+fn doors_hold() {
+    let (_scratch, s) = scratch("doors");
     let values = |n: usize, step: f32| -> String {
         (1..=n)
             .map(|k| (1.0 + k as f32 * step).to_string())
@@ -132,48 +69,56 @@ fn upper_bounds_are_stated_and_refused_past_them() {
     // 5 thetas x 17 shifts = 85, at the bound.
     let (thetas_4, shifts_16) = (values(4, 0.1), values(16, 1.0));
     let g = s.model.as_str();
-    let five = [g; 5].join(",");
-    let four = [g; 4].join(",");
-    for args in [
-        &["--max-new", "513"][..],
-        &["--positions", "200001"],
-        &["--audit", "--models", &five],
-        &["--audit", "--prompts", "1025"],
-        &["--audit", "--json-prompts", "1025"],
-        &["--audit", "--structural-pairs", "1025"],
-        &["--prompt-file", &s.too_many],
-        &["--theta", &one_theta, "--shifts", &shifts_42],
-        &["--threads", "65"],
-    ] {
-        assert_refused(BIN, args, &[]);
-    }
-    for args in [
-        &["--model", g, "--max-new", "512", "--positions", "200000"][..],
-        &["--model", g, "--theta", &thetas_4, "--shifts", &shifts_16],
-        &["--model", g, "--prompt-file", &s.most],
-        &[
-            "--audit",
-            "--models",
-            &four,
-            "--prompt-file",
-            &s.too_many,
-            "--prompts",
-            "1024",
-            "--json-prompts",
-            "1024",
-            "--structural-pairs",
-            "1024",
+    let (five, four) = ([g; 5].join(","), [g; 4].join(","));
+    Doors {
+        quiet: &["--help"],
+        check_only_ok: &[
+            &format!("--model {g}"),
+            &format!("--audit --models {g} --results $RESULTS"),
+            "",
+            "--audit --json-prompts 8",
+            "--audit --models smollm2 --prompts 4 --positions 2048 --json-prompts 4 --structural-pairs 16",
+            &format!("--model {g} --max-new 512 --positions 200000"),
+            &format!("--model {g} --theta {thetas_4} --shifts {shifts_16}"),
+            &format!("--model {g} --prompt-file {}", s.most),
+            &format!(
+                "--audit --models {four} --prompt-file {} --prompts 1024 --json-prompts 1024 --structural-pairs 1024",
+                s.too_many
+            ),
         ],
-    ] {
-        let (code, _, stderr) = run_bin_with_env(BIN, args, &[CHECK_ONLY]);
-        assert_eq!(code, 0, "{args:?}: {stderr}");
+        check_only_refused: &[
+            "--theta 0",
+            &format!("--prompt-file {}", s.empty),
+            &format!("--model {}", s.garbage),
+        ],
+        help_states: &[
+            "At most 1024 prompts",
+            "at most 85",
+            "1 to 512",
+            "at most 4",
+            "1 to 1024",
+            "1 to 200000",
+            "1 to 64",
+        ],
+        refused: &[
+            "--max-new 513",
+            "--positions 200001",
+            &format!("--audit --models {five}"),
+            "--audit --prompts 1025",
+            "--audit --json-prompts 1025",
+            "--audit --structural-pairs 1025",
+            &format!("--prompt-file {}", s.too_many),
+            &format!("--theta {one_theta} --shifts {shifts_42}"),
+            "--threads 65",
+        ],
+        ..Doors::of(BIN)
     }
-    std::fs::remove_dir_all(&s.dir).unwrap();
+    .check();
 }
 
 #[test]
 fn argv_fuzz() {
-    let s = scratch("fuzz");
+    let (_scratch, s) = scratch("fuzz");
     let garbage_list = format!("{},/no/such.gguf", s.garbage);
     let models = Flag::value(
         "--models",
@@ -193,8 +138,7 @@ fn argv_fuzz() {
         Flag::value("--max-new", &["200", "8", "1", "512"]),
         Flag::value("--threads", &["2", "1", "64"]),
         Flag::switch("--json"),
-        Flag::value("--engine", &["vllm", ""])
-            .with_good(["llama".to_string(), "candle".to_string()]),
+        Flag::value("--engine", &["vllm", "", "llama", "candle"]),
         Flag::value("--results", &["results", "/no/such/dir"]),
         Flag::switch("--audit"),
         models,
@@ -204,15 +148,12 @@ fn argv_fuzz() {
         Flag::value("--positions", &["2048", "300", "200000"]),
         Flag::value("--teacher-text", &["/no/such/text.md"]).with_good([s.text.clone()]),
     ];
-    let fuzz = Fuzz::new(BIN, flags, 0xf4f4).env("MODELS_CACHE", &s.cache);
-    let t = argv_fuzz::in_process(&fuzz, repro_gauge::cli::check);
-    t.assert_reached(&["is not cached", "does not serve the contained task"]);
-    let summary = argv_fuzz::run(&fuzz);
-    std::fs::remove_dir_all(&s.dir).unwrap();
     // In process a model path is always refused (no contained child can start) and an empty
     // cache refuses every other command line, so the exits 0 of these vectors are help texts,
     // unless one names the real model path (rare). The child's load of a user-named path is
-    // run every time by `check_only_checks_and_stops`: the real model exits 0, a garbage file
-    // exits 2 in one line.
-    assert!(summary.exits[0] > 0 && summary.exits[2] > 0, "{summary:?}");
+    // run every time by `doors_hold`: the real model exits 0, a garbage file exits 2 in one
+    // line.
+    let fuzz = Fuzz::new(BIN, flags, 0xf4f4).env("MODELS_CACHE", &s.cache);
+    let reached = ["is not cached", "does not serve the contained task"];
+    argv_fuzz::in_process_and_run(&fuzz, repro_gauge::cli::check, &reached, false);
 }
