@@ -18,17 +18,15 @@ use subject::BuildInfo;
 /// A measurement on the subject (not a control: the subject is never its own control): id 0
 /// accepted, then `n` accepts of other ids. Before the last of them it must still read 1;
 /// after it, exactly 0. A failure is an accept-path defect.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EvictionControl {
     pub last_n: usize,
+    #[serde(rename = "before_last_evicting_accept")]
     pub before_last: i64,
     pub after: i64,
-}
-
-impl EvictionControl {
-    pub fn passed(&self) -> bool {
-        self.before_last == 1 && self.after == 0
-    }
+    /// `before_last` is 1 and `after` is 0: the control passed.
+    #[serde(rename = "reads_zero_after")]
+    pub passed: bool,
 }
 
 pub fn eviction_control(
@@ -54,35 +52,47 @@ pub fn eviction_control(
         last_n,
         before_last,
         after: counts[0],
+        passed: before_last == 1 && counts[0] == 0,
     })
 }
 
 /// A detector control: a planted ledger with a planted defect, and what the sweep made of it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DetectorControl {
+    #[serde(skip)]
     pub defect: Defect,
+    #[serde(rename = "control")]
+    pub label: &'static str,
+    /// What the control must show: the clean planted ledger passes everything, the off-by-one
+    /// window fails the accept check, the dropped counts fail only the clone check.
+    pub passed: bool,
     pub stats: Stats,
 }
 
 impl DetectorControl {
-    /// What the control must show: the clean planted ledger passes everything, the off-by-one window
-    /// fails the accept check, the dropped counts fail only the clone check.
-    pub fn passed(&self) -> bool {
-        let s = &self.stats;
-        match self.defect {
-            Defect::None => {
-                s.accept.mismatches == 0 && s.clone_reads.mismatches == 0 && s.reset.mismatches == 0
-            }
-            Defect::OffByOneWindow => s.accept.mismatches > 0,
-            Defect::CloneDropsCounts => s.accept.mismatches == 0 && s.divergent_clones > 0,
-        }
-    }
-
-    pub fn label(&self) -> &'static str {
-        match self.defect {
-            Defect::None => "clean shadow (negative)",
-            Defect::OffByOneWindow => "off-by-one window shadow (positive)",
-            Defect::CloneDropsCounts => "clone-drops-counts shadow (positive)",
+    pub fn new(defect: Defect, stats: Stats) -> DetectorControl {
+        let s = &stats;
+        let (label, passed) = match defect {
+            Defect::None => (
+                "clean shadow (negative)",
+                s.accept.mismatches == 0
+                    && s.clone_reads.mismatches == 0
+                    && s.reset.mismatches == 0,
+            ),
+            Defect::OffByOneWindow => (
+                "off-by-one window shadow (positive)",
+                s.accept.mismatches > 0,
+            ),
+            Defect::CloneDropsCounts => (
+                "clone-drops-counts shadow (positive)",
+                s.accept.mismatches == 0 && s.divergent_clones > 0,
+            ),
+        };
+        DetectorControl {
+            defect,
+            label,
+            passed,
+            stats,
         }
     }
 }
@@ -126,19 +136,20 @@ pub fn run(cp: CountProbe, kind: SamplerKind) -> Result<Audit> {
             Ok(PlantedCounts::new(ids, n, defect))
         };
         let stats = sweep::run(&sweep::control_domain(), &make, Checks::ALL, THREADS)?;
-        Ok(DetectorControl { defect, stats })
+        Ok(DetectorControl::new(defect, stats))
     })
     .collect::<Result<Vec<_>>>()?;
     let domain = sweep::full_domain();
     let make = |ids: &[TokenId], n: WindowLen| PenaltiesCounts::new(ids, n, cp, kind);
     // Two timed passes over the same sequences: the accept path alone (comparable with the
     // published sweep), then clone equivalence.
-    let started = std::time::Instant::now();
-    let accept = sweep::run(&domain, &make, Checks::ACCEPT, THREADS)?;
-    let accept_time = started.elapsed();
-    let started = std::time::Instant::now();
-    let clones = sweep::run(&domain, &make, Checks::CLONES, THREADS)?;
-    let clone_time = started.elapsed();
+    let timed = |checks| -> Result<(Stats, Duration)> {
+        let started = std::time::Instant::now();
+        let stats = sweep::run(&domain, &make, checks, THREADS)?;
+        Ok((stats, started.elapsed()))
+    };
+    let (accept, accept_time) = timed(Checks::ACCEPT)?;
+    let (clones, clone_time) = timed(Checks::CLONES)?;
     Ok(Audit {
         kind,
         build: BuildInfo::current(),
@@ -166,8 +177,8 @@ impl Audit {
                 s.sequences, s.accept.mismatches, s.divergent_clones, s.clones
             );
             c.push(match d.defect {
-                Defect::None => Control::negative(d.label(), d.passed(), detail),
-                _ => Control::positive(d.label(), d.passed(), detail),
+                Defect::None => Control::negative(d.label, d.passed, detail),
+                _ => Control::positive(d.label, d.passed, detail),
             });
         }
         c
@@ -187,7 +198,16 @@ impl Audit {
     pub fn ledger_exact(&self) -> bool {
         self.sweep.accept.mismatches == 0
             && self.sweep.reset.mismatches == 0
-            && self.eviction.iter().all(EvictionControl::passed)
+            && self.eviction.iter().all(|e| e.passed)
+    }
+
+    /// [`Audit::ledger_exact`] in one word.
+    fn ledger_word(&self) -> &'static str {
+        if self.ledger_exact() {
+            "exact"
+        } else {
+            "WRONG"
+        }
     }
 
     pub fn verdict(&self) -> Verdict {
@@ -202,11 +222,7 @@ impl Audit {
             minimal::evidence(&self.published, &self.minimal),
             s.divergent_clones,
             s.clones,
-            if self.ledger_exact() {
-                "exact"
-            } else {
-                "WRONG"
-            },
+            self.ledger_word(),
             s.accept.mismatches + s.reset.mismatches,
             s.accept.checks + s.reset.checks
         )
@@ -223,36 +239,10 @@ impl Audit {
         .with_body(Body {
             sampler: self.kind.as_str(),
             minimal: minimal::data(&self.published, &self.minimal, self.probe),
-            eviction: self
-                .eviction
-                .iter()
-                .map(|e| EvictionData {
-                    last_n: e.last_n,
-                    before_last_evicting_accept: e.before_last,
-                    after: e.after,
-                    reads_zero_after: e.passed(),
-                })
-                .collect(),
-            detector_controls: self
-                .detectors
-                .iter()
-                .map(|d| DetectorData {
-                    control: d.label(),
-                    passed: d.passed(),
-                    stats: &d.stats,
-                })
-                .collect(),
+            eviction: &self.eviction,
+            detector_controls: &self.detectors,
             sweep: SweepData {
-                domain: self
-                    .domain
-                    .iter()
-                    .map(|c| CaseData {
-                        alphabet: c.alphabet,
-                        last_n: c.last_n.0,
-                        len: c.len,
-                        sequences: c.sequences(),
-                    })
-                    .collect(),
+                domain: &self.domain,
                 ledger_exact: self.ledger_exact(),
                 stats: &self.sweep,
             },
@@ -275,11 +265,11 @@ impl Audit {
         for d in &self.detectors {
             out += &format!(
                 "  {:<38} accept mismatches {}, divergent clones {}/{}: {}\n",
-                d.label(),
+                d.label,
                 d.stats.accept.mismatches,
                 d.stats.divergent_clones,
                 d.stats.clones,
-                pass(d.passed())
+                pass(d.passed)
             );
         }
         out
@@ -294,7 +284,7 @@ impl Audit {
                 e.last_n,
                 e.before_last,
                 e.after,
-                pass(e.passed())
+                pass(e.passed)
             );
         }
         for c in &self.domain {
@@ -321,14 +311,7 @@ impl Audit {
         if let Some(m) = &s.clone_reads.first {
             out += &format!("  first clone mismatch: {}\n", m.describe());
         }
-        out += &format!(
-            "  accept-path ledger: {}\n",
-            if self.ledger_exact() {
-                "exact"
-            } else {
-                "WRONG"
-            }
-        );
+        out += &format!("  accept-path ledger: {}\n", self.ledger_word());
         out
     }
 
@@ -366,39 +349,16 @@ impl Audit {
 struct Body<'a> {
     sampler: &'static str,
     minimal: minimal::CaseData<'a>,
-    eviction: Vec<EvictionData>,
-    detector_controls: Vec<DetectorData<'a>>,
+    eviction: &'a [EvictionControl],
+    detector_controls: &'a [DetectorControl],
     sweep: SweepData<'a>,
 }
 
 #[derive(Serialize)]
-struct EvictionData {
-    last_n: usize,
-    before_last_evicting_accept: i64,
-    after: i64,
-    reads_zero_after: bool,
-}
-
-#[derive(Serialize)]
-struct DetectorData<'a> {
-    control: &'static str,
-    passed: bool,
-    stats: &'a Stats,
-}
-
-#[derive(Serialize)]
 struct SweepData<'a> {
-    domain: Vec<CaseData>,
+    domain: &'a [SweepSlice],
     ledger_exact: bool,
     stats: &'a Stats,
-}
-
-#[derive(Serialize)]
-struct CaseData {
-    alphabet: usize,
-    last_n: usize,
-    len: usize,
-    sequences: u64,
 }
 
 /// How long the audit's sweeps took: `results/timing/<stem>.<build>.json`.

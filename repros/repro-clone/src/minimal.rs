@@ -158,33 +158,32 @@ pub fn run_planted(s: &Scenario, defect: Defect) -> Result<CaseCounts> {
 pub fn controls(s: &Scenario, subject: &CaseCounts) -> Result<Vec<Control>> {
     let clean = run_planted(s, Defect::None)?;
     let dropping = run_planted(s, Defect::CloneDropsCounts)?;
+    let reads = |o: &CaseCounts| {
+        let (now, after) = (
+            fmt_counts(&o.ids, &o.clone),
+            fmt_counts(&o.ids, &o.clone_after),
+        );
+        format!("same scenario: clone reads {now} -> {after}")
+    };
+    let calibrated = if subject.calibration_ok { "yes" } else { "NO" };
     Ok(vec![
         Control::oracle_check(
             "readout calibrated on the subject",
             subject.calibration_ok,
             format!(
-                "a fresh sampler that accepted one id k times reads k, k = 0..={}: {}",
-                s.last_n.0,
-                if subject.calibration_ok { "yes" } else { "NO" }
+                "a fresh sampler that accepted one id k times reads k, k = 0..={}: {calibrated}",
+                s.last_n.0
             ),
         ),
         Control::positive(
             "shadow ledger whose clone drops the counts",
             dropping.clone_defect_present(),
-            format!(
-                "same scenario: clone reads {} -> {}",
-                fmt_counts(&dropping.ids, &dropping.clone),
-                fmt_counts(&dropping.ids, &dropping.clone_after)
-            ),
+            reads(&dropping),
         ),
         Control::negative(
             "shadow ledger whose clone copies the counts",
             !clean.clone_defect_present(),
-            format!(
-                "same scenario: clone reads {} -> {}",
-                fmt_counts(&clean.ids, &clean.clone),
-                fmt_counts(&clean.ids, &clean.clone_after)
-            ),
+            reads(&clean),
         ),
     ])
 }

@@ -11,6 +11,7 @@ use crate::counts::Counts;
 use anyhow::Result;
 use oracle::window::{dense_histogram, WindowLen};
 use oracle::TokenId;
+use serde::ser::SerializeMap as _;
 use serde::{Serialize, Serializer};
 
 /// One slice of the domain: all sequences of `len` ids drawn from `0..alphabet`.
@@ -28,6 +29,18 @@ impl SweepSlice {
 
     pub fn label(&self) -> String {
         format!("a={} n={} L={}", self.alphabet, self.last_n.0, self.len)
+    }
+}
+
+/// A slice as the audit's JSON lists its domain: its shape and its number of sequences.
+impl Serialize for SweepSlice {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("alphabet", &self.alphabet)?;
+        m.serialize_entry("last_n", &self.last_n.0)?;
+        m.serialize_entry("len", &self.len)?;
+        m.serialize_entry("sequences", &self.sequences())?;
+        m.end()
     }
 }
 

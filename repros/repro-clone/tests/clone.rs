@@ -197,7 +197,7 @@ fn stateful_rows_per_build() {
 #[test]
 fn memcheck_probe_flags_a_planted_read_past_the_end() {
     let bad = stateful::memcheck(bin(), "planted-reads-past-end");
-    if let Memcheck::NotRun(why) = &bad {
+    if let Memcheck::NotRun { why } = &bad {
         panic!("the memcheck probe did not run: {why}");
     }
     assert!(matches!(bad, Memcheck::Error { .. }), "{bad:?}");
@@ -274,15 +274,11 @@ fn json_output_has_the_required_keys() {
 
 #[test]
 fn same_command_prints_the_same_bytes() {
-    let a = run_bin(
-        bin(),
-        &["--history", "1,2,1,3", "--then", "2,2", "--last-n", "3"],
-    );
-    let b = run_bin(
-        bin(),
-        &["--history", "1,2,1,3", "--then", "2,2", "--last-n", "3"],
-    );
-    assert_eq!(a, b);
+    let run = || {
+        let args = ["--history", "1,2,1,3", "--then", "2,2", "--last-n", "3"];
+        run_bin(bin(), &args)
+    };
+    assert_eq!(run(), run());
 }
 
 /// Pins `clone-incomplete`, live on both builds. Upstream: no upstream report found (searched the ggml-org/llama.cpp issues and pull requests, 2026-11-30).

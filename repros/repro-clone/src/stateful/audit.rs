@@ -132,7 +132,7 @@ pub fn run(exe: &Path) -> Result<Audit> {
         if have_valgrind {
             memcheck(exe, name)
         } else {
-            Memcheck::NotRun("valgrind not found; `make deps` installs it".into())
+            Memcheck::no_valgrind()
         }
     };
     let planted_memcheck =

@@ -7,63 +7,49 @@ use super::samplers::{planted, subjects, SamplerRecipe};
 use super::HISTORY;
 use crate::planted::ReadsPastEnd;
 use anyhow::{bail, Context, Result};
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 use std::path::Path;
 use std::process::Command;
 use subject::Sampler;
 
 /// What valgrind memcheck saw when a clone accepted a token before any apply.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "memcheck", rename_all = "lowercase")]
 pub enum Memcheck {
     /// No memcheck error, normal exit.
     Clean,
     /// The first memcheck error (`Invalid read of size 4 in llama_sampler_adaptive_p_accept`)
     /// and how the process ended.
-    Error { what: String, ended: String },
+    Error {
+        first_error: String,
+        process: String,
+    },
     /// No memcheck error, but the probe did not exit cleanly (refused, or crashed otherwise).
-    Failed { ended: String },
+    #[serde(rename = "probe failed")]
+    Failed { process: String },
     /// Not run, and why.
-    NotRun(String),
+    #[serde(rename = "not run")]
+    NotRun { why: String },
 }
 
 impl Memcheck {
+    /// Not run because valgrind is missing.
+    pub fn no_valgrind() -> Memcheck {
+        Memcheck::NotRun {
+            why: "valgrind not found; `make deps` installs it".into(),
+        }
+    }
+
     pub fn summary(&self) -> String {
         match self {
             Memcheck::Clean => "memcheck clean".to_string(),
-            Memcheck::Error { what, ended } => format!("memcheck: {what}; {ended}"),
-            Memcheck::Failed { ended } => format!("no memcheck error, but the probe {ended}"),
-            Memcheck::NotRun(why) => format!("not checked ({why})"),
+            Memcheck::Error {
+                first_error,
+                process,
+            } => format!("memcheck: {first_error}; {process}"),
+            Memcheck::Failed { process } => format!("no memcheck error, but the probe {process}"),
+            Memcheck::NotRun { why } => format!("not checked ({why})"),
         }
-    }
-}
-
-impl Serialize for Memcheck {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        #[serde(tag = "memcheck")]
-        enum Written<'a> {
-            #[serde(rename = "clean")]
-            Clean,
-            #[serde(rename = "error")]
-            Error {
-                first_error: &'a str,
-                process: &'a str,
-            },
-            #[serde(rename = "probe failed")]
-            Failed { process: &'a str },
-            #[serde(rename = "not run")]
-            NotRun { why: &'a str },
-        }
-        match self {
-            Memcheck::Clean => Written::Clean,
-            Memcheck::Error { what, ended } => Written::Error {
-                first_error: what,
-                process: ended,
-            },
-            Memcheck::Failed { ended } => Written::Failed { process: ended },
-            Memcheck::NotRun(why) => Written::NotRun { why },
-        }
-        .serialize(s)
     }
 }
 
@@ -119,9 +105,8 @@ pub fn memcheck(exe: &Path, name: &str) -> Memcheck {
         .args(["--memcheck-probe", name])
         .env(PROBE_ENV, "1")
         .output();
-    let out = match out {
-        Ok(o) => o,
-        Err(_) => return Memcheck::NotRun("valgrind not found; `make deps` installs it".into()),
+    let Ok(out) = out else {
+        return Memcheck::no_valgrind();
     };
     let stderr = String::from_utf8_lossy(&out.stderr);
     memcheck_outcome(&stderr, out.status.code())
@@ -144,7 +129,7 @@ fn memcheck_outcome(stderr: &str, code: Option<i32>) -> Memcheck {
             l.trim_start_matches("Process terminating with default action of ")
                 .to_string()
         });
-    let ended = match (&signal, code) {
+    let process = match (&signal, code) {
         (Some(s), _) => format!("killed by {s}"),
         (None, Some(c)) => format!("exit {c}"),
         (None, None) => "killed by a signal".to_string(),
@@ -157,16 +142,16 @@ fn memcheck_outcome(stderr: &str, code: Option<i32>) -> Memcheck {
                 .and_then(|l| l.split_once(": ").map(|(_, f)| f.to_string()))
                 .unwrap_or_else(|| "an unknown frame".to_string());
             Memcheck::Error {
-                what: format!(
+                first_error: format!(
                     "{} in {}",
                     lines[i],
                     frame.split('(').next().unwrap_or(&frame).trim()
                 ),
-                ended,
+                process,
             }
         }
         None if code == Some(0) => Memcheck::Clean,
-        None => Memcheck::Failed { ended },
+        None => Memcheck::Failed { process },
     }
 }
 
@@ -180,8 +165,8 @@ mod tests {
         assert_eq!(
             memcheck_outcome(stderr, None),
             Memcheck::Error {
-                what: "Invalid read of size 4 in llama_sampler_adaptive_p_accept".into(),
-                ended: "killed by signal 11 (SIGSEGV)".into(),
+                first_error: "Invalid read of size 4 in llama_sampler_adaptive_p_accept".into(),
+                process: "killed by signal 11 (SIGSEGV)".into(),
             }
         );
         assert_eq!(memcheck_outcome("", Some(0)), Memcheck::Clean);
