@@ -11,7 +11,7 @@
 //!    truncators through the same chain comparison.
 
 use crate::census::{self, Census, Class};
-use crate::chain::{self, ChainCase, ChainReport, Verdict};
+use crate::chain::{self, join, ChainCase, ChainReport, Verdict};
 use crate::fuzz::{self, FuzzReport, OracleCheck};
 use crate::perm::{self, PermAudit};
 use crate::planted;
@@ -94,28 +94,21 @@ impl Audit {
         let gate = &self.oracle_check;
         let planted = &self.planted_gate;
         let planted_stages = planted.mismatching_stages();
-        let rows =
-            |rs: &[perm::PermutationRow], f: fn(&perm::PermutationRow) -> bool| rs.iter().all(f);
         let planted_rows = |trusting: bool| -> Vec<&perm::PermutationRow> {
-            self.perm
-                .planted
-                .iter()
-                .filter(|r| r.sampler.ends_with(":trusting") == trusting)
+            let rows = self.perm.planted.iter();
+            rows.filter(|r| r.sampler.ends_with(":trusting") == trusting)
                 .collect()
         };
         let planted_detail = |rs: &[&perm::PermutationRow]| {
-            rs.iter()
-                .map(|r| {
-                    format!(
-                        "{}: max {} distinct sets, {} of {} orders differ from the oracle",
-                        r.sampler, r.max_distinct, r.differing, r.permutations
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
+            let one = |r: &&perm::PermutationRow| {
+                format!(
+                    "{}: max {} distinct sets, {} of {} orders differ from the oracle",
+                    r.sampler, r.max_distinct, r.differing, r.permutations
+                )
+            };
+            join(rs.iter().map(one), "; ")
         };
-        let trusting = planted_rows(true);
-        let honest = planted_rows(false);
+        let (trusting, honest) = (planted_rows(true), planted_rows(false));
         let mut c = vec![
             Control::oracle_check("oracle gate", gate.passed(), gate.summary()),
             Control::positive(
@@ -129,7 +122,7 @@ impl Audit {
             ),
             Control::oracle_check(
                 "honest flag: llama.cpp's truncators give one set, the oracle's",
-                rows(&self.perm.rows, |r| r.honest_ok),
+                self.perm.rows.iter().all(|r| r.honest_ok),
                 format!(
                     "{} permutations with sorted = false",
                     self.perm.rows.iter().map(|r| r.permutations).sum::<usize>()
@@ -162,12 +155,8 @@ impl Audit {
                 self.census.planted_text(Class::NeverReorders)
             ),
         ));
-        let completed = self
-            .census
-            .rows
-            .iter()
-            .filter(|r| r.class != Class::Crashed)
-            .count();
+        let rows = self.census.rows.iter();
+        let completed = rows.filter(|r| r.class != Class::Crashed).count();
         c.push(Control::positive(
             "census containment on a planted injector that aborts",
             self.census.planted_ok(Class::Crashed) && completed > 0,
@@ -182,23 +171,14 @@ impl Audit {
 
     /// Every row of the permutation table and the fuzzer's totals.
     fn sweep_evidence(&self) -> String {
-        let distinct: Vec<String> = self
-            .perm
-            .rows
-            .iter()
-            .map(|r| format!("{} {}", r.sampler, r.max_distinct))
-            .collect();
-        let crashed = if self.fuzz.crashed.is_empty() {
-            String::new()
-        } else {
-            format!(" (not run: {})", self.fuzz.crashed.join("; "))
-        };
+        let distinct = (self.perm.rows.iter()).map(|r| format!("{} {}", r.sampler, r.max_distinct));
         format!(
-            "max distinct sets over orders {}; fuzzer {} of {} chains unsound, {} undecided{crashed}",
-            distinct.join(", "),
+            "max distinct sets over orders {}; fuzzer {} of {} chains unsound, {} undecided{}",
+            join(distinct, ", "),
             self.fuzz.unsound,
             self.fuzz.tried,
-            self.fuzz.undecided
+            self.fuzz.undecided,
+            self.fuzz.not_run()
         )
     }
 
@@ -223,16 +203,15 @@ impl Audit {
             published_chain: chain::to_json(&self.published, &self.published_report),
         };
         let measured = self.published_report.verdict;
-        let (evidence, text) = (self.evidence(), self.to_text());
-        chain::finding_report(
+        chain::new_report(
             &self.build,
             chain::NAME,
             measured,
-            evidence,
+            self.evidence(),
             self.controls(),
-            body,
-            text,
         )
+        .with_body(body)
+        .with_text(self.to_text())
     }
 
     /// The fix's measured answer: `absent` when, with `sorted_guard` before each flag-reading
@@ -257,28 +236,22 @@ impl Audit {
             self.fuzz.guarded.unsound,
             self.fuzz.tried,
             self.fuzz.guarded.undecided,
-            if self.fuzz.crashed.is_empty() {
-                String::new()
-            } else {
-                format!(" (not run: {})", self.fuzz.crashed.join("; "))
-            }
+            self.fuzz.not_run()
         );
         let name = format!("{}+sorted_guard", chain::NAME);
-        let body = std::collections::BTreeMap::from([(
+        let body = [(
             "published_chain",
             chain::to_json(&guarded, &self.guarded_report),
-        )]);
-        let text = chain::to_text(&guarded, &self.guarded_report);
-        let measured = self.guard_measured();
-        chain::finding_report(
+        )];
+        chain::new_report(
             &self.build,
             &name,
-            measured,
+            self.guard_measured(),
             evidence,
             self.controls(),
-            body,
-            text,
         )
+        .with_body(std::collections::BTreeMap::from(body))
+        .with_text(chain::to_text(&guarded, &self.guarded_report))
     }
 
     fn to_text(&self) -> String {

@@ -176,28 +176,38 @@ pub fn survivors(c: &Candidates) -> Vec<TokenId> {
     oracle::survivors(c.entries.iter().map(|e| (e.id, e.logit)))
 }
 
+/// The array after each stage, each stage run alone by a fresh sampler on what the one before
+/// left.
+pub fn replay(case: &ChainCase) -> Result<Vec<Candidates>> {
+    let mut cur = Candidates::from_logits(&case.logits);
+    let mut out = Vec::with_capacity(case.stages.len());
+    for stage in &case.stages {
+        let mut one = case.build(std::slice::from_ref(stage))?;
+        one.apply(&mut cur)
+            .with_context(|| format!("applying {stage} alone"))?;
+        out.push(cur.clone());
+    }
+    Ok(out)
+}
+
 /// Runs the case through one `llama_sampler_chain` (the verdict's input), then replays it
 /// stage by stage with fresh samplers to record the flag after each stage.
 pub fn run_subject(case: &ChainCase) -> Result<SubjectRun> {
     let mut chain = case.build(&case.stages)?;
     let mut cur = Candidates::from_logits(&case.logits);
     chain.apply(&mut cur).context("applying the chain")?;
-
-    let mut trace = Vec::with_capacity(case.stages.len());
-    let mut replay = Candidates::from_logits(&case.logits);
-    for stage in &case.stages {
-        let mut one = case.build(std::slice::from_ref(stage))?;
-        one.apply(&mut replay)
-            .with_context(|| format!("applying {stage} alone"))?;
-        trace.push(TraceStep {
+    let after = replay(case)?;
+    let trace = (case.stages.iter().zip(&after))
+        .map(|(stage, c)| TraceStep {
             stage: stage.to_string(),
-            size: replay.len(),
-            sorted_flag: replay.sorted,
-            really_sorted: really_sorted(&replay),
-        });
-    }
+            size: c.len(),
+            sorted_flag: c.sorted,
+            really_sorted: really_sorted(c),
+        })
+        .collect();
+    let last = after.last().context("a chain has at least one stage")?;
     ensure!(
-        same_bits(&replay, &cur),
+        same_bits(last, &cur),
         "the stage-by-stage replay of {} disagrees with the chain (a stage with hidden state?)",
         case.command()
     );
@@ -365,19 +375,19 @@ pub fn controls() -> Result<Vec<Control>> {
 pub const NAME: &str = "stale-sorted-truncation";
 
 /// A report of F2 on `build`: verdict `name`, `measured` judged under `controls`.
-pub fn finding_report(
+pub fn new_report(
     build: &BuildInfo,
     name: &str,
     measured: Verdict,
     evidence: String,
     controls: Vec<Control>,
-    body: impl Serialize,
-    text: String,
 ) -> Report {
-    let id = build.report_subject(crate::FINDING, name);
-    Report::new(id, measured, evidence, controls)
-        .with_body(body)
-        .with_text(text)
+    Report::new(
+        build.report_subject(crate::FINDING, name),
+        measured,
+        evidence,
+        controls,
+    )
 }
 
 /// One chain's report: its verdict under `controls` (the chain comparison's, and the oracle
@@ -395,6 +405,7 @@ pub fn report(
         ids_text(&r.oracle),
         r.subject.sorted_flag
     );
-    let (body, text) = (to_json(case, r), to_text(case, r));
-    finding_report(build, NAME, r.verdict, evidence, controls, body, text)
+    new_report(build, NAME, r.verdict, evidence, controls)
+        .with_body(to_json(case, r))
+        .with_text(to_text(case, r))
 }

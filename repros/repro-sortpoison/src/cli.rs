@@ -8,7 +8,6 @@ use crate::stage::ChainStage;
 use anyhow::{bail, ensure, Context, Result};
 use clap::Parser;
 use oracle::stage::{self, ParseError};
-use oracle::TokenId;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -70,31 +69,19 @@ fn comma_list<T>(
     flag: &str,
     max: usize,
     text: &str,
-    one: impl Fn(&str) -> Result<T, ParseError>,
+    one: fn(&str, &str) -> Result<T, ParseError>,
 ) -> Result<Vec<T>> {
     let n = text.split(',').count();
     ensure!(n <= max, "{flag} has {n} values; at most {max}");
     text.split(',')
-        .map(|part| one(part.trim()).map_err(anyhow::Error::from))
+        .map(|part| one(flag, part.trim()).map_err(anyhow::Error::from))
         .collect()
-}
-
-fn parse_logits(text: &str) -> Result<Vec<f32>> {
-    comma_list("--logits", MAX_LOGITS, text, |part| {
-        stage::number("--logits", part)
-    })
-}
-
-fn parse_history(text: &str) -> Result<Vec<TokenId>> {
-    comma_list("--history", MAX_HISTORY, text, |part| {
-        stage::token_id("--history", part)
-    })
 }
 
 /// Random honest-flag inputs per stage for the oracle gate of a single chain.
 pub const CHAIN_GATE_INPUTS: usize = 200;
 
-/// The chain the flags describe.
+/// The chain the flags describe (and the fuzzer's chain count checked).
 pub fn case(args: &Args) -> Result<ChainCase> {
     let given = args.logits.is_some() || !args.stages.is_empty() || args.history.is_some();
     let fixed = [
@@ -111,35 +98,31 @@ pub fn case(args: &Args) -> Result<ChainCase> {
         args.stages.len()
     );
     let default = chain::published();
+    let stages = args
+        .stages
+        .iter()
+        .map(|s| ChainStage::parse(s).with_context(|| format!("--stage {s}")));
     let case = ChainCase {
         logits: match &args.logits {
-            Some(t) => parse_logits(t)?,
+            Some(t) => comma_list("--logits", MAX_LOGITS, t, stage::number)?,
             None => default.logits,
         },
-        stages: if args.stages.is_empty() {
-            default.stages
-        } else {
-            args.stages
-                .iter()
-                .map(|s| ChainStage::parse(s).with_context(|| format!("--stage {s}")))
-                .collect::<Result<_>>()?
+        stages: match args.stages.is_empty() {
+            true => default.stages,
+            false => stages.collect::<Result<_>>()?,
         },
         history: match &args.history {
-            Some(t) => parse_history(t)?,
+            Some(t) => comma_list("--history", MAX_HISTORY, t, stage::token_id)?,
             None => Vec::new(),
         },
     };
     case.validate()?;
-    Ok(case)
-}
-
-fn check_fuzz_chains(args: &Args) -> Result<()> {
     ensure!(
         args.fuzz_chains <= MAX_FUZZ_CHAINS,
         "--fuzz-chains must be at most {MAX_FUZZ_CHAINS}, got {}",
         args.fuzz_chains
     );
-    Ok(())
+    Ok(case)
 }
 
 /// The chain a line of `repro-sortpoison` arguments describes (as in tests/regressions.txt).
@@ -163,7 +146,6 @@ pub struct CheckedArgs {
 pub fn check(args: Args) -> Result<CheckedArgs, cmdline::Failure> {
     let build = cmdline::refuse(subject::BuildInfo::verified())?;
     let case = cmdline::refuse(case(&args))?;
-    cmdline::refuse(check_fuzz_chains(&args))?;
     if let Some(path) = &args.vocab_model {
         cmdline::refuse(subject::preflight(path, subject::Weights::Repacked))?;
     }
@@ -204,21 +186,17 @@ fn run(args: &Args, case: &ChainCase, build: &subject::BuildInfo) -> Result<Stri
         .vocab_model
         .clone()
         .unwrap_or_else(audit::default_vocab_model);
+    let text = |json: serde_json::Value, text: String| match args.out.json {
+        true => format!("{json:#}\n"),
+        false => text,
+    };
     if args.fuzz {
         let r = crate::fuzz::fuzz_contained(crate::fuzz::FUZZ_SEED, args.fuzz_chains)?;
-        return Ok(if args.out.json {
-            format!("{:#}\n", serde_json::to_value(&r)?)
-        } else {
-            r.to_text()
-        });
+        return Ok(text(serde_json::to_value(&r)?, r.to_text()));
     }
     if args.census {
         let c = crate::census::run(&vocab_path)?;
-        return Ok(if args.out.json {
-            format!("{:#}\n", serde_json::to_value(&c)?)
-        } else {
-            c.to_text()
-        });
+        return Ok(text(serde_json::to_value(&c)?, c.to_text()));
     }
     if !args.audit {
         return Ok(chain_report(case, build)?.render(args.out.json));

@@ -217,23 +217,21 @@ pub fn run(case: &ChainCase) -> Result<DrawRun> {
         "{} does not end in a drawing stage",
         case.command()
     );
-    let mut after_each_stage = Vec::with_capacity(case.stages.len());
-    let mut replay = Candidates::from_logits(&case.logits);
-    let mut handed = replay.clone();
-    for (i, stage) in case.stages.iter().enumerate() {
-        if i + 1 == case.stages.len() {
-            handed = replay.clone();
-        }
-        let mut one = case.build(std::slice::from_ref(stage))?;
-        one.apply(&mut replay)
-            .with_context(|| format!("applying {stage} alone"))?;
-        after_each_stage.push(AfterStage {
+    let after = chain::replay(case)?;
+    let after_each_stage = (case.stages.iter().zip(&after).enumerate())
+        .map(|(i, (stage, c))| AfterStage {
             stage: stage.to_string(),
-            sorted_flag: replay.sorted,
-            subject: survivors_of(&replay),
+            sorted_flag: c.sorted,
+            subject: survivors_of(c),
             oracle: oracle_after(case, i + 1),
-        });
-    }
+        })
+        .collect();
+    // The array dist is handed: what the stages before it left.
+    let (replay, handed) = match &after[..] {
+        [.., handed, last] => (last, handed.clone()),
+        [last] => (last, Candidates::from_logits(&case.logits)),
+        [] => unreachable!("a chain has at least one stage"),
+    };
     let mut chain = case.build(&case.stages)?;
     let mut draws = Vec::with_capacity(DRAWS);
     for i in 0..DRAWS {
@@ -245,16 +243,10 @@ pub fn run(case: &ChainCase) -> Result<DrawRun> {
         );
     }
     // dist's oracle: the softmax of the array as the earlier stages left it in the subject.
-    let handed_pool = Pool::new(
-        handed
-            .entries
-            .iter()
-            .filter(|e| e.logit > f32::NEG_INFINITY)
-            .map(|e| Entry {
-                id: e.id,
-                logit: e.logit,
-            }),
-    );
+    let handed_pool = Pool::new(survivors_of(&handed).iter().map(|c| Entry {
+        id: TokenId(c.id),
+        logit: c.logit,
+    }));
     let (shares, undecided) = match draw::softmax(&handed_pool) {
         Ok(s) => (s, None),
         Err(e) => (Vec::new(), Some(e)),
@@ -296,14 +288,10 @@ pub fn run(case: &ChainCase) -> Result<DrawRun> {
 /// largest; `None` for an empty array.
 fn subtracted_logit(handed: &Candidates) -> Option<f32> {
     let first = handed.entries.first()?.logit;
-    Some(if handed.sorted {
-        first
-    } else {
-        handed
-            .entries
-            .iter()
-            .map(|e| e.logit)
-            .fold(f32::NEG_INFINITY, f32::max)
+    let logits = handed.entries.iter().map(|e| e.logit);
+    Some(match handed.sorted {
+        true => first,
+        false => logits.fold(f32::NEG_INFINITY, f32::max),
     })
 }
 
@@ -526,8 +514,9 @@ pub fn report(
         chain: chain::to_json(case, chain_report),
         draws: r,
     };
-    let text = chain::to_text(case, chain_report) + &to_text(r);
-    chain::finding_report(build, NAME, r.verdict, evidence, controls, body, text)
+    chain::new_report(build, NAME, r.verdict, evidence, controls)
+        .with_body(body)
+        .with_text(chain::to_text(case, chain_report) + &to_text(r))
 }
 
 #[cfg(test)]

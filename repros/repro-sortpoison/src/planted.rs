@@ -246,23 +246,22 @@ impl CustomSampler for DistSampler {
         if view.is_empty() {
             return;
         }
-        let n = view.len();
+        let (n, rule) = (view.len(), self.spec.rule);
+        let trusts = rule == DistRule::TrustsFlag;
         let scan = (0..n)
             .map(|i| view.logit(i))
             .fold(f32::NEG_INFINITY, f32::max);
-        let weights: Vec<f64> = match self.spec.rule {
-            DistRule::Exact | DistRule::Unnormalized | DistRule::DropsLastFromSum => (0..n)
-                .map(|i| (view.logit(i) - scan).exp() as f64)
-                .collect(),
-            DistRule::TrustsFlag => {
-                let max = if view.sorted() { view.logit(0) } else { scan };
-                (0..n).map(|i| (view.logit(i) - max).exp() as f64).collect()
-            }
+        let max = if trusts && view.sorted() {
+            view.logit(0)
+        } else {
+            scan
         };
+        let weights: Vec<f64> = (0..n).map(|i| (view.logit(i) - max).exp() as f64).collect();
         let sum: f64 = weights.iter().sum();
-        let total = match self.spec.rule {
-            DistRule::Exact | DistRule::TrustsFlag | DistRule::DropsLastFromSum => sum,
-            DistRule::Unnormalized => 1.0,
+        let total = if rule == DistRule::Unnormalized {
+            1.0
+        } else {
+            sum
         };
         let target = self.uniform() * total;
         let mut run = 0.0;
@@ -271,20 +270,15 @@ impl CustomSampler for DistSampler {
             run += w;
             // llama.cpp stops at `>=`; the exact rule stops past the target, so an entry of
             // weight 0 is never drawn.
-            let reached = match self.spec.rule {
-                DistRule::TrustsFlag => run >= target,
-                DistRule::Exact | DistRule::Unnormalized | DistRule::DropsLastFromSum => {
-                    run > target
-                }
-            };
-            if reached {
+            if (trusts && run >= target) || (!trusts && run > target) {
                 selected = i;
                 break;
             }
         }
-        let written = match self.spec.rule {
-            DistRule::Exact | DistRule::TrustsFlag | DistRule::Unnormalized => total,
-            DistRule::DropsLastFromSum => sum - weights[n - 1],
+        let written = if rule == DistRule::DropsLastFromSum {
+            sum - weights[n - 1]
+        } else {
+            total
         };
         for (i, w) in weights.iter().enumerate() {
             view.set_p(i, (w / written) as f32);

@@ -5,7 +5,7 @@ use oracle::stage::Stage;
 use oracle::token_ids as ids;
 use oracle::TokenId;
 use repro_sortpoison::chain::{self, Verdict};
-use repro_sortpoison::planted::{Injector, PlantedRule, PlantedTruncator};
+use repro_sortpoison::planted::Injector;
 use repro_sortpoison::stage::ChainStage;
 use repro_sortpoison::{census, cli, draws, fuzz, perm, planted};
 use subject::BuildInfo;
@@ -176,8 +176,7 @@ fn dist_after_a_stale_flag() {
 #[test]
 fn json_of_a_dist_chain() {
     let (v, h) = chain_json(
-        "4,3,2,1,0,-1,-2,-3",
-        &["top_k=4", "logit_bias=3:+100", "dist=1"],
+        "--logits 4,3,2,1,0,-1,-2,-3 --stage top_k=4 --stage logit_bias=3:+100 --stage dist=1",
     );
     assert_eq!(h.subject.name, draws::NAME);
     assert!(h.controls.iter().all(|c| c.passed));
@@ -278,19 +277,11 @@ fn permutation_detector_is_quiet_on_a_sound_sampler_and_fires_on_a_prefix_reader
     assert_eq!(top_k.permutations, 24);
     // The same detector on planted Rust truncators: trusting the flag gives the same 6 pairs,
     // always sorting gives one set.
-    let planted = |trusts_flag| {
-        perm::run_case(
-            &ChainStage::PlantedTruncator(PlantedTruncator {
-                rule: PlantedRule::TopK { k: 2 },
-                trusts_flag,
-            }),
-            &logits[..4],
-        )
-        .unwrap()
-        .unwrap()
-    };
-    assert_eq!(planted(true).stale.len(), 6);
-    assert_eq!(planted(false).stale.len(), 1);
+    for (how, sets) in [("trusting", 6), ("honest", 1)] {
+        let planted = ChainStage::parse(&format!("shadow_top_k=2:{how}")).unwrap();
+        let case = perm::run_case(&planted, &logits[..4]).unwrap().unwrap();
+        assert_eq!(case.stale.len(), sets, "{how}");
+    }
 }
 
 #[test]
@@ -304,11 +295,8 @@ fn injector_census() {
         "the census needs the SmolLM2 vocabulary: run `make models`"
     );
     let class = |label: &str| {
-        c.rows
-            .iter()
-            .find(|r| r.label.starts_with(label))
-            .unwrap_or_else(|| panic!("no census row {label}"))
-            .class
+        let row = c.rows.iter().find(|r| r.label.starts_with(label));
+        row.unwrap_or_else(|| panic!("no census row {label}")).class
     };
     // The published claim, checked by running: logit_bias and grammar leave the flag stale;
     // penalties, dry and typical reset it.
@@ -320,9 +308,10 @@ fn injector_census() {
     assert_eq!(class("temp 0.5"), census::Class::NeverReorders);
     // The planted injectors through the same rows.
     let planted = |i: Injector| {
+        let name = subject::CustomSampler::name(&i).to_string_lossy();
         c.planted
             .iter()
-            .find(|p| p.row.label == subject::CustomSampler::name(&i).to_string_lossy())
+            .find(|p| p.row.label == name)
             .unwrap()
             .row
             .class
@@ -388,20 +377,16 @@ fn regression_cases() {
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-sortpoison");
 
-/// `--logits LOGITS --stage S ... --json`, one `--stage` per stage.
-fn chain_json(logits: &str, stages: &[&str]) -> (serde_json::Value, report::Header) {
-    let mut args = vec!["--logits", logits];
-    for s in stages {
-        args.extend(["--stage", s]);
-    }
-    args.push("--json");
-    json_report(BIN, &args)
+/// The JSON report of `line` (`repro-sortpoison` arguments) with `--json`.
+fn chain_json(line: &str) -> (serde_json::Value, report::Header) {
+    json_report(BIN, &line.split(' ').chain(["--json"]).collect::<Vec<_>>())
 }
+
+const PUBLISHED: &str = "--logits 4,3,2,1,0,-1,-2,-3 --stage top_k=4 --stage logit_bias=3:+6";
 
 #[test]
 fn json_of_the_published_chain() {
-    let published = ["top_k=4", "logit_bias=3:+6", "top_p=0.8"];
-    let (v, h) = chain_json("4,3,2,1,0,-1,-2,-3", &published);
+    let (v, h) = chain_json(&format!("{PUBLISHED} --stage top_p=0.8"));
     assert_eq!(h.subject.build, BuildInfo::current().tag());
     assert!(h.controls.iter().all(|c| c.passed));
     assert_eq!(v["subject"], serde_json::json!([0, 1, 2, 3]));
@@ -412,68 +397,50 @@ fn json_of_the_published_chain() {
 
 #[test]
 fn the_guard_fixes_the_published_chain() {
-    let guarded = ["top_k=4", "logit_bias=3:+6", "sorted_guard", "top_p=0.8"];
-    let (v, _) = chain_json("4,3,2,1,0,-1,-2,-3", &guarded);
+    let (v, _) = chain_json(&format!(
+        "{PUBLISHED} --stage sorted_guard --stage top_p=0.8"
+    ));
     assert_eq!(v["subject"], serde_json::json!([3]));
     assert_eq!(v["verdict"], "absent");
 }
 
 #[test]
 fn order_preserving_chain_is_absent() {
-    let (v, _) = chain_json("1.5,-2,0.5,3", &["logit_bias=1:+4", "top_k=3", "top_p=0.9"]);
+    let (v, _) = chain_json(
+        "--logits 1.5,-2,0.5,3 --stage logit_bias=1:+4 --stage top_k=3 --stage top_p=0.9",
+    );
     assert_eq!(v["verdict"], "absent");
     assert_eq!(v["subject"], v["oracle"]);
 }
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    for args in [
-        &["--stage", "frobnicate=1"][..],
-        &["--stage", "top_p=1.5"],
-        &["--logits", "1,2,3", "--stage", "logit_bias=3:+1"],
-        &["--logits", "1,NaN,3", "--stage", "top_k=1"],
-        &["--logits", "1,inf", "--stage", "top_k=1"],
-        &["--logits", "", "--stage", "top_k=1"],
-        &["--logits", "1,2", "--stage", "xtc=0.5:0.1"],
-        &["--logits", "1,2", "--stage", "dist=4294967295"],
-        &["--logits", "1,2", "--stage", "dist=1", "--stage", "top_k=1"],
-        &["--logits", "1,2", "--stage", "mirostat=1"],
-        &["--stage", "shadow_dist=1:sometimes"],
-        &[
-            "--logits",
-            "1,2",
-            "--stage",
-            "penalties=-4:1.1",
-            "--history",
-            "0",
-        ],
-        &[
-            "--logits",
-            "1,2",
-            "--stage",
-            "penalties=4:1.1",
-            "--history",
-            "5",
-        ],
-        &["--audit", "--stage", "top_k=1"],
-        &["--stage", "shadow_top_p=0.8:maybe"],
-        &["--no-such-flag"],
+    assert_refused(BIN, &["--logits", "", "--stage", "top_k=1"], &[]);
+    for line in [
+        "--stage frobnicate=1",
+        "--stage top_p=1.5",
+        "--logits 1,2,3 --stage logit_bias=3:+1",
+        "--logits 1,NaN,3 --stage top_k=1",
+        "--logits 1,inf --stage top_k=1",
+        "--logits 1,2 --stage xtc=0.5:0.1",
+        "--logits 1,2 --stage dist=4294967295",
+        "--logits 1,2 --stage dist=1 --stage top_k=1",
+        "--logits 1,2 --stage mirostat=1",
+        "--stage shadow_dist=1:sometimes",
+        "--logits 1,2 --stage penalties=-4:1.1 --history 0",
+        "--logits 1,2 --stage penalties=4:1.1 --history 5",
+        "--audit --stage top_k=1",
+        "--stage shadow_top_p=0.8:maybe",
+        "--no-such-flag",
     ] {
-        assert_refused(BIN, args, &[]);
+        let args: Vec<&str> = line.split(' ').collect();
+        assert_refused(BIN, &args, &[]);
     }
 }
 
 #[test]
 fn same_command_same_bytes() {
-    let args = [
-        "--logits",
-        "2,1,0,-1",
-        "--stage",
-        "top_k=3",
-        "--stage",
-        "logit_bias=2:+3",
-        "--stage",
-        "min_p=0.2",
-    ];
+    let line = "--logits 2,1,0,-1 --stage top_k=3 --stage logit_bias=2:+3 --stage min_p=0.2";
+    let args: Vec<&str> = line.split(' ').collect();
     assert_eq!(run_bin(BIN, &args), run_bin(BIN, &args));
 }

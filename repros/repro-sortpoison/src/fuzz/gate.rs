@@ -3,11 +3,11 @@
 //! chain. A planted oracle with an arithmetic error must fail it.
 
 use super::generate::{random_logits, random_stage};
-use crate::chain::{self, ChainCase};
+use crate::chain::{self, join, ChainCase};
 use crate::stage::ChainStage;
 use anyhow::Result;
 use oracle::rng::Rng;
-use oracle::stage::Stage;
+use oracle::stage::{self as st, Stage};
 use oracle::truncation::{Link, Pool, Step};
 use oracle::TokenId;
 use serde::Serialize;
@@ -62,7 +62,7 @@ pub struct StageTally {
 }
 
 /// The oracle check: one stage, a random order, the honest flag.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct OracleCheck {
     pub seed: u64,
     pub inputs: usize,
@@ -109,11 +109,7 @@ pub fn chain_gate(case: &ChainCase, seed: u64, per_stage: usize) -> Result<Oracl
         }
         seen.push(stage.clone());
         for _ in 0..per_stage {
-            // Distinct quarter-integer logits from a grid wide enough for `n` of them.
-            let half = 24.max(n as i64);
-            let mut grid: Vec<i64> = (-half..=half).collect();
-            rng.shuffle(&mut grid);
-            let logits: Vec<f32> = grid[..n].iter().map(|&q| q as f32 / 4.0).collect();
+            let logits = random_logits(&mut rng, n);
             let mut order: Vec<usize> = (0..n).collect();
             rng.shuffle(&mut order);
             out.check(stage, &case.history, &logits, &order, &real_oracle)?;
@@ -126,10 +122,7 @@ impl OracleCheck {
     fn empty(seed: u64) -> OracleCheck {
         OracleCheck {
             seed,
-            inputs: 0,
-            knife_edges: 0,
-            per_stage: BTreeMap::new(),
-            mismatches: Vec::new(),
+            ..OracleCheck::default()
         }
     }
 
@@ -169,20 +162,16 @@ impl OracleCheck {
         if want.len() < n {
             tally.removing += 1;
         }
-        let array = || {
-            order
-                .iter()
-                .map(|&i| format!("{i}:{}", logits[i]))
-                .collect::<Vec<_>>()
-                .join(" ")
+        let array = || join(order.iter().map(|&i| format!("{i}:{}", logits[i])), " ");
+        let mismatch = |kind, detail| GateMismatch {
+            stage: stage.to_string(),
+            array: array(),
+            kind,
+            detail,
         };
         if subject != want {
-            self.mismatches.push(GateMismatch {
-                stage: stage.to_string(),
-                array: array(),
-                kind: "set",
-                detail: format!("subject keeps {subject:?}, oracle {want:?}"),
-            });
+            let detail = format!("subject keeps {subject:?}, oracle {want:?}");
+            self.mismatches.push(mismatch("set", detail));
             return Ok(());
         }
         let bound = ulp_bound(stage, n);
@@ -197,23 +186,17 @@ impl OracleCheck {
             tally.values += 1;
             tally.max_ulps = tally.max_ulps.max(d);
             if d > bound {
-                self.mismatches.push(GateMismatch {
-                    stage: stage.to_string(),
-                    array: array(),
-                    kind: "value",
-                    detail: format!(
-                        "id {}: subject logit {got:?}, oracle {:?} ({d} ulps, bound {bound})",
-                        e.id, e.logit
-                    ),
-                });
+                let detail = format!(
+                    "id {}: subject logit {got:?}, oracle {:?} ({d} ulps, bound {bound})",
+                    e.id, e.logit
+                );
+                self.mismatches.push(mismatch("value", detail));
                 break;
             }
         }
         Ok(())
     }
-}
 
-impl OracleCheck {
     pub fn passed(&self) -> bool {
         self.mismatches.is_empty()
     }
@@ -222,8 +205,7 @@ impl OracleCheck {
     pub fn mismatching_stages(&self) -> BTreeMap<String, usize> {
         let mut m = BTreeMap::new();
         for x in &self.mismatches {
-            let name = x.stage.split('=').next().unwrap_or(&x.stage).to_string();
-            *m.entry(name).or_insert(0) += 1;
+            *m.entry(st::split_name(&x.stage).0.to_string()).or_insert(0) += 1;
         }
         m
     }

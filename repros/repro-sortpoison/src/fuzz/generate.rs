@@ -2,7 +2,7 @@
 //! exhaustive match) and chains from a seeded [`Rng`], and the names a chain is grouped by
 //! (its stage signature and its shape of roles).
 
-use crate::chain::ChainCase;
+use crate::chain::{join, ChainCase};
 use crate::stage::ChainStage;
 use oracle::penalty::PenaltyParams;
 use oracle::rng::Rng;
@@ -10,9 +10,11 @@ use oracle::stage::{Stage, SuiteStage};
 use oracle::window::WindowLen;
 use oracle::TokenId;
 
-/// Distinct logits from the quarter grid in [-6, 6], so no two are equal.
+/// Distinct logits from the quarter grid in [-6, 6] (wider when `n` needs it), so no two
+/// are equal.
 pub(crate) fn random_logits(rng: &mut Rng, n: usize) -> Vec<f32> {
-    let mut grid: Vec<i64> = (-24..=24).collect();
+    let half = 24.max(n as i64);
+    let mut grid: Vec<i64> = (-half..=half).collect();
     rng.shuffle(&mut grid);
     grid[..n].iter().map(|&q| q as f32 / 4.0).collect()
 }
@@ -147,34 +149,24 @@ pub fn random_case(rng: &mut Rng) -> ChainCase {
 
 /// The stage names in chain order, e.g. `top_k -> logit_bias -> top_p`.
 pub fn signature(case: &ChainCase) -> String {
-    case.stages
-        .iter()
-        .map(|s| s.name())
-        .collect::<Vec<_>>()
-        .join(" -> ")
+    join(case.stages.iter().map(ChainStage::name), " -> ")
 }
 
 pub fn shape(case: &ChainCase) -> String {
     let n = case.stages.len();
-    case.stages
-        .iter()
-        .enumerate()
-        .map(|(i, s)| s.role(i + 1 == n).as_str())
-        .collect::<Vec<_>>()
-        .join(" -> ")
+    let roles = case.stages.iter().enumerate();
+    join(roles.map(|(i, s)| s.role(i + 1 == n).as_str()), " -> ")
 }
 
 /// The same chain with `sorted_guard` before every stage that reads the flag.
 pub fn guarded(case: &ChainCase) -> ChainCase {
-    let mut stages = Vec::new();
-    for s in &case.stages {
-        if s.reads_sorted_flag() {
-            stages.push(ChainStage::Suite(SuiteStage::SortedGuard));
-        }
-        stages.push(s.clone());
-    }
+    let guard = ChainStage::Suite(SuiteStage::SortedGuard);
+    let stages = case.stages.iter().flat_map(|s| {
+        let guard = s.reads_sorted_flag().then(|| guard.clone());
+        guard.into_iter().chain([s.clone()])
+    });
     ChainCase {
-        stages,
+        stages: stages.collect(),
         ..case.clone()
     }
 }

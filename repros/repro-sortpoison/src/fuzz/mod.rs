@@ -131,6 +131,14 @@ pub fn fuzz_range(seed: u64, start: usize, end: usize) -> Result<FuzzReport> {
 }
 
 impl FuzzReport {
+    /// The chunks whose child died, as the evidence lines name them (empty when none did).
+    pub fn not_run(&self) -> String {
+        match self.crashed.is_empty() {
+            true => String::new(),
+            false => format!(" (not run: {})", self.crashed.join("; ")),
+        }
+    }
+
     /// Counts `m` under its signature, keeping the first case found for each.
     fn add_minimized(&mut self, m: Minimized) {
         match self

@@ -62,23 +62,17 @@ fn candidates(case: &ChainCase) -> Vec<ChainCase> {
         }
         out.push(c);
     }
-    for j in 0..case.logits.len() {
-        if case.logits.len() > 1 {
-            out.extend(without_logit(case, j));
-        }
+    if case.logits.len() > 1 {
+        out.extend((0..case.logits.len()).filter_map(|j| without_logit(case, j)));
     }
     for j in 0..case.history.len() {
         let mut c = case.clone();
         c.history.remove(j);
         out.push(c);
     }
-    for j in 0..case.logits.len() {
-        for r in [
-            case.logits[j].round(),
-            case.logits[j].floor(),
-            case.logits[j].ceil(),
-        ] {
-            if r != case.logits[j] && !case.logits.contains(&r) {
+    for (j, l) in case.logits.iter().enumerate() {
+        for r in [l.round(), l.floor(), l.ceil()] {
+            if r != *l && !case.logits.contains(&r) {
                 let mut c = case.clone();
                 c.logits[j] = r;
                 out.push(c);
@@ -100,30 +94,31 @@ fn candidates(case: &ChainCase) -> Vec<ChainCase> {
     }
     for (i, s) in case.stages.iter().enumerate() {
         let Some(stage) = s.sampler() else { continue };
-        let simpler: Vec<Stage> = match stage {
+        let tenth = |p: f32| (p * 10.0).round() / 10.0;
+        let simpler: Vec<Stage> = match stage.clone() {
             Stage::TopP { p, min_keep } => vec![
-                Stage::TopP { p: *p, min_keep: 1 },
+                Stage::TopP { p, min_keep: 1 },
                 Stage::TopP {
-                    p: (p * 10.0).round() / 10.0,
-                    min_keep: *min_keep,
+                    p: tenth(p),
+                    min_keep,
                 },
             ],
             Stage::MinP { p, min_keep } => vec![Stage::MinP {
-                p: (p * 10.0).round() / 10.0,
-                min_keep: *min_keep,
+                p: tenth(p),
+                min_keep,
             }],
             Stage::Typical { p, min_keep } => vec![Stage::Typical {
-                p: (p * 10.0).round() / 10.0,
-                min_keep: *min_keep,
+                p: tenth(p),
+                min_keep,
             }],
             Stage::Xtc {
                 probability,
                 threshold,
                 min_keep,
             } => vec![Stage::Xtc {
-                probability: *probability,
-                threshold: (threshold * 10.0).round() / 10.0,
-                min_keep: *min_keep,
+                probability,
+                threshold: tenth(threshold),
+                min_keep,
             }],
             Stage::LogitBias { biases } if biases.len() > 1 => biases
                 .iter()
@@ -132,15 +127,13 @@ fn candidates(case: &ChainCase) -> Vec<ChainCase> {
             Stage::LogitBias { biases } => {
                 let (id, b) = biases[0];
                 let halved = (b / 2.0).trunc();
-                if halved != 0.0 {
-                    vec![Stage::LogitBias {
-                        biases: vec![(id, halved)],
-                    }]
-                } else {
-                    Vec::new()
-                }
+                let biases = vec![(id, halved)];
+                (halved != 0.0)
+                    .then_some(Stage::LogitBias { biases })
+                    .into_iter()
+                    .collect()
             }
-            Stage::TopK { k } if *k > 1 => vec![Stage::TopK { k: k - 1 }],
+            Stage::TopK { k } if k > 1 => vec![Stage::TopK { k: k - 1 }],
             Stage::TopK { .. }
             | Stage::Temp { .. }
             | Stage::TempExt { .. }
@@ -163,13 +156,8 @@ fn candidates(case: &ChainCase) -> Vec<ChainCase> {
 /// Greedy shrinking to a fixed point: take the first simpler variant that is still unsound.
 pub fn shrink(case: &ChainCase) -> ChainCase {
     let mut cur = case.clone();
-    'outer: loop {
-        for c in candidates(&cur) {
-            if unsound(&c) {
-                cur = c;
-                continue 'outer;
-            }
-        }
-        return cur;
+    while let Some(c) = candidates(&cur).into_iter().find(unsound) {
+        cur = c;
     }
+    cur
 }
