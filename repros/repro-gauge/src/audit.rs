@@ -2,7 +2,7 @@
 //! the two verdicts (the subject's, and the fix's `+ledger-normalized`), by the rules in
 //! PREREG.md (addendum 2026-11-30).
 
-use crate::free_running::{self, Cell, Design, ModelRuns, ValueCheck};
+use crate::free_running::{self, Cell, Design, ModelRuns};
 use crate::implementation::short;
 use crate::json::{self, JsonReport};
 use crate::plot;
@@ -24,7 +24,7 @@ pub const JSON_MAX_NEW: usize = 256;
 pub const NAME: &str = "penalty-gauge-dependence";
 pub const LEDGER_NAME: &str = "penalty-gauge-dependence+ledger-normalized";
 
-pub use crate::rule::{fix_verdict_of, gauge_free_divergences, strongest, verdict_of, THRESHOLD};
+pub use crate::rule::{divergences, fix_verdict_of, gauge_free_divergences, strongest, verdict_of};
 
 /// The prompts of the A1 design (one per line; `#` lines and blank lines skipped).
 pub const DEFAULT_PROMPTS: &str = include_str!("../prompts/a1.txt");
@@ -189,57 +189,44 @@ impl Audit {
     }
 
     pub fn controls(&self) -> Vec<Control> {
-        let mut c = Vec::new();
-        let mut no_op = free_running::NoOp::default();
-        let mut fork = free_running::ForkCheck::default();
-        for m in &self.models {
-            no_op.merge(m.no_op_leg());
-            fork.merge(m.fork_check());
-        }
-        let (tf_flips, tf_positions) = self
-            .tf
-            .iter()
-            .flat_map(|t| t.cells.iter().filter(|c| c.theta == 1.0))
-            .fold((0, 0), |(f, p), c| (f + c.flips, p + c.positions));
-        let tf_edges: usize = self
-            .tf
-            .iter()
-            .flat_map(|t| t.cells.iter().filter(|c| c.theta == 1.0))
-            .map(|c| c.knife_edge_flips)
-            .sum();
-        c.push(Control::negative(
-            "no-op leg: theta 1 runs identical to the unshifted one",
-            no_op.compared > 0 && no_op.failures == 0 && tf_flips == tf_edges,
-            format!(
-                "{} of {} theta-1 runs (every model, prompt, operator and shift, the reference itself excluded; those at c = 0 get the reference's bits and are equal by construction, those at c != 0 get other bits) differ from the sign slot's theta-1 c = 0 run, {} more at knife edges{}; teacher-forced at theta 1: {} flips in {tf_positions} position-cells, {tf_edges} of them at knife edges",
-                no_op.failures,
-                no_op.compared,
-                no_op.knife_edges,
-                no_op.first.map(|f| format!("; first: {f}")).unwrap_or_default(),
-                tf_flips,
+        let no_op = ModelRuns::no_op_leg(&self.models);
+        let fork = ModelRuns::fork_check(&self.models);
+        let tf_one = || {
+            self.tf
+                .iter()
+                .flat_map(|t| &t.cells)
+                .filter(|c| c.theta == 1.0)
+        };
+        let tf_flips: usize = tf_one().map(|c| c.flips).sum();
+        let tf_positions: usize = tf_one().map(|c| c.positions).sum();
+        let tf_edges: usize = tf_one().map(|c| c.knife_edge_flips).sum();
+        let first = |f: Option<String>| f.map(|f| format!("; first: {f}")).unwrap_or_default();
+        let mut c = vec![
+            Control::negative(
+                "no-op leg: theta 1 runs identical to the unshifted one",
+                no_op.compared > 0 && no_op.failures == 0 && tf_flips == tf_edges,
+                format!(
+                    "{} of {} theta-1 runs (every model, prompt, operator and shift, the reference itself excluded; those at c = 0 get the reference's bits and are equal by construction, those at c != 0 get other bits) differ from the sign slot's theta-1 c = 0 run, {} more at knife edges{}; teacher-forced at theta 1: {tf_flips} flips in {tf_positions} position-cells, {tf_edges} of them at knife edges",
+                    no_op.failures,
+                    no_op.compared,
+                    no_op.knife_edges,
+                    first(no_op.first),
+                ),
             ),
-        ));
-        c.push(Control::oracle_check(
-            "forked decoding = single-sequence decoding",
-            fork.runs > 0 && fork.failures == 0,
-            format!(
-                "the sign runs at the largest theta, c = 0 and the largest c, decoded on forked sequences of the shared batch, against the same runs decoded alone: {} of {} part anywhere ({} tokens){}",
-                fork.failures,
-                fork.runs,
-                fork.tokens,
-                fork.first.map(|f| format!("; first: {f}")).unwrap_or_default()
+            Control::oracle_check(
+                "forked decoding = single-sequence decoding",
+                fork.compared > 0 && fork.failures == 0,
+                format!(
+                    "the sign runs at the largest theta, c = 0 and the largest c, decoded on forked sequences of the shared batch, against the same runs decoded alone: {} of {} part anywhere ({} tokens){}",
+                    fork.failures,
+                    fork.compared,
+                    fork.tokens,
+                    first(fork.first)
+                ),
             ),
-        ));
-        for op in Operator::ALL {
-            let mut check = ValueCheck::default();
-            for m in &self.models {
-                for (o, v) in m.checks() {
-                    if o == op {
-                        check.merge(&v);
-                    }
-                }
-            }
-            let needs_values = self.design.thetas.iter().any(|&t| t != 1.0);
+        ];
+        let needs_values = self.design.thetas.iter().any(|&t| t != 1.0);
+        for (op, check) in free_running::checks(self.models.iter().flat_map(ModelRuns::runs)) {
             c.push(Control::oracle_check(
                 format!("{} = the oracle's arithmetic at every step", op.as_str()),
                 (check.compared > 0 || !needs_values) && check.untouched > 0 && check.clean(),
@@ -250,10 +237,7 @@ impl Audit {
                     check.max_deviation,
                     check.moved,
                     check.untouched,
-                    check
-                        .first_mismatch
-                        .map(|f| format!("; first: {f}"))
-                        .unwrap_or_default()
+                    first(check.first_mismatch)
                 ),
             ));
         }
@@ -290,21 +274,18 @@ impl Audit {
             })
             .collect();
         for t in &self.tf {
-            let (mut agree, mut n, mut knife) = (0, 0, 0);
-            let mut by_op: Vec<String> = Vec::new();
-            for op in Operator::ALL {
-                let (f, p) = t
-                    .cells
-                    .iter()
-                    .filter(|c| c.operator() == op && c.theta != 1.0 && c.shift != 0.0)
-                    .fold((0, 0), |(f, p), c| (f + c.flips, p + c.positions));
-                by_op.push(format!("{} {f}/{p}", op.as_str()));
-            }
-            for c in t.cells.iter().filter(|c| c.theta != 1.0 && c.shift != 0.0) {
-                agree += c.agree;
-                n += c.positions;
-                knife += c.knife_edge_disagreements;
-            }
+            let shifted = || (t.cells.iter()).filter(|c| c.theta != 1.0 && c.shift != 0.0);
+            let by_op: Vec<String> = (Operator::ALL.iter())
+                .map(|&op| {
+                    let of_op = || shifted().filter(move |c| c.operator() == op);
+                    let f: usize = of_op().map(|c| c.flips).sum();
+                    let p: usize = of_op().map(|c| c.positions).sum();
+                    format!("{} {f}/{p}", op.as_str())
+                })
+                .collect();
+            let agree: usize = shifted().map(|c| c.agree).sum();
+            let n: usize = shifted().map(|c| c.positions).sum();
+            let knife: usize = shifted().map(|c| c.knife_edge_disagreements).sum();
             parts.push(format!(
                 "{} teacher-forced at {} positions: flips over every shifted cell with theta > 1: {}; the predictor's choice is the chain's in {agree} of {n} shifted position-cells with theta > 1 ({} disagreements, {knife} at knife edges); natural gauge: {:.2} of seen logits > 0, raw vs mean-centred choices differ at {:.2} of positions",
                 t.model_label,
@@ -336,7 +317,7 @@ impl Audit {
                 .map(|s| {
                     format!(
                         "{} {:.3} [{:.3}, {:.3}]",
-                        s.label, s.break_share.mean, s.break_share.lo, s.break_share.hi
+                        s.label, s.break_share, s.break_ci[0], s.break_ci[1]
                     )
                 })
                 .collect();
@@ -432,20 +413,9 @@ impl Audit {
 
     /// The fix's report, from the same runs.
     pub fn fix_report(&self) -> Result<Report> {
-        let evidence: Vec<String> = self
-            .models
-            .iter()
-            .zip(self.cells()?)
+        let evidence: Vec<String> = (self.models.iter().zip(self.cells()?))
             .map(|(m, cells)| {
-                let (mut div, mut knife, mut n) = (0, 0, 0);
-                for c in cells.iter().filter(|c| {
-                    c.operator() == Operator::Normalized && !c.is_reference() && c.theta > 1.0
-                })
-                {
-                    div += c.diverged();
-                    knife += c.knife_edges();
-                    n += c.per_prompt.len();
-                }
+                let (div, knife, n) = divergences(&cells, |op| op == Operator::Normalized);
                 format!(
                     "{}: ledger-penalties normalized parted from its c = 0 run in {div} of {n} shifted prompt-cells with theta > 1 ({knife} at knife edges)",
                     m.model_label

@@ -16,7 +16,7 @@
 use crate::implementation::{short, Implementation};
 use anyhow::{ensure, Context as _, Result};
 use harness::fork::{self, Decoder, Forked, LogitsRow, Run};
-use harness::{divergence, LoadedModel, Session, Stop};
+use harness::{divergence, LoadedModel, Session};
 use ledger::PenaltyConfig;
 use oracle::gauge::Operator;
 use oracle::stats::{self, Estimate};
@@ -42,7 +42,7 @@ pub fn normalized_tolerance(theta: f32) -> f64 {
 /// rounding alone.
 pub const KNIFE_ULPS: f32 = 8.0;
 
-fn ulp(x: f32) -> f32 {
+pub fn ulp(x: f32) -> f32 {
     let a = x.abs();
     f32::from_bits(a.to_bits() + 1) - a
 }
@@ -53,6 +53,48 @@ pub fn is_knife_edge(op: Operator, theta: f32, margin: f32, top: f32) -> bool {
     match op {
         Operator::Normalized if theta != 1.0 => margin as f64 <= normalized_tolerance(theta),
         _ => margin <= KNIFE_ULPS * ulp(top),
+    }
+}
+
+/// llama.cpp's greedy choice over `(id, value)` pairs (the first maximum), the gap between it
+/// and the best other value, and its value.
+pub fn first_max(values: impl IntoIterator<Item = (i32, f32)>) -> (TokenId, f32, f32) {
+    let (mut best, mut bv, mut second) = (-1, f32::NEG_INFINITY, f32::NEG_INFINITY);
+    for (id, v) in values {
+        if best < 0 || v > bv {
+            (best, bv, second) = (id, v, bv);
+        } else if v > second {
+            second = v;
+        }
+    }
+    (TokenId(best), bv - second, bv)
+}
+
+/// [`first_max`] over an id-ordered row.
+pub fn first_max_of(row: &[f32]) -> (TokenId, f32, f32) {
+    first_max(row.iter().enumerate().map(|(i, &v)| (i as i32, v)))
+}
+
+/// The ids seen so far, as a mask and in the order they were first seen.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub mask: Vec<bool>,
+    pub ids: Vec<usize>,
+}
+
+impl Seen {
+    pub fn new(n_vocab: i32) -> Seen {
+        Seen {
+            mask: vec![false; n_vocab as usize],
+            ids: Vec::new(),
+        }
+    }
+    pub fn insert(&mut self, t: TokenId) {
+        let i = t.0 as usize;
+        if !self.mask[i] {
+            self.mask[i] = true;
+            self.ids.push(i);
+        }
     }
 }
 
@@ -86,6 +128,20 @@ impl ValueCheck {
     }
 }
 
+/// Every run's value checks, merged per slot.
+pub fn checks<'a>(
+    runs: impl Iterator<Item = &'a RunRecord> + Clone,
+) -> Vec<(Operator, ValueCheck)> {
+    let merged = |op| {
+        let mut c = ValueCheck::default();
+        runs.clone()
+            .filter(|r| r.op == op)
+            .for_each(|r| c.merge(&r.check));
+        (op, c)
+    };
+    Operator::ALL.into_iter().map(merged).collect()
+}
+
 /// Whether `got` is the oracle's value for operator `op` on input `x` (an f32 shifted logit
 /// of a seen id), and by how much it is off. `lse` is the log-sum-exp of the whole input
 /// array. Sign: bit-exact (one f32 multiply or divide, which f64 then f32 rounds the same
@@ -102,13 +158,11 @@ pub fn value_ok(op: Operator, x: f32, got: f32, theta: f32, lse: f64) -> (bool, 
             )
         }
         Operator::Subtractive => {
-            let want = x64 - t.ln();
-            let dev = (got as f64 - want).abs();
+            let dev = (got as f64 - (x64 - t.ln())).abs();
             (dev <= (ulp(t.ln() as f32) + ulp(got)) as f64 / 2.0, dev)
         }
         Operator::Normalized => {
-            let want = lse + t * (x64 - lse);
-            let dev = (got as f64 - want).abs();
+            let dev = (got as f64 - (lse + t * (x64 - lse))).abs();
             (dev <= normalized_tolerance(theta), dev)
         }
     }
@@ -139,23 +193,41 @@ pub fn sampler_for(
     Sampler::chain(vec![stage])
 }
 
-/// One greedy run: the implementation in one operator's slot, at one theta and shift.
-pub struct GaugeRun {
-    /// The slot (the operator the design measures), and what fills it.
+/// One greedy run's record: the implementation in one operator's slot (the operator the
+/// design measures), at one theta and shift, and what it chose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
     pub op: Operator,
     pub imp: Implementation,
     pub theta: f32,
     pub shift: f32,
-    /// Whose arithmetic, at which theta, the values are checked against (the slot's, except
-    /// in a control that checks the check).
-    pub checked_as: (Operator, f32),
-    sampler: Sampler,
-    seen: Vec<bool>,
-    seen_list: Vec<usize>,
+    pub tokens: Vec<TokenId>,
     /// Per step: the chosen value minus the best other value, and whether that is a knife edge.
     pub margins: Vec<f32>,
     pub edges: Vec<bool>,
     pub check: ValueCheck,
+}
+
+impl RunRecord {
+    fn mismatch(&mut self, i: usize, x: f32, y: f32, what: &str) {
+        let step = self.margins.len() - 1;
+        self.check.first_mismatch.get_or_insert_with(|| {
+            let (imp, theta, shift) = (self.imp.label(), self.theta, self.shift);
+            format!(
+                "{imp} theta {theta} shift {shift} step {step} id {i}: input {x} gave {y} ({what})"
+            )
+        });
+    }
+}
+
+/// One greedy run in flight.
+pub struct GaugeRun {
+    pub record: RunRecord,
+    /// Whose arithmetic, at which theta, the values are checked against (the slot's, except
+    /// in a control that checks the check).
+    pub checked_as: (Operator, f32),
+    sampler: Sampler,
+    seen: Seen,
 }
 
 impl GaugeRun {
@@ -168,109 +240,70 @@ impl GaugeRun {
         window: usize,
     ) -> Result<GaugeRun> {
         let mut sampler = sampler_for(imp, theta, n_vocab, window)?;
-        let mut seen = vec![false; n_vocab as usize];
-        let mut seen_list = Vec::new();
+        let mut seen = Seen::new(n_vocab);
         for &t in prompt {
             sampler.accept(t)?;
-            if !seen[t.0 as usize] {
-                seen[t.0 as usize] = true;
-                seen_list.push(t.0 as usize);
-            }
+            seen.insert(t);
         }
-        Ok(GaugeRun {
+        let record = RunRecord {
             op,
             imp,
             theta,
             shift,
-            checked_as: (op, theta),
-            sampler,
-            seen,
-            seen_list,
+            tokens: Vec::new(),
             margins: Vec::new(),
             edges: Vec::new(),
             check: ValueCheck::default(),
+        };
+        Ok(GaugeRun {
+            record,
+            checked_as: (op, theta),
+            sampler,
+            seen,
         })
-    }
-
-    fn mismatch(&mut self, i: usize, x: f32, y: f32, what: &str) {
-        if self.check.first_mismatch.is_none() {
-            self.check.first_mismatch = Some(format!(
-                "{} theta {} shift {} step {} id {i}: input {x} gave {y} ({what})",
-                self.imp.label(),
-                self.theta,
-                self.shift,
-                self.margins.len() - 1,
-            ));
-        }
     }
 }
 
 impl Run for GaugeRun {
     fn choose(&mut self, row: &LogitsRow<'_>) -> Result<TokenId> {
-        let x: Vec<f32> = row.raw.iter().map(|&z| z + self.shift).collect();
+        let r = &mut self.record;
+        let x: Vec<f32> = row.raw.iter().map(|&z| z + r.shift).collect();
         let y = self.sampler.apply_in_id_order(&x)?;
-        // First maximum in id order (llama.cpp's greedy), and the best other value.
-        let (mut best, mut second) = (0usize, f32::NEG_INFINITY);
-        for i in 1..y.len() {
-            if y[i] > y[best] {
-                second = y[best];
-                best = i;
-            } else if y[i] > second {
-                second = y[i];
-            }
-        }
-        let margin = y[best] - second;
-        self.margins.push(margin);
-        self.edges
-            .push(is_knife_edge(self.op, self.theta, margin, y[best]));
+        let (best, margin, top) = first_max_of(&y);
+        r.margins.push(margin);
+        r.edges.push(is_knife_edge(r.op, r.theta, margin, top));
         // Every id the operator must leave alone comes out as it went in.
-        let identity = self.theta == 1.0;
-        let mut moved = None;
-        for i in 0..y.len() {
-            if (identity || !self.seen[i]) && y[i].to_bits() != x[i].to_bits() {
-                self.check.moved += 1;
-                moved.get_or_insert(i);
-            }
-        }
-        self.check.untouched += if identity {
-            y.len()
-        } else {
-            y.len() - self.seen_list.len()
-        };
-        if let Some(i) = moved {
-            self.mismatch(i, x[i], y[i], "an id the operator must not touch moved");
+        let identity = r.theta == 1.0;
+        let alone = |i: usize| identity || !self.seen.mask[i];
+        let moved: Vec<usize> = (0..y.len())
+            .filter(|&i| alone(i) && y[i].to_bits() != x[i].to_bits())
+            .collect();
+        r.check.moved += moved.len();
+        r.check.untouched += y.len() - if identity { 0 } else { self.seen.ids.len() };
+        if let Some(&i) = moved.first() {
+            r.mismatch(i, x[i], y[i], "an id the operator must not touch moved");
         }
         // Every seen id's penalized value against the oracle's arithmetic.
         let (op, theta) = self.checked_as;
         if !identity {
-            let lse = if op == Operator::Normalized {
-                row.log_sum_exp() + self.shift as f64
-            } else {
-                0.0
+            let lse = match op {
+                Operator::Normalized => row.log_sum_exp() + r.shift as f64,
+                _ => 0.0,
             };
-            for k in 0..self.seen_list.len() {
-                let i = self.seen_list[k];
+            for &i in &self.seen.ids {
                 let (ok, dev) = value_ok(op, x[i], y[i], theta, lse);
-                self.check.compared += 1;
-                self.check.max_deviation = self.check.max_deviation.max(dev);
+                r.check.compared += 1;
+                r.check.max_deviation = r.check.max_deviation.max(dev);
                 if !ok {
-                    self.check.mismatches += 1;
-                    self.mismatch(
-                        i,
-                        x[i],
-                        y[i],
-                        &format!("{} arithmetic at theta {theta} expected", op.as_str()),
-                    );
+                    r.check.mismatches += 1;
+                    let what = format!("{} arithmetic at theta {theta} expected", op.as_str());
+                    r.mismatch(i, x[i], y[i], &what);
                 }
             }
         }
-        let t = TokenId(best as i32);
-        self.sampler.accept(t)?;
-        if !self.seen[best] {
-            self.seen[best] = true;
-            self.seen_list.push(best);
-        }
-        Ok(t)
+        self.sampler.accept(best)?;
+        self.seen.insert(best);
+        Ok(best)
     }
 }
 
@@ -302,9 +335,8 @@ impl Design {
     pub fn standard(thetas: Vec<f32>, shifts: Vec<f32>, max_new: usize, threads: i32) -> Design {
         Design {
             slots: Operator::ALL
-                .iter()
-                .map(|&op| (op, Implementation::of(op)))
-                .collect(),
+                .map(|op| (op, Implementation::of(op)))
+                .to_vec(),
             thetas,
             shifts,
             max_new,
@@ -314,38 +346,23 @@ impl Design {
 
     /// The runs of one prompt, in a fixed order: theta, then slot, then shift.
     pub fn cells(&self) -> Vec<((Operator, Implementation), f32, f32)> {
-        let mut v = Vec::new();
-        for &theta in &self.thetas {
-            for &slot in &self.slots {
-                for &c in &self.shifts {
-                    v.push((slot, theta, c));
-                }
-            }
-        }
-        v
+        let per_theta = |&theta| {
+            let per_slot = move |&slot| self.shifts.iter().map(move |&c| (slot, theta, c));
+            self.slots.iter().flat_map(per_slot)
+        };
+        self.thetas.iter().flat_map(per_theta).collect()
+    }
+
+    fn run(&self, k: usize, n_vocab: i32, prompt: &[TokenId]) -> Result<GaugeRun> {
+        let (slot, theta, c) = self.cells()[k];
+        GaugeRun::new(slot, theta, c, n_vocab, prompt, prompt.len() + self.max_new)
     }
 
     pub fn runs(&self, n_vocab: i32, prompt: &[TokenId]) -> Result<Vec<GaugeRun>> {
-        let window = prompt.len() + self.max_new;
-        self.cells()
-            .into_iter()
-            .map(|(slot, theta, c)| GaugeRun::new(slot, theta, c, n_vocab, prompt, window))
+        (0..self.cells().len())
+            .map(|k| self.run(k, n_vocab, prompt))
             .collect()
     }
-}
-
-/// One run's outcome.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunRecord {
-    pub op: Operator,
-    pub imp: Implementation,
-    pub theta: f32,
-    pub shift: f32,
-    pub tokens: Vec<TokenId>,
-    pub stop: Stop,
-    pub margins: Vec<f32>,
-    pub edges: Vec<bool>,
-    pub check: ValueCheck,
 }
 
 /// One prompt's runs, and (on a model) a few of them decoded again alone, which the forked
@@ -360,41 +377,29 @@ pub struct PromptRuns {
     pub alone: Vec<(usize, Vec<TokenId>, Vec<f32>)>,
 }
 
-pub fn records(runs: Vec<GaugeRun>, out: Forked) -> Vec<RunRecord> {
-    runs.into_iter()
-        .zip(out.tokens.into_iter().zip(out.stops))
-        .map(|(r, (tokens, stop))| RunRecord {
-            op: r.op,
-            imp: r.imp,
-            theta: r.theta,
-            shift: r.shift,
-            tokens,
-            stop,
-            margins: r.margins,
-            edges: r.edges,
-            check: r.check,
-        })
-        .collect()
+impl PromptRuns {
+    fn new(prompt: String, ids: &[TokenId], runs: Vec<GaugeRun>, out: Forked) -> PromptRuns {
+        PromptRuns {
+            prompt,
+            prompt_tokens: ids.len(),
+            decoded: out.decoded,
+            max_live: out.max_live,
+            runs: (runs.into_iter().zip(out.tokens))
+                .map(|(r, tokens)| RunRecord { tokens, ..r.record })
+                .collect(),
+            alone: Vec::new(),
+        }
+    }
 }
 
 /// The runs decoded again alone: the sign slot at the largest theta, at c = 0 (the headline
 /// cells' reference) and at the largest shift. Both sit on forked sequences in the batch
 /// (their tokens part from the theta-1 runs early), so they check forked decoding.
 pub fn recheck_indices(design: &Design) -> Vec<usize> {
-    let theta = design
-        .thetas
-        .iter()
-        .copied()
-        .fold(f32::NEG_INFINITY, f32::max);
-    let reach = design
-        .shifts
-        .iter()
-        .copied()
-        .fold(f32::NEG_INFINITY, f32::max);
-    design
-        .cells()
-        .iter()
-        .enumerate()
+    let largest = |v: &[f32]| v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let (theta, reach) = (largest(&design.thetas), largest(&design.shifts));
+    let cells = design.cells().into_iter().enumerate();
+    cells
         .filter(|(_, ((op, _), t, c))| {
             *op == Operator::Sign && *t == theta && (*c == 0.0 || *c == reach)
         })
@@ -408,21 +413,14 @@ fn decode_alone(
     ids: &[TokenId],
     design: &Design,
     k: usize,
-) -> Result<(Vec<TokenId>, Vec<f32>)> {
-    let (slot, theta, c) = design.cells()[k];
-    let window = ids.len() + design.max_new;
-    let mut run = GaugeRun::new(slot, theta, c, m.model.n_vocab(), ids, window)?;
+) -> Result<(usize, Vec<TokenId>, Vec<f32>)> {
+    let mut run = design.run(k, m.model.n_vocab(), ids)?;
     // Plain attention, like the forked runs' context (see `subject::MultiContext`).
-    let mut session = Session::with_attention(
-        &m.model,
-        ids.to_vec(),
-        design.max_new,
-        Attention::Plain,
-        design.threads,
-    )?;
-    let (tokens, _) =
-        session.generate(design.max_new, |raw, _| run.choose(&LogitsRow::new(raw)))?;
-    Ok((tokens, run.margins))
+    let (max_new, threads) = (design.max_new, design.threads);
+    let mut session =
+        Session::with_attention(&m.model, ids.to_vec(), max_new, Attention::Plain, threads)?;
+    let (tokens, _) = session.generate(max_new, |raw, _| run.choose(&LogitsRow::new(raw)))?;
+    Ok((k, tokens, run.record.margins))
 }
 
 /// Every run of the design on one prompt of one model.
@@ -433,15 +431,11 @@ pub fn run_prompt(m: &LoadedModel, design: &Design, prompt: &str) -> Result<Prom
         .with_context(|| format!("decoding prompt {prompt:?}"))?;
     let alone = recheck_indices(design)
         .into_iter()
-        .map(|k| decode_alone(m, &ids, design, k).map(|(t, g)| (k, t, g)))
+        .map(|k| decode_alone(m, &ids, design, k))
         .collect::<Result<Vec<_>>>()?;
     Ok(PromptRuns {
-        prompt: prompt.to_string(),
-        prompt_tokens: ids.len(),
-        decoded: out.decoded,
-        max_live: out.max_live,
-        runs: records(runs, out),
         alone,
+        ..PromptRuns::new(prompt.to_string(), &ids, runs, out)
     })
 }
 
@@ -454,14 +448,8 @@ pub fn run_planted<D: Decoder>(
 ) -> Result<PromptRuns> {
     let mut runs = design.runs(n_vocab, prompt)?;
     let out = fork::run_on(decoder, prompt, &mut runs, design.max_new)?;
-    Ok(PromptRuns {
-        prompt: format!("{:?}", prompt.iter().map(|t| t.0).collect::<Vec<_>>()),
-        prompt_tokens: prompt.len(),
-        decoded: out.decoded,
-        max_live: out.max_live,
-        runs: records(runs, out),
-        alone: Vec::new(),
-    })
+    let text = format!("{:?}", prompt.iter().map(|t| t.0).collect::<Vec<_>>());
+    Ok(PromptRuns::new(text, prompt, runs, out))
 }
 
 /// One prompt's measures for one run against its reference (same slot and theta, shift 0).
@@ -483,24 +471,18 @@ pub struct PromptMeasure {
 pub fn measure(run: &RunRecord, reference: &RunRecord) -> PromptMeasure {
     let d = divergence(&reference.tokens, &run.tokens);
     let at = |r: &RunRecord, i: usize| {
-        (
-            r.margins.get(i).copied().unwrap_or(f32::INFINITY),
-            r.edges.get(i).copied().unwrap_or(false),
-        )
+        let margin = r.margins.get(i).copied().unwrap_or(f32::INFINITY);
+        (margin, r.edges.get(i).copied().unwrap_or(false))
     };
-    let (margin, knife_edge) = match d {
-        Some(i) => {
-            let ((a, ea), (b, eb)) = (at(run, i), at(reference, i));
-            (Some(a.min(b)), ea || eb)
-        }
-        None => (None, false),
-    };
+    let ((a, ea), (b, eb)) = d.map_or(((0.0, false), (0.0, false)), |i| {
+        (at(run, i), at(reference, i))
+    });
     PromptMeasure {
         differing_share: stats::differing_share(&reference.tokens, &run.tokens),
         first_divergence: d.unwrap_or(reference.tokens.len().max(run.tokens.len())),
         diverged: d.is_some(),
-        margin_at_divergence: margin,
-        knife_edge,
+        margin_at_divergence: d.map(|_| a.min(b)),
+        knife_edge: ea || eb,
         distinct2: stats::distinct2(&run.tokens),
         rep_rate: stats::rep_rate(&run.tokens),
     }
@@ -540,12 +522,87 @@ impl Cell {
     pub fn rep_rate(&self) -> Estimate {
         self.estimate(|m| m.rep_rate)
     }
+    /// The differing share, the first divergence, distinct-2 and the repetition rate.
+    fn estimates(&self) -> [Estimate; 4] {
+        [
+            self.differing(),
+            self.first_divergence(),
+            self.distinct2(),
+            self.rep_rate(),
+        ]
+    }
     pub fn diverged(&self) -> usize {
         self.per_prompt.iter().filter(|m| m.diverged).count()
     }
     /// Prompts whose divergence rests on a knife edge.
     pub fn knife_edges(&self) -> usize {
         self.per_prompt.iter().filter(|m| m.knife_edge).count()
+    }
+}
+
+impl Serialize for Cell {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written {
+            operator: &'static str,
+            implementation: &'static str,
+            theta: f64,
+            shift: f64,
+            reference: bool,
+            differing_share: f64,
+            ci: [f64; 2],
+            first_divergence: f64,
+            first_divergence_ci: [f64; 2],
+            diverged_prompts: usize,
+            knife_edge_prompts: usize,
+            margins_at_divergence: Vec<Option<f32>>,
+            distinct2: f64,
+            distinct2_ci: [f64; 2],
+            rep_rate: f64,
+            rep_rate_ci: [f64; 2],
+        }
+        let [d, f, d2, rr] = self.estimates().map(|e| (e.mean, [e.lo, e.hi]));
+        Written {
+            operator: self.operator().as_str(),
+            implementation: self.imp.label(),
+            theta: short(self.theta),
+            shift: short(self.shift),
+            reference: self.is_reference(),
+            differing_share: d.0,
+            ci: d.1,
+            first_divergence: f.0,
+            first_divergence_ci: f.1,
+            diverged_prompts: self.diverged(),
+            knife_edge_prompts: self.knife_edges(),
+            margins_at_divergence: self
+                .per_prompt
+                .iter()
+                .map(|m| m.margin_at_divergence)
+                .collect(),
+            distinct2: d2.0,
+            distinct2_ci: d2.1,
+            rep_rate: rr.0,
+            rep_rate_ci: rr.1,
+        }
+        .serialize(s)
+    }
+}
+
+/// The no-op leg, or the fork check: comparisons, failures, those at knife edges (the no-op
+/// leg) or tokens compared (the fork check), and the first failure.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    pub compared: usize,
+    pub failures: usize,
+    pub knife_edges: usize,
+    pub tokens: usize,
+    pub first: Option<String>,
+}
+
+impl Tally {
+    fn fail(&mut self, first: impl FnOnce() -> String) {
+        self.failures += 1;
+        self.first.get_or_insert_with(first);
     }
 }
 
@@ -576,20 +633,17 @@ impl ModelRuns {
         })
     }
 
+    pub fn runs(&self) -> impl Iterator<Item = &RunRecord> + Clone {
+        self.prompts.iter().flat_map(|p| &p.runs)
+    }
+
     /// Generated tokens (every run's, shared or not), tokens decoded, and generated tokens per
     /// second of wall time.
     pub fn tokens_per_second(&self) -> (usize, usize, f64) {
-        let generated: usize = self
-            .prompts
-            .iter()
-            .flat_map(|p| p.runs.iter().map(|r| r.tokens.len()))
-            .sum();
+        let generated: usize = self.runs().map(|r| r.tokens.len()).sum();
         let decoded: usize = self.prompts.iter().map(|p| p.decoded).sum();
-        (
-            generated,
-            decoded,
-            generated as f64 / self.seconds.max(1e-9),
-        )
+        let per_second = generated as f64 / self.seconds.max(1e-9);
+        (generated, decoded, per_second)
     }
 
     /// One cell per (slot, theta, shift), in design order. Every run is measured against the
@@ -598,87 +652,73 @@ impl ModelRuns {
         let Some(first) = self.prompts.first() else {
             return Ok(Vec::new());
         };
-        first
-            .runs
-            .iter()
-            .enumerate()
-            .map(|(k, r)| {
-                let per_prompt = self
+        let measured = |p: &PromptRuns, k: usize| {
+            let run = &p.runs[k];
+            let reference = (p.runs.iter())
+                .find(|q| q.op == run.op && q.theta == run.theta && q.shift == 0.0)
+                .with_context(|| {
+                    format!("no c = 0 run for {} theta {}", run.op.as_str(), run.theta)
+                })?;
+            Ok(measure(run, reference))
+        };
+        let cell = |(k, r): (usize, &RunRecord)| {
+            Ok(Cell {
+                op: r.op,
+                imp: r.imp,
+                theta: r.theta,
+                shift: r.shift,
+                per_prompt: self
                     .prompts
                     .iter()
-                    .map(|p| {
-                        let run = &p.runs[k];
-                        let reference = p
-                            .runs
-                            .iter()
-                            .find(|q| q.op == run.op && q.theta == run.theta && q.shift == 0.0)
-                            .with_context(|| {
-                                format!("no c = 0 run for {} theta {}", run.op.as_str(), run.theta)
-                            })?;
-                        Ok(measure(run, reference))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                Ok(Cell {
-                    op: r.op,
-                    imp: r.imp,
-                    theta: r.theta,
-                    shift: r.shift,
-                    per_prompt,
-                })
+                    .map(|p| measured(p, k))
+                    .collect::<Result<_>>()?,
             })
-            .collect()
+        };
+        first.runs.iter().enumerate().map(cell).collect()
     }
 
-    /// Every run's value checks, merged per slot.
     pub fn checks(&self) -> Vec<(Operator, ValueCheck)> {
-        Operator::ALL
-            .iter()
-            .map(|&op| {
-                let mut c = ValueCheck::default();
-                for r in self.prompts.iter().flat_map(|p| &p.runs) {
-                    if r.op == op {
-                        c.merge(&r.check);
-                    }
-                }
-                (op, c)
-            })
-            .collect()
+        checks(self.runs())
     }
 
-    /// The no-op leg: every theta-1 run other than the sign slot's c = 0 run, against that
-    /// run, per prompt. A difference at a knife edge is counted apart, not as a failure.
-    pub fn no_op_leg(&self) -> NoOp {
-        let mut out = NoOp::default();
-        for (pi, p) in self.prompts.iter().enumerate() {
-            let Some(reference) = p
-                .runs
-                .iter()
-                .find(|r| r.theta == 1.0 && r.shift == 0.0 && r.op == Operator::Sign)
-            else {
-                continue;
-            };
-            for r in p.runs.iter().filter(|r| r.theta == 1.0) {
-                if std::ptr::eq(r, reference) {
+    /// The no-op leg over `models`: every theta-1 run other than the sign slot's c = 0 run,
+    /// against that run, per prompt. A difference at a knife edge is counted apart, not as a
+    /// failure.
+    pub fn no_op_leg(models: &[ModelRuns]) -> Tally {
+        let mut out = Tally::default();
+        for m in models {
+            for (pi, p) in m.prompts.iter().enumerate() {
+                let Some(reference) = (p.runs.iter())
+                    .find(|r| r.theta == 1.0 && r.shift == 0.0 && r.op == Operator::Sign)
+                else {
                     continue;
-                }
-                out.compared += 1;
-                let m = measure(r, reference);
-                if m.diverged {
-                    if m.knife_edge {
-                        out.knife_edges += 1;
-                    } else {
-                        out.failures += 1;
+                };
+                for r in p
+                    .runs
+                    .iter()
+                    .filter(|r| r.theta == 1.0 && !std::ptr::eq(*r, reference))
+                {
+                    out.compared += 1;
+                    let m_ = measure(r, reference);
+                    if !m_.diverged {
+                        continue;
                     }
-                    if out.first.is_none() {
-                        out.first = Some(format!(
+                    let first = || {
+                        format!(
                             "{}: prompt {pi}, {} c={}: differs at token {} (margin {:e}{})",
-                            self.model_label,
+                            m.model_label,
                             r.op.as_str(),
                             r.shift,
-                            m.first_divergence,
-                            m.margin_at_divergence.unwrap_or(f32::NAN),
-                            if m.knife_edge { ", a knife edge" } else { "" }
-                        ));
+                            m_.first_divergence,
+                            m_.margin_at_divergence.unwrap_or(f32::NAN),
+                            if m_.knife_edge { ", a knife edge" } else { "" }
+                        )
+                    };
+                    if m_.knife_edge {
+                        out.knife_edges += 1;
+                        out.first.get_or_insert_with(first);
+                    } else {
+                        out.fail(first);
                     }
                 }
             }
@@ -686,24 +726,25 @@ impl ModelRuns {
         out
     }
 
-    /// The forked runs of [`recheck_indices`] against the same runs decoded alone, per
-    /// prompt. With weights as stored and plain attention a batched row is the lone row bit
-    /// for bit (`subject::MultiContext`), so any parting, even at a tie, is a failure.
-    pub fn fork_check(&self) -> ForkCheck {
-        let mut out = ForkCheck::default();
-        for (pi, p) in self.prompts.iter().enumerate() {
-            for (k, alone, margins) in &p.alone {
-                let forked = &p.runs[*k];
-                out.runs += 1;
-                out.tokens += alone.len().max(forked.tokens.len());
-                if let Some(i) = divergence(alone, &forked.tokens) {
-                    let m = margins.get(i).copied().unwrap_or(f32::INFINITY);
-                    out.failures += 1;
-                    if out.first.is_none() {
-                        out.first = Some(format!(
-                            "{}: prompt {pi}, sign theta {} c={}: parts at token {i} (lone margin {m:e})",
-                            self.model_label, forked.theta, forked.shift
-                        ));
+    /// The forked runs of [`recheck_indices`] over `models` against the same runs decoded
+    /// alone, per prompt. With weights as stored and plain attention a batched row is the lone
+    /// row bit for bit (`subject::MultiContext`), so any parting, even at a tie, is a failure.
+    pub fn fork_check(models: &[ModelRuns]) -> Tally {
+        let mut out = Tally::default();
+        for m in models {
+            for (pi, p) in m.prompts.iter().enumerate() {
+                for (k, alone, margins) in &p.alone {
+                    let forked = &p.runs[*k];
+                    out.compared += 1;
+                    out.tokens += alone.len().max(forked.tokens.len());
+                    if let Some(i) = divergence(alone, &forked.tokens) {
+                        let lone = margins.get(i).copied().unwrap_or(f32::INFINITY);
+                        out.fail(|| {
+                            format!(
+                                "{}: prompt {pi}, sign theta {} c={}: parts at token {i} (lone margin {lone:e})",
+                                m.model_label, forked.theta, forked.shift
+                            )
+                        });
                     }
                 }
             }
@@ -754,91 +795,6 @@ impl Serialize for ModelRuns {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct NoOp {
-    pub compared: usize,
-    pub failures: usize,
-    pub knife_edges: usize,
-    pub first: Option<String>,
-}
-
-impl NoOp {
-    pub fn merge(&mut self, o: NoOp) {
-        self.compared += o.compared;
-        self.failures += o.failures;
-        self.knife_edges += o.knife_edges;
-        self.first = self.first.take().or(o.first);
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ForkCheck {
-    pub runs: usize,
-    pub tokens: usize,
-    pub failures: usize,
-    pub first: Option<String>,
-}
-
-impl ForkCheck {
-    pub fn merge(&mut self, o: ForkCheck) {
-        self.runs += o.runs;
-        self.tokens += o.tokens;
-        self.failures += o.failures;
-        self.first = self.first.take().or(o.first);
-    }
-}
-
-impl Serialize for Cell {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Written {
-            operator: &'static str,
-            implementation: &'static str,
-            theta: f64,
-            shift: f64,
-            reference: bool,
-            differing_share: f64,
-            ci: [f64; 2],
-            first_divergence: f64,
-            first_divergence_ci: [f64; 2],
-            diverged_prompts: usize,
-            knife_edge_prompts: usize,
-            margins_at_divergence: Vec<Option<f32>>,
-            distinct2: f64,
-            distinct2_ci: [f64; 2],
-            rep_rate: f64,
-            rep_rate_ci: [f64; 2],
-        }
-        let (d, f, d2, rr) = (
-            self.differing(),
-            self.first_divergence(),
-            self.distinct2(),
-            self.rep_rate(),
-        );
-        let interval = |e: &Estimate| [e.lo, e.hi];
-        let margins = self.per_prompt.iter().map(|m| m.margin_at_divergence);
-        Written {
-            operator: self.operator().as_str(),
-            implementation: self.imp.label(),
-            theta: short(self.theta),
-            shift: short(self.shift),
-            reference: self.is_reference(),
-            differing_share: d.mean,
-            ci: interval(&d),
-            first_divergence: f.mean,
-            first_divergence_ci: interval(&f),
-            diverged_prompts: self.diverged(),
-            knife_edge_prompts: self.knife_edges(),
-            margins_at_divergence: margins.collect(),
-            distinct2: d2.mean,
-            distinct2_ci: interval(&d2),
-            rep_rate: rr.mean,
-            rep_rate_ci: interval(&rr),
-        }
-        .serialize(s)
-    }
-}
-
 /// The text table of one model's cells.
 pub fn to_text(m: &ModelRuns) -> Result<String> {
     let (generated, decoded, tps) = m.tokens_per_second();
@@ -850,12 +806,7 @@ pub fn to_text(m: &ModelRuns) -> Result<String> {
         m.max_new
     );
     for c in m.cells()? {
-        let (d, f, d2, rr) = (
-            c.differing(),
-            c.first_divergence(),
-            c.distinct2(),
-            c.rep_rate(),
-        );
+        let [d, f, d2, rr] = c.estimates();
         out.push_str(&format!(
             "  {:<12} {:<28} {:>5} {:>6}  {:.3} [{:.3}, {:.3}]      {:>6.1} [{:>5.1}, {:>5.1}]      {:>3}/{:<3}   {:>3}        {:.3} [{:.3}, {:.3}]  {:.3} [{:.3}, {:.3}]{}\n",
             c.operator().as_str(),

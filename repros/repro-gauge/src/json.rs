@@ -155,6 +155,8 @@ impl Run for VariantRun {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Answer {
+    /// The variant's label.
+    pub variant: String,
     pub tokens: usize,
     pub eos: bool,
     pub parses: bool,
@@ -162,7 +164,7 @@ pub struct Answer {
     pub text: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PromptResult {
     pub prompt: String,
     /// One answer per variant, in `Variant::all()` order.
@@ -210,18 +212,21 @@ pub fn run(
             .collect::<Result<Vec<_>>>()?;
         let out = fork::run_forked(&m.model, &prompt, &mut runs, max_new, threads)
             .with_context(|| format!("decoding JSON prompt {prompt_text:?}"))?;
-        let mut answers = Vec::new();
-        for (k, tokens) in out.tokens.iter().enumerate() {
+        let answer = |((v, tokens), stop): ((&Variant, &Vec<TokenId>), _)| {
             let text = m.model.detokenize(tokens)?;
             let value = extract(&text);
-            answers.push(Answer {
+            Ok(Answer {
+                variant: v.label(),
                 tokens: tokens.len(),
-                eos: out.stops[k] == harness::Stop::Eos,
+                eos: stop == harness::Stop::Eos,
                 parses: value.is_some(),
                 schema_valid: value.is_some_and(|v| schema.accepts(&v)),
                 text,
-            });
-        }
+            })
+        };
+        let answers = (variants.iter().zip(&out.tokens).zip(out.stops))
+            .map(answer)
+            .collect::<Result<_>>()?;
         prompts.push(PromptResult {
             prompt: prompt_text.clone(),
             answers,
@@ -236,70 +241,33 @@ pub fn run(
 }
 
 /// Per-variant totals.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Totals {
+    #[serde(rename = "variant")]
     pub label: String,
     pub parses: usize,
+    pub parses_share: f64,
     pub schema_valid: usize,
+    pub schema_valid_share: f64,
     pub mean_tokens: f64,
 }
 
 impl Serialize for JsonReport {
-    fn serialize<'a, S: Serializer>(&'a self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Total {
-            variant: String,
-            parses: usize,
-            parses_share: f64,
-            schema_valid: usize,
-            schema_valid_share: f64,
-            mean_tokens: f64,
-        }
-        #[derive(Serialize)]
-        struct Labelled<'a> {
-            variant: String,
-            #[serde(flatten)]
-            answer: &'a Answer,
-        }
-        #[derive(Serialize)]
-        struct Prompt<'a> {
-            prompt: &'a str,
-            answers: Vec<Labelled<'a>>,
-        }
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct Written<'a> {
             model: &'a str,
             max_new: usize,
             prompts_count: usize,
-            variants: Vec<Total>,
-            prompts: Vec<Prompt<'a>>,
+            variants: Vec<Totals>,
+            prompts: &'a [PromptResult],
         }
-        let n = self.prompts.len();
-        let share = |k: usize| k as f64 / n.max(1) as f64;
-        let prompt = |p: &'a PromptResult| Prompt {
-            prompt: &p.prompt,
-            answers: (self.variants.iter().zip(&p.answers))
-                .map(|(v, answer)| Labelled {
-                    variant: v.label(),
-                    answer,
-                })
-                .collect(),
-        };
         Written {
             model: &self.model_label,
             max_new: self.max_new,
-            prompts_count: n,
-            variants: (self.totals().into_iter())
-                .map(|t| Total {
-                    parses_share: share(t.parses),
-                    schema_valid_share: share(t.schema_valid),
-                    variant: t.label,
-                    parses: t.parses,
-                    schema_valid: t.schema_valid,
-                    mean_tokens: t.mean_tokens,
-                })
-                .collect(),
-            prompts: self.prompts.iter().map(prompt).collect(),
+            prompts_count: self.prompts.len(),
+            variants: self.totals(),
+            prompts: &self.prompts,
         }
         .serialize(s)
     }
@@ -308,25 +276,21 @@ impl Serialize for JsonReport {
 impl JsonReport {
     pub fn totals(&self) -> Vec<Totals> {
         let n = self.prompts.len().max(1);
-        self.variants
-            .iter()
-            .enumerate()
-            .map(|(k, v)| Totals {
+        let total = |(k, v): (usize, &Variant)| {
+            let count =
+                |f: fn(&Answer) -> bool| self.prompts.iter().filter(|p| f(&p.answers[k])).count();
+            let (parses, schema_valid) = (count(|a| a.parses), count(|a| a.schema_valid));
+            let tokens: usize = self.prompts.iter().map(|p| p.answers[k].tokens).sum();
+            Totals {
                 label: v.label(),
-                parses: self.prompts.iter().filter(|p| p.answers[k].parses).count(),
-                schema_valid: self
-                    .prompts
-                    .iter()
-                    .filter(|p| p.answers[k].schema_valid)
-                    .count(),
-                mean_tokens: self
-                    .prompts
-                    .iter()
-                    .map(|p| p.answers[k].tokens)
-                    .sum::<usize>() as f64
-                    / n as f64,
-            })
-            .collect()
+                parses,
+                parses_share: parses as f64 / n as f64,
+                schema_valid,
+                schema_valid_share: schema_valid as f64 / n as f64,
+                mean_tokens: tokens as f64 / n as f64,
+            }
+        };
+        self.variants.iter().enumerate().map(total).collect()
     }
 
     pub fn to_text(&self) -> String {

@@ -30,13 +30,13 @@
 //! exact, and on the first [`FULL_CHECK_PAIRS`] pairs the whole-row pass also runs wherever the
 //! shortlist decided, as a consistency check.
 
-use crate::free_running::is_knife_edge;
+use crate::free_running::{first_max_of, is_knife_edge};
 use crate::json::{variant_sampler, Variant};
 use crate::schema::Schema;
 use anyhow::{ensure, Context as _, Result};
 use harness::{argmax, LoadedModel};
 use oracle::gauge::Operator;
-use oracle::stats::{self, Estimate};
+use oracle::stats;
 use oracle::TokenId;
 use report::Control;
 use serde::{Serialize, Serializer};
@@ -78,10 +78,10 @@ impl Chooser {
 
     /// The measured variants, then the two planted controls.
     pub fn all() -> Vec<Chooser> {
-        let mut v: Vec<Chooser> = Variant::all().into_iter().map(Chooser::Variant).collect();
-        v.push(Chooser::Breaker);
-        v.push(Chooser::Doubler);
-        v
+        let variants = Variant::all().into_iter().map(Chooser::Variant);
+        variants
+            .chain([Chooser::Breaker, Chooser::Doubler])
+            .collect()
     }
 
     /// Whether a top-2 margin could have been decided by rounding alone.
@@ -103,10 +103,7 @@ impl CustomSampler for Doubler {
         c"planted-doubler"
     }
     fn apply(&mut self, view: &mut ArrayView<'_>) {
-        for i in 0..view.len() {
-            let z = view.logit(i);
-            view.set_logit(i, z * 2.0);
-        }
+        (0..view.len()).for_each(|i| view.set_logit(i, view.logit(i) * 2.0));
     }
     fn clone_sampler(&self) -> Box<dyn CustomSampler> {
         Box::new(Doubler)
@@ -133,10 +130,7 @@ impl Breaker {
         let (head, tail) = order.split_at_mut(k);
         head.sort_by(by_rank);
         let grammar = &mut self.grammar;
-        let mut rejected = |i: &usize| {
-            let mut one = Candidates::new([(view.id(*i), 0.0f32)]);
-            grammar.apply(&mut one).is_ok() && one.entries[0].logit == f32::NEG_INFINITY
-        };
+        let mut rejected = |i: &usize| grammar_allows(grammar, view.id(*i)).is_ok_and(|ok| !ok);
         if let Some(&i) = head.iter().find(|i| rejected(i)) {
             return Some(i);
         }
@@ -284,19 +278,6 @@ fn grammar_allows(grammar: &mut Sampler, t: TokenId) -> Result<bool> {
     Ok(one.entries[0].logit > f32::NEG_INFINITY)
 }
 
-/// The first maximum and the gap to the best other value.
-fn top_two(row: &[f32]) -> (TokenId, f32, f32) {
-    let best = argmax(row);
-    let top = row[best.0 as usize];
-    let second = row
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i != best.0 as usize)
-        .map(|(_, &z)| z)
-        .fold(f32::NEG_INFINITY, f32::max);
-    (best, top, top - second)
-}
-
 impl PairState {
     /// Takes one step on `row` (the raw logits after prompt + reference so far); returns the
     /// reference token, or `None` once the pair is finished.
@@ -321,9 +302,9 @@ impl PairState {
         }
         if structural[reference.0 as usize] {
             for (k, chooser) in choosers.iter().enumerate() {
-                let (own, top, margin) = match self.samplers[k].as_mut() {
-                    Some(s) => top_two(&s.apply_in_id_order(row)?),
-                    None => top_two(row),
+                let (own, margin, top) = match self.samplers[k].as_mut() {
+                    Some(s) => first_max_of(&s.apply_in_id_order(row)?),
+                    None => first_max_of(row),
                 };
                 let outcome = if own == reference {
                     Outcome::Keep
@@ -443,47 +424,24 @@ pub fn run(m: &LoadedModel, corpus: &[(String, Schema)], threads: i32) -> Result
     })
 }
 
-/// One chooser's outcomes over the finished pairs.
-#[derive(Debug, Clone, PartialEq)]
+/// One chooser's outcomes over the finished pairs. Shares are means over finished pairs of
+/// each pair's share, with a 95% bootstrap interval over them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Shares {
+    #[serde(rename = "variant")]
     pub label: String,
+    #[serde(skip)]
     pub control: bool,
+    #[serde(rename = "structural_positions")]
     pub structural: usize,
-    pub leaves: usize,
     pub breaks: usize,
+    pub break_share: f64,
+    pub break_ci: [f64; 2],
+    pub leaves: usize,
+    pub leave_share: f64,
+    pub leave_ci: [f64; 2],
+    #[serde(rename = "knife_edge_departures")]
     pub knife_edges: usize,
-    /// Mean over finished pairs of each pair's share, with a 95% bootstrap interval over them.
-    pub leave_share: Estimate,
-    pub break_share: Estimate,
-}
-
-impl Serialize for Shares {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Written<'a> {
-            variant: &'a str,
-            structural_positions: usize,
-            breaks: usize,
-            break_share: f64,
-            break_ci: [f64; 2],
-            leaves: usize,
-            leave_share: f64,
-            leave_ci: [f64; 2],
-            knife_edge_departures: usize,
-        }
-        Written {
-            variant: &self.label,
-            structural_positions: self.structural,
-            breaks: self.breaks,
-            break_share: self.break_share.mean,
-            break_ci: [self.break_share.lo, self.break_share.hi],
-            leaves: self.leaves,
-            leave_share: self.leave_share.mean,
-            leave_ci: [self.leave_share.lo, self.leave_share.hi],
-            knife_edge_departures: self.knife_edges,
-        }
-        .serialize(s)
-    }
 }
 
 impl Serialize for StructuralReport {
@@ -553,21 +511,25 @@ impl StructuralReport {
             .enumerate()
             .map(|(k, c)| {
                 let share = |count: fn(&PairResult, usize) -> usize| {
-                    let v: Vec<f64> = counted
-                        .iter()
+                    let v: Vec<f64> = (counted.iter())
                         .map(|p| count(p, k) as f64 / p.structural() as f64)
                         .collect();
-                    stats::bootstrap_mean(&v)
+                    let e = stats::bootstrap_mean(&v);
+                    (e.mean, [e.lo, e.hi])
                 };
+                let ((break_share, break_ci), (leave_share, leave_ci)) =
+                    (share(PairResult::breaks), share(PairResult::leaves));
                 Shares {
                     label: c.label(),
                     control: c.is_control(),
                     structural: counted.iter().map(|p| p.structural()).sum(),
-                    leaves: counted.iter().map(|p| p.leaves(k)).sum(),
                     breaks: counted.iter().map(|p| p.breaks(k)).sum(),
+                    break_share,
+                    break_ci,
+                    leaves: counted.iter().map(|p| p.leaves(k)).sum(),
+                    leave_share,
+                    leave_ci,
                     knife_edges: counted.iter().map(|p| p.knife_edges[k]).sum(),
-                    leave_share: share(PairResult::leaves),
-                    break_share: share(PairResult::breaks),
                 }
             })
             .collect()
@@ -583,7 +545,7 @@ impl StructuralReport {
         let shares = self.shares();
         let find = |v: Variant| {
             self.index_of(Chooser::Variant(v))
-                .map(|k| shares[k].break_share.mean)
+                .map(|k| shares[k].break_share)
         };
         let sign = find(Variant::Llama {
             theta: 1.3,
@@ -667,13 +629,13 @@ impl StructuralReport {
                 s.label,
                 s.breaks,
                 s.structural,
-                s.break_share.mean,
-                s.break_share.lo,
-                s.break_share.hi,
+                s.break_share,
+                s.break_ci[0],
+                s.break_ci[1],
                 s.leaves,
-                s.leave_share.mean,
-                s.leave_share.lo,
-                s.leave_share.hi,
+                s.leave_share,
+                s.leave_ci[0],
+                s.leave_ci[1],
                 s.knife_edges
             )
         };

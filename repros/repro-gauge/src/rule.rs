@@ -31,20 +31,25 @@ pub fn strongest(cells: &[Cell]) -> Vec<&Cell> {
         .collect()
 }
 
-/// Over the gauge-free slots' shifted cells with theta above 1 (at theta 1 every operator is
-/// the identity, which the no-op leg covers): prompts that parted from c = 0, how many of those
-/// at a knife edge, and of how many prompt-cells.
-pub fn gauge_free_divergences(cells: &[Cell]) -> (usize, usize, usize) {
-    cells
+/// Over the shifted cells with theta above 1 of the slots `pick` names (at theta 1 every
+/// operator is the identity, which the no-op leg covers): prompts that parted from c = 0, how
+/// many of those at a knife edge, and of how many prompt-cells.
+pub fn divergences(cells: &[Cell], pick: impl Fn(Operator) -> bool) -> (usize, usize, usize) {
+    let counted = cells
         .iter()
-        .filter(|c| c.operator() != Operator::Sign && !c.is_reference() && c.theta > 1.0)
-        .fold((0, 0, 0), |(d, k, n), c| {
-            (
-                d + c.diverged(),
-                k + c.knife_edges(),
-                n + c.per_prompt.len(),
-            )
-        })
+        .filter(|c| pick(c.operator()) && !c.is_reference() && c.theta > 1.0);
+    counted.fold((0, 0, 0), |(d, k, n), c| {
+        (
+            d + c.diverged(),
+            k + c.knife_edges(),
+            n + c.per_prompt.len(),
+        )
+    })
+}
+
+/// [`divergences`] over the gauge-free slots.
+pub fn gauge_free_divergences(cells: &[Cell]) -> (usize, usize, usize) {
+    divergences(cells, |op| op != Operator::Sign)
 }
 
 /// The verdict rule of PREREG F4 (addenda 2026-11-30), before controls: `present` when on
@@ -63,16 +68,15 @@ pub fn verdict_of(models: &[ModelRuns]) -> Result<Verdict> {
         let (d, k, _) = gauge_free_divergences(cells);
         d == k
     });
-    let present = all.iter().any(|cells| {
+    let strong_above = |cells: &Vec<Cell>| {
         strongest(cells)
             .iter()
             .any(|c| c.differing().lo > THRESHOLD)
-    });
+    };
+    let present = all.iter().any(strong_above);
     let absent = all.iter().all(|cells| {
-        !strongest(cells).is_empty()
-            && strongest(cells)
-                .iter()
-                .all(|c| c.differing().hi <= THRESHOLD)
+        let strong = strongest(cells);
+        !strong.is_empty() && strong.iter().all(|c| c.differing().hi <= THRESHOLD)
     });
     Ok(if !gauge_free_clean {
         Verdict::Undecided
@@ -90,14 +94,8 @@ pub fn verdict_of(models: &[ModelRuns]) -> Result<Verdict> {
 pub fn fix_verdict_of(models: &[ModelRuns]) -> Result<Verdict> {
     let (mut diverged, mut knife) = (0, 0);
     for m in models {
-        for c in m
-            .cells()?
-            .iter()
-            .filter(|c| c.operator() == Operator::Normalized && c.theta > 1.0 && !c.is_reference())
-        {
-            diverged += c.diverged();
-            knife += c.knife_edges();
-        }
+        let (d, k, _) = divergences(&m.cells()?, |op| op == Operator::Normalized);
+        (diverged, knife) = (diverged + d, knife + k);
     }
     Ok(if diverged == 0 {
         Verdict::Absent

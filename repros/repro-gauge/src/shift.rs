@@ -4,13 +4,13 @@
 //! ones are listed in [`crate::implementation`].
 
 use crate::free_running::{self, Design, GaugeRun, ModelRuns, ValueCheck};
+use crate::implementation::Implementation;
 use anyhow::Result;
 use harness::fork::{self, Scripted};
 use oracle::gauge::Operator;
 use oracle::TokenId;
 use report::{Control, ControlKind, Verdict};
-
-use crate::implementation::Implementation;
+use Implementation::{LedgerNormalized, LedgerSign, LedgerSubtractive, PlantedSubtractive};
 
 /// The planted source: 4 ids; after a history `h` the logits are (1, 0.75 + n, -8, -8),
 /// where n counts the 1s in `h` (a row that depends on the history, so a run handed another
@@ -84,148 +84,135 @@ pub fn planted_runs(design: &Design, label: &str) -> Result<ModelRuns> {
 pub fn planted_controls() -> Result<Vec<Control>> {
     let describe = |m: &ModelRuns| -> Result<String> {
         let cells = m.cells()?;
-        Ok(crate::rule::strongest(&cells)
-            .iter()
-            .map(|c| {
-                let d = c.differing();
-                format!(
-                    "c={:+}: differing share {:.2} [{:.2}, {:.2}], {} of {} prompts parted",
-                    c.shift,
-                    d.mean,
-                    d.lo,
-                    d.hi,
-                    c.diverged(),
-                    c.per_prompt.len()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; "))
+        let strong = crate::rule::strongest(&cells).into_iter().map(|c| {
+            let d = c.differing();
+            format!(
+                "c={:+}: differing share {:.2} [{:.2}, {:.2}], {} of {} prompts parted",
+                c.shift,
+                d.mean,
+                d.lo,
+                d.hi,
+                c.diverged(),
+                c.per_prompt.len()
+            )
+        });
+        Ok(format!(" {}", strong.collect::<Vec<_>>().join("; ")))
     };
     let case = "planted source (1, 0.75 + n, -8, -8), 4 prompts with id 0 seen, theta 1.3";
-    // A planted design's runs, and the subject's verdict rule on them.
-    let judged = |design: Design, label: &str| -> Result<(ModelRuns, Verdict)> {
-        let runs = planted_runs(&design, label)?;
-        let verdict = crate::rule::verdict_of(std::slice::from_ref(&runs))?;
-        Ok((runs, verdict))
+    let (sign, subtractive, normalized) =
+        (Operator::Sign, Operator::Subtractive, Operator::Normalized);
+    let slots = |imps: &[(Operator, Implementation)], label: &str| {
+        planted_runs(&planted_slots(imps.to_vec()), label)
     };
-    let (sign, sign_verdict) = judged(
-        planted_design(
-            Implementation::LedgerSign,
-            Implementation::PlantedSubtractive,
-        ),
+    let subject_rule = |m: ModelRuns| crate::rule::verdict_of(std::slice::from_ref(&m));
+    let fix_rule = |m: ModelRuns| crate::rule::fix_verdict_of(std::slice::from_ref(&m));
+    let signed = slots(
+        &[(sign, LedgerSign), (subtractive, PlantedSubtractive)],
         "planted sign",
     )?;
-    let (clean, clean_verdict) = judged(
-        planted_design(
-            Implementation::PlantedSubtractive,
-            Implementation::PlantedSubtractive,
-        ),
+    let clean = slots(
+        &[
+            (sign, PlantedSubtractive),
+            (subtractive, PlantedSubtractive),
+        ],
         "planted subtractive",
     )?;
     // A sign-branched sampler in a gauge-free slot: the subject's rule must refuse to decide,
     // and the fix's rule must say present.
-    let (broken, broken_verdict) = judged(
-        planted_slots(vec![
-            (Operator::Sign, Implementation::LedgerSign),
-            (Operator::Subtractive, Implementation::LedgerSign),
-            (Operator::Normalized, Implementation::LedgerSign),
-        ]),
+    let broken = slots(
+        &[
+            (sign, LedgerSign),
+            (subtractive, LedgerSign),
+            (normalized, LedgerSign),
+        ],
         "planted sign in the gauge-free slots",
     )?;
-    let broken_fix = crate::rule::fix_verdict_of(std::slice::from_ref(&broken))?;
-    let fixed = planted_runs(
-        &planted_slots(vec![
-            (Operator::Sign, Implementation::LedgerSign),
-            (Operator::Normalized, Implementation::LedgerNormalized),
-        ]),
+    let fixed = slots(
+        &[(sign, LedgerSign), (normalized, LedgerNormalized)],
         "planted with the fix",
     )?;
-    let fixed_fix = crate::rule::fix_verdict_of(std::slice::from_ref(&fixed))?;
-    // The value check, told the wrong arithmetic.
-    let wrong = |slot: (Operator, Implementation),
-                 theta: f32,
-                 expect: (Operator, f32)|
-     -> Result<ValueCheck> {
-        let mut check = ValueCheck::default();
+    let (signed_text, clean_text) = (describe(&signed)?, describe(&clean)?);
+    // (kind, name, the verdict the rule gave, the verdict it must give, what the rule saw)
+    let rules = [
+        (
+            ControlKind::Positive,
+            "planted sign-branched sampler: the verdict path says present",
+            subject_rule(signed)?,
+            Verdict::Present,
+            signed_text,
+        ),
+        (
+            ControlKind::Negative,
+            "planted subtractive sampler in the sign slot: the verdict path says absent",
+            subject_rule(clean)?,
+            Verdict::Absent,
+            clean_text,
+        ),
+        (
+            ControlKind::Positive,
+            "planted sign-branched sampler in the gauge-free slots: the rule refuses to decide",
+            subject_rule(broken.clone())?,
+            Verdict::Undecided,
+            String::new(),
+        ),
+        (
+            ControlKind::Positive,
+            "planted sign-branched sampler in the normalized slot: the fix's rule says present",
+            fix_rule(broken)?,
+            Verdict::Present,
+            String::new(),
+        ),
+        (
+            ControlKind::Negative,
+            "ledger-penalties normalized on the planted case: the fix's rule says absent",
+            fix_rule(fixed)?,
+            Verdict::Absent,
+            String::new(),
+        ),
+    ];
+    let mut controls: Vec<Control> = (rules.into_iter())
+        .map(|(kind, name, got, want, saw)| {
+            let detail = format!("{case}:{saw} -> {}", got.as_str());
+            Control::new(kind, name, got == want, detail)
+        })
+        .collect();
+    // The value check, told the wrong arithmetic: (what is wrong, the implementation in its
+    // slot, its theta, what it is checked as).
+    let wrong_cases = [
+        (
+            "the planted subtractive sampler checked as the sign branch",
+            (subtractive, PlantedSubtractive),
+            1.3,
+            (sign, 1.3),
+        ),
+        (
+            "ledger-penalties normalized at theta 1.31 checked at 1.3",
+            (normalized, LedgerNormalized),
+            1.31,
+            (normalized, 1.3),
+        ),
+        (
+            "ledger-penalties subtractive at theta 1.31 checked at 1.3",
+            (subtractive, LedgerSubtractive),
+            1.31,
+            (subtractive, 1.3),
+        ),
+    ];
+    for (what, slot, theta, expect) in wrong_cases {
+        let mut c = ValueCheck::default();
         for p in PLANTED_PROMPTS {
             let mut run =
                 GaugeRun::new(slot, theta, 5.0, PLANTED_VOCAB, p, p.len() + PLANTED_STEPS)?;
             run.checked_as = expect;
             let mut runs = [run];
-            let mut d = Scripted::new(1, planted_row, None);
-            fork::run_on(&mut d, p, &mut runs, PLANTED_STEPS)?;
-            check.merge(&runs[0].check);
+            fork::run_on(
+                &mut Scripted::new(1, planted_row, None),
+                p,
+                &mut runs,
+                PLANTED_STEPS,
+            )?;
+            c.merge(&runs[0].record.check);
         }
-        Ok(check)
-    };
-    // (what is wrong, the implementation in its slot, its theta, what it is checked as)
-    let wrong_cases = [
-        (
-            "the planted subtractive sampler checked as the sign branch",
-            (Operator::Subtractive, Implementation::PlantedSubtractive),
-            1.3,
-            (Operator::Sign, 1.3),
-        ),
-        (
-            "ledger-penalties normalized at theta 1.31 checked at 1.3",
-            (Operator::Normalized, Implementation::LedgerNormalized),
-            1.31,
-            (Operator::Normalized, 1.3),
-        ),
-        (
-            "ledger-penalties subtractive at theta 1.31 checked at 1.3",
-            (Operator::Subtractive, Implementation::LedgerSubtractive),
-            1.31,
-            (Operator::Subtractive, 1.3),
-        ),
-    ];
-    let mut controls = vec![
-        Control::positive(
-            "planted sign-branched sampler: the verdict path says present",
-            sign_verdict == Verdict::Present,
-            format!("{case}: {} -> {}", describe(&sign)?, sign_verdict.as_str()),
-        ),
-        Control::negative(
-            "planted subtractive sampler in the sign slot: the verdict path says absent",
-            clean_verdict == Verdict::Absent,
-            format!(
-                "{case}: {} -> {}",
-                describe(&clean)?,
-                clean_verdict.as_str()
-            ),
-        ),
-    ];
-    // (kind, name, the verdict the rule gave, the verdict it must give)
-    let rules = [
-        (
-            ControlKind::Positive,
-            "planted sign-branched sampler in the gauge-free slots: the rule refuses to decide",
-            broken_verdict,
-            Verdict::Undecided,
-        ),
-        (
-            ControlKind::Positive,
-            "planted sign-branched sampler in the normalized slot: the fix's rule says present",
-            broken_fix,
-            Verdict::Present,
-        ),
-        (
-            ControlKind::Negative,
-            "ledger-penalties normalized on the planted case: the fix's rule says absent",
-            fixed_fix,
-            Verdict::Absent,
-        ),
-    ];
-    for (kind, name, got, want) in rules {
-        controls.push(Control::new(
-            kind,
-            name,
-            got == want,
-            format!("{case}: -> {}", got.as_str()),
-        ));
-    }
-    for (what, slot, theta, expect) in wrong_cases {
-        let c = wrong(slot, theta, expect)?;
         controls.push(Control::positive(
             format!("value check catches {what}"),
             c.mismatches > 0,

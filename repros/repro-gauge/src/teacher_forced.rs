@@ -21,7 +21,7 @@
 //! the multiply branch. It and the chain can disagree only where f32 rounding decides, so each
 //! disagreement is reported with whether the chain's margin there was within rounding.
 
-use crate::free_running;
+use crate::free_running::{self, first_max, first_max_of, is_knife_edge, ulp, Seen};
 use crate::implementation::{short, Implementation};
 use anyhow::{ensure, Context as _, Result};
 use harness::LoadedModel;
@@ -55,6 +55,26 @@ pub struct TfCell {
 }
 
 impl TfCell {
+    fn new(imp: Implementation, theta: f32, shift: f32) -> TfCell {
+        TfCell {
+            imp,
+            theta,
+            shift,
+            positions: 0,
+            flips: 0,
+            predicted_flips: 0,
+            agree: 0,
+            knife_edge_disagreements: 0,
+            knife_edge_flips: 0,
+        }
+    }
+    fn add(&mut self, o: &TfCell) {
+        (self.positions, self.flips) = (self.positions + o.positions, self.flips + o.flips);
+        self.predicted_flips += o.predicted_flips;
+        self.agree += o.agree;
+        self.knife_edge_disagreements += o.knife_edge_disagreements;
+        self.knife_edge_flips += o.knife_edge_flips;
+    }
     pub fn operator(&self) -> Operator {
         self.imp.operator()
     }
@@ -117,34 +137,17 @@ pub struct TeacherForcedReport {
     pub seconds: f64,
 }
 
-/// A choice, the gap between it and the best other value, and its value.
-fn first_max(values: impl Iterator<Item = (i32, f32)>) -> (TokenId, f32, f32) {
-    let (mut best, mut bv, mut second) = (-1, f32::NEG_INFINITY, f32::NEG_INFINITY);
-    for (id, v) in values {
-        if best < 0 || v > bv {
-            second = bv;
-            best = id;
-            bv = v;
-        } else if v > second {
-            second = v;
-        }
-    }
-    (TokenId(best), bv - second, bv)
-}
-
 /// The predictor: the operator's choice in f64 real arithmetic over the candidates
 /// `(id, z, seen)`. For the normalized operator `z` must be the log-probability `z - lse(z)`:
 /// a seen id's value is then `theta z` and an unseen id's `z`, whatever the shift (the shift
 /// cancels exactly in real arithmetic), so `c` is not used.
 fn predict(op: Operator, theta: f32, c: f32, cand: &[(i32, f32, bool)]) -> TokenId {
-    let (t, c) = (
-        theta as f64,
-        if op == Operator::Normalized {
-            0.0
-        } else {
-            c as f64
-        },
-    );
+    let t = theta as f64;
+    let c = if op == Operator::Normalized {
+        0.0
+    } else {
+        c as f64
+    };
     let mut best = (-1i32, f64::NEG_INFINITY);
     for &(id, z, seen) in cand {
         let v = z as f64 + c;
@@ -163,11 +166,6 @@ fn predict(op: Operator, theta: f32, c: f32, cand: &[(i32, f32, bool)]) -> Token
         }
     }
     TokenId(best.0)
-}
-
-fn ulp(x: f32) -> f32 {
-    let a = x.abs();
-    f32::from_bits(a.to_bits() + 1) - a
 }
 
 /// Whether `text` holds enough tokens on this model for `positions` positions.
@@ -211,25 +209,17 @@ pub fn run(
     );
     let stride = (n_vocab as usize).div_ceil(NORMALIZED_SPAN);
     let cells_of = || -> Vec<TfCell> {
-        let mut v = Vec::new();
-        for &theta in thetas {
-            for op in Operator::ALL {
-                for &c in shifts {
-                    v.push(TfCell {
-                        imp: Implementation::of(op),
-                        theta,
-                        shift: c,
-                        positions: 0,
-                        flips: 0,
-                        predicted_flips: 0,
-                        agree: 0,
-                        knife_edge_disagreements: 0,
-                        knife_edge_flips: 0,
-                    });
-                }
-            }
-        }
-        v
+        let per_op = |theta, op| {
+            shifts
+                .iter()
+                .map(move |&c| TfCell::new(Implementation::of(op), theta, c))
+        };
+        let per_theta = |&theta| {
+            Operator::ALL
+                .into_iter()
+                .flat_map(move |op| per_op(theta, op))
+        };
+        thetas.iter().flat_map(per_theta).collect()
     };
     let mut cells = cells_of();
     let mut gauge = NaturalGauge {
@@ -250,14 +240,12 @@ pub fn run(
             tokens.len() as u32,
             threads,
         )?;
-        let items: Vec<Append> = tokens
-            .iter()
-            .map(|&token| Append {
-                seq: SeqId(0),
-                token,
-                logits: true,
-            })
-            .collect();
+        let append = |&token| Append {
+            seq: SeqId(0),
+            token,
+            logits: true,
+        };
+        let items: Vec<Append> = tokens.iter().map(append).collect();
         ctx.decode(&items)
             .with_context(|| format!("decoding teacher-forced chunk {k}"))?;
         let rows: Vec<&[f32]> = (first..first + take)
@@ -307,14 +295,7 @@ pub fn run(
         });
         for r in results {
             let (mine, g) = r?;
-            for (a, b) in cells.iter_mut().zip(mine) {
-                a.positions += b.positions;
-                a.flips += b.flips;
-                a.predicted_flips += b.predicted_flips;
-                a.agree += b.agree;
-                a.knife_edge_disagreements += b.knife_edge_disagreements;
-                a.knife_edge_flips += b.knife_edge_flips;
-            }
+            cells.iter_mut().zip(&mine).for_each(|(a, b)| a.add(b));
             gauge.merge(g);
         }
     }
@@ -332,8 +313,7 @@ pub fn run(
 /// One worker's samplers (one chain per operator and theta) and seen ids.
 struct Span {
     samplers: Vec<(Operator, f32, Sampler)>,
-    seen: Vec<bool>,
-    seen_list: Vec<i32>,
+    seen: Seen,
 }
 
 impl Span {
@@ -350,8 +330,7 @@ impl Span {
         }
         Ok(Span {
             samplers,
-            seen: vec![false; n_vocab as usize],
-            seen_list: Vec::new(),
+            seen: Seen::new(n_vocab),
         })
     }
 
@@ -359,10 +338,7 @@ impl Span {
         for (_, _, s) in &mut self.samplers {
             s.accept(t)?;
         }
-        if !self.seen[t.0 as usize] {
-            self.seen[t.0 as usize] = true;
-            self.seen_list.push(t.0);
-        }
+        self.seen.insert(t);
         Ok(())
     }
 
@@ -381,7 +357,7 @@ impl Span {
         let best_unseen = row
             .iter()
             .enumerate()
-            .filter(|(i, _)| !self.seen[*i])
+            .filter(|(i, _)| !self.seen.mask[*i])
             .fold(f32::NEG_INFINITY, |m, (_, &z)| m.max(z));
         let reach = shifts.iter().fold(0.0f32, |m, c| m.max(c.abs()));
         let mean = row.iter().map(|&z| z as f64).sum::<f64>() / row.len() as f64;
@@ -390,17 +366,14 @@ impl Span {
         let mut cand: Vec<(i32, f32, bool)> = row
             .iter()
             .enumerate()
-            .filter(|(i, &z)| self.seen[*i] || z >= best_unseen - delta)
-            .map(|(i, &z)| (i as i32, z, self.seen[i]))
+            .filter(|(i, &z)| self.seen.mask[*i] || z >= best_unseen - delta)
+            .map(|(i, &z)| (i as i32, z, self.seen.mask[i]))
             .collect();
         cand.sort_by_key(|c| c.0);
         // The natural gauge.
-        g.seen_positive.0 += self
-            .seen_list
-            .iter()
-            .filter(|&&i| row[i as usize] > 0.0)
-            .count();
-        g.seen_positive.1 += self.seen_list.len();
+        let seen = &self.seen.ids;
+        g.seen_positive.0 += seen.iter().filter(|&&i| row[i] > 0.0).count();
+        g.seen_positive.1 += seen.len();
         g.top1
             .push(row.iter().fold(f32::NEG_INFINITY, |m, &z| m.max(z)));
         // The normalized predictor works relative to the log-sum-exp (needed only where the
@@ -432,8 +405,7 @@ impl Span {
             let mut choose = |c: f32| -> Result<(TokenId, f32, f32)> {
                 if needs_full {
                     let x: Vec<f32> = row.iter().map(|&z| z + c).collect();
-                    let y = sampler.apply_in_id_order(&x)?;
-                    Ok(first_max(y.iter().enumerate().map(|(i, &v)| (i as i32, v))))
+                    Ok(first_max_of(&sampler.apply_in_id_order(&x)?))
                 } else {
                     let mut arr =
                         Candidates::new(cand.iter().map(|&(i, z, _)| (TokenId(i), z + c)));
@@ -443,7 +415,7 @@ impl Span {
             };
             let (op, theta) = (*op, *theta);
             let (c0, m0, top0) = choose(0.0)?;
-            let edge0 = free_running::is_knife_edge(op, theta, m0, top0);
+            let edge0 = is_knife_edge(op, theta, m0, top0);
             let pred_cand = if op == Operator::Normalized {
                 &cand_rel
             } else {
@@ -456,7 +428,7 @@ impl Span {
                 } else {
                     choose(cell.shift)?
                 };
-                let edge = free_running::is_knife_edge(op, theta, mc, topc);
+                let edge = is_knife_edge(op, theta, mc, topc);
                 let pc = if cell.shift == 0.0 {
                     p0
                 } else {

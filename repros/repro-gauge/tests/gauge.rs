@@ -42,6 +42,47 @@ fn oracle_examples() {
     insta::assert_snapshot!("oracle_examples", out);
 }
 
+/// A run for the fork tests: the best token, or the second best at the steps listed, with
+/// every row it was handed kept as bits.
+struct Rule {
+    second_at: Vec<usize>,
+    rows: Vec<Vec<u32>>,
+}
+
+impl Rule {
+    fn new(second_at: Vec<usize>) -> Rule {
+        Rule {
+            second_at,
+            rows: Vec::new(),
+        }
+    }
+    fn pick(&self, raw: &[f32], step: usize) -> TokenId {
+        let (best, second, _) = ranked(raw);
+        if self.second_at.contains(&step) {
+            second
+        } else {
+            best
+        }
+    }
+}
+
+impl harness::fork::Run for Rule {
+    fn choose(&mut self, row: &harness::fork::LogitsRow<'_>) -> anyhow::Result<TokenId> {
+        let t = self.pick(row.raw, self.rows.len());
+        self.rows
+            .push(row.raw.iter().map(|z| z.to_bits()).collect());
+        Ok(t)
+    }
+}
+
+/// The best and second-best ids (lowest id among equals) and the margin between them.
+fn ranked(raw: &[f32]) -> (TokenId, TokenId, f32) {
+    let mut idx: Vec<usize> = (0..raw.len()).collect();
+    idx.sort_by(|&a, &b| raw[b].total_cmp(&raw[a]).then(a.cmp(&b)));
+    let id = |k: usize| TokenId(idx[k] as i32);
+    (id(0), id(1), raw[idx[0]] - raw[idx[1]])
+}
+
 /// The fork plumbing: runs with different rules decode together, and every choice a run
 /// made is its rule applied to the logits of its own history decoded alone (up to rounding:
 /// the batched and the single-sequence logits may differ in the last bits, so a step whose
@@ -49,43 +90,9 @@ fn oracle_examples() {
 #[test]
 fn forked_runs_choose_from_their_own_history() {
     let _serial = one_at_a_time();
-    struct Rule {
-        /// At this step take the second-best token, else the best.
-        second_at: Option<usize>,
-        step: usize,
-    }
-    fn ranked(raw: &[f32]) -> (TokenId, TokenId, f32) {
-        let mut idx: Vec<usize> = (0..raw.len()).collect();
-        idx.sort_by(|&a, &b| raw[b].total_cmp(&raw[a]).then(a.cmp(&b)));
-        (
-            TokenId(idx[0] as i32),
-            TokenId(idx[1] as i32),
-            raw[idx[0]] - raw[idx[1]],
-        )
-    }
-    impl Rule {
-        fn pick(&self, raw: &[f32], step: usize) -> TokenId {
-            let (a, b, _) = ranked(raw);
-            if self.second_at == Some(step) {
-                b
-            } else {
-                a
-            }
-        }
-    }
-    impl harness::fork::Run for Rule {
-        fn choose(&mut self, row: &harness::fork::LogitsRow<'_>) -> anyhow::Result<TokenId> {
-            let t = self.pick(row.raw, self.step);
-            self.step += 1;
-            Ok(t)
-        }
-    }
     let m = load("smollm2");
     let prompt = m.chat_ids("Name three colours.").unwrap();
-    let mut runs: Vec<Rule> = [None, Some(1), Some(3), None]
-        .into_iter()
-        .map(|second_at| Rule { second_at, step: 0 })
-        .collect();
+    let mut runs: Vec<Rule> = [vec![], vec![1], vec![3], vec![]].map(Rule::new).into();
     let out = harness::fork::run_forked(&m.model, &prompt, &mut runs, 8, 2).unwrap();
     // Runs 0 and 3 never part; 1 and 2 part at their steps: three sequences at most.
     assert_eq!(out.tokens[0], out.tokens[3]);
@@ -123,12 +130,13 @@ fn short_design_on_both_models() {
     let mut text = String::new();
     for name in ["smollm2", "gemma3"] {
         let r = free_running::ModelRuns::run(&load(name), &short_design(), &prompts).unwrap();
-        let n = r.no_op_leg();
+        let one = std::slice::from_ref(&r);
+        let n = free_running::ModelRuns::no_op_leg(one);
         // 2 prompts x (3 operators x 3 shifts - the reference itself).
         assert_eq!((n.compared, n.failures), (2 * 8, 0), "{:?}", n.first);
-        let f = r.fork_check();
+        let f = free_running::ModelRuns::fork_check(one);
         // Two prompts x (sign at theta 1.3, c = 0 and c = +5) decoded alone.
-        assert_eq!((f.runs, f.failures), (4, 0), "{:?}", f.first);
+        assert_eq!((f.compared, f.failures), (4, 0), "{:?}", f.first);
         for (op, c) in r.checks() {
             assert!(c.compared > 0 && c.clean(), "{op:?}: {c:?}");
         }
@@ -216,27 +224,22 @@ fn prompt_file(name: &str, text: &str) -> String {
     p.display().to_string()
 }
 
+/// The binary's `--json` report on the prompts in `text`, with the flags in `flags` (split at
+/// spaces).
+fn report_on(name: &str, text: &str, flags: &str) -> (serde_json::Value, report::Header) {
+    let file = prompt_file(name, text);
+    let mut args: Vec<&str> = flags.split(' ').collect();
+    args.extend(["--prompt-file", &file, "--json"]);
+    json_report(BIN, &args)
+}
+
 #[test]
 fn json_output_shape() {
     let _serial = one_at_a_time();
-    let file = prompt_file("shape", "# two prompts\nSay hello.\n\nCount to three.\n");
-    let (v, h) = json_report(
-        BIN,
-        &[
-            "--model",
-            "gemma3",
-            "--prompt-file",
-            &file,
-            "--theta",
-            "1.3",
-            "--shifts",
-            "-5,5",
-            "--max-new",
-            "8",
-            "--positions",
-            "300",
-            "--json",
-        ],
+    let (v, h) = report_on(
+        "shape",
+        "# two prompts\nSay hello.\n\nCount to three.\n",
+        "--model gemma3 --theta 1.3 --shifts -5,5 --max-new 8 --positions 300",
     );
     assert_eq!(h.subject.build, BuildInfo::current().tag());
     assert!(h.controls.iter().all(|c| c.passed), "{:#?}", h.controls);
@@ -290,20 +293,10 @@ fn without_speed(text: &str) -> String {
 fn same_command_prints_the_same_bytes_but_the_speed() {
     let _serial = one_at_a_time();
     let file = prompt_file("twice", "Say hello.\n");
-    let args = [
-        "--model",
-        "smollm2",
-        "--prompt-file",
-        &file,
-        "--theta",
-        "1.3",
-        "--shifts",
-        "5",
-        "--max-new",
-        "4",
-        "--positions",
-        "16",
-    ];
+    let line = format!(
+        "--model smollm2 --prompt-file {file} --theta 1.3 --shifts 5 --max-new 4 --positions 16"
+    );
+    let args: Vec<&str> = line.split(' ').collect();
     let run = || {
         let (code, stdout, stderr) = test_support::run_bin(BIN, &args);
         assert_eq!(code, 0, "{stderr}");
@@ -362,32 +355,20 @@ fn teacher_forced_short() {
 fn bad_input_is_one_line_and_exit_2() {
     let _serial = one_at_a_time();
     let empty = prompt_file("empty", "# nothing but a comment\n\n");
-    for args in [
-        &["--theta", "0"][..],
-        &["--theta", "-1.3"],
-        &["--theta", "x"],
-        &["--shifts", "nan"],
-        &["--shifts", "1,,2"],
-        &["--shifts", "1e9"],
-        &["--prompt-file", "/no/such/prompts.txt"],
-        &["--prompt-file", &empty],
-        &["--max-new", "0"],
-        &["--max-new", "-3"],
-        &["--model", "/no/such/model.gguf"],
-        &["--prompts", "3"],
-        &["--positions", "0"],
-        &["--max-new", "600"],
-        &["--models", "smollm2"],
-        &["--positions", "199999"],
-        &["--teacher-text", "/no/such/text.md"],
-        &[
-            "--theta",
-            "1.1,1.2,1.3,1.4,1.5,1.6,1.7,1.8,1.9,2",
-            "--shifts",
-            "-9,-8,-7,-6,-5,-4,-3,-2,-1,1",
-        ],
-    ] {
-        assert_refused(BIN, args, &[]);
+    let lines = [
+        "--theta 0 | --theta -1.3 | --theta x | --shifts nan | --shifts 1,,2 | --shifts 1e9",
+        "--prompt-file /no/such/prompts.txt | --max-new 0 | --max-new -3 | --max-new 600",
+        "--model /no/such/model.gguf | --prompts 3 | --positions 0 | --positions 199999",
+        "--models smollm2 | --teacher-text /no/such/text.md",
+        "--theta 1.1,1.2,1.3,1.4,1.5,1.6,1.7,1.8,1.9,2 --shifts -9,-8,-7,-6,-5,-4,-3,-2,-1,1",
+    ];
+    let empty_file = format!("--prompt-file {empty}");
+    let cases = lines
+        .iter()
+        .flat_map(|l| l.split(" | "))
+        .chain([empty_file.as_str()]);
+    for case in cases {
+        assert_refused(BIN, &case.split(' ').collect::<Vec<_>>(), &[]);
     }
 }
 
@@ -398,49 +379,17 @@ fn bad_input_is_one_line_and_exit_2() {
 #[test]
 fn forked_rows_equal_lone_rows_bit_for_bit() {
     let _serial = one_at_a_time();
-    struct Rule {
-        /// Steps at which to take the second-best token.
-        second_at: Vec<usize>,
-        step: usize,
-        rows: Vec<Vec<u32>>,
-    }
-    impl harness::fork::Run for Rule {
-        fn choose(&mut self, row: &harness::fork::LogitsRow<'_>) -> anyhow::Result<TokenId> {
-            let mut idx: Vec<usize> = (0..row.raw.len()).collect();
-            idx.sort_by(|&a, &b| row.raw[b].total_cmp(&row.raw[a]).then(a.cmp(&b)));
-            let t = if self.second_at.contains(&self.step) {
-                idx[1]
-            } else {
-                idx[0]
-            };
-            self.rows
-                .push(row.raw.iter().map(|z| z.to_bits()).collect());
-            self.step += 1;
-            Ok(TokenId(t as i32))
-        }
-    }
     let m = load("gemma3");
     let prompt = m
         .chat_ids("Write a Python function that adds two numbers.")
         .unwrap();
-    let mut runs: Vec<Rule> = [vec![], vec![2], vec![2, 3], vec![2, 3, 4], vec![5]]
-        .into_iter()
-        .map(|second_at| Rule {
-            second_at,
-            step: 0,
-            rows: Vec::new(),
-        })
-        .collect();
+    let second_at = [vec![], vec![2], vec![2, 3], vec![2, 3, 4], vec![5]];
+    let mut runs: Vec<Rule> = second_at.map(Rule::new).into();
     let out = harness::fork::run_forked(&m.model, &prompt, &mut runs, 12, 2).unwrap();
     assert_eq!(out.max_live, 5, "every run parts from the others");
-    let mut session = harness::Session::with_attention(
-        &m.model,
-        prompt.clone(),
-        12,
-        subject::Attention::Plain,
-        2,
-    )
-    .unwrap();
+    let plain = subject::Attention::Plain;
+    let mut session =
+        harness::Session::with_attention(&m.model, prompt.clone(), 12, plain, 2).unwrap();
     for (r, tokens) in runs.iter().zip(&out.tokens) {
         for t in 0..tokens.len() {
             let raw = session.logits_after(&tokens[..t]).unwrap();
@@ -488,32 +437,24 @@ fn schema_grammars_accept_valid_and_stop_invalid_answers() {
         true
     };
     let obj = "{name:string,age:integer,tags:array,owner:object}";
-    assert!(passes(obj, "{\n  \"name\": \"Ada\",\n  \"age\": 36,\n  \"tags\": [\"x\", 2, {\"k\": true}],\n  \"owner\": {\"id\": 1.5}\n}"));
-    assert!(
-        !passes(obj, "{\"name\": \"Ada\", \"age\": 36, \"tags\": []"),
-        "unfinished: no end yet"
-    );
-    assert!(
-        !passes(obj, "{\"name\": \"Ada\", \"tags\": [], \"age\": 36}"),
-        "keys out of order"
-    );
-    assert!(
-        !passes(obj, "{\"name\": \"Ada\", \"age\": 3.5"),
-        "a number where an integer belongs"
-    );
-    assert!(
-        !passes(
-            obj,
-            "{\"name\": \"Ada\", \"age\": -0, \"tags\": [], \"owner\": {}}"
-        ),
-        "-0 reads as a float"
-    );
-    assert!(!passes(obj, "{\"name\": Ada"), "an unquoted string");
-    assert!(passes("{n:integer}", "{\"n\": 0}") && passes("{n:integer}", "{\"n\": -12}"));
-    assert!(passes("[{t:string}]", "[{\"t\": \"a\"}, {\"t\": \"b\"}]"));
-    assert!(!passes("[{t:string}]", "[]"), "an empty array");
-    assert!(passes("[boolean]", "[true, false]"));
-    assert!(!passes("[boolean]", "[true, 1]"));
+    // (schema, answer, whether it passes, why)
+    let cases = [
+        (obj, "{\n  \"name\": \"Ada\",\n  \"age\": 36,\n  \"tags\": [\"x\", 2, {\"k\": true}],\n  \"owner\": {\"id\": 1.5}\n}", true, "valid"),
+        (obj, "{\"name\": \"Ada\", \"age\": 36, \"tags\": []", false, "unfinished: no end yet"),
+        (obj, "{\"name\": \"Ada\", \"tags\": [], \"age\": 36}", false, "keys out of order"),
+        (obj, "{\"name\": \"Ada\", \"age\": 3.5", false, "a number where an integer belongs"),
+        (obj, "{\"name\": \"Ada\", \"age\": -0, \"tags\": [], \"owner\": {}}", false, "-0 reads as a float"),
+        (obj, "{\"name\": Ada", false, "an unquoted string"),
+        ("{n:integer}", "{\"n\": 0}", true, "zero"),
+        ("{n:integer}", "{\"n\": -12}", true, "a negative integer"),
+        ("[{t:string}]", "[{\"t\": \"a\"}, {\"t\": \"b\"}]", true, "an array of objects"),
+        ("[{t:string}]", "[]", false, "an empty array"),
+        ("[boolean]", "[true, false]", true, "an array of booleans"),
+        ("[boolean]", "[true, 1]", false, "a number among booleans"),
+    ];
+    for (schema, text, want, why) in cases {
+        assert_eq!(passes(schema, text), want, "{schema} {text:?}: {why}");
+    }
 }
 
 /// Structural positions along grammar references, three pairs on SmolLM2: every control of the
@@ -539,22 +480,10 @@ fn structural_subset() {
 #[test]
 fn candle_penalty_in_the_sign_slot() {
     let _serial = one_at_a_time();
-    let file = prompt_file("candle", "Say hello.\nCount to three.\n");
-    let (v, h) = json_report(
-        BIN,
-        &[
-            "--engine",
-            "candle",
-            "--prompt-file",
-            &file,
-            "--theta",
-            "1.3",
-            "--shifts",
-            "-5,5",
-            "--max-new",
-            "16",
-            "--json",
-        ],
+    let (v, h) = report_on(
+        "candle",
+        "Say hello.\nCount to three.\n",
+        "--engine candle --theta 1.3 --shifts -5,5 --max-new 16",
     );
     assert_eq!(h.subject.engine, "candle");
     assert_eq!(h.subject.build, "candle-0.11.1");
