@@ -1,7 +1,8 @@
 //! Command-line parsing and the two modes: one prompt (default) and `--audit`.
 
+use crate::audit;
 use crate::run::{self, LoadedModel, RunConfig};
-use crate::{audit, scope};
+use crate::scope::{self, ScopeSpec};
 use anyhow::{ensure, Context, Result};
 use clap::Parser;
 use engine::EngineName;
@@ -9,11 +10,12 @@ use std::ffi::OsString;
 
 pub const PUBLISHED_PROMPT: &str = "How do you say thank you in Chinese?";
 pub const DEFAULT_SCOPES: &str = "all,64,128,gen:64,llama:64";
-/// With `--engine candle`: the whole sequence; the last 64 tokens of the sequence; the last 64
+/// The default scopes for an engine other than llama.cpp, the slices candle's examples pass:
+/// the whole sequence; the last 64 tokens of the sequence; the last 64
 /// generated tokens, which is what candle's quantized example passes (its token list starts
 /// empty and holds only sampled tokens); the last 128 of the sequence, which is what its llama
 /// example passes (its list starts with the prompt).
-pub const DEFAULT_SCOPES_OTHER_ENGINE: &str = "all,64,gen:64,128";
+pub const CANDLE_EXAMPLE_SCOPES: &str = "all,64,gen:64,128";
 
 /// F3: one repetition penalty, different scopes: where does greedy output part ways?
 #[derive(Parser, Debug)]
@@ -77,20 +79,14 @@ pub fn config(args: &Args) -> Result<RunConfig> {
     );
     ensure!(!args.prompt.trim().is_empty(), "--prompt is empty");
     let engine = EngineName::parse(&args.engine).context("--engine")?;
-    let scopes_text = args.scopes.clone().unwrap_or_else(|| {
-        if engine == EngineName::Llama {
-            DEFAULT_SCOPES
-        } else {
-            DEFAULT_SCOPES_OTHER_ENGINE
-        }
-        .to_string()
-    });
-    let scopes = scope::parse_list(&scopes_text).context("--scopes")?;
+    let default = match engine {
+        EngineName::Llama => DEFAULT_SCOPES,
+        _ => CANDLE_EXAMPLE_SCOPES,
+    };
+    let scopes =
+        scope::parse_list(args.scopes.as_deref().unwrap_or(default)).context("--scopes")?;
     if engine != EngineName::Llama {
-        if let Some(s) = scopes
-            .iter()
-            .find(|s| matches!(s, scope::ScopeSpec::Llama(_)))
-        {
+        if let Some(s) = scopes.iter().find(|s| matches!(s, ScopeSpec::Llama(_))) {
             anyhow::bail!("--scopes: '{s}' names llama.cpp's sampler chain; with --engine {engine} use all, N or gen:N");
         }
         harness::engines::get(engine)?;
@@ -144,11 +140,7 @@ fn execute(args: &Args, cfg: &RunConfig, m: &LoadedModel) -> Result<String> {
         // Another engine's audit: the published prompt on this model (no sweep), written
         // as scope-<model>.<engine build>.{json,txt} (`file` for a model named by path).
         let r = run::run(m, cfg)?.report();
-        let model = if m.choice.known.is_some() {
-            m.choice.label.as_str()
-        } else {
-            "file"
-        };
+        let model = m.choice.known.map_or("file", |_| m.choice.label.as_str());
         r.write(&args.out.results, &format!("scope-{model}"))?;
         r
     } else if args.audit {

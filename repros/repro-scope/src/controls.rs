@@ -6,10 +6,9 @@
 //! comparison's own positive control: llama.cpp's penalties with theta one f32 step off must be
 //! caught beside `all`.
 
-use crate::decode::{Decoder, Divergence, Trajectory};
+use crate::decode::{Divergence, ScopeDecoder, StepChecks, Trajectory};
 use crate::scope::{PlantedScope, ScopeSpec};
 use anyhow::Result;
-use oracle::scope::Scope;
 use oracle::TokenId;
 use report::Control;
 use serde::Serialize;
@@ -26,7 +25,7 @@ pub struct PlantedRuns {
 
 impl PlantedRuns {
     /// Decodes both planted scopes against `all` (which must carry `first_mattering`).
-    pub fn run(dec: &mut Decoder, all: &Trajectory, max_new: usize) -> Result<PlantedRuns> {
+    pub fn run(dec: &mut ScopeDecoder, all: &Trajectory, max_new: usize) -> Result<PlantedRuns> {
         // Each planted scope runs only when `all` found the id it drops.
         let mut planted = |scope| dec.greedy(ScopeSpec::Planted(scope), max_new, Some(all));
         let drop_one = all
@@ -49,7 +48,7 @@ impl PlantedRuns {
     pub fn drop_one_flagged(&self) -> bool {
         match (&self.mattering, &self.drop_one) {
             (Some((step, id)), Some(t)) => t.divergence.as_ref().is_some_and(|d| {
-                d.step == *step && d.decisive() && d.causes.iter().any(|c| c.id == *id)
+                d.step == *step && d.decisive && d.causes.iter().any(|c| c.id == *id)
             }),
             _ => false,
         }
@@ -177,20 +176,24 @@ pub fn planted_controls<'a>(
 /// over `trajectories`.
 pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>) -> Vec<Control> {
     let all_trajectories: Vec<&Trajectory> = trajectories.into_iter().collect();
-    let (mut steps, mut mismatches, mut greedy_steps, mut greedy_mismatches) = (0, 0, 0, 0);
-    let (mut planted_steps, mut planted_caught) = (0, 0);
-    for &t in &all_trajectories {
-        steps += t.checks.twin_steps;
-        mismatches += t.checks.twin_mismatches;
-        if matches!(t.scope, ScopeSpec::Llama(_)) {
-            greedy_steps += t.checks.steps;
-            greedy_mismatches += t.checks.greedy_mismatches;
-        }
-        if t.scope == ScopeSpec::Oracle(Scope::All) {
-            planted_steps += t.checks.steps;
-            planted_caught += t.checks.planted_twin_mismatches;
-        }
-    }
+    // The sum of `f` over the trajectories `keep` selects.
+    let sum = |keep: fn(&Trajectory) -> bool, f: fn(&StepChecks) -> usize| -> usize {
+        (all_trajectories.iter())
+            .filter(|t| keep(t))
+            .map(|t| f(&t.checks))
+            .sum()
+    };
+    let every: fn(&Trajectory) -> bool = |_| true;
+    let all: fn(&Trajectory) -> bool = |t| t.scope.is_all();
+    let chain: fn(&Trajectory) -> bool = |t| matches!(t.scope, ScopeSpec::Llama(_));
+    let (steps, mismatches) = (
+        sum(every, |c| c.twin_steps),
+        sum(every, |c| c.twin_mismatches),
+    );
+    let (planted_steps, planted_caught) = (
+        sum(all, |c| c.steps),
+        sum(all, |c| c.planted_twin_mismatches),
+    );
     let mut c = vec![
         Control::oracle_check(
             "llama.cpp's penalties = the oracle's scope penalty, bit for bit",
@@ -204,15 +207,10 @@ pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>)
         ),
     ];
     // Another engine's own penalty, compared the same way, with its own planted twin.
-    let (mut e_steps, mut e_mismatches, mut e_planted_steps, mut e_planted) = (0, 0, 0, 0);
-    for t in &all_trajectories {
-        e_steps += t.checks.engine_twin_steps;
-        e_mismatches += t.checks.engine_twin_mismatches;
-        if t.scope == ScopeSpec::Oracle(Scope::All) {
-            e_planted_steps += t.checks.engine_twin_steps;
-            e_planted += t.checks.planted_engine_twin_mismatches;
-        }
-    }
+    let e_steps = sum(every, |c| c.engine_twin_steps);
+    let e_mismatches = sum(every, |c| c.engine_twin_mismatches);
+    let e_planted_steps = sum(all, |c| c.engine_twin_steps);
+    let e_planted = sum(all, |c| c.planted_engine_twin_mismatches);
     if e_steps > 0 {
         c.push(Control::oracle_check(
             "the engine's own penalty = the oracle's scope penalty, bit for bit",
@@ -225,6 +223,8 @@ pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>)
             format!("beside all: {e_planted} of {e_planted_steps} steps caught"),
         ));
     }
+    let (greedy_steps, greedy_mismatches) =
+        (sum(chain, |c| c.steps), sum(chain, |c| c.greedy_mismatches));
     if greedy_steps > 0 {
         c.push(Control::oracle_check(
             "llama.cpp's greedy = the first maximum",
@@ -238,7 +238,8 @@ pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::{StepChecks, Stop};
+    use crate::decode::Stop;
+    use oracle::scope::Scope;
 
     fn trajectory(scope: ScopeSpec) -> Trajectory {
         Trajectory {

@@ -3,31 +3,43 @@
 //! Where the two trajectories part, the top-2 margin of each engine's penalized logits there;
 //! on the shared prefix, the largest difference between the two engines' raw logits.
 
-use crate::decode::{engine_context, ids_of, top2_margin, Decoder, Trajectory};
+use crate::decode::{engine_context, ids_of, penalized, top2_margin, ScopeDecoder, Trajectory};
 use crate::scope::ScopeSpec;
 use anyhow::Result;
-use oracle::scope::apply_repetition;
-use oracle::TokenId;
 use serde::Serialize;
 
 /// One scope decoded by both engines.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Parting {
     pub scope: ScopeSpec,
     /// Tokens both engines generated alike before they part (all of them if they never do).
-    pub shared: usize,
-    /// The step where they part: llama.cpp's token and the other engine's, and each engine's
-    /// top-2 margin of its penalized logits there.
-    pub parts: Option<(usize, TokenId, TokenId, f32, f32)>,
+    pub shared_prefix: usize,
+    /// The step where they part, llama.cpp's token and the other engine's there, and each
+    /// engine's top-2 margin of its penalized logits there (all `None` if they never part).
+    pub parts_at: Option<usize>,
+    pub llama_token: Option<i32>,
+    pub engine_token: Option<i32>,
+    pub top2_margin_llama: Option<f32>,
+    pub top2_margin_engine: Option<f32>,
     /// Over the steps whose logits both engines computed from the same tokens: the largest
-    /// |llama.cpp - other| raw logit, its step and id, and the two values.
-    pub max_diff: (f32, usize, TokenId, f32, f32),
+    /// |llama.cpp - other| raw logit, and where.
+    pub max_logit_diff: f32,
+    pub max_logit_diff_at: LogitDiffAt,
+}
+
+/// Where the largest raw logit difference is, and the two engines' values there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct LogitDiffAt {
+    pub step: usize,
+    pub id: i32,
+    pub llama: f32,
+    pub engine: f32,
 }
 
 /// Every scope of `other` (`all`, `N`, `gen:N`) decoded by llama.cpp (`llama`) as well.
 pub fn compare(
-    llama: &mut Decoder,
-    other: &mut Decoder,
+    llama: &mut ScopeDecoder,
+    other: &mut ScopeDecoder,
     trajectories: &[Trajectory],
     max_new: usize,
 ) -> Result<Vec<Parting>> {
@@ -42,108 +54,71 @@ pub fn compare(
         // The logits of step s follow tokens[..s]; both engines computed steps 0..=shared
         // from the same tokens (step `shared` is where they part, or one past the end).
         let last = at.unwrap_or(shared.saturating_sub(1));
-        let mut max_diff = (0.0f32, 0, TokenId(0), 0.0, 0.0);
+        let (mut max_diff, mut max_at) = (0.0f32, LogitDiffAt::default());
         let prefix = &t.tokens[..shared];
         for s in 0..=last {
             let a = llama.logits_after(&prefix[..s.min(prefix.len())])?;
             let b = other.logits_after(&prefix[..s.min(prefix.len())])?;
-            for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-                let d = (x - y).abs();
-                if d > max_diff.0 {
-                    max_diff = (d, s, TokenId(i as i32), *x, *y);
+            for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
+                if (x - y).abs() > max_diff {
+                    max_diff = (x - y).abs();
+                    max_at = LogitDiffAt {
+                        step: s,
+                        id: i as i32,
+                        llama: x,
+                        engine: y,
+                    };
                 }
             }
         }
-        let parts = match at {
-            None => None,
-            Some(step) => {
-                let tokens = &prefix[..step];
-                let raw_l = llama.logits_after(tokens)?;
-                let mut z_l = raw_l.clone();
-                apply_repetition(
-                    &mut z_l,
-                    &ids_of(t.scope, &llama.prompt, tokens),
-                    llama.theta,
-                );
-                let raw_o = other.logits_after(tokens)?;
-                let context = engine_context(scope, &other.prompt, tokens);
-                let z_o = other
-                    .side
-                    .engine
-                    .repeat_penalty(&raw_o, other.theta, &context)?;
-                Some((
-                    step,
-                    l.tokens[step],
-                    t.tokens[step],
-                    top2_margin(&z_l),
-                    top2_margin(&z_o),
-                ))
-            }
-        };
-        out.push(Parting {
+        let mut parting = Parting {
             scope: t.scope,
-            shared,
-            parts,
-            max_diff,
-        });
+            shared_prefix: shared,
+            parts_at: at,
+            llama_token: None,
+            engine_token: None,
+            top2_margin_llama: None,
+            top2_margin_engine: None,
+            max_logit_diff: max_diff,
+            max_logit_diff_at: max_at,
+        };
+        if let Some(step) = at {
+            let tokens = &prefix[..step];
+            let ids = ids_of(t.scope, &llama.prompt, tokens);
+            let z_l = penalized(&llama.logits_after(tokens)?, &ids, llama.theta);
+            let raw_o = other.logits_after(tokens)?;
+            let context = engine_context(scope, &other.prompt, tokens);
+            let z_o = (other.side.engine).repeat_penalty(&raw_o, other.theta, &context)?;
+            parting.llama_token = Some(l.tokens[step].0);
+            parting.engine_token = Some(t.tokens[step].0);
+            parting.top2_margin_llama = Some(top2_margin(&z_l));
+            parting.top2_margin_engine = Some(top2_margin(&z_o));
+        }
+        out.push(parting);
     }
     Ok(out)
 }
 
-impl Serialize for Parting {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct At {
-            step: usize,
-            id: i32,
-            llama: f32,
-            engine: f32,
-        }
-        #[derive(Serialize)]
-        struct Written {
-            scope: String,
-            shared_prefix: usize,
-            parts_at: Option<usize>,
-            llama_token: Option<i32>,
-            engine_token: Option<i32>,
-            top2_margin_llama: Option<f32>,
-            top2_margin_engine: Option<f32>,
-            max_logit_diff: f32,
-            max_logit_diff_at: At,
-        }
-        let (d, step, id, llama, engine) = self.max_diff;
-        Written {
-            scope: self.scope.to_string(),
-            shared_prefix: self.shared,
-            parts_at: self.parts.map(|p| p.0),
-            llama_token: self.parts.map(|p| p.1 .0),
-            engine_token: self.parts.map(|p| p.2 .0),
-            top2_margin_llama: self.parts.map(|p| p.3),
-            top2_margin_engine: self.parts.map(|p| p.4),
-            max_logit_diff: d,
-            max_logit_diff_at: At {
-                step,
-                id: id.0,
-                llama,
-                engine,
-            },
-        }
-        .serialize(s)
-    }
-}
-
 impl Parting {
     pub fn describe(&self, other: &str) -> String {
-        let (d, step, id, x, y) = self.max_diff;
-        let parts = match self.parts {
-            None => format!("never part in {} tokens", self.shared),
-            Some((s, a, b, ma, mb)) => format!(
-                "part at step {s}: llama.cpp {a}, {other} {b}; top-2 margin {ma} (llama.cpp) vs {mb} ({other})"
+        let LogitDiffAt {
+            step,
+            id,
+            llama,
+            engine,
+        } = self.max_logit_diff_at;
+        let parts = match (self.parts_at, self.llama_token, self.engine_token) {
+            (Some(s), Some(a), Some(b)) => format!(
+                "part at step {s}: llama.cpp {a}, {other} {b}; top-2 margin {} (llama.cpp) vs {} ({other})",
+                self.top2_margin_llama.unwrap_or_default(),
+                self.top2_margin_engine.unwrap_or_default()
             ),
+            _ => format!("never part in {} tokens", self.shared_prefix),
         };
         format!(
-            "{:<6} {parts}; largest raw logit difference on the shared prefix {d} (step {step}, id {id}: {x} vs {y})",
-            self.scope.to_string()
+            "{:<6} {parts}; largest raw logit difference on the shared prefix {} (step {step}, id {id}: {llama} vs {engine})",
+            self.scope.to_string(),
+            self.max_logit_diff
         )
     }
 }

@@ -15,8 +15,7 @@
 //! maxima).
 
 use crate::scope::{PlantedScope, ScopeSpec};
-use anyhow::ensure;
-use anyhow::{Context as _, Result};
+use anyhow::{ensure, Context as _, Result};
 use engine::{Engine, EngineName, Logits};
 use engine_llama::LlamaLogits;
 use oracle::penalty::PenaltyParams;
@@ -25,7 +24,7 @@ use oracle::stage::Stage;
 use oracle::window::WindowLen;
 use oracle::TokenId;
 use serde::{Serialize, Serializer};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use subject::{Candidates, Model, Sampler, SamplerSpec};
 
@@ -70,58 +69,49 @@ pub fn token<S: Serializer>(t: &TokenId, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_i32(t.0)
 }
 
-impl Serialize for Divergence {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Written<'a> {
-            step: usize,
-            reference_token: i32,
-            token: i32,
-            top2_margin_reference: f32,
-            top2_margin_scope: f32,
-            symmetric_difference: usize,
-            decisive: bool,
-            causes: &'a [Cause],
-        }
-        Written {
-            step: self.step,
-            reference_token: self.reference_token.0,
-            token: self.token.0,
-            top2_margin_reference: self.margin_reference,
-            top2_margin_scope: self.margin_scope,
-            symmetric_difference: self.symmetric_difference,
-            decisive: self.decisive(),
-            causes: &self.causes,
-        }
-        .serialize(s)
-    }
-}
-
 /// The first step where a scope chose differently from the reference, explained.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Divergence {
     pub step: usize,
+    #[serde(serialize_with = "token")]
     pub reference_token: TokenId,
+    #[serde(serialize_with = "token")]
     pub token: TokenId,
     /// Top-1 minus top-2 of the penalized logits under the reference scope and under this one.
-    pub margin_reference: f32,
-    pub margin_scope: f32,
+    pub top2_margin_reference: f32,
+    pub top2_margin_scope: f32,
     /// Size of the symmetric difference of the two scopes' penalized sets at this step.
     pub symmetric_difference: usize,
+    /// Neither choice rests on an exact tie, and an id of the symmetric difference explains it.
+    pub decisive: bool,
     /// The ids of that difference that decide the choice (a subset of the two chosen ids).
     pub causes: Vec<Cause>,
 }
 
 impl Divergence {
-    /// Neither choice rests on an exact tie, and an id of the symmetric difference explains it.
-    pub fn decisive(&self) -> bool {
-        self.margin_reference > 0.0 && self.margin_scope > 0.0 && !self.causes.is_empty()
+    /// `(step, reference token, token)`, the two penalized rows and the deciding ids.
+    pub fn new(
+        (step, reference_token, token): (usize, TokenId, TokenId),
+        z_reference: &[f32],
+        z_scope: &[f32],
+        symmetric_difference: usize,
+        causes: Vec<Cause>,
+    ) -> Divergence {
+        let (a, b) = (top2_margin(z_reference), top2_margin(z_scope));
+        Divergence {
+            step,
+            reference_token,
+            token,
+            top2_margin_reference: a,
+            top2_margin_scope: b,
+            symmetric_difference,
+            decisive: a > 0.0 && b > 0.0 && !causes.is_empty(),
+            causes,
+        }
     }
 
     pub fn describe(&self) -> String {
-        let causes: Vec<String> = self
-            .causes
-            .iter()
+        let causes: Vec<String> = (self.causes.iter())
             .map(|c| {
                 format!(
                     "id {} (raw {}, penalized only by {}: {} vs {})",
@@ -134,8 +124,8 @@ impl Divergence {
             self.step,
             self.token,
             self.reference_token,
-            self.margin_reference,
-            self.margin_scope,
+            self.top2_margin_reference,
+            self.top2_margin_scope,
             self.symmetric_difference,
             if causes.is_empty() { "none".to_string() } else { causes.join(", ") }
         )
@@ -149,7 +139,7 @@ pub struct Trajectory {
     pub tokens: Vec<TokenId>,
     pub stop: Stop,
     pub checks: StepChecks,
-    /// Against the reference given to [`Decoder::greedy`], if it differs.
+    /// Against the reference given to [`ScopeDecoder::greedy`], if it differs.
     pub divergence: Option<Divergence>,
     /// `all` only: the first step at which unpenalizing one seen id would change the choice,
     /// and that id (the largest raw logit among them, smallest id on a tie).
@@ -181,6 +171,11 @@ pub fn count_changed(a: &[f32], b: &[f32]) -> usize {
         .count()
 }
 
+/// 1 when two logit rows differ in any bit: one mismatching step.
+fn differs(a: &[f32], b: &[f32]) -> usize {
+    usize::from(count_changed(a, b) != 0)
+}
+
 /// llama.cpp's penalties stage (repeat only) for `model`.
 pub fn llama_penalties(model: &Model, last_n: usize, theta: f32) -> Result<Sampler> {
     let params = PenaltyParams {
@@ -189,11 +184,6 @@ pub fn llama_penalties(model: &Model, last_n: usize, theta: f32) -> Result<Sampl
         present: 0.0,
     };
     SamplerSpec::penalties(model.n_vocab(), WindowLen(last_n), params).build()
-}
-
-/// Runs `penalties` on `logits` in id order and returns the logits it leaves.
-pub fn through_llama(penalties: &mut Sampler, logits: &[f32]) -> Result<Vec<f32>> {
-    penalties.apply_in_id_order(logits)
 }
 
 /// The tokens an engine's penalty is handed for `scope`, sliced the way candle's examples
@@ -220,12 +210,17 @@ pub fn ids_of(scope: ScopeSpec, prompt: &[TokenId], generated: &[TokenId]) -> BT
     }
 }
 
+/// `raw` with the oracle's penalty on `ids`.
+pub fn penalized(raw: &[f32], ids: &BTreeSet<TokenId>, theta: f32) -> Vec<f32> {
+    let mut z = raw.to_vec();
+    apply_repetition(&mut z, ids, theta);
+    z
+}
+
 /// Top-1 minus top-2 of a logit row (0 on an exact tie; `inf` with a single entry).
 pub fn top2_margin(z: &[f32]) -> f32 {
     let a = argmax(z).0 as usize;
-    let second = z
-        .iter()
-        .enumerate()
+    let second = (z.iter().enumerate())
         .filter(|(i, _)| *i != a)
         .map(|(_, &x)| x)
         .fold(f32::NEG_INFINITY, f32::max);
@@ -237,14 +232,10 @@ pub fn top2_margin(z: &[f32]) -> f32 {
 fn mattering_id(raw: &[f32], z: &[f32], ids: &BTreeSet<TokenId>) -> Option<TokenId> {
     let a = argmax(z);
     let top = z[a.0 as usize];
-    ids.iter()
-        .copied()
-        .filter(|&d| d != a && raw[d.0 as usize] > top)
-        .max_by(|x, y| {
-            raw[x.0 as usize]
-                .total_cmp(&raw[y.0 as usize])
-                .then(y.cmp(x))
-        })
+    let raw_of = |d: &TokenId| raw[d.0 as usize];
+    (ids.iter().copied())
+        .filter(|&d| d != a && raw_of(&d) > top)
+        .max_by(|x, y| raw_of(x).total_cmp(&raw_of(y)).then(y.cmp(x)))
 }
 
 /// For every id of `ids` other than the choice: how far its unpenalized logit lies below the
@@ -256,8 +247,7 @@ fn gaps_to_choice<'a>(
 ) -> impl Iterator<Item = (TokenId, f32)> + 'a {
     let a = argmax(z);
     let top = z[a.0 as usize];
-    ids.into_iter()
-        .copied()
+    (ids.into_iter().copied())
         .filter(move |&d| d != a)
         .map(move |d| (d, raw[d.0 as usize] - top))
 }
@@ -267,6 +257,53 @@ fn next_up(x: f32) -> f32 {
     f32::from_bits(x.to_bits() + 1)
 }
 
+/// What `all` records along its way for the planted scopes of [`crate::controls`].
+#[derive(Default)]
+struct PlantedWitness {
+    first_mattering: Option<(usize, TokenId)>,
+    /// Per prompt id, its closest approach to the choice (max of `raw - top` over the steps).
+    closest: BTreeMap<TokenId, f32>,
+    /// Prompt ids (in prompt order) whose raw logit at the first step is non-zero.
+    nonzero_at_start: Vec<TokenId>,
+}
+
+impl PlantedWitness {
+    fn observe(&mut self, prompt: &[TokenId], step: Step<'_>) {
+        if self.first_mattering.is_none() {
+            self.first_mattering =
+                mattering_id(step.raw, step.z, step.ids).map(|d| (step.tokens.len(), d));
+        }
+        let prompt_ids: BTreeSet<TokenId> = prompt.iter().copied().collect();
+        for (d, gap) in gaps_to_choice(step.raw, step.z, &prompt_ids) {
+            let c = self.closest.entry(d).or_insert(f32::NEG_INFINITY);
+            *c = c.max(gap);
+        }
+        if step.tokens.is_empty() {
+            self.nonzero_at_start = (prompt.iter().copied())
+                .filter(|t| step.raw[t.0 as usize] != 0.0)
+                .collect();
+        }
+    }
+
+    /// The quiet id (see [`Trajectory::quiet_id`]) once `all` generated `tokens`.
+    fn quiet_id(&self, tokens: &[TokenId]) -> Option<(TokenId, f32)> {
+        (self.nonzero_at_start.iter())
+            .filter(|t| !tokens.contains(t))
+            .filter_map(|t| self.closest.get(t).map(|&g| (*t, g)))
+            .filter(|(_, g)| *g < 0.0)
+            .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
+    }
+}
+
+/// One decoding step: the raw logits after `tokens`, the scope's penalized ids and logits.
+#[derive(Clone, Copy)]
+struct Step<'a> {
+    raw: &'a [f32],
+    tokens: &'a [TokenId],
+    ids: &'a BTreeSet<TokenId>,
+    z: &'a [f32],
+}
+
 /// The engine whose logits and (for an engine other than llama.cpp) whose penalty and greedy
 /// choice a trajectory uses.
 pub struct EngineSide {
@@ -274,10 +311,10 @@ pub struct EngineSide {
     pub logits: Box<dyn Logits>,
 }
 
-/// A model's logits (through the engine seam), a prompt and a theta, shared by every
-/// trajectory of one run. llama.cpp's model is always loaded: it tokenizes, detokenizes,
-/// knows the end-of-generation ids, and runs the llama.cpp twin.
-pub struct Decoder {
+/// Greedy decoding under penalty scopes: a model's logits (through the engine seam), a prompt
+/// and a theta, shared by every trajectory of one run. llama.cpp's model is always loaded: it
+/// tokenizes, detokenizes, knows the end-of-generation ids, and runs the llama.cpp twin.
+pub struct ScopeDecoder {
     pub model: Arc<Model>,
     pub side: EngineSide,
     pub prompt: Vec<TokenId>,
@@ -286,7 +323,7 @@ pub struct Decoder {
     pub max_new: usize,
 }
 
-impl Decoder {
+impl ScopeDecoder {
     /// llama.cpp's logits: the same context size and decode path as `harness::Session`.
     pub fn new(
         model: Arc<Model>,
@@ -294,13 +331,13 @@ impl Decoder {
         theta: f32,
         max_new: usize,
         threads: i32,
-    ) -> Result<Decoder> {
+    ) -> Result<ScopeDecoder> {
         let logits = LlamaLogits::new(Arc::clone(&model), threads.max(1) as usize, max_new)?;
         let side = EngineSide {
             engine: Box::new(engine_llama::Llama),
             logits: Box::new(logits),
         };
-        Decoder::with_engine(model, side, prompt, theta, max_new)
+        ScopeDecoder::with_engine(model, side, prompt, theta, max_new)
     }
 
     /// Another engine's logits, penalty and greedy choice; llama.cpp's `model` for the rest.
@@ -310,7 +347,7 @@ impl Decoder {
         prompt: Vec<TokenId>,
         theta: f32,
         max_new: usize,
-    ) -> Result<Decoder> {
+    ) -> Result<ScopeDecoder> {
         ensure!(!prompt.is_empty(), "the prompt has no tokens");
         ensure!(
             side.logits.n_vocab() == model.n_vocab() as usize,
@@ -319,7 +356,7 @@ impl Decoder {
             side.logits.n_vocab(),
             model.n_vocab()
         );
-        Ok(Decoder {
+        Ok(ScopeDecoder {
             model,
             side,
             prompt,
@@ -337,40 +374,130 @@ impl Decoder {
         self.side.logits.logits_after(&self.prompt, generated)
     }
 
-    /// Up to `max_new` tokens, each chosen by `choose(raw logits, generated so far)`; stops
-    /// after an end-of-generation token (kept) or at the limit.
-    fn generate(
-        side: &mut EngineSide,
-        model: &Model,
-        prompt: &[TokenId],
-        max_new: usize,
-        mut choose: impl FnMut(&dyn Engine, &[f32], &[TokenId]) -> Result<TokenId>,
-    ) -> Result<(Vec<TokenId>, Stop)> {
-        let mut tokens = Vec::new();
-        while tokens.len() < max_new {
-            let raw = side.logits.logits_after(prompt, &tokens)?;
-            let next = choose(side.engine.as_ref(), &raw, &tokens)?;
-            tokens.push(next);
-            if model.is_eog(next) {
-                return Ok((tokens, Stop::Eos));
+    /// `s` after accepting the prompt, as llama-server does.
+    fn with_prompt(&self, mut s: Sampler) -> Result<Sampler> {
+        for &t in &self.prompt {
+            s.accept(t)?;
+        }
+        Ok(s)
+    }
+
+    /// llama.cpp's side of `scope`: the real chain for `llama:N`, the penalties stage as a twin
+    /// for the oracle's scopes, none for planted ones.
+    fn llama_side(&self, scope: ScopeSpec) -> Result<Option<Sampler>> {
+        let (window, with_prompt) = match scope {
+            ScopeSpec::Oracle(Scope::All) => (self.prompt.len() + self.max_new, true),
+            ScopeSpec::Oracle(Scope::Last(n)) | ScopeSpec::Llama(n) => (n, true),
+            ScopeSpec::Oracle(Scope::Generated(n)) => (n, false),
+            ScopeSpec::Planted(_) => return Ok(None),
+        };
+        let penalties = llama_penalties(&self.model, window, self.theta)?;
+        let s = match scope {
+            ScopeSpec::Llama(_) => {
+                Sampler::chain(vec![penalties, SamplerSpec::from(Stage::Greedy).build()?])?
+            }
+            _ => penalties,
+        };
+        Ok(Some(if with_prompt { self.with_prompt(s)? } else { s }))
+    }
+
+    /// One step's choice under `scope`, counting the checks of llama.cpp's side and, for
+    /// another engine, of its own penalty and greedy choice (the oracle's logits are the
+    /// reference).
+    fn choose(
+        &self,
+        scope: ScopeSpec,
+        llama: Option<&mut Sampler>,
+        step: Step<'_>,
+        checks: &mut StepChecks,
+    ) -> Result<TokenId> {
+        let Step { raw, z, .. } = step;
+        let twin = |twin: &mut Sampler, checks: &mut StepChecks| -> Result<()> {
+            checks.twin_steps += 1;
+            checks.twin_mismatches += differs(&twin.apply_in_id_order(raw)?, z);
+            Ok(())
+        };
+        match (scope, llama) {
+            (ScopeSpec::Llama(_), Some(chain)) => {
+                let mut cand = Candidates::from_logits(raw);
+                chain.apply(&mut cand)?;
+                let chosen = cand.selected_id().context("greedy selected nothing")?;
+                let logits: Vec<f32> = cand.entries.iter().map(|e| e.logit).collect();
+                checks.greedy_mismatches += usize::from(argmax(&logits) != chosen);
+                checks.twin_steps += 1;
+                checks.twin_mismatches += differs(&logits, z);
+                Ok(chosen)
+            }
+            (ScopeSpec::Oracle(oracle_scope), llama) if self.engine_name() != EngineName::Llama => {
+                // The engine's own penalty over the tokens its examples pass.
+                let engine = self.side.engine.as_ref();
+                let context = engine_context(oracle_scope, &self.prompt, step.tokens);
+                let penalized = engine.repeat_penalty(raw, self.theta, &context)?;
+                checks.engine_twin_steps += 1;
+                checks.engine_twin_mismatches += differs(&penalized, z);
+                if scope.is_all() {
+                    let planted = engine.repeat_penalty(raw, next_up(self.theta), &context)?;
+                    checks.planted_engine_twin_mismatches += differs(&planted, z);
+                }
+                if let Some(s) = llama {
+                    twin(s, checks)?;
+                }
+                let chosen = engine.greedy(&penalized)?;
+                checks.greedy_mismatches += usize::from(chosen != argmax(z));
+                Ok(chosen)
+            }
+            (_, llama) => {
+                if let Some(s) = llama {
+                    twin(s, checks)?;
+                }
+                Ok(argmax(z))
             }
         }
-        Ok((tokens, Stop::Limit))
     }
 
-    /// llama.cpp's computation of `scope`'s penalty: (window, whether the prompt is accepted).
-    /// Planted scopes have none.
-    fn llama_window(&self, scope: ScopeSpec) -> Option<(usize, bool)> {
-        match scope {
-            ScopeSpec::Oracle(Scope::All) => Some((self.prompt.len() + self.max_new, true)),
-            ScopeSpec::Oracle(Scope::Last(n)) | ScopeSpec::Llama(n) => Some((n, true)),
-            ScopeSpec::Oracle(Scope::Generated(n)) => Some((n, false)),
-            ScopeSpec::Planted(_) => None,
+    /// The divergence at this step if `next` is where this trajectory first leaves `reference`.
+    fn diverges_here(
+        &self,
+        reference: &Trajectory,
+        step: Step<'_>,
+        next: TokenId,
+    ) -> Option<Divergence> {
+        let t = step.tokens.len();
+        if reference.tokens.get(..t) != Some(step.tokens) || reference.tokens.get(t) == Some(&next)
+        {
+            return None;
         }
+        let ref_ids = ids_of(reference.scope, &self.prompt, step.tokens);
+        let z_ref = penalized(step.raw, &ref_ids, self.theta);
+        let a = argmax(&z_ref);
+        let causes = [a, next]
+            .into_iter()
+            .filter(|id| ref_ids.contains(id) != step.ids.contains(id))
+            .map(|id| Cause {
+                id,
+                raw: step.raw[id.0 as usize],
+                under_reference: z_ref[id.0 as usize],
+                under_scope: step.z[id.0 as usize],
+                penalized_by: if ref_ids.contains(&id) {
+                    "reference"
+                } else {
+                    "scope"
+                },
+            })
+            .collect();
+        let symmetric = ref_ids.symmetric_difference(step.ids).count();
+        Some(Divergence::new(
+            (t, a, next),
+            &z_ref,
+            step.z,
+            symmetric,
+            causes,
+        ))
     }
 
-    /// Greedy decoding of up to `max_new` tokens with the penalty over `scope`. With a
-    /// `reference`, the first step that chooses differently is explained.
+    /// Greedy decoding of up to `max_new` tokens with the penalty over `scope`, stopping after
+    /// an end-of-generation token (kept). With a `reference`, the first step that chooses
+    /// differently is explained.
     pub fn greedy(
         &mut self,
         scope: ScopeSpec,
@@ -378,178 +505,56 @@ impl Decoder {
         reference: Option<&Trajectory>,
     ) -> Result<Trajectory> {
         let mut checks = StepChecks::default();
-        // llama.cpp's side: the real chain for llama:N, the penalties stage as a twin otherwise.
-        let mut llama = match self.llama_window(scope) {
-            Some((window, with_prompt)) => {
-                let penalties = llama_penalties(&self.model, window, self.theta)?;
-                let mut s = if matches!(scope, ScopeSpec::Llama(_)) {
-                    Sampler::chain(vec![penalties, SamplerSpec::from(Stage::Greedy).build()?])?
-                } else {
-                    penalties
-                };
-                if with_prompt {
-                    for &t in &self.prompt {
-                        s.accept(t)?;
-                    }
-                }
-                Some(s)
-            }
-            None => None,
-        };
+        let mut llama = self.llama_side(scope)?;
         // Beside `all`: the planted twin, and what the planted scopes need.
-        let is_all = scope == ScopeSpec::Oracle(Scope::All);
-        let mut planted_twin = if is_all {
-            let mut s = llama_penalties(
-                &self.model,
-                self.prompt.len() + self.max_new,
-                next_up(self.theta),
-            )?;
-            for &t in &self.prompt {
-                s.accept(t)?;
-            }
-            Some(s)
-        } else {
-            None
-        };
-        // Per prompt id, its closest approach to the choice (max of `raw - top` over the steps).
-        let prompt_ids: BTreeSet<TokenId> = self.prompt.iter().copied().collect();
-        let mut closest: std::collections::BTreeMap<TokenId, f32> =
-            std::collections::BTreeMap::new();
-        let mut nonzero_at_start: Vec<TokenId> = Vec::new();
+        let all_window = self.prompt.len() + self.max_new;
+        let mut planted_twin = (scope.is_all())
+            .then(|| llama_penalties(&self.model, all_window, next_up(self.theta)))
+            .transpose()?
+            .map(|s| self.with_prompt(s))
+            .transpose()?;
+        let mut witness = scope.is_all().then(PlantedWitness::default);
         let mut divergence = None;
-        let mut first_mattering = None;
-        let (prompt, theta) = (&self.prompt, self.theta);
-        let other_engine = self.engine_name() != EngineName::Llama;
-        let (tokens, stop) = Self::generate(
-            &mut self.side,
-            &self.model,
-            &self.prompt,
-            max_new,
-            |engine, raw, tokens| {
-                let ids = ids_of(scope, prompt, tokens);
-                let mut z = raw.to_vec();
-                apply_repetition(&mut z, &ids, theta);
-                let next = match (scope, llama.as_mut()) {
-                    (ScopeSpec::Llama(_), Some(chain)) => {
-                        let mut cand = Candidates::from_logits(raw);
-                        chain.apply(&mut cand)?;
-                        let chosen = cand.selected_id().context("greedy selected nothing")?;
-                        let logits: Vec<f32> = cand.entries.iter().map(|e| e.logit).collect();
-                        if argmax(&logits) != chosen {
-                            checks.greedy_mismatches += 1;
-                        }
-                        checks.twin_steps += 1;
-                        checks.twin_mismatches += usize::from(count_changed(&logits, &z) != 0);
-                        chosen
-                    }
-                    (ScopeSpec::Oracle(oracle_scope), _) if other_engine => {
-                        // The engine's own penalty over the tokens its examples pass, and its own
-                        // greedy choice; the oracle's logits are the reference.
-                        let context = engine_context(oracle_scope, prompt, tokens);
-                        let penalized = engine.repeat_penalty(raw, theta, &context)?;
-                        checks.engine_twin_steps += 1;
-                        checks.engine_twin_mismatches +=
-                            usize::from(count_changed(&penalized, &z) != 0);
-                        if is_all {
-                            let planted = engine.repeat_penalty(raw, next_up(theta), &context)?;
-                            checks.planted_engine_twin_mismatches +=
-                                usize::from(count_changed(&planted, &z) != 0);
-                        }
-                        if let Some(twin) = llama.as_mut() {
-                            checks.twin_steps += 1;
-                            checks.twin_mismatches +=
-                                usize::from(count_changed(&twin.apply_in_id_order(raw)?, &z) != 0);
-                        }
-                        let chosen = engine.greedy(&penalized)?;
-                        if chosen != argmax(&z) {
-                            checks.greedy_mismatches += 1;
-                        }
-                        chosen
-                    }
-                    (_, Some(twin)) => {
-                        checks.twin_steps += 1;
-                        checks.twin_mismatches +=
-                            usize::from(count_changed(&twin.apply_in_id_order(raw)?, &z) != 0);
-                        argmax(&z)
-                    }
-                    (_, None) => argmax(&z),
-                };
-                if is_all {
-                    if first_mattering.is_none() {
-                        first_mattering = mattering_id(raw, &z, &ids).map(|d| (tokens.len(), d));
-                    }
-                    for (d, gap) in gaps_to_choice(raw, &z, &prompt_ids) {
-                        let c = closest.entry(d).or_insert(f32::NEG_INFINITY);
-                        *c = c.max(gap);
-                    }
-                    if tokens.is_empty() {
-                        nonzero_at_start = prompt
-                            .iter()
-                            .copied()
-                            .filter(|t| raw[t.0 as usize] != 0.0)
-                            .collect();
-                    }
-                }
-                if let Some(p) = planted_twin.as_mut() {
-                    checks.planted_twin_mismatches +=
-                        usize::from(count_changed(&p.apply_in_id_order(raw)?, &z) != 0);
-                    p.accept(next)?;
-                }
-                if let Some(r) = reference {
-                    let t = tokens.len();
-                    let same_prefix = divergence.is_none() && r.tokens.get(..t) == Some(tokens);
-                    if same_prefix && r.tokens.get(t) != Some(&next) {
-                        let ref_ids = ids_of(r.scope, prompt, tokens);
-                        let mut z_ref = raw.to_vec();
-                        apply_repetition(&mut z_ref, &ref_ids, theta);
-                        let a = argmax(&z_ref);
-                        let causes = [a, next]
-                            .into_iter()
-                            .filter(|id| ref_ids.contains(id) != ids.contains(id))
-                            .map(|id| Cause {
-                                id,
-                                raw: raw[id.0 as usize],
-                                under_reference: z_ref[id.0 as usize],
-                                under_scope: z[id.0 as usize],
-                                penalized_by: if ref_ids.contains(&id) {
-                                    "reference"
-                                } else {
-                                    "scope"
-                                },
-                            })
-                            .collect();
-                        divergence = Some(Divergence {
-                            step: t,
-                            reference_token: a,
-                            token: next,
-                            margin_reference: top2_margin(&z_ref),
-                            margin_scope: top2_margin(&z),
-                            symmetric_difference: ref_ids.symmetric_difference(&ids).count(),
-                            causes,
-                        });
-                    }
-                }
-                checks.steps += 1;
-                if let Some(s) = llama.as_mut() {
-                    s.accept(next)?;
-                }
-                Ok(next)
-            },
-        )?;
-        let quiet_id = nonzero_at_start
-            .into_iter()
-            .filter(|t| !tokens.contains(t))
-            .filter_map(|t| closest.get(&t).map(|&g| (t, g)))
-            .filter(|(_, g)| *g < 0.0)
-            .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)));
+        let (mut tokens, mut stop) = (Vec::new(), Stop::Limit);
+        while tokens.len() < max_new {
+            let raw = self.logits_after(&tokens)?;
+            let ids = ids_of(scope, &self.prompt, &tokens);
+            let z = penalized(&raw, &ids, self.theta);
+            let step = Step {
+                raw: &raw,
+                tokens: &tokens,
+                ids: &ids,
+                z: &z,
+            };
+            let next = self.choose(scope, llama.as_mut(), step, &mut checks)?;
+            if let Some(w) = witness.as_mut() {
+                w.observe(&self.prompt, step);
+            }
+            if let Some(p) = planted_twin.as_mut() {
+                checks.planted_twin_mismatches += differs(&p.apply_in_id_order(&raw)?, &z);
+                p.accept(next)?;
+            }
+            if divergence.is_none() {
+                divergence = reference.and_then(|r| self.diverges_here(r, step, next));
+            }
+            checks.steps += 1;
+            if let Some(s) = llama.as_mut() {
+                s.accept(next)?;
+            }
+            tokens.push(next);
+            if self.model.is_eog(next) {
+                stop = Stop::Eos;
+                break;
+            }
+        }
         Ok(Trajectory {
             scope,
-            tokens,
             stop,
             checks,
             divergence,
-            first_mattering,
-            quiet_id: if is_all { quiet_id } else { None },
+            first_mattering: witness.as_ref().and_then(|w| w.first_mattering),
+            quiet_id: witness.as_ref().and_then(|w| w.quiet_id(&tokens)),
+            tokens,
         })
     }
 }
@@ -559,35 +564,27 @@ mod tests {
     use super::*;
 
     fn divergence(margin_reference: f32, margin_scope: f32, caused: bool) -> Divergence {
-        Divergence {
-            step: 3,
-            reference_token: TokenId(1),
-            token: TokenId(2),
-            margin_reference,
-            margin_scope,
-            symmetric_difference: 1,
-            causes: if caused {
-                vec![Cause {
-                    id: TokenId(2),
-                    raw: 2.0,
-                    under_reference: 1.0,
-                    under_scope: 2.0,
-                    penalized_by: "reference",
-                }]
-            } else {
-                Vec::new()
-            },
-        }
+        let cause = Cause {
+            id: TokenId(2),
+            raw: 2.0,
+            under_reference: 1.0,
+            under_scope: 2.0,
+            penalized_by: "reference",
+        };
+        // Rows whose top-2 margins are the ones given.
+        let (a, b) = ([1.0 + margin_reference, 1.0], [1.0 + margin_scope, 1.0]);
+        let causes = if caused { vec![cause] } else { Vec::new() };
+        Divergence::new((3, TokenId(1), TokenId(2)), &a, &b, 1, causes)
     }
 
     /// A divergence that rests on an exact tie, or that nothing in the symmetric difference
     /// explains, is not decisive.
     #[test]
     fn ties_and_unexplained_divergences_are_not_decisive() {
-        assert!(divergence(0.5, 0.25, true).decisive());
-        assert!(!divergence(0.0, 0.25, true).decisive());
-        assert!(!divergence(0.5, 0.0, true).decisive());
-        assert!(!divergence(0.5, 0.25, false).decisive());
+        assert!(divergence(0.5, 0.25, true).decisive);
+        assert!(!divergence(0.0, 0.25, true).decisive);
+        assert!(!divergence(0.5, 0.0, true).decisive);
+        assert!(!divergence(0.5, 0.25, false).decisive);
     }
 
     #[test]

@@ -3,8 +3,7 @@
 
 use crate::controls::{planted_controls, twin_controls, PlantedRuns};
 use crate::cross::{self, Parting};
-use crate::decode::EngineSide;
-use crate::decode::{Decoder, Divergence, Trajectory};
+use crate::decode::{Divergence, EngineSide, ScopeDecoder, StepChecks, Trajectory};
 use crate::scope::ScopeSpec;
 use crate::vector::{self, VectorTable};
 use anyhow::Result;
@@ -135,31 +134,28 @@ pub struct RunReport {
     pub cross: Vec<Parting>,
 }
 
-/// llama.cpp's decoder for `prompt_ids`, or the configured engine's.
-fn decoder(m: &LoadedModel, cfg: &RunConfig, prompt_ids: &[TokenId]) -> Result<Decoder> {
-    let llama = || {
-        Decoder::new(
-            Arc::clone(&m.model),
-            prompt_ids.to_vec(),
-            cfg.theta,
-            cfg.max_new,
-            cfg.threads,
-        )
-    };
-    match cfg.engine {
-        EngineName::Llama => llama(),
-        other => {
-            let engine = harness::engines::get(other)?;
-            let logits = engine.load(&m.choice.path, cfg.threads.max(1) as usize, cfg.max_new)?;
-            Decoder::with_engine(
-                Arc::clone(&m.model),
-                EngineSide { engine, logits },
-                prompt_ids.to_vec(),
-                cfg.theta,
-                cfg.max_new,
-            )
-        }
+/// llama.cpp's decoder for `prompt_ids`.
+fn llama_decoder(m: &LoadedModel, cfg: &RunConfig, prompt_ids: &[TokenId]) -> Result<ScopeDecoder> {
+    let model = Arc::clone(&m.model);
+    ScopeDecoder::new(
+        model,
+        prompt_ids.to_vec(),
+        cfg.theta,
+        cfg.max_new,
+        cfg.threads,
+    )
+}
+
+/// The configured engine's decoder for `prompt_ids`.
+fn decoder(m: &LoadedModel, cfg: &RunConfig, prompt_ids: &[TokenId]) -> Result<ScopeDecoder> {
+    if cfg.engine == EngineName::Llama {
+        return llama_decoder(m, cfg, prompt_ids);
     }
+    let engine = harness::engines::get(cfg.engine)?;
+    let logits = engine.load(&m.choice.path, cfg.threads.max(1) as usize, cfg.max_new)?;
+    let side = EngineSide { engine, logits };
+    let (model, prompt) = (Arc::clone(&m.model), prompt_ids.to_vec());
+    ScopeDecoder::with_engine(model, side, prompt, cfg.theta, cfg.max_new)
 }
 
 pub fn run(m: &LoadedModel, cfg: &RunConfig) -> Result<RunReport> {
@@ -171,21 +167,14 @@ pub fn run(m: &LoadedModel, cfg: &RunConfig) -> Result<RunReport> {
         trajectories.push(dec.greedy(s, cfg.max_new, Some(&all))?);
     }
     let planted = PlantedRuns::run(&mut dec, &all, cfg.max_new)?;
-    let texts = trajectories
-        .iter()
+    let texts = (trajectories.iter())
         .map(|t| m.model.detokenize(&t.tokens))
         .collect::<Result<Vec<_>>>()?;
     let vector = vector::table(&mut dec, &trajectories[0], &cfg.scopes, cfg.vector_at)?;
     let cross = if cfg.engine == EngineName::Llama {
         Vec::new()
     } else {
-        let mut llama = Decoder::new(
-            Arc::clone(&m.model),
-            prompt_ids.clone(),
-            cfg.theta,
-            cfg.max_new,
-            cfg.threads,
-        )?;
+        let mut llama = llama_decoder(m, cfg, &prompt_ids)?;
         cross::compare(&mut llama, &mut dec, &trajectories, cfg.max_new)?
     };
     Ok(RunReport {
@@ -206,22 +195,17 @@ pub fn run(m: &LoadedModel, cfg: &RunConfig) -> Result<RunReport> {
 /// on an exact tie (or nothing in the symmetric difference explains it), `absent` when no scope
 /// diverges.
 pub fn measured<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>) -> Verdict {
-    let mut any = false;
-    for t in trajectories {
-        if let Some(d) = &t.divergence {
-            if d.decisive() {
-                return Verdict::Present;
-            }
-            any = true;
-        }
-    }
-    if any {
-        Verdict::Undecided
-    } else {
+    let found: Vec<&Divergence> = (trajectories.into_iter())
+        .filter_map(|t| t.divergence.as_ref())
+        .collect();
+    if found.iter().any(|d| d.decisive) {
+        Verdict::Present
+    } else if found.is_empty() {
         Verdict::Absent
+    } else {
+        Verdict::Undecided
     }
 }
-
 impl RunReport {
     pub fn all(&self) -> &Trajectory {
         &self.trajectories[0]
@@ -258,7 +242,7 @@ impl RunReport {
                         .map_or("same".to_string(), |d| format!(
                             "diverges at {}{}",
                             d.step,
-                            if d.decisive() { "" } else { " (undecided)" }
+                            if d.decisive { "" } else { " (undecided)" }
                         ))
                 )
             })
@@ -278,8 +262,8 @@ impl RunReport {
                     format!(
                         "{} {}",
                         p.scope,
-                        p.parts
-                            .map_or("same".to_string(), |x| format!("parts at {}", x.0))
+                        p.parts_at
+                            .map_or("same".to_string(), |x| format!("parts at {x}"))
                     )
                 })
                 .collect();
@@ -305,12 +289,12 @@ impl RunReport {
         if self.engine.name == EngineName::Llama {
             return None;
         }
-        let (mut steps, mut differ, mut greedy) = (0, 0, 0);
-        for t in &self.trajectories {
-            steps += t.checks.engine_twin_steps;
-            differ += t.checks.engine_twin_mismatches;
-            greedy += t.checks.greedy_mismatches;
-        }
+        let sum = |f: fn(&StepChecks) -> usize| -> usize {
+            self.trajectories.iter().map(|t| f(&t.checks)).sum()
+        };
+        let steps = sum(|c| c.engine_twin_steps);
+        let differ = sum(|c| c.engine_twin_mismatches);
+        let greedy = sum(|c| c.greedy_mismatches);
         Some(format!(
             "{}'s penalty differs from the oracle's at {differ} of {steps} steps, its greedy choice from the first maximum at {greedy}",
             self.engine.name.label()

@@ -4,7 +4,7 @@
 //! prompt runs the two planted scopes of [`crate::controls`].
 
 use crate::controls::PlantedRuns;
-use crate::decode::{Decoder, Divergence, Stop, Trajectory};
+use crate::decode::{Divergence, ScopeDecoder, Trajectory};
 use crate::run::LoadedModel;
 use crate::scope::ScopeSpec;
 use anyhow::{ensure, Result};
@@ -43,27 +43,11 @@ impl SweepPlan {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Cell {
-    pub divergence: Option<Divergence>,
-    pub stopped_at: usize,
-    pub stop: Stop,
-}
-
-impl Cell {
-    pub fn diverges_at(&self) -> Option<usize> {
-        self.divergence.as_ref().map(|d| d.step)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
 pub struct PromptRow {
     pub kind: String,
     pub prompt: String,
     pub prompt_tokens: usize,
-    pub all_stopped_at: usize,
-    pub all_stop: Stop,
-    pub cells: Vec<Cell>,
-    /// `all` and every window, with their twin checks.
+    /// `all`, then one per window of the plan, with their twin checks.
     pub trajectories: Vec<Trajectory>,
     pub planted: PlantedRuns,
 }
@@ -71,11 +55,18 @@ pub struct PromptRow {
 impl PromptRow {
     /// llama.cpp's twin agreed at every step and both planted scopes behaved.
     pub fn checks_pass(&self) -> bool {
-        self.trajectories
-            .iter()
-            .all(|t| t.checks.twin_mismatches == 0)
+        (self.trajectories.iter()).all(|t| t.checks.twin_mismatches == 0)
             && self.planted.drop_one_flagged()
             && self.planted.quiet_unflagged()
+    }
+
+    pub fn all(&self) -> &Trajectory {
+        &self.trajectories[0]
+    }
+
+    /// The windows' trajectories, in the plan's order.
+    pub fn windows(&self) -> &[Trajectory] {
+        &self.trajectories[1..]
     }
 }
 
@@ -88,15 +79,6 @@ pub struct Sweep {
 
 impl Serialize for Sweep {
     fn serialize<'a, S: serde::Serializer>(&'a self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Summary {
-            window: usize,
-            prompts: usize,
-            diverged: usize,
-            undecided: usize,
-            earliest: Option<usize>,
-            median: Option<usize>,
-        }
         #[derive(Serialize)]
         struct Twin {
             scope: ScopeSpec,
@@ -129,15 +111,15 @@ impl Serialize for Sweep {
             max_new: usize,
             penalty: f32,
             checks_pass: bool,
-            summary: Vec<Summary>,
+            summary: Vec<WindowSummary>,
             prompts: Vec<Prompt<'a>>,
         }
         let prompt = |r: &'a PromptRow| Prompt {
             kind: &r.kind,
             prompt: &r.prompt,
             prompt_tokens: r.prompt_tokens,
-            all_stopped_at: r.all_stopped_at,
-            all_stop: r.all_stop.as_str(),
+            all_stopped_at: r.all().stopped_at(),
+            all_stop: r.all().stop.as_str(),
             checks_pass: r.checks_pass(),
             llama_twin: (r.trajectories.iter())
                 .map(|t| Twin {
@@ -147,13 +129,13 @@ impl Serialize for Sweep {
                 })
                 .collect(),
             planted: &r.planted,
-            windows: (self.plan.windows.iter().zip(&r.cells))
-                .map(|(&window, c)| Window {
+            windows: (self.plan.windows.iter().zip(r.windows()))
+                .map(|(&window, t)| Window {
                     window,
-                    diverges_at: c.diverges_at(),
-                    divergence: &c.divergence,
-                    stopped_at: c.stopped_at,
-                    stop: c.stop.as_str(),
+                    diverges_at: t.divergence.as_ref().map(|d| d.step),
+                    divergence: &t.divergence,
+                    stopped_at: t.stopped_at(),
+                    stop: t.stop.as_str(),
                 })
                 .collect(),
         };
@@ -162,16 +144,7 @@ impl Serialize for Sweep {
             max_new: self.plan.max_new,
             penalty: self.theta,
             checks_pass: self.checks_pass(),
-            summary: (self.summary().into_iter())
-                .map(|s| Summary {
-                    window: s.window,
-                    prompts: self.rows.len(),
-                    diverged: s.diverged,
-                    undecided: s.undecided,
-                    earliest: s.earliest,
-                    median: s.median,
-                })
-                .collect(),
+            summary: self.summary(),
             prompts: self.rows.iter().map(prompt).collect(),
         }
         .serialize(s)
@@ -183,35 +156,21 @@ pub fn run(m: &LoadedModel, plan: &SweepPlan, theta: f32, threads: i32) -> Resul
     let mut rows = Vec::new();
     for (kind, prompt) in &plan.prompts {
         let ids = m.chat_ids(prompt)?;
-        let mut dec = Decoder::new(
-            Arc::clone(&m.model),
-            ids.clone(),
-            theta,
-            plan.max_new,
-            threads,
-        )?;
+        let prompt_tokens = ids.len();
+        let model = Arc::clone(&m.model);
+        let mut dec = ScopeDecoder::new(model, ids, theta, plan.max_new, threads)?;
         let all = dec.greedy(ScopeSpec::Oracle(Scope::All), plan.max_new, None)?;
-        let mut cells = Vec::new();
         let mut trajectories = vec![all.clone()];
         for &w in &plan.windows {
-            let t = dec.greedy(ScopeSpec::Oracle(Scope::Last(w)), plan.max_new, Some(&all))?;
-            cells.push(Cell {
-                divergence: t.divergence.clone(),
-                stopped_at: t.stopped_at(),
-                stop: t.stop,
-            });
-            trajectories.push(t);
+            let last = ScopeSpec::Oracle(Scope::Last(w));
+            trajectories.push(dec.greedy(last, plan.max_new, Some(&all))?);
         }
-        let planted = PlantedRuns::run(&mut dec, &all, plan.max_new)?;
         rows.push(PromptRow {
             kind: kind.clone(),
             prompt: prompt.clone(),
-            prompt_tokens: ids.len(),
-            all_stopped_at: all.stopped_at(),
-            all_stop: all.stop,
-            cells,
+            prompt_tokens,
             trajectories,
-            planted,
+            planted: PlantedRuns::run(&mut dec, &all, plan.max_new)?,
         });
     }
     Ok(Sweep {
@@ -222,14 +181,21 @@ pub fn run(m: &LoadedModel, plan: &SweepPlan, theta: f32, threads: i32) -> Resul
 }
 
 /// Per window: prompts that diverged, and the earliest and median divergence index.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WindowSummary {
     pub window: usize,
+    /// Every prompt of the sweep.
+    pub prompts: usize,
     pub diverged: usize,
     /// Of those, divergences that rest on an exact tie (not decisive).
     pub undecided: usize,
     pub earliest: Option<usize>,
     pub median: Option<usize>,
+}
+
+/// An index, or `-` for none.
+fn or_dash(i: Option<usize>) -> String {
+    i.map_or("-".to_string(), |d| d.to_string())
 }
 
 impl Sweep {
@@ -238,30 +204,18 @@ impl Sweep {
     }
 
     pub fn summary(&self) -> Vec<WindowSummary> {
-        self.plan
-            .windows
-            .iter()
-            .enumerate()
+        (self.plan.windows.iter().enumerate())
             .map(|(i, &window)| {
-                let mut d: Vec<usize> = self
-                    .rows
-                    .iter()
-                    .filter_map(|r| r.cells[i].diverges_at())
+                let found: Vec<&Divergence> = (self.rows.iter())
+                    .filter_map(|r| r.windows()[i].divergence.as_ref())
                     .collect();
+                let mut d: Vec<usize> = found.iter().map(|d| d.step).collect();
                 d.sort();
                 WindowSummary {
                     window,
+                    prompts: self.rows.len(),
                     diverged: d.len(),
-                    undecided: self
-                        .rows
-                        .iter()
-                        .filter(|r| {
-                            r.cells[i]
-                                .divergence
-                                .as_ref()
-                                .is_some_and(|d| !d.decisive())
-                        })
-                        .count(),
+                    undecided: found.iter().filter(|d| !d.decisive).count(),
                     earliest: d.first().copied(),
                     // Lower median: an actual observed index, never an average of two.
                     median: (!d.is_empty()).then(|| d[(d.len() - 1) / 2]),
@@ -281,42 +235,32 @@ impl Sweep {
             "all stops"
         );
         for w in &self.plan.windows {
-            out.push_str(&format!(" {:>6}", format!("N={w}")));
+            out += &format!(" {:>6}", format!("N={w}"));
         }
-        out.push_str("  checks\n");
+        out += "  checks\n";
         for r in &self.rows {
-            out.push_str(&format!(
-                "  {:<6} {:>6} {:>10}",
-                r.kind,
-                r.prompt_tokens,
-                format!("{} ({})", r.all_stopped_at, r.all_stop.as_str())
-            ));
-            for c in &r.cells {
-                out.push_str(&format!(
-                    " {:>6}",
-                    c.divergence.as_ref().map_or("-".to_string(), |d| format!(
-                        "{}{}",
-                        d.step,
-                        if d.decisive() { "" } else { "?" }
-                    ))
-                ));
+            let all = r.all();
+            let stop = format!("{} ({})", all.stopped_at(), all.stop.as_str());
+            out += &format!("  {:<6} {:>6} {stop:>10}", r.kind, r.prompt_tokens);
+            for t in r.windows() {
+                let at = (t.divergence.as_ref()).map_or("-".to_string(), |d| {
+                    format!("{}{}", d.step, if d.decisive { "" } else { "?" })
+                });
+                out += &format!(" {at:>6}");
             }
-            out.push_str(&format!(
-                "  {}  {:?}\n",
-                if r.checks_pass() { "ok" } else { "FAIL" },
-                r.prompt
-            ));
+            let checks = if r.checks_pass() { "ok" } else { "FAIL" };
+            out += &format!("  {checks}  {:?}\n", r.prompt);
         }
         for s in self.summary() {
-            out.push_str(&format!(
+            out += &format!(
                 "  N={:<4} diverged on {:>2} of {} prompts ({} resting on a tie); earliest {}, median {}\n",
                 s.window,
                 s.diverged,
-                self.rows.len(),
+                s.prompts,
                 s.undecided,
-                s.earliest.map_or("-".to_string(), |d| d.to_string()),
-                s.median.map_or("-".to_string(), |d| d.to_string())
-            ));
+                or_dash(s.earliest),
+                or_dash(s.median)
+            );
         }
         out
     }

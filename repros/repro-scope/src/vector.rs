@@ -2,11 +2,11 @@
 //! they end up from `all`, and which ids `all` penalizes that the scope does not.
 
 use crate::decode::{
-    count_changed, ids_of, llama_penalties, through_llama, Decoder, Stop, Trajectory,
+    count_changed, ids_of, llama_penalties, penalized, ScopeDecoder, Stop, Trajectory,
 };
 use crate::scope::ScopeSpec;
 use anyhow::Result;
-use oracle::scope::{apply_repetition, Scope};
+use oracle::scope::Scope;
 use oracle::TokenId;
 use serde::Serialize;
 
@@ -31,41 +31,19 @@ pub struct Row {
     pub missing: Vec<Missing>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VectorTable {
     pub prompt_tokens: usize,
+    #[serde(rename = "generated_tokens")]
     pub generated_used: usize,
+    /// `prompt_tokens + generated_used`.
+    pub context_tokens: usize,
     pub rows: Vec<Row>,
-}
-
-impl Serialize for VectorTable {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Written<'a> {
-            prompt_tokens: usize,
-            generated_tokens: usize,
-            context_tokens: usize,
-            rows: &'a [Row],
-        }
-        Written {
-            prompt_tokens: self.prompt_tokens,
-            generated_tokens: self.generated_used,
-            context_tokens: self.context_len(),
-            rows: &self.rows,
-        }
-        .serialize(s)
-    }
-}
-
-impl VectorTable {
-    pub fn context_len(&self) -> usize {
-        self.prompt_tokens + self.generated_used
-    }
 }
 
 /// The table on the context `prompt ++ all.tokens[..k]` (fewer if `all` stopped earlier).
 pub fn table(
-    dec: &mut Decoder,
+    dec: &mut ScopeDecoder,
     all: &Trajectory,
     scopes: &[ScopeSpec],
     k: usize,
@@ -76,23 +54,18 @@ pub fn table(
     let prompt = dec.prompt.clone();
     let context: Vec<TokenId> = prompt.iter().chain(&generated).copied().collect();
     let all_ids = ids_of(ScopeSpec::Oracle(Scope::All), &prompt, &generated);
-    let mut z_all = raw.clone();
-    apply_repetition(&mut z_all, &all_ids, dec.theta);
+    let z_all = penalized(&raw, &all_ids, dec.theta);
     let mut rows = Vec::new();
     for &scope in scopes {
         let ids = ids_of(scope, &prompt, &generated);
         let z = match scope {
-            ScopeSpec::Oracle(_) | ScopeSpec::Planted(_) => {
-                let mut z = raw.clone();
-                apply_repetition(&mut z, &ids, dec.theta);
-                z
-            }
+            ScopeSpec::Oracle(_) | ScopeSpec::Planted(_) => penalized(&raw, &ids, dec.theta),
             ScopeSpec::Llama(n) => {
                 let mut s = llama_penalties(&dec.model, n, dec.theta)?;
                 for &t in &context {
                     s.accept(t)?;
                 }
-                through_llama(&mut s, &raw)?
+                s.apply_in_id_order(&raw)?
             }
         };
         let max_abs_diff_vs_all = z
@@ -126,6 +99,7 @@ pub fn table(
     Ok(VectorTable {
         prompt_tokens: prompt.len(),
         generated_used: generated.len(),
+        context_tokens: context.len(),
         rows,
     })
 }
@@ -136,7 +110,7 @@ impl VectorTable {
             "one logits vector: context = {} prompt + {} generated (under all) = {} tokens\n  scope        changed  non-zero ids in scope  max |diff| vs all  ids only all penalizes (last position)\n",
             self.prompt_tokens,
             self.generated_used,
-            self.context_len()
+            self.context_tokens
         );
         for r in &self.rows {
             let last = r.missing.iter().filter_map(|m| m.positions.last()).max();

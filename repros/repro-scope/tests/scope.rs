@@ -6,7 +6,7 @@ use oracle::scope::Scope;
 use report::Header;
 use repro_scope::cli;
 use repro_scope::controls::PlantedRuns;
-use repro_scope::decode::Decoder;
+use repro_scope::decode::ScopeDecoder;
 use repro_scope::run::{self, LoadedModel};
 use repro_scope::scope::{PlantedScope, ScopeSpec};
 use repro_scope::sweep::{self, SweepPlan};
@@ -189,7 +189,7 @@ fn divergence_detector_flags_a_planted_dropped_id_and_not_a_copy_of_all() {
     let _serial = one_at_a_time();
     let m = smollm2();
     let prompt = m.chat_ids("List ten fruits that are red.").unwrap();
-    let mut dec = Decoder::new(std::sync::Arc::clone(&m.model), prompt, 1.3, 48, 2).unwrap();
+    let mut dec = ScopeDecoder::new(std::sync::Arc::clone(&m.model), prompt, 1.3, 48, 2).unwrap();
     let all = dec.greedy(ScopeSpec::Oracle(Scope::All), 48, None).unwrap();
     let (step, id) = all.first_mattering.expect("some seen id decides a step");
     let planted = PlantedRuns::run(&mut dec, &all, 48).unwrap();
