@@ -250,26 +250,21 @@ mod tests {
 
     #[test]
     fn validation_rejects_what_would_abort_or_mislead() {
-        assert!(Candidates::new([]).validate(None).is_err());
-        assert!(Candidates::from_logits(&[1.0, f32::NAN])
-            .validate(None)
-            .is_err());
-        assert!(Candidates::from_logits(&[1.0, f32::INFINITY])
-            .validate(None)
-            .is_err());
-        assert!(Candidates::from_logits(&[1.0, f32::NEG_INFINITY])
-            .validate(None)
-            .is_ok());
-        assert!(Candidates::new([(TokenId(-1), 0.0)])
-            .validate(None)
-            .is_err());
-        assert!(Candidates::new([(TokenId(3), 0.0), (TokenId(3), 1.0)])
-            .validate(None)
-            .is_err());
-        assert!(Candidates::from_logits(&[0.0; 4])
-            .validate(Some(3))
-            .is_err());
-        assert!(Candidates::from_logits(&[0.0; 4]).validate(Some(4)).is_ok());
+        let logits = Candidates::from_logits;
+        let ids = |ids: &[i32]| Candidates::new(ids.iter().map(|&i| (TokenId(i), 0.0)));
+        let cases = [
+            ("empty", Candidates::new([]), None, false),
+            ("a NaN", logits(&[1.0, f32::NAN]), None, false),
+            ("a +inf", logits(&[1.0, f32::INFINITY]), None, false),
+            ("a -inf", logits(&[1.0, f32::NEG_INFINITY]), None, true),
+            ("a negative id", ids(&[-1]), None, false),
+            ("an id twice", ids(&[3, 3]), None, false),
+            ("an id past the bound", logits(&[0.0; 4]), Some(3), false),
+            ("ids below the bound", logits(&[0.0; 4]), Some(4), true),
+        ];
+        for (case, c, n_vocab, ok) in cases {
+            assert_eq!(c.validate(n_vocab).is_ok(), ok, "{case}");
+        }
     }
 
     #[test]

@@ -59,28 +59,9 @@ impl Model {
 
     /// [`Model::load`] with a chosen weight layout.
     pub fn load_with(path: &Path, weights: Weights) -> Result<Arc<Model>> {
-        crate::logs::quiet_logs();
-        ensure!(
-            path.is_file(),
-            "model file {} does not exist",
-            path.display()
-        );
-        let c_path = CString::new(path.as_os_str().as_encoded_bytes())
-            .context("model path contains a NUL byte")?;
-        // SAFETY: params by value, a live NUL-terminated path; llama.cpp catches its own
-        // loading exceptions and returns NULL.
-        let raw = unsafe {
-            ffi!(sys::llama_backend_init());
-            let mut params = ffi!(sys::llama_model_default_params());
+        let raw = load_raw(path, true, " (not a GGUF model?)", |params| {
             params.n_gpu_layers = 0;
             params.use_extra_bufts = weights == Weights::Repacked;
-            ffi!(sys::llama_model_load_from_file(c_path.as_ptr(), params))
-        };
-        let raw = NonNull::new(raw).with_context(|| {
-            format!(
-                "llama.cpp could not load {} (not a GGUF model?)",
-                path.display()
-            )
         })?;
         // Arc, not Rc: contexts, vocabularies and samplers share the model, and the harness
         // hands them to worker threads only behind its own Send wrappers.
@@ -216,6 +197,35 @@ impl Model {
     }
 }
 
+/// Loads the GGUF file at `path` with llama.cpp's default model parameters as `adjust` leaves
+/// them, after `llama_backend_init` when `backend`; `hint` ends the error for a NULL result.
+pub(crate) fn load_raw(
+    path: &Path,
+    backend: bool,
+    hint: &str,
+    adjust: impl FnOnce(&mut sys::llama_model_params),
+) -> Result<NonNull<sys::llama_model>> {
+    crate::logs::quiet_logs();
+    ensure!(
+        path.is_file(),
+        "model file {} does not exist",
+        path.display()
+    );
+    let c_path = CString::new(path.as_os_str().as_encoded_bytes())
+        .context("model path contains a NUL byte")?;
+    // SAFETY: params by value, a live NUL-terminated path; llama.cpp catches its own loading
+    // exceptions and returns NULL.
+    let raw = unsafe {
+        if backend {
+            ffi!(sys::llama_backend_init());
+        }
+        let mut params = ffi!(sys::llama_model_default_params());
+        adjust(&mut params);
+        ffi!(sys::llama_model_load_from_file(c_path.as_ptr(), params))
+    };
+    NonNull::new(raw).with_context(|| format!("llama.cpp could not load {}{hint}", path.display()))
+}
+
 /// Which attention kernel a context uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Attention {
@@ -286,12 +296,7 @@ impl Drop for Context {
 }
 
 impl Context {
-    /// A context of `n_ctx` positions decoding on `threads` CPU threads.
-    pub fn new(model: &Arc<Model>, n_ctx: u32, threads: i32) -> Result<Context> {
-        Context::with_attention(model, n_ctx, Attention::Auto, threads)
-    }
-
-    /// [`Context::new`] with a chosen attention kernel.
+    /// A context of `n_ctx` positions decoding on `threads` CPU threads with `attention`.
     pub fn with_attention(
         model: &Arc<Model>,
         n_ctx: u32,

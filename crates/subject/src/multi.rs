@@ -1,29 +1,22 @@
-//! A decoding context that holds many sequences at once, for runs that share a prefix.
-//!
-//! Several greedy runs of one prompt differ only in how they choose; while their tokens agree
-//! they can share one sequence of the KV cache, and when their choices part, the sequence is
-//! forked (`llama_memory_seq_cp`) and each branch goes on alone. One `llama_decode` call then
-//! advances every live sequence by one token.
+//! A decoding context that holds many sequences at once, for runs that share a prefix: while
+//! their tokens agree they share one sequence of the KV cache; when their choices part, the
+//! sequence is forked (`llama_memory_seq_cp`). One `llama_decode` advances every live sequence.
 //!
 //! Each sequence has its own stream of the cache (`kv_unified = false`, `n_ctx / n_seq` cells
 //! each), and a fork copies the stream. Not the unified cache: there, removing a forked
 //! sequence (`llama_memory_seq_rm`) changes the next logits of its parent (by up to 0.8 on
-//! SmolLM2, llama-cpp-sys-2 0.1.161, probed 2026-11-30). For the same reason there is no way
-//! to remove one sequence: finished sequences stay until [`MultiContext::clear`].
+//! SmolLM2, 0.1.161, probed 2026-11-30). For the same reason no sequence is ever removed:
+//! finished sequences stay until [`MultiContext::clear`].
 //!
 //! A row of a batch must not depend on its neighbours, or forked runs would not be the runs
 //! they stand for. Two settings make it so, both checked against lone decoding bit for bit:
-//! - The model must be loaded [`Weights::AsStored`] (checked here). With llama.cpp's default
-//!   repacking, Gemma3's rows in a group of four go through another kernel and differ from
-//!   lone decoding by up to 1.66 in a logit (see [`Weights`]), enough for forked runs to part
-//!   from the lone runs they stand for (F4's fork check).
-//! - Flash attention is off ([`Attention::Plain`]): on its own it changed a prompt's batched
-//!   result, and the bit-identity of batched and lone decoding is established with plain
-//!   attention only; a single-sequence context compared with this one must use it too.
+//! the model loaded [`Weights::AsStored`] (checked here; repacked, Gemma3's rows in a group of
+//! four differ from lone decoding by up to 1.66 in a logit, see [`Weights`]), and flash
+//! attention off ([`Attention::Plain`]: it changed a prompt's batched result on its own; a
+//! single-sequence context compared with this one must use it too).
 //!
-//! Positions are assigned here, never by the caller: each sequence's next position is its
-//! length, so a batch can only extend sequences, which is what llama.cpp's batch checks
-//! require (they would otherwise fail the decode).
+//! Positions are assigned here, never by the caller: a sequence's next position is its
+//! length, so a batch only extends sequences, as llama.cpp's batch checks require.
 
 use crate::model::{init_context, Attention, Model, Weights};
 use anyhow::{ensure, Context as _, Result};
@@ -110,15 +103,6 @@ impl MultiContext {
 
     pub fn model(&self) -> &Arc<Model> {
         &self.model
-    }
-
-    pub fn n_seq(&self) -> usize {
-        self.len.len()
-    }
-
-    /// How many tokens `seq` holds.
-    pub fn seq_len(&self, seq: SeqId) -> Result<usize> {
-        Ok(self.len[self.index(seq)?])
     }
 
     fn index(&self, seq: SeqId) -> Result<usize> {

@@ -91,11 +91,7 @@ impl LogitsArray {
     /// Refills the array from `logits` (checked: non-empty, no NaN or +inf).
     pub fn load(&mut self, logits: &[f32]) -> Result<()> {
         let row = id_ordered(logits, None)?;
-        self.buf.clear();
-        self.buf.extend(row);
-        self.size = self.buf.len();
-        self.selected = -1;
-        self.sorted = false;
+        self.refill(row);
         Ok(())
     }
 
@@ -111,17 +107,21 @@ impl LogitsArray {
                 logits.len()
             );
         }
+        self.refill(order.0.iter().map(|&id| sys::llama_token_data {
+            id,
+            logit: logits[id as usize],
+            p: 0.0,
+        }));
+        Ok(())
+    }
+
+    /// The array holds `entries`, nothing selected, `sorted` false.
+    fn refill(&mut self, entries: impl Iterator<Item = sys::llama_token_data>) {
         self.buf.clear();
-        self.buf
-            .extend(order.0.iter().map(|&id| sys::llama_token_data {
-                id,
-                logit: logits[id as usize],
-                p: 0.0,
-            }));
+        self.buf.extend(entries);
         self.size = self.buf.len();
         self.selected = -1;
         self.sorted = false;
-        Ok(())
     }
 
     /// The id of the entry at `i` after the last load or apply.

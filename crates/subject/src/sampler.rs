@@ -85,9 +85,8 @@ impl Sampler {
             ))
         };
         // SAFETY: fresh result of an init function.
-        let mut s = unsafe { Sampler::from_raw(raw, Some(vocab.n_tokens())) }
+        let mut s = unsafe { Sampler::pointing_into(raw, vocab) }
             .context("llama.cpp rejected the grammar")?;
-        s.vocabs.push(Arc::clone(vocab));
         s.grammar = GrammarAt::Here;
         Ok(s)
     }
@@ -97,6 +96,15 @@ impl Sampler {
         // SAFETY: live vocab; plain constructor.
         let raw = unsafe { ffi!(sys::llama_sampler_init_infill(vocab.raw())) };
         // SAFETY: fresh result of an init function.
+        unsafe { Sampler::pointing_into(raw, vocab) }
+    }
+
+    /// [`Sampler::from_raw`] for a sampler that points into `vocab`, which it keeps alive.
+    ///
+    /// # Safety
+    /// As for `from_raw`.
+    unsafe fn pointing_into(raw: *mut sys::llama_sampler, vocab: &Arc<Vocab>) -> Result<Sampler> {
+        // SAFETY: the caller's promise is `from_raw`'s.
         let mut s = unsafe { Sampler::from_raw(raw, Some(vocab.n_tokens())) }?;
         s.vocabs.push(Arc::clone(vocab));
         Ok(s)

@@ -3,7 +3,6 @@
 use anyhow::{bail, Context, Result};
 use llama_cpp_sys_2 as sys;
 use oracle::TokenId;
-use std::ffi::CString;
 use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -34,21 +33,7 @@ impl Drop for Vocab {
 impl Vocab {
     /// Loads only the vocabulary of the GGUF file at `path`.
     pub fn load(path: &Path) -> Result<Arc<Vocab>> {
-        crate::logs::quiet_logs();
-        if !path.is_file() {
-            bail!("model file {} does not exist", path.display());
-        }
-        let c_path = CString::new(path.as_os_str().as_encoded_bytes())
-            .context("model path contains a NUL byte")?;
-        // SAFETY: default params by value; the path is a live NUL-terminated string. llama.cpp
-        // catches its own loading exceptions and returns NULL.
-        let raw = unsafe {
-            let mut params = ffi!(sys::llama_model_default_params());
-            params.vocab_only = true;
-            ffi!(sys::llama_model_load_from_file(c_path.as_ptr(), params))
-        };
-        let model = NonNull::new(raw)
-            .with_context(|| format!("llama.cpp could not load {}", path.display()))?;
+        let model = crate::model::load_raw(path, false, "", |params| params.vocab_only = true)?;
         Ok(Arc::new(Vocab { model }))
     }
 

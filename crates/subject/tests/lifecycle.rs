@@ -49,33 +49,33 @@ fn chains_own_their_stages_and_clone_cleanly() {
 #[test]
 fn bad_input_is_refused_before_c() {
     // A negative window cannot be written (WindowLen is unsigned); a huge one is refused.
-    assert!(penalties(subject::MAX_WINDOW as usize + 1).build().is_err());
-    assert!(penalties(usize::MAX).build().is_err());
-    let bad_p = Stage::TopP {
+    let nan_p = Stage::TopP {
         p: f32::NAN,
         min_keep: 1,
     };
-    assert!(SamplerSpec::from(bad_p).build().is_err());
-    let bias = Stage::LogitBias {
+    let bias = SamplerSpec::from(Stage::LogitBias {
         biases: vec![(TokenId(4), 1.0)],
-    };
-    assert!(SamplerSpec::from(bias.clone())
-        .with_vocab(4)
-        .build()
-        .is_err());
-    assert!(
-        SamplerSpec::from(bias).build().is_err(),
-        "no vocabulary given"
-    );
-    assert!(SamplerSpec::Dry(DryParams {
+    });
+    let dry = DryParams {
         multiplier: 1.0,
         base: 2.0,
         allowed_length: 2,
         last_n: -1,
-        n_ctx_train: 16
-    })
-    .build()
-    .is_err());
+        n_ctx_train: 16,
+    };
+    for (case, spec) in [
+        (
+            "window past the limit",
+            penalties(subject::MAX_WINDOW as usize + 1),
+        ),
+        ("window of usize::MAX", penalties(usize::MAX)),
+        ("NaN p", SamplerSpec::from(nan_p)),
+        ("bias past the vocabulary", bias.clone().with_vocab(4)),
+        ("bias with no vocabulary given", bias),
+        ("negative dry window", SamplerSpec::Dry(dry)),
+    ] {
+        assert!(spec.build().is_err(), "{case}");
+    }
     let mut s = penalties(4).build().unwrap();
     assert!(s.accept(TokenId(8)).is_err(), "id outside the vocabulary");
     assert!(s.accept(TokenId(-1)).is_err());
