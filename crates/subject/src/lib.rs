@@ -1,18 +1,13 @@
-//! A safe wrapper over llama.cpp's sampler C API, as shipped by `llama-cpp-sys-2`.
+//! A safe wrapper over llama.cpp's sampler C API, as shipped by `llama-cpp-sys-2`: the subject
+//! under audit, with no sampling logic of its own. It owns each llama.cpp handle exactly once
+//! ([`Sampler`] frees on drop), keeps the candidate array's `size`, `sorted` and `selected`
+//! visible ([`Candidates`]), and checks inputs before they reach C, because llama.cpp answers
+//! bad input with `GGML_ASSERT` (an abort) or a C++ exception (which must never unwind into
+//! Rust). What it refuses is listed in [`promise`]; [`ffi_calls_on_this_thread`] counts the
+//! calls it makes.
 //!
-//! This crate is the subject under audit: it adds no sampling logic of its own. It owns
-//! each llama.cpp handle exactly once ([`Sampler`] frees on drop), keeps the candidate
-//! array's `size`, `sorted` and `selected` fields visible to the caller ([`Candidates`]),
-//! and checks inputs before they reach C, because llama.cpp answers bad input with
-//! `GGML_ASSERT` (which aborts the whole process) or with a C++ exception (which must never
-//! unwind into Rust).
-//!
-//! What it refuses, entry point by entry point, is listed in one place: [`promise`]. Each
-//! refusal returns `Err` before any call into llama.cpp, and [`ffi_calls_on_this_thread`]
-//! counts the calls that are made.
-//!
-//! The same source builds against two releases. With the `legacy-api` feature it calls the
-//! older signatures (0.1.154 and earlier); without it, the current ones.
+//! The same source builds against two releases: with the `legacy-api` feature it calls the
+//! older signatures (0.1.154 and earlier).
 
 // First: `ffi!`, which every other module uses, is defined there.
 #[macro_use]

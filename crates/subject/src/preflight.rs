@@ -23,14 +23,17 @@ pub const LOAD_TASK: Task = Task {
 /// How long a load may take before it is stopped (the largest pinned model loads in seconds).
 pub const LOAD_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// Each weight layout as the load task's second argument spells it.
+const LAYOUTS: [(Weights, &str); 2] = [
+    (Weights::AsStored, "as-stored"),
+    (Weights::Repacked, "repacked"),
+];
+
 fn load_child(args: &[OsString]) -> i32 {
-    let weights = match args.get(1).and_then(|w| w.to_str()) {
-        Some("as-stored") => Weights::AsStored,
-        Some("repacked") => Weights::Repacked,
-        _ => {
-            eprintln!("error: the load-model task takes a path and as-stored or repacked");
-            return 2;
-        }
+    let arg = args.get(1).and_then(|w| w.to_str());
+    let Some(&(weights, _)) = LAYOUTS.iter().find(|(_, name)| Some(*name) == arg) else {
+        eprintln!("error: the load-model task takes a path and as-stored or repacked");
+        return 2;
     };
     match Model::load_with(Path::new(&args[0]), weights) {
         Ok(_) => 0,
@@ -53,10 +56,10 @@ pub fn preflight(path: &Path, weights: Weights) -> Result<()> {
     if loaded.iter().any(|(p, w)| p == path && *w == weights) {
         return Ok(());
     }
-    let layout = match weights {
-        Weights::AsStored => "as-stored",
-        Weights::Repacked => "repacked",
-    };
+    let (_, layout) = LAYOUTS
+        .iter()
+        .find(|(w, _)| *w == weights)
+        .expect("every layout");
     let cmd = LOAD_TASK.command(&[path.as_os_str().to_owned(), OsString::from(layout)])?;
     let out = contain::run(cmd, LOAD_TIMEOUT)?;
     judge(path, &out)?;
