@@ -448,19 +448,15 @@ mod tests {
     use subject::TokenId;
 
     fn sample() -> (Vec<ApplyRow>, EndToEnd) {
+        let row = |layout, ms, refill_ms| ApplyRow {
+            vocab: 100,
+            layout,
+            ms,
+            refill_ms,
+        };
         let rows = vec![
-            ApplyRow {
-                vocab: 100,
-                layout: Layout::IdOrder,
-                ms: [1.0, 0.001, 0.5],
-                refill_ms: 0.1,
-            },
-            ApplyRow {
-                vocab: 100,
-                layout: Layout::Shuffled,
-                ms: [1.0, 0.25, 0.5],
-                refill_ms: 0.2,
-            },
+            row(Layout::IdOrder, [1.0, 0.001, 0.5], 0.1),
+            row(Layout::Shuffled, [1.0, 0.25, 0.5], 0.2),
         ];
         let g = |ms: f64| Generation {
             ms_per_token: ms,
@@ -513,13 +509,8 @@ mod tests {
             e2e["overhead_percent_interval"]["ledger"],
             Value::from([0.0, 0.0].to_vec())
         );
-        assert_eq!(
-            e2e["ms_per_token_interval"]["none"]
-                .as_array()
-                .unwrap()
-                .len(),
-            2
-        );
+        let interval = e2e["ms_per_token_interval"]["none"].as_array();
+        assert_eq!(interval.unwrap().len(), 2);
         assert_eq!(e2e["generated_tokens"]["builtin"], 8);
         assert_eq!(e2e["builtin_tokens_equal_ledger"], true);
         assert_eq!(e2e["per_round_ms_per_token"].as_array().unwrap().len(), 4);

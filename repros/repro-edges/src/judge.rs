@@ -161,26 +161,18 @@ pub fn oracle_step(stage: &Stage, pool: &Pool, history: &[TokenId]) -> Step {
 /// logits (the canonical order, logit descending then id ascending, breaks ties by id, so a
 /// relabelled pool is the same pool under another tie-break).
 fn relabelings(pool: &Pool) -> Vec<Vec<(TokenId, TokenId)>> {
-    let e = pool.entries();
-    let mut out: Vec<Vec<(TokenId, TokenId)>> = vec![Vec::new()];
-    let mut i = 0;
-    while i < e.len() {
-        let j = (i..e.len())
-            .find(|&j| e[j].logit.to_bits() != e[i].logit.to_bits())
-            .unwrap_or(e.len());
-        let ids: Vec<TokenId> = e[i..j].iter().map(|x| x.id).collect();
-        let mut next = Vec::new();
-        for perm in permutations(&ids) {
-            for prefix in &out {
-                let mut m = prefix.clone();
-                m.extend(ids.iter().copied().zip(perm.iter().copied()));
-                next.push(m);
-            }
-        }
-        out = next;
-        i = j;
-    }
-    out
+    let groups = (pool.entries()).chunk_by(|a, b| a.logit.to_bits() == b.logit.to_bits());
+    groups.fold(vec![Vec::new()], |out, group| {
+        let ids: &Vec<TokenId> = &group.iter().map(|x| x.id).collect();
+        let extended = |perm: &Vec<TokenId>, prefix: &Vec<(TokenId, TokenId)>| {
+            let mut m = prefix.clone();
+            m.extend(ids.iter().copied().zip(perm.iter().copied()));
+            m
+        };
+        (permutations(ids).iter())
+            .flat_map(|perm| out.iter().map(move |prefix| extended(perm, prefix)))
+            .collect()
+    })
 }
 
 fn permutations(ids: &[TokenId]) -> Vec<Vec<TokenId>> {

@@ -48,27 +48,23 @@ fn cases() -> Vec<Case> {
             "plain",
             vec![(0, 4.0), (1, 2.0), (2, 1.0), (3, -2.0)],
         ),
+        // id 1 (count 2): 1 / 1.5 - (2 * 0.5 + 0.5); id 2 (count 1): 0.5 / 1.5 - 1.
         Case {
-            stage: "penalties=4:1.5:0.5:0.5",
-            input: "plain",
             history: &[1, 1, 2],
-            // id 1 (count 2): 1 / 1.5 - (2 * 0.5 + 0.5); id 2 (count 1): 0.5 / 1.5 - 1.
-            survivors: vec![
-                (0, 2.0),
-                (1, 1.0f32 / 1.5 - 1.5),
-                (2, 0.5f32 / 1.5 - 1.0),
-                (3, -1.0),
-            ],
-            tie: None,
-            selected: None,
+            ..case(
+                "penalties=4:1.5:0.5:0.5",
+                "plain",
+                vec![
+                    (0, 2.0),
+                    (1, 1.0f32 / 1.5 - 1.5),
+                    (2, 0.5f32 / 1.5 - 1.0),
+                    (3, -1.0),
+                ],
+            )
         },
         Case {
-            stage: "greedy",
-            input: "one",
-            history: &[],
-            survivors: vec![(0, 1.0)],
-            tie: None,
             selected: Some(0),
+            ..case("greedy", "one", vec![(0, 1.0)])
         },
         // The cut after two of four equal logits is a tie.
         Case {
@@ -96,13 +92,12 @@ fn check(c: &Case, inputs: &[EdgeInput]) -> Option<String> {
     let Some(input) = inputs.iter().find(|i| i.name == c.input) else {
         return Some(format!("no input '{}'", c.input));
     };
+    let label = format!("{} on {}", c.stage, c.input);
     let pool = match inputs::domain(&input.entries) {
         Ok(p) => p,
-        Err(why) => return Some(format!("{} on {}: {why}", c.stage, c.input)),
+        Err(why) => return Some(format!("{label}: {why}")),
     };
-    let history: Vec<TokenId> = oracle::token_ids(c.history);
-    let step = crate::judge::oracle_step(&stage, &pool, &history);
-    let label = format!("{} on {}", c.stage, c.input);
+    let step = crate::judge::oracle_step(&stage, &pool, &oracle::token_ids(c.history));
     if let Some(tie) = c.tie {
         return match &step.edge {
             Some(e) if e.is_tie() == tie => None,
@@ -113,20 +108,13 @@ fn check(c: &Case, inputs: &[EdgeInput]) -> Option<String> {
     if let Some(e) = &step.edge {
         return Some(format!("{label}: unexpected knife edge ({})", e.0));
     }
-    let mut got: Vec<(i32, f32)> = step
-        .pool
-        .entries()
-        .iter()
+    let mut got: Vec<(i32, f32)> = (step.pool.entries().iter())
         .filter(|e| e.logit > f32::NEG_INFINITY)
         .map(|e| (e.id.0, e.logit))
         .collect();
     got.sort_by_key(|e| e.0);
-    let same = got.len() == c.survivors.len()
-        && got
-            .iter()
-            .zip(&c.survivors)
-            .all(|(a, b)| a.0 == b.0 && a.1.to_bits() == b.1.to_bits());
-    if !same {
+    let bits = |v: &[(i32, f32)]| v.iter().map(|&(i, l)| (i, l.to_bits())).collect::<Vec<_>>();
+    if bits(&got) != bits(&c.survivors) {
         return Some(format!(
             "{label}: oracle {got:?}, by hand {:?}",
             c.survivors

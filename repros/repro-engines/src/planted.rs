@@ -72,10 +72,9 @@ fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Result<Vec<(Tok
                 sort(&mut order);
             }
             Modelled::TopK { k } => {
-                if let Ok(k) = usize::try_from(k) {
-                    if k > 0 {
-                        keep = keep.min(k);
-                    }
+                // k <= 0 keeps everything.
+                if let Some(k) = usize::try_from(k).ok().filter(|&k| k > 0) {
+                    keep = keep.min(k);
                 }
             }
             Modelled::TopP { p, min_keep } => {
@@ -110,19 +109,11 @@ fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Result<Vec<(Tok
         }
     }
     let kept = &order[..keep];
-    if defect == Defect::SkipsRenormalization {
-        return Ok(kept
-            .iter()
-            .zip(softmax(&order))
-            .map(|((id, _), q)| (*id, q))
-            .collect());
-    }
-    Ok(kept
-        .iter()
-        .copied()
-        .map(|(id, _)| id)
-        .zip(softmax(kept))
-        .collect())
+    let weights = match defect {
+        Defect::SkipsRenormalization => softmax(&order),
+        _ => softmax(kept),
+    };
+    Ok(kept.iter().map(|(id, _)| *id).zip(weights).collect())
 }
 
 /// `draws` draws from the Rust sampler with `defect`, seeded with `seed`.
@@ -138,12 +129,12 @@ pub fn draw(
         "at least one logit must be finite"
     );
     let dist = distribution(logits, s, defect)?;
-    let mut cdf = Vec::with_capacity(dist.len());
-    let mut cum = 0.0;
-    for (_, w) in &dist {
-        cum += w;
-        cdf.push(cum);
-    }
+    let cdf: Vec<f64> = (dist.iter())
+        .scan(0.0, |cum, (_, w)| {
+            *cum += w;
+            Some(*cum)
+        })
+        .collect();
     let mut rng = Rng::new(seed);
     Ok((0..draws)
         .map(|_| {
@@ -161,24 +152,14 @@ mod tests {
 
     #[test]
     fn the_planted_defects_change_what_they_say() {
-        let logits = [3.0, 2.0, 1.0, 0.0];
-        let s = Sampling::parse("top_k=2").unwrap();
-        let exact = distribution(&logits, &s, Defect::Exact).unwrap();
+        let of = |s: &str, d| distribution(&[3.0, 2.0, 1.0, 0.0], &Sampling::parse(s).unwrap(), d);
+        let exact = of("top_k=2", Defect::Exact).unwrap();
         assert_eq!(exact.len(), 2);
         assert!((exact[0].1 + exact[1].1 - 1.0).abs() < 1e-15);
-        assert_eq!(
-            distribution(&logits, &s, Defect::KeepsOneExtra)
-                .unwrap()
-                .len(),
-            3
-        );
-        let raw = distribution(&logits, &s, Defect::SkipsRenormalization).unwrap();
+        assert_eq!(of("top_k=2", Defect::KeepsOneExtra).unwrap().len(), 3);
+        let raw = of("top_k=2", Defect::SkipsRenormalization).unwrap();
         assert!(raw[0].1 + raw[1].1 < 0.95);
         // The same top-k then top-p example as the interface: the renormalized cut keeps 2.
-        let both = Sampling::parse("top_k=3,top_p=0.9").unwrap();
-        assert_eq!(
-            distribution(&logits, &both, Defect::Exact).unwrap().len(),
-            2
-        );
+        assert_eq!(of("top_k=3,top_p=0.9", Defect::Exact).unwrap().len(), 2);
     }
 }
