@@ -103,7 +103,7 @@ impl Audit {
             let one = |r: &&perm::PermutationRow| {
                 format!(
                     "{}: max {} distinct sets, {} of {} orders differ from the oracle",
-                    r.sampler, r.max_distinct, r.differing, r.permutations
+                    r.sampler, r.max_distinct_sets, r.differing, r.permutations
                 )
             };
             join(rs.iter().map(one), "; ")
@@ -171,7 +171,8 @@ impl Audit {
 
     /// Every row of the permutation table and the fuzzer's totals.
     fn sweep_evidence(&self) -> String {
-        let distinct = (self.perm.rows.iter()).map(|r| format!("{} {}", r.sampler, r.max_distinct));
+        let distinct =
+            (self.perm.rows.iter()).map(|r| format!("{} {}", r.sampler, r.max_distinct_sets));
         format!(
             "max distinct sets over orders {}; fuzzer {} of {} chains unsound, {} undecided{}",
             join(distinct, ", "),

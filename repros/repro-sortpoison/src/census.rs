@@ -1,23 +1,14 @@
 //! The injector census: which built-in samplers can leave `sorted == true` on an array that
-//! is no longer sorted. Decided by running each one, never by reading its source.
+//! is no longer sorted, decided by running each one on a battery of really sorted arrays
+//! flagged so: flag true and order broken on some input **keeps it stale** (that input is the
+//! witness); else flag cleared on some input **resets the flag**; else **never reorders**. A
+//! second pass hands each an unsorted array flagged `false` and records whether it sets the
+//! flag, and whether the array it leaves is then really sorted.
 //!
-//! Every sampler is applied to a battery of arrays that really are sorted (descending) and
-//! flagged so. Afterwards the flag and the real order are compared:
-//! - flag true, order broken on some input: **keeps it stale** (the input is the witness);
-//! - otherwise, flag cleared on some input: **resets the flag**;
-//! - otherwise: **never reorders** (on every input tried).
-//!
-//! A second pass hands each sampler an unsorted array flagged `false` and records whether it
-//! sets the flag, and whether the array it leaves is then really sorted.
-//!
-//! Controls, through the same `census_row`: a planted Rust injector that leaves the flag
-//! alone must be classed "keeps it stale", one that clears it "resets the flag", and a
-//! planted identity "never reorders".
-//!
-//! Containment: every row, the planted ones included, runs in its own child process
-//! ([`ROW_TASK`], `crates/contain`) and comes back as JSON, so a sampler that aborts becomes a
-//! row classed "crashes (contained)" and the census goes on. A fourth planted injector aborts
-//! on its first apply and must be classed so.
+//! Controls, through the same `census_row`: planted injectors that keep the flag, clear it,
+//! change nothing, or abort. Every row runs in its own child process ([`ROW_TASK`],
+//! `crates/contain`) and comes back as JSON, so a sampler that aborts becomes a row classed
+//! "crashes (contained)" and the census goes on.
 
 use crate::chain::{join, really_sorted};
 use crate::planted::Injector;
@@ -284,10 +275,8 @@ impl Class {
 /// One sampler's row; its JSON is also how a row's child hands the row back.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CensusRow {
-    #[serde(rename = "sampler")]
-    pub label: String,
-    #[serde(rename = "llama_name")]
-    pub name: String,
+    pub sampler: String,
+    pub llama_name: String,
     #[serde(rename = "on_sorted_input")]
     pub class: Class,
     pub inputs: usize,
@@ -297,10 +286,8 @@ pub struct CensusRow {
     pub witness_after: Option<String>,
     /// On unsorted input flagged false: how many runs set the flag, and how many of those
     /// left an array that is not sorted.
-    #[serde(rename = "unsorted_input_sets_flag")]
-    pub sets_flag: usize,
-    #[serde(rename = "unsorted_input_sets_flag_on_unsorted_output")]
-    pub sets_flag_falsely: usize,
+    pub unsorted_input_sets_flag: usize,
+    pub unsorted_input_sets_flag_on_unsorted_output: usize,
     /// How the row's child died, for [`Class::Crashed`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crash: Option<String>,
@@ -362,14 +349,14 @@ pub fn census_row(subject: &CensusSampler, inputs: &[Input]) -> Result<CensusRow
     };
     let (witness_input, witness_after) = witness.unzip();
     Ok(CensusRow {
-        label: subject.label.clone(),
-        name,
+        sampler: subject.label.clone(),
+        llama_name: name,
         class,
         inputs: inputs.len(),
         witness_input,
         witness_after,
-        sets_flag,
-        sets_flag_falsely,
+        unsorted_input_sets_flag: sets_flag,
+        unsorted_input_sets_flag_on_unsorted_output: sets_flag_falsely,
         crash: None,
     })
 }
@@ -455,7 +442,7 @@ fn contained_row(index: usize, subject: &CensusSampler, vocab: Option<&Path>) ->
             out.last_stderr_line()
         ),
         died => Ok(CensusRow {
-            label: subject.label.clone(),
+            sampler: subject.label.clone(),
             class: Class::Crashed,
             crash: Some(died.describe()),
             ..CensusRow::default()
@@ -508,7 +495,7 @@ impl Census {
         let text = |p: &PlantedRow| {
             format!(
                 "{} classed '{}' (must be '{}')",
-                p.row.label,
+                p.row.sampler,
                 p.row.class.as_str(),
                 want.as_str()
             )
@@ -524,7 +511,7 @@ impl Census {
             if let Some(how) = &r.crash {
                 out.push_str(&format!(
                     "  {:<41} {:<28} {} ({how}; the census went on)\n",
-                    r.label,
+                    r.sampler,
                     "-",
                     r.class.as_str()
                 ));
@@ -532,13 +519,14 @@ impl Census {
             }
             out.push_str(&format!(
                 "  {:<41} {:<28} {:<17} {} of {}{}\n",
-                r.label,
-                r.name,
+                r.sampler,
+                r.llama_name,
                 r.class.as_str(),
-                r.sets_flag,
+                r.unsorted_input_sets_flag,
                 r.inputs,
-                if r.sets_flag_falsely > 0 {
-                    format!(" ({} with an unsorted result)", r.sets_flag_falsely)
+                if r.unsorted_input_sets_flag_on_unsorted_output > 0 {
+                    let n = r.unsorted_input_sets_flag_on_unsorted_output;
+                    format!(" ({n} with an unsorted result)")
                 } else {
                     String::new()
                 }
@@ -550,7 +538,7 @@ impl Census {
             };
             out.push_str(&format!(
                 "  witness, {}: [{input}] -> [{after}], flag still true\n",
-                r.label
+                r.sampler
             ));
         }
         if let Some(n) = &self.vocab_note {

@@ -1,17 +1,12 @@
-//! A chain that ends in `dist`: what every stage leaves (each surviving candidate's id, logit
-//! and `p`, from llama.cpp and from the oracle), the `p` dist writes, and its seeded draws
-//! judged by F7's detector (`detector::judge`).
+//! A chain that ends in `dist`: each surviving candidate's id, logit and `p` after every stage
+//! (llama.cpp's and the oracle's), the `p` dist writes, and its seeded draws judged by F7's
+//! detector (`detector::judge`).
 //!
-//! dist is judged on its own: its oracle is `oracle::draw::softmax` (f64) of the array exactly
-//! as llama.cpp hands it to dist, the candidates the earlier stages left in the subject. So
-//! an earlier stage's wrong survivor set (F2's chain comparison, reported beside this) is not
-//! charged to dist; what this verdict isolates is dist's use of the `sorted` flag. On a stale
-//! flag (logit_bias changes logits without clearing it) dist trusts the flag, as llama.h asks,
-//! takes `data[0]` as the maximum, and `expf` of a logit far above it overflows: `p` becomes
-//! NaN. That is F2's stale flag showing in dist's output, not a defect of dist's own code.
-//!
-//! The planted dists of [`crate::planted::DistRule`] run through [`run`], the same function
-//! as the subject, in chains of planted stages only; they are the controls.
+//! dist's oracle is `oracle::draw::softmax` (f64) of the array exactly as llama.cpp hands it
+//! to dist, so an earlier stage's wrong survivor set (F2's chain comparison, reported beside
+//! this) is not charged to dist: the verdict isolates dist's use of the `sorted` flag. The
+//! planted dists of [`crate::planted::DistRule`], in chains of planted stages only, run
+//! through the same [`run`]; they are the controls.
 
 use crate::chain::{self, join, ChainCase, ChainReport};
 use crate::planted::{DistRule, PlantedBias, PlantedDist, PlantedRule, PlantedTruncator};

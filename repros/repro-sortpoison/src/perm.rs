@@ -195,10 +195,8 @@ pub fn run_case(stage: &ChainStage, logits: &[f32]) -> Result<Option<Permutation
 pub struct PermutationRow {
     pub sampler: &'static str,
     pub cases: usize,
-    #[serde(rename = "skipped_knife_edges")]
-    pub skipped: usize,
-    #[serde(rename = "max_distinct_sets")]
-    pub max_distinct: usize,
+    pub skipped_knife_edges: usize,
+    pub max_distinct_sets: usize,
     pub permutations: usize,
     #[serde(rename = "permutations_differing_from_oracle")]
     pub differing: usize,
@@ -296,8 +294,8 @@ fn audit_row(
             let r = row.get_or_insert_with(|| PermutationRow {
                 sampler: label,
                 cases: 0,
-                skipped: 0,
-                max_distinct: 0,
+                skipped_knife_edges: 0,
+                max_distinct_sets: 0,
                 permutations: 0,
                 differing: 0,
                 honest_ok: true,
@@ -309,14 +307,14 @@ fn audit_row(
             r.differing += case.stale_differing();
             r.honest_ok &= case.honest_ok();
             r.guarded_ok &= case.guarded_ok();
-            if case.stale.len() > r.max_distinct {
-                r.max_distinct = case.stale.len();
+            if case.stale.len() > r.max_distinct_sets {
+                r.max_distinct_sets = case.stale.len();
                 r.worst = case;
             }
         }
     }
     let mut r = row.with_context(|| format!("{label} has no tie-free case in the family"))?;
-    r.skipped = skipped;
+    r.skipped_knife_edges = skipped;
     Ok(r)
 }
 
@@ -347,12 +345,12 @@ pub fn run() -> Result<PermAudit> {
 impl PermutationRow {
     /// The detector flags this sampler: some tie-free case gives more than one set.
     pub fn flagged(&self) -> bool {
-        self.max_distinct > 1 && self.differing > 0
+        self.max_distinct_sets > 1 && self.differing > 0
     }
 
     /// The detector passes this sampler: one set per case, the oracle's.
     pub fn sound(&self) -> bool {
-        self.max_distinct == 1 && self.differing == 0
+        self.max_distinct_sets == 1 && self.differing == 0
     }
 }
 
@@ -374,8 +372,8 @@ impl PermAudit {
                 "  {:<21} {:>6} {:>8} {:>18} {:>17} of {:>9}  {:<29} {}\n",
                 r.sampler,
                 r.cases,
-                r.skipped,
-                r.max_distinct,
+                r.skipped_knife_edges,
+                r.max_distinct_sets,
                 r.differing,
                 r.permutations,
                 if r.honest_ok { "yes" } else { "NO" },

@@ -56,15 +56,11 @@ impl CustomSampler for PlantedTruncator {
                     .collect();
                 let sum: f64 = w.iter().sum();
                 let mut cum = 0.0;
-                let mut keep = view.len();
-                for (i, x) in w.iter().enumerate() {
+                let reached = w.iter().position(|x| {
                     cum += x / sum;
-                    if cum >= p as f64 {
-                        keep = i + 1;
-                        break;
-                    }
-                }
-                keep
+                    cum >= p as f64
+                });
+                reached.map_or(view.len(), |i| i + 1)
             }
         };
         view.truncate(keep);
@@ -265,16 +261,13 @@ impl CustomSampler for DistSampler {
         };
         let target = self.uniform() * total;
         let mut run = 0.0;
-        let mut selected = n - 1;
-        for (i, w) in weights.iter().enumerate() {
+        // llama.cpp stops at `>=`; the exact rule stops past the target, so an entry of
+        // weight 0 is never drawn.
+        let reached = weights.iter().position(|w| {
             run += w;
-            // llama.cpp stops at `>=`; the exact rule stops past the target, so an entry of
-            // weight 0 is never drawn.
-            if (trusts && run >= target) || (!trusts && run > target) {
-                selected = i;
-                break;
-            }
-        }
+            (trusts && run >= target) || (!trusts && run > target)
+        });
+        let selected = reached.unwrap_or(n - 1);
         let written = if rule == DistRule::DropsLastFromSum {
             sum - weights[n - 1]
         } else {

@@ -243,7 +243,7 @@ fn permutation_table_with_controls() {
             "sorted_guard must make {} order-invariant",
             row.sampler
         );
-        assert_eq!(row.skipped, 0, "the family is chosen tie-free");
+        assert_eq!(row.skipped_knife_edges, 0, "the family is chosen tie-free");
     }
     for row in &audit.planted {
         if row.sampler.ends_with(":trusting") {
@@ -295,7 +295,7 @@ fn injector_census() {
         "the census needs the SmolLM2 vocabulary: run `make models`"
     );
     let class = |label: &str| {
-        let row = c.rows.iter().find(|r| r.label.starts_with(label));
+        let row = c.rows.iter().find(|r| r.sampler.starts_with(label));
         row.unwrap_or_else(|| panic!("no census row {label}")).class
     };
     // The published claim, checked by running: logit_bias and grammar leave the flag stale;
@@ -311,7 +311,7 @@ fn injector_census() {
         let name = subject::CustomSampler::name(&i).to_string_lossy();
         c.planted
             .iter()
-            .find(|p| p.row.label == name)
+            .find(|p| p.row.sampler == name)
             .unwrap()
             .row
             .class

@@ -1,22 +1,12 @@
-//! The oracle check and the chain fuzzer.
-//!
-//! The oracle check comes first: single stages on random arrays in random order with the
-//! honest flag (`sorted = false`), where llama.cpp is expected to be right. Every tie-free
-//! disagreement there would be an oracle bug, so the audit reports it before any verdict.
-//!
-//! The fuzzer then builds random chains of 2 to 4 deterministic stages, runs each through
-//! the real chain API and compares the final survivor set with the oracle's composition.
-//! Each unsound chain is shrunk (fewer stages, fewer logits, rounder numbers, shorter
-//! history) while it stays unsound and tie-free, and the minimized cases are grouped by
-//! shape, e.g. `sorter -> injector -> truncator`.
-//!
-//! Code map: [`generate`] (random stages and chains), [`shrink`] (minimizing an unsound
-//! chain), [`gate`] (the oracle check), and here the fuzzing loop that ties them together.
+//! The oracle check ([`gate`]) and the chain fuzzer: random chains of 2 to 4 deterministic
+//! stages ([`generate`]) through the real chain API, the final survivor set compared with the
+//! oracle's composition. Each unsound chain is shrunk ([`shrink`]) while it stays unsound and
+//! tie-free, and the minimized cases are grouped by shape (`sorter -> injector -> truncator`).
 //!
 //! Containment: the audit runs the fuzzer in chunks of [`CHUNK`] chains, each in its own
 //! child process ([`CHUNK_TASK`]), and merges their reports; a chunk whose child dies is
-//! recorded with how it died and the rest go on. The chains are one seeded stream whatever
-//! the chunking, so the merged report equals the one-process report.
+//! recorded with how it died. The chains are one seeded stream whatever the chunking, so the
+//! merged report equals the one-process report.
 
 pub mod gate;
 pub mod generate;
