@@ -112,12 +112,12 @@ pub struct Overfull {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
-    /// How often each id was drawn.
-    pub support: BTreeMap<TokenId, u64>,
     /// Drawn ids the oracle never keeps.
     pub outside: Vec<TokenId>,
     /// Tie classes with more distinct ids drawn than they keep.
     pub overfull: Vec<Overfull>,
+    /// How often each id was drawn.
+    pub support: BTreeMap<TokenId, u64>,
     pub fit: Option<GoodnessOfFit>,
     /// The per-test significance level the p-value was compared with.
     pub alpha: f64,
