@@ -330,18 +330,9 @@ pub fn svg(report: &Value) -> anyhow::Result<String> {
                 styles[k],
             );
         }
-        c.text(
-            x0 + 43.0,
-            top + ph + 18.0,
-            &vocab.to_string(),
-            Font::BODY.middle(),
-        );
-        c.text(
-            x0 + 43.0,
-            top + ph + 18.0 + 16.0,
-            layout,
-            Font::BODY.middle(),
-        );
+        for (dy, label) in [(18.0, vocab.to_string()), (34.0, layout.to_string())] {
+            c.text(x0 + 43.0, top + ph + dy, &label, Font::BODY.middle());
+        }
     }
     c.text(
         (left + right) / 2.0,
@@ -385,18 +376,11 @@ fn overhead_panel(
         cis.push((v, style, median.f64(v.key())?, lo, hi));
     }
     let finite = |x: f64| if x.is_finite() { x } else { 0.0 };
-    let lo = cis
-        .iter()
-        .map(|c| finite(c.3))
-        .fold(0.0f64, f64::min)
-        .floor()
-        - 1.0;
-    let hi = cis
-        .iter()
-        .map(|c| finite(c.4))
-        .fold(0.0f64, f64::max)
-        .ceil()
-        + 1.0;
+    // From below the lowest interval end to above the highest, 0 always inside.
+    let (lo, hi) = (cis.iter()).fold((0.0f64, 0.0f64), |(lo, hi), c| {
+        (lo.min(finite(c.3)), hi.max(finite(c.4)))
+    });
+    let (lo, hi) = (lo.floor() - 1.0, hi.ceil() + 1.0);
     let y = |p: f64| top + ph * (hi - finite(p)) / (hi - lo);
     let width = 180.0;
     c.text(
@@ -423,13 +407,9 @@ fn overhead_panel(
         let (y0, ym) = (y(0.0), y(*m));
         c.bar((x, y0.min(ym)), 40.0, (y0 - ym).abs(), *style);
         c.line((x + 20.0, y(*lo)), (x + 20.0, y(*hi)), "black", 1.0);
-        c.text(
-            x + 20.0,
-            top + ph + 18.0,
-            &format!("{m:+.1}%"),
-            Font::BODY.middle(),
-        );
-        c.text(x + 20.0, top + ph + 34.0, v.key(), Font::BODY.middle());
+        for (dy, label) in [(18.0, format!("{m:+.1}%")), (34.0, v.key().to_string())] {
+            c.text(x + 20.0, top + ph + dy, &label, Font::BODY.middle());
+        }
     }
     c.text(
         x0,

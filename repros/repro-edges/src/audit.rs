@@ -35,13 +35,10 @@ fn probe(config: &Config, input: &inputs::EdgeInput, timeout: Duration) -> Resul
 }
 
 fn probe_all(configs: &[Config], inputs: &[inputs::EdgeInput], t: Duration) -> Result<Vec<Cell>> {
-    let mut cells = Vec::new();
-    for c in configs {
-        for i in inputs {
-            cells.push(probe(c, i, t)?);
-        }
-    }
-    Ok(cells)
+    let pairs = configs
+        .iter()
+        .flat_map(|c| inputs.iter().map(move |i| (c, i)));
+    pairs.map(|(c, i)| probe(c, i, t)).collect()
 }
 
 pub struct Audit {
@@ -108,9 +105,8 @@ pub fn row_verdict(cells: &[&Cell]) -> Verdict {
 
 /// Every cell of a row that is neither `ok` nor `ran`, as `input: words`.
 fn row_evidence(cells: &[&Cell]) -> String {
-    let notable: Vec<String> = cells
-        .iter()
-        .filter(|c| !matches!(c.code().as_str(), "ok" | "ran"))
+    let notable: Vec<String> = (cells.iter())
+        .filter(|c| c.notable())
         .map(|c| format!("{}: {}", c.input, c.words()))
         .collect();
     if notable.is_empty() {
@@ -240,11 +236,7 @@ impl Audit {
             "  codes: ok behaves (matches the oracle under some tie-break); ran finishes cleanly, no set\n  answer to judge; ABRT/SEGV/... killed by that signal; TIME times out; FAIL unreadable\n  result; OUT selected outside the array left; NaN leaves a NaN logit or a NaN, infinite or\n  negative p; DIFF disagrees with the oracle under every tie-break; tie differs where only a\n  rounding margin decides; lower case: garbage in (a NaN or +inf logit), recorded, not judged\n",
         );
         out.push_str("\n== every cell that is not ok or ran ==\n");
-        for c in self
-            .cells
-            .iter()
-            .filter(|c| !matches!(c.code().as_str(), "ok" | "ran"))
-        {
+        for c in self.cells.iter().filter(|c| c.notable()) {
             out.push_str(&format!(
                 "  {} on {}: {} ({})\n",
                 c.sampler,

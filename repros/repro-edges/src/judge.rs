@@ -120,6 +120,11 @@ impl Cell {
         }
     }
 
+    /// Whether the cell is worth a line of its own: neither `ok` nor `ran`.
+    pub fn notable(&self) -> bool {
+        !matches!(self.code().as_str(), "ok" | "ran")
+    }
+
     /// The cell in words, with what was not judged and why.
     pub fn words(&self) -> String {
         match (&self.outcome, &self.judged) {
