@@ -7,7 +7,6 @@
 
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// A model the project fetches itself.
@@ -144,16 +143,7 @@ fn verify(k: &Known, path: &Path) -> Result<()> {
 pub fn sha256_file(path: &Path) -> Result<String> {
     let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
+    std::io::copy(&mut f, &mut h).with_context(|| format!("reading {}", path.display()))?;
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 

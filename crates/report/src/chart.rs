@@ -607,9 +607,8 @@ fn check_styles(svg: &str) -> Vec<String> {
     let mut problems = Vec::new();
     let mut keys: Vec<String> = Vec::new();
     let mut key_strokes: Vec<(String, String)> = Vec::new();
-    let mut outside = String::new();
     let mut pieces = svg.split("<g class=\"key\"");
-    outside.push_str(pieces.next().unwrap_or(""));
+    let mut outside = pieces.next().unwrap_or("").to_string();
     for piece in pieces {
         let (inside, after) = piece.split_once("</g>").unwrap_or((piece, ""));
         outside.push_str(after);
@@ -624,31 +623,23 @@ fn check_styles(svg: &str) -> Vec<String> {
         }
         keys.push(key);
         for (_, tag) in &drawn {
-            let stroke = attr(tag, "stroke").unwrap_or("none");
-            let colour = if stroke == "none" {
-                attr(tag, "fill").unwrap_or("black")
-            } else {
-                stroke
+            // A key's colour is its stroke, or its fill when it has none.
+            let colour = match attr(tag, "stroke") {
+                None | Some("none") => attr(tag, "fill").unwrap_or("black"),
+                Some(stroke) => stroke,
             };
             let dash = attr(tag, "stroke-dasharray").unwrap_or("");
             key_strokes.push((colour.to_string(), dash.to_string()));
         }
     }
-    for (name, tag) in shapes(&outside) {
-        if name != "polyline" {
-            continue;
-        }
-        let stroke = attr(&tag, "stroke").unwrap_or("none").to_string();
-        let dash = attr(&tag, "stroke-dasharray").unwrap_or("").to_string();
-        let seen = (stroke, dash);
-        if !key_strokes.contains(&seen) {
-            let problem = format!(
-                "a series line in colour {} and dash '{}' that no legend key shows",
-                seen.0, seen.1
-            );
-            if !problems.contains(&problem) {
-                problems.push(problem);
-            }
+    for (_, tag) in shapes(&outside).filter(|(name, _)| *name == "polyline") {
+        let stroke = attr(&tag, "stroke").unwrap_or("none");
+        let dash = attr(&tag, "stroke-dasharray").unwrap_or("");
+        let problem =
+            format!("a series line in colour {stroke} and dash '{dash}' that no legend key shows");
+        let seen = (stroke.to_string(), dash.to_string());
+        if !key_strokes.contains(&seen) && !problems.contains(&problem) {
+            problems.push(problem);
         }
     }
     problems

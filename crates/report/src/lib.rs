@@ -597,28 +597,23 @@ mod tests {
 
     #[test]
     fn a_failed_or_missing_control_makes_the_verdict_inconclusive() {
-        assert_eq!(judge(Verdict::Present, &both(true, true)), Verdict::Present);
-        assert_eq!(judge(Verdict::Absent, &both(true, true)), Verdict::Absent);
-        assert_eq!(
-            judge(Verdict::Undecided, &both(true, true)),
-            Verdict::Undecided
-        );
+        for m in [Verdict::Present, Verdict::Absent, Verdict::Undecided] {
+            assert_eq!(judge(m, &both(true, true)), m);
+        }
         for (p, n) in [(false, true), (true, false), (false, false)] {
             for m in Verdict::ALL {
                 assert_eq!(judge(m, &both(p, n)), Verdict::Inconclusive);
             }
         }
-        let only_positive = vec![Control::positive("bad", true, "")];
-        assert_eq!(
-            judge(Verdict::Present, &only_positive),
-            Verdict::Inconclusive
-        );
-        let only_negative = vec![Control::negative("good", true, "")];
-        assert_eq!(
-            judge(Verdict::Absent, &only_negative),
-            Verdict::Inconclusive
-        );
-        assert_eq!(judge(Verdict::Absent, &[]), Verdict::Inconclusive);
+        let only_positive = [Control::positive("bad", true, "")];
+        let only_negative = [Control::negative("good", true, "")];
+        for (m, controls) in [
+            (Verdict::Present, &only_positive[..]),
+            (Verdict::Absent, &only_negative),
+            (Verdict::Absent, &[]),
+        ] {
+            assert_eq!(judge(m, controls), Verdict::Inconclusive, "{controls:?}");
+        }
     }
 
     #[test]

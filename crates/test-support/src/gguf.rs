@@ -160,12 +160,8 @@ pub fn mutants(src: &Path, dir: &Path, seed: u64, min: usize) -> std::io::Result
     let numeric: Vec<&Field> = fields
         .iter()
         .filter(|f| {
-            f.what.ends_with("count")
-                || f.what.ends_with("length")
-                || f.what.ends_with("type")
-                || f.what.ends_with("dims")
-                || f.what.contains(" dim ")
-                || f.what.ends_with("offset")
+            let ends = ["count", "length", "type", "dims", "offset"];
+            ends.iter().any(|e| f.what.ends_with(e)) || f.what.contains(" dim ")
         })
         .collect();
     // The first 16 (the file's counts and the first keys), then 24 spread over the rest

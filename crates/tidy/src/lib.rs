@@ -98,16 +98,8 @@ pub fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in rust_files(src) {
         let rel = f.strip_prefix(src).expect("below src");
-        let top = rel
-            .components()
-            .next()
-            .map(|c| {
-                c.as_os_str()
-                    .to_string_lossy()
-                    .trim_end_matches(".rs")
-                    .to_string()
-            })
-            .unwrap_or_default();
+        let first = rel.iter().next().unwrap_or_default().to_string_lossy();
+        let top = first.trim_end_matches(".rs").to_string();
         if top == "lib" || top == "main" {
             continue;
         }
