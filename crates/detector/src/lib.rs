@@ -322,54 +322,48 @@ impl Serialize for Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oracle::token_ids as ids;
 
+    /// `{0}` whole at 0.5, then one of `{1, 2}` at 0.5.
     fn two_classes(undecided: Option<&str>) -> Expectation {
+        let class = |v: &[i32]| Class {
+            ids: ids(v),
+            kept: 1,
+            p_each: 0.5,
+        };
         Expectation {
-            classes: vec![
-                Class {
-                    ids: vec![TokenId(0)],
-                    kept: 1,
-                    p_each: 0.5,
-                },
-                Class {
-                    ids: vec![TokenId(1), TokenId(2)],
-                    kept: 1,
-                    p_each: 0.5,
-                },
-            ],
+            classes: vec![class(&[0]), class(&[1, 2])],
             undecided: undecided.map(str::to_string),
         }
     }
 
     #[test]
-    fn outside_draws_and_overfull_classes_are_definite_unless_the_set_is_undecided() {
-        let draws = [TokenId(0), TokenId(1), TokenId(3)];
-        assert_eq!(
-            judge(&draws, &two_classes(None), 0.01).verdict,
-            Verdict::Present
-        );
-        let overfull = [TokenId(0), TokenId(1), TokenId(2)];
-        let o = judge(&overfull, &two_classes(None), 0.01);
-        assert_eq!(o.verdict, Verdict::Present, "{}", o.why);
-        assert_eq!(o.overfull.len(), 1);
-        // A draw past a cut that rests on a rounding margin may be the engine rounding the
-        // other way: undecided, and the outside id still named.
-        let o = judge(&draws, &two_classes(Some("margin")), 0.01);
-        assert_eq!(o.verdict, Verdict::Undecided);
-        assert!(o.why.contains("outside"), "{}", o.why);
-    }
-
-    #[test]
-    fn the_test_compares_counts_with_the_renormalized_probabilities() {
-        let fair: Vec<TokenId> = (0..1000).map(|i| TokenId(i % 2)).collect();
-        assert_eq!(
-            judge(&fair, &two_classes(None), 0.01).verdict,
-            Verdict::Absent
-        );
-        let skewed: Vec<TokenId> = (0..1000).map(|i| TokenId(i32::from(i % 10 == 0))).collect();
-        assert_eq!(
-            judge(&skewed, &two_classes(None), 0.01).verdict,
-            Verdict::Present
-        );
+    fn each_rule_decides_its_case() {
+        let fair: Vec<i32> = (0..1000).map(|i| i % 2).collect();
+        let skewed: Vec<i32> = (0..1000).map(|i| i32::from(i % 10 == 0)).collect();
+        // (draws, rounding margin, verdict, words of the reason). A draw past a cut that rests
+        // on a rounding margin may be the engine rounding the other way: undecided, and the
+        // outside id still named.
+        for (draws, margin, verdict, why) in [
+            (
+                &[0, 1, 3][..],
+                None,
+                Verdict::Present,
+                "outside the survivor set",
+            ),
+            (
+                &[0, 1, 2],
+                None,
+                Verdict::Present,
+                "2 distinct ids drawn from the tie class {1,2}",
+            ),
+            (&[0, 1, 3], Some("margin"), Verdict::Undecided, "outside"),
+            (&fair, None, Verdict::Absent, "chi-square"),
+            (&skewed, None, Verdict::Present, "chi-square"),
+        ] {
+            let o = judge(&ids(draws), &two_classes(margin), 0.01);
+            assert_eq!(o.verdict, verdict, "{}", o.why);
+            assert!(o.why.contains(why), "{}", o.why);
+        }
     }
 }
