@@ -135,7 +135,7 @@ pub fn run(cp: CountProbe, kind: SamplerKind) -> Result<Audit> {
         let make = move |ids: &[TokenId], n: WindowLen| -> Result<PlantedCounts> {
             Ok(PlantedCounts::new(ids, n, defect))
         };
-        let stats = sweep::run(&sweep::control_domain(), &make, Checks::ALL, THREADS)?;
+        let stats = sweep::run(&sweep::control_domain(), &make, Checks::All, THREADS)?;
         Ok(DetectorControl::new(defect, stats))
     })
     .collect::<Result<Vec<_>>>()?;
@@ -148,8 +148,8 @@ pub fn run(cp: CountProbe, kind: SamplerKind) -> Result<Audit> {
         let stats = sweep::run(&domain, &make, checks, THREADS)?;
         Ok((stats, started.elapsed()))
     };
-    let (accept, accept_time) = timed(Checks::ACCEPT)?;
-    let (clones, clone_time) = timed(Checks::CLONES)?;
+    let (accept, accept_time) = timed(Checks::Accept)?;
+    let (clones, clone_time) = timed(Checks::Clones)?;
     Ok(Audit {
         kind,
         build: BuildInfo::current(),

@@ -232,26 +232,22 @@ impl Serialize for Stats {
 /// Which readouts a pass makes. The accept/reset readouts and the clone readouts are
 /// independent, so an audit can time them as separate passes over the same sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Checks {
+pub enum Checks {
+    All,
     /// Read the ledger after every reset and after every accept.
-    pub accept: bool,
+    Accept,
     /// Clone before every accept; read each clone at once and after every later accept.
-    pub clones: bool,
+    Clones,
 }
 
 impl Checks {
-    pub const ALL: Checks = Checks {
-        accept: true,
-        clones: true,
-    };
-    pub const ACCEPT: Checks = Checks {
-        accept: true,
-        clones: false,
-    };
-    pub const CLONES: Checks = Checks {
-        accept: false,
-        clones: true,
-    };
+    fn accept(self) -> bool {
+        self != Checks::Clones
+    }
+
+    fn clones(self) -> bool {
+        self != Checks::Accept
+    }
 }
 
 /// Writes the base-`a` digits of `index` (most significant first) into `seq`.
@@ -303,7 +299,7 @@ fn run_range<L: Counts>(
         stats.sequences += 1;
         ledger.reset()?;
         want.fill(0);
-        if checks.accept {
+        if checks.accept() {
             ledger.read(&mut got)?;
             stats
                 .reset
@@ -311,7 +307,7 @@ fn run_range<L: Counts>(
         }
         clones.clear();
         for step in 0..case.len {
-            if checks.clones {
+            if checks.clones() {
                 let mut clone = ledger.fork()?;
                 clone.read(&mut got)?;
                 stats.clones += 1;
@@ -323,7 +319,7 @@ fn run_range<L: Counts>(
             }
             ledger.accept(seq[step])?;
             dense_histogram(&seq[..=step], case.last_n, &mut want);
-            if checks.accept {
+            if checks.accept() {
                 ledger.read(&mut got)?;
                 stats
                     .accept

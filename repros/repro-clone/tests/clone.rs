@@ -223,24 +223,32 @@ fn bin() -> &'static std::path::Path {
     std::path::Path::new(env!("CARGO_BIN_EXE_repro-clone"))
 }
 
+/// Each refused command line (split at white space) and what its one error line must name.
+const REFUSED: [(&str, &str); 12] = [
+    ("--last-n -3", "--last-n must be >= 0"),
+    ("--history 5,x", "'x' is not a token id"),
+    ("--history=", "must name at least one token id"),
+    ("--history 5,-1", "token id -1 is negative"),
+    ("--then 7,,8", "'' is not a token id"),
+    ("--last-n four", "invalid digit"),
+    ("--last-n 99999999999", "--last-n must be <= 4096"),
+    ("--no-such-flag", "unexpected argument"),
+    ("--audit --history 1,2", "run fixed cases"),
+    ("--stateful --last-n 3", "run fixed cases"),
+    ("--stateful --sampler ledger", "does not take --sampler"),
+    (
+        "--memcheck-probe adaptive_p",
+        "only as a child of the memcheck",
+    ),
+];
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    for args in [
-        &["--last-n", "-3"][..],
-        &["--history", "5,x"],
-        &["--history", ""],
-        &["--history", "5,-1"],
-        &["--then", "7,,8"],
-        &["--last-n", "four"],
-        &["--last-n", "99999999999"],
-        &["--no-such-flag"],
-        &["--audit", "--history", "1,2"],
-        &["--stateful", "--last-n", "3"],
-        &["--stateful", "--sampler", "ledger"],
-        &["--memcheck-probe", "adaptive_p"],
-    ] {
-        let stderr = assert_refused(bin(), args, &[]);
-        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+    for (line, names) in REFUSED {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        let stderr = assert_refused(bin(), &args, &[]);
+        assert!(stderr.starts_with("error: "), "{line}: {stderr}");
+        assert!(stderr.contains(names), "{line}: {stderr}");
     }
 }
 

@@ -39,23 +39,10 @@ impl SamplerRow {
     }
 
     fn data(&self) -> RowData<'_> {
-        let differs = match &self.equivalence {
-            Equivalence::Equivalent => None,
-            Equivalence::Differs {
-                detail,
-                draw_only,
-                like_fresh,
-                ..
-            } => Some(Difference {
-                detail,
-                draw_only: *draw_only,
-                like_fresh_sampler: *like_fresh,
-            }),
-        };
         RowData {
             sampler: self.sampler,
             first_differing_step: self.equivalence.first_step(),
-            differs,
+            equivalence: &self.equivalence,
             accept_before_apply: &self.accept_before_apply,
         }
     }
@@ -66,16 +53,10 @@ impl SamplerRow {
 struct RowData<'a> {
     sampler: &'static str,
     first_differing_step: Option<usize>,
+    /// Nothing for an equivalent clone; what differs for one that does not.
     #[serde(flatten)]
-    differs: Option<Difference<'a>>,
+    equivalence: &'a Equivalence,
     accept_before_apply: &'a Memcheck,
-}
-
-#[derive(Serialize)]
-struct Difference<'a> {
-    detail: &'a str,
-    draw_only: bool,
-    like_fresh_sampler: bool,
 }
 
 /// How the stateful rows were run.

@@ -6,6 +6,7 @@ use super::inputs::step;
 use super::samplers::SamplerRecipe;
 use super::{CONTINUE, HISTORY};
 use anyhow::Result;
+use serde::Serialize;
 use subject::Candidates;
 
 /// The first way two outputs of the same step differ, in words.
@@ -47,17 +48,20 @@ fn same_distribution(a: &Candidates, b: &Candidates) -> bool {
     difference(&x, b).is_none()
 }
 
-/// How a clone compared with its original.
-#[derive(Debug, Clone, PartialEq)]
+/// How a clone compared with its original (in a row's JSON: its fields after the step).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
 pub enum Equivalence {
     Equivalent,
     Differs {
         /// First continuation step whose outputs differ.
+        #[serde(skip)]
         step: usize,
         detail: String,
         /// At that step only the selected id differs.
         draw_only: bool,
         /// Over every continuation step the clone behaves like a freshly built sampler.
+        #[serde(rename = "like_fresh_sampler")]
         like_fresh: bool,
     },
 }

@@ -119,14 +119,12 @@ pub fn subjects() -> Vec<SamplerRecipe> {
 
 /// The planted controls: a clone that forgets its state, one that keeps it.
 pub fn planted() -> [SamplerRecipe; 2] {
+    let tally = |name, complete| SamplerRecipe {
+        name,
+        build: Box::new(move || Sampler::custom(Tally::new(VOCAB as usize, complete))),
+    };
     [
-        SamplerRecipe {
-            name: "planted-tally-forgetful-clone",
-            build: Box::new(|| Sampler::custom(Tally::new(VOCAB as usize, false))),
-        },
-        SamplerRecipe {
-            name: "planted-tally-complete-clone",
-            build: Box::new(|| Sampler::custom(Tally::new(VOCAB as usize, true))),
-        },
+        tally("planted-tally-forgetful-clone", false),
+        tally("planted-tally-complete-clone", true),
     ]
 }
