@@ -98,12 +98,12 @@ fn bias(id: TokenId, b: f32) -> SamplerSpec {
     SamplerSpec::from(Stage::LogitBias { biases }).with_vocab(N_VOCAB)
 }
 
-fn with_history(
-    mut s: CensusSampler,
-    h: impl Fn(&Input) -> Vec<TokenId> + 'static,
-) -> CensusSampler {
-    s.history = Box::new(h);
-    s
+impl CensusSampler {
+    /// The same subject with `history` accepted before every apply.
+    fn after(mut self, history: impl Fn(&Input) -> Vec<TokenId> + 'static) -> CensusSampler {
+        self.history = Box::new(history);
+        self
+    }
 }
 
 /// Every built-in sampler in the public API, at parameters that give it a chance to reorder.
@@ -124,22 +124,10 @@ pub fn subjects(vocab: Option<&Arc<Vocab>>) -> Vec<CensusSampler> {
     let mut out = vec![
         spec("logit_bias +8 on the lowest id", |i| bias(i.bottom(), 8.0)),
         spec("logit_bias -8 on the top id", |i| bias(i.top(), -8.0)),
-        with_history(
-            stage("penalties last_n=64 repeat=1.5", "penalties=64:1.5"),
-            repeat_history,
-        ),
-        with_history(
-            stage("penalties last_n=64 freq=2 present=2", "penalties=64:1:2:2"),
-            repeat_history,
-        ),
-        with_history(
-            spec("dry multiplier=0.8", move |_| SamplerSpec::Dry(dry(0.8))),
-            dry_history,
-        ),
-        with_history(
-            spec("dry multiplier=4", move |_| SamplerSpec::Dry(dry(4.0))),
-            dry_history,
-        ),
+        stage("penalties last_n=64 repeat=1.5", "penalties=64:1.5").after(repeat_history),
+        stage("penalties last_n=64 freq=2 present=2", "penalties=64:1:2:2").after(repeat_history),
+        spec("dry multiplier=0.8", move |_| SamplerSpec::Dry(dry(0.8))).after(dry_history),
+        spec("dry multiplier=4", move |_| SamplerSpec::Dry(dry(4.0))).after(dry_history),
         stage("xtc probability=1 threshold=0.1", "xtc=1:0.1"),
         stage("xtc probability=1 threshold=0.02", "xtc=1:0.02"),
         stage("temp 0.5", "temp=0.5"),
@@ -194,24 +182,19 @@ pub fn subjects(vocab: Option<&Arc<Vocab>>) -> Vec<CensusSampler> {
 /// Sorted arrays with ids below [`N_VOCAB`]: hand-made ones, then seeded random ones whose ids
 /// are shuffled so that id order and rank order differ.
 pub fn battery() -> Vec<Input> {
-    let mut out = Vec::new();
-    let make = |logits: &[f32], ids: &[i32]| Input {
-        entries: ids
-            .iter()
-            .map(|&i| TokenId(i))
-            .zip(logits.iter().copied())
-            .collect(),
+    let make = |logits: &[f32], ids: &[i32]| {
+        let ids = ids.iter().map(|&i| TokenId(i));
+        Input {
+            entries: ids.zip(logits.iter().copied()).collect(),
+        }
     };
-    out.push(make(
-        &[4.0, 3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0],
-        &[0, 1, 2, 3, 4, 5, 6, 7],
-    ));
-    out.push(make(&[2.0, 1.0], &[1, 0]));
-    out.push(make(&[1.0, 0.5, 0.25, -0.5, -4.0], &[9, 3, 12, 0, 5]));
-    out.push(make(
-        &[10.0, 9.5, 9.0, 0.0, -10.0, -20.0],
-        &[2, 7, 1, 8, 3, 4],
-    ));
+    let eight = [4.0, 3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0];
+    let mut out = vec![
+        make(&eight, &[0, 1, 2, 3, 4, 5, 6, 7]),
+        make(&[2.0, 1.0], &[1, 0]),
+        make(&[1.0, 0.5, 0.25, -0.5, -4.0], &[9, 3, 12, 0, 5]),
+        make(&[10.0, 9.5, 9.0, 0.0, -10.0, -20.0], &[2, 7, 1, 8, 3, 4]),
+    ];
     let mut rng = Rng::new(0x50472);
     for _ in 0..40 {
         let n = rng.range(2, 16) as usize;
@@ -228,14 +211,11 @@ pub fn battery() -> Vec<Input> {
 
 /// Sorted arrays over real vocabulary ids: the single letters a..h, a first.
 pub fn vocab_battery(vocab: &Vocab) -> Result<Vec<Input>> {
-    let letters = ["a", "b", "c", "d", "e", "f", "g", "h"];
     let mut entries = Vec::new();
-    for (rank, l) in letters.iter().enumerate() {
+    for (rank, l) in ["a", "b", "c", "d", "e", "f", "g", "h"].iter().enumerate() {
         let ids = vocab.tokenize(l)?;
-        anyhow::ensure!(
-            ids.len() == 1,
-            "the letter {l} is not one token in this vocabulary"
-        );
+        let msg = || format!("the letter {l} is not one token in this vocabulary");
+        anyhow::ensure!(ids.len() == 1, msg());
         entries.push((ids[0], 3.0 - rank as f32));
     }
     let first_three = entries[..3].to_vec();

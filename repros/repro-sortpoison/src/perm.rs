@@ -34,15 +34,9 @@ pub fn family() -> Vec<Vec<f32>> {
 /// The parameters each truncation sampler is audited at.
 pub fn truncators(n: usize) -> Vec<ChainStage> {
     let mut out: Vec<Stage> = (1..n as i32).map(|k| Stage::TopK { k }).collect();
-    for p in [0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95] {
-        out.push(Stage::TopP { p, min_keep: 1 });
-    }
-    for p in [0.02, 0.05, 0.1, 0.2, 0.3, 0.5] {
-        out.push(Stage::MinP { p, min_keep: 1 });
-    }
-    for p in [0.2, 0.5, 0.7, 0.9] {
-        out.push(Stage::Typical { p, min_keep: 1 });
-    }
+    out.extend([0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95].map(|p| Stage::TopP { p, min_keep: 1 }));
+    out.extend([0.02, 0.05, 0.1, 0.2, 0.3, 0.5].map(|p| Stage::MinP { p, min_keep: 1 }));
+    out.extend([0.2, 0.5, 0.7, 0.9].map(|p| Stage::Typical { p, min_keep: 1 }));
     out.into_iter().map(ChainStage::from).collect()
 }
 
@@ -157,9 +151,7 @@ pub fn run_case(stage: &ChainStage, logits: &[f32]) -> Result<Option<Permutation
         ledger::sorted_guard()?,
         stage.build(logits.len() as i32)?,
     ])?;
-    let mut stale = BTreeMap::new();
-    let mut honest = BTreeMap::new();
-    let mut guarded = BTreeMap::new();
+    let (mut stale, mut honest, mut guarded) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     let mut permutations = 0;
     let mut worst: (u32, Vec<usize>, u64) = (0, (0..logits.len()).collect(), oracle);
     for_each_permutation(logits.len(), |order| {
@@ -321,12 +313,8 @@ fn audit_row(
 pub fn run() -> Result<PermAudit> {
     let mut rows = Vec::new();
     for name in ["top_k", "top_p", "min_p", "typical"] {
-        rows.push(audit_row(name, |logits| {
-            truncators(logits.len())
-                .into_iter()
-                .filter(|s| s.name() == name)
-                .collect()
-        })?);
+        let stages = |l: &[f32]| truncators(l.len()).into_iter().filter(|s| s.name() == name);
+        rows.push(audit_row(name, |l| stages(l).collect())?);
     }
     let planted = vec![
         audit_row("shadow_top_k:trusting", |l| planted_stages(l, true, false))?,

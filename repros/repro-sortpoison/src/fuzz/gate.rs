@@ -86,9 +86,7 @@ pub fn oracle_check(seed: u64, inputs: usize, oracle: &OracleFn) -> Result<Oracl
         let history: Vec<TokenId> = (0..rng.range(0, 6))
             .map(|_| TokenId(rng.below(n) as i32))
             .collect();
-        let mut order: Vec<usize> = (0..n).collect();
-        rng.shuffle(&mut order);
-        out.check(&stage, &history, &logits, &order, oracle)?;
+        out.check(&stage, &history, &logits, &mut rng, oracle)?;
     }
     Ok(out)
 }
@@ -110,9 +108,7 @@ pub fn chain_gate(case: &ChainCase, seed: u64, per_stage: usize) -> Result<Oracl
         seen.push(stage.clone());
         for _ in 0..per_stage {
             let logits = random_logits(&mut rng, n);
-            let mut order: Vec<usize> = (0..n).collect();
-            rng.shuffle(&mut order);
-            out.check(stage, &case.history, &logits, &order, &real_oracle)?;
+            out.check(stage, &case.history, &logits, &mut rng, &real_oracle)?;
         }
     }
     Ok(out)
@@ -126,17 +122,20 @@ impl OracleCheck {
         }
     }
 
-    /// One input: the stage through llama.cpp (honest flag, `order`) and through `oracle`;
+    /// One input: the stage through llama.cpp (honest flag, an order `rng` shuffles) and
+    /// through `oracle`;
     /// survivor sets and every surviving logit compared.
     fn check(
         &mut self,
         stage: &ChainStage,
         history: &[TokenId],
         logits: &[f32],
-        order: &[usize],
+        rng: &mut Rng,
         oracle: &OracleFn,
     ) -> Result<()> {
         let n = logits.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        rng.shuffle(&mut order);
         self.inputs += 1;
         let tally = self.per_stage.entry(stage.name()).or_default();
         tally.inputs += 1;
