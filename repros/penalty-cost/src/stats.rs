@@ -7,8 +7,7 @@ use oracle::stats::bootstrap;
 
 /// The median of `values` (the mean of the middle two for an even count); NaN when empty.
 pub fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    median_in_place(&mut v)
+    median_in_place(&mut values.to_vec())
 }
 
 fn median_in_place(v: &mut [f64]) -> f64 {
