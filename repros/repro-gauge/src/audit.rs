@@ -94,6 +94,18 @@ pub struct Audit {
     pub planted: Vec<Control>,
 }
 
+/// `f` on every model, each error naming its model.
+fn per_model<T>(
+    models: &[LoadedModel],
+    what: &str,
+    f: impl Fn(&LoadedModel) -> Result<T>,
+) -> Result<Vec<T>> {
+    let each = models
+        .iter()
+        .map(|m| f(m).with_context(|| format!("{what} on {}", m.choice.label)));
+    each.collect()
+}
+
 /// The design on every model; then, with `json_prompts`, the first that many prompts of the
 /// JSON corpus free-running on the first model (`Some(usize::MAX)`: all of them); with
 /// `structural_pairs`, the first that many pairs along grammar references on every model.
@@ -105,53 +117,26 @@ pub fn run(
     json_prompts: Option<usize>,
     structural_pairs: Option<usize>,
 ) -> Result<Audit> {
-    let runs = models
-        .iter()
-        .map(|m| {
-            ModelRuns::run(m, design, prompts)
-                .with_context(|| format!("the A1 design on {}", m.choice.label))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let tf = models
-        .iter()
-        .filter(|_| teacher.is_some())
-        .map(|m| {
-            let (text, positions) = teacher.expect("filtered on Some");
-            teacher_forced::run(
-                m,
-                text,
-                positions,
-                &design.thetas,
-                &design.shifts,
-                design.threads,
-            )
-            .with_context(|| format!("teacher forcing on {}", m.choice.label))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let json = match json_prompts {
-        Some(n) => {
-            let mut corpus = json::corpus()?;
-            corpus.truncate(n);
-            Some(json::run(
-                &models[0],
-                &corpus,
-                JSON_MAX_NEW,
-                design.threads,
-            )?)
-        }
-        None => None,
+    let runs = per_model(models, "the A1 design", |m| {
+        ModelRuns::run(m, design, prompts)
+    })?;
+    let (thetas, shifts, threads) = (&design.thetas, &design.shifts, design.threads);
+    let tf = match teacher {
+        Some((text, n)) => per_model(models, "teacher forcing", |m| {
+            teacher_forced::run(m, text, n, thetas, shifts, threads)
+        })?,
+        None => Vec::new(),
     };
+    let corpus = |n: usize| -> Result<Vec<_>> { Ok(json::corpus()?.into_iter().take(n).collect()) };
+    let json = json_prompts
+        .map(|n| json::run(&models[0], &corpus(n)?, JSON_MAX_NEW, threads))
+        .transpose()?;
     let structural = match structural_pairs {
         Some(n) => {
-            let mut corpus = json::corpus()?;
-            corpus.truncate(n);
-            models
-                .iter()
-                .map(|m| {
-                    reference::run(m, &corpus, design.threads)
-                        .with_context(|| format!("grammar references on {}", m.choice.label))
-                })
-                .collect::<Result<Vec<_>>>()?
+            let corpus = corpus(n)?;
+            per_model(models, "grammar references", |m| {
+                reference::run(m, &corpus, threads)
+            })?
         }
         None => Vec::new(),
     };
@@ -367,12 +352,12 @@ impl Audit {
         Ok(serde_json::to_value(body)?)
     }
 
+    fn model_texts(&self) -> Result<Vec<String>> {
+        self.models.iter().map(free_running::to_text).collect()
+    }
+
     fn text(&self) -> Result<String> {
-        let mut parts = self
-            .models
-            .iter()
-            .map(free_running::to_text)
-            .collect::<Result<Vec<_>>>()?;
+        let mut parts = self.model_texts()?;
         parts.extend(self.tf.iter().map(TeacherForcedReport::to_text));
         if let Some(j) = &self.json {
             parts.push(j.to_text());
@@ -423,11 +408,7 @@ impl Audit {
             })
             .collect();
         let models = serde_json::to_value(&self.models)?;
-        let text = self
-            .models
-            .iter()
-            .map(free_running::to_text)
-            .collect::<Result<Vec<_>>>()?;
+        let text = self.model_texts()?;
         Ok(Report::new(
             self.build.report_subject(crate::FINDING, LEDGER_NAME),
             self.fix_measured()?,

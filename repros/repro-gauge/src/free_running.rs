@@ -22,7 +22,8 @@ use oracle::gauge::Operator;
 use oracle::stats::{self, Estimate};
 use oracle::window::WindowLen;
 use oracle::TokenId;
-use serde::{Serialize, Serializer};
+use serde::ser::{SerializeStruct, Serializer};
+use serde::Serialize;
 use subject::{Attention, Sampler};
 
 /// Values of the normalized operator may differ from the oracle's by this much at
@@ -370,7 +371,6 @@ impl Design {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PromptRuns {
     pub prompt: String,
-    pub prompt_tokens: usize,
     pub runs: Vec<RunRecord>,
     pub decoded: usize,
     pub max_live: usize,
@@ -378,10 +378,9 @@ pub struct PromptRuns {
 }
 
 impl PromptRuns {
-    fn new(prompt: String, ids: &[TokenId], runs: Vec<GaugeRun>, out: Forked) -> PromptRuns {
+    fn new(prompt: String, runs: Vec<GaugeRun>, out: Forked) -> PromptRuns {
         PromptRuns {
             prompt,
-            prompt_tokens: ids.len(),
             decoded: out.decoded,
             max_live: out.max_live,
             runs: (runs.into_iter().zip(out.tokens))
@@ -435,7 +434,7 @@ pub fn run_prompt(m: &LoadedModel, design: &Design, prompt: &str) -> Result<Prom
         .collect::<Result<Vec<_>>>()?;
     Ok(PromptRuns {
         alone,
-        ..PromptRuns::new(prompt.to_string(), &ids, runs, out)
+        ..PromptRuns::new(prompt.to_string(), runs, out)
     })
 }
 
@@ -449,7 +448,7 @@ pub fn run_planted<D: Decoder>(
     let mut runs = design.runs(n_vocab, prompt)?;
     let out = fork::run_on(decoder, prompt, &mut runs, design.max_new)?;
     let text = format!("{:?}", prompt.iter().map(|t| t.0).collect::<Vec<_>>());
-    Ok(PromptRuns::new(text, prompt, runs, out))
+    Ok(PromptRuns::new(text, runs, out))
 }
 
 /// One prompt's measures for one run against its reference (same slot and theta, shift 0).
@@ -542,49 +541,31 @@ impl Cell {
 
 impl Serialize for Cell {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Written {
-            operator: &'static str,
-            implementation: &'static str,
-            theta: f64,
-            shift: f64,
-            reference: bool,
-            differing_share: f64,
-            ci: [f64; 2],
-            first_divergence: f64,
-            first_divergence_ci: [f64; 2],
-            diverged_prompts: usize,
-            knife_edge_prompts: usize,
-            margins_at_divergence: Vec<Option<f32>>,
-            distinct2: f64,
-            distinct2_ci: [f64; 2],
-            rep_rate: f64,
-            rep_rate_ci: [f64; 2],
-        }
-        let [d, f, d2, rr] = self.estimates().map(|e| (e.mean, [e.lo, e.hi]));
-        Written {
-            operator: self.operator().as_str(),
-            implementation: self.imp.label(),
-            theta: short(self.theta),
-            shift: short(self.shift),
-            reference: self.is_reference(),
-            differing_share: d.0,
-            ci: d.1,
-            first_divergence: f.0,
-            first_divergence_ci: f.1,
-            diverged_prompts: self.diverged(),
-            knife_edge_prompts: self.knife_edges(),
-            margins_at_divergence: self
-                .per_prompt
-                .iter()
-                .map(|m| m.margin_at_divergence)
-                .collect(),
-            distinct2: d2.0,
-            distinct2_ci: d2.1,
-            rep_rate: rr.0,
-            rep_rate_ci: rr.1,
-        }
-        .serialize(s)
+        let [d, f, d2, rr] = self.estimates();
+        let ci = |e: &Estimate| [e.lo, e.hi];
+        let margins: Vec<Option<f32>> = self
+            .per_prompt
+            .iter()
+            .map(|m| m.margin_at_divergence)
+            .collect();
+        let mut m = s.serialize_struct("Cell", 16)?;
+        m.serialize_field("operator", self.operator().as_str())?;
+        m.serialize_field("implementation", self.imp.label())?;
+        m.serialize_field("theta", &short(self.theta))?;
+        m.serialize_field("shift", &short(self.shift))?;
+        m.serialize_field("reference", &self.is_reference())?;
+        m.serialize_field("differing_share", &d.mean)?;
+        m.serialize_field("ci", &ci(&d))?;
+        m.serialize_field("first_divergence", &f.mean)?;
+        m.serialize_field("first_divergence_ci", &ci(&f))?;
+        m.serialize_field("diverged_prompts", &self.diverged())?;
+        m.serialize_field("knife_edge_prompts", &self.knife_edges())?;
+        m.serialize_field("margins_at_divergence", &margins)?;
+        m.serialize_field("distinct2", &d2.mean)?;
+        m.serialize_field("distinct2_ci", &ci(&d2))?;
+        m.serialize_field("rep_rate", &rr.mean)?;
+        m.serialize_field("rep_rate_ci", &ci(&rr))?;
+        m.end()
     }
 }
 
@@ -761,37 +742,26 @@ impl Serialize for ModelRuns {
             #[serde(flatten)]
             check: &'a ValueCheck,
         }
-        #[derive(Serialize)]
-        struct Written<'a> {
-            model: &'a str,
-            model_desc: &'a str,
-            prompts: usize,
-            max_new: usize,
-            generated_tokens: usize,
-            decoded_tokens: usize,
-            tokens_per_second: f64,
-            rows: Vec<Cell>,
-            value_checks: Vec<Check<'a>>,
-        }
         let (generated, decoded, tps) = self.tokens_per_second();
         let checks = self.checks();
-        Written {
-            model: &self.model_label,
-            model_desc: &self.model_desc,
-            prompts: self.prompts.len(),
-            max_new: self.max_new,
-            generated_tokens: generated,
-            decoded_tokens: decoded,
-            tokens_per_second: (tps * 10.0).round() / 10.0,
-            rows: self.cells().map_err(serde::ser::Error::custom)?,
-            value_checks: (checks.iter())
-                .map(|(op, check)| Check {
-                    operator: op.as_str(),
-                    check,
-                })
-                .collect(),
-        }
-        .serialize(s)
+        let value_checks: Vec<Check> = (checks.iter())
+            .map(|(op, check)| Check {
+                operator: op.as_str(),
+                check,
+            })
+            .collect();
+        let mut m = s.serialize_struct("ModelRuns", 9)?;
+        m.serialize_field("model", &self.model_label)?;
+        m.serialize_field("model_desc", &self.model_desc)?;
+        m.serialize_field("prompts", &self.prompts.len())?;
+        m.serialize_field("max_new", &self.max_new)?;
+        m.serialize_field("generated_tokens", &generated)?;
+        m.serialize_field("decoded_tokens", &decoded)?;
+        m.serialize_field("tokens_per_second", &((tps * 10.0).round() / 10.0))?;
+        let rows = self.cells().map_err(serde::ser::Error::custom)?;
+        m.serialize_field("rows", &rows)?;
+        m.serialize_field("value_checks", &value_checks)?;
+        m.end()
     }
 }
 

@@ -55,24 +55,14 @@ pub enum Variant {
 
 impl Variant {
     pub fn all() -> Vec<Variant> {
+        let llama = |theta, window| Variant::Llama { theta, window };
+        let last = Some(LLAMA_DEFAULT_WINDOW);
         vec![
             Variant::None,
-            Variant::Llama {
-                theta: 1.1,
-                window: Some(LLAMA_DEFAULT_WINDOW),
-            },
-            Variant::Llama {
-                theta: 1.3,
-                window: Some(LLAMA_DEFAULT_WINDOW),
-            },
-            Variant::Llama {
-                theta: 1.1,
-                window: None,
-            },
-            Variant::Llama {
-                theta: 1.3,
-                window: None,
-            },
+            llama(1.1, last),
+            llama(1.3, last),
+            llama(1.1, None),
+            llama(1.3, None),
             Variant::Normalized { theta: 1.3 },
             Variant::Subtractive { theta: 1.3 },
             Variant::Frequency { freq: 0.5 },

@@ -126,8 +126,8 @@ pub fn curve_svg(report: &Value, m: &Measure) -> Result<String> {
         .iter()
         .map(|&model| lines(model, m))
         .collect::<Result<Vec<_>>>()?;
-    let mut operators: Vec<&str> = Vec::new();
-    let mut thetas: Vec<f64> = Vec::new();
+    // Operators and thetas in the order the rows first list them.
+    let (mut operators, mut thetas): (Vec<&str>, Vec<f64>) = (Vec::new(), Vec::new());
     for ((op, theta), _) in all.iter().flatten() {
         if !operators.contains(&op.as_str()) {
             operators.push(op);
@@ -260,10 +260,7 @@ pub fn json_svg(report: &Value) -> Result<String> {
         r.str("build")?
     ));
     let (bar_h, gap, pw) = (14.0, 12.0, 420.0);
-    let mut labels = Vec::new();
-    for v in &variants {
-        labels.push(v.str("variant")?);
-    }
+    let labels = (variants.iter().map(|v| v.str("variant"))).collect::<Result<Vec<_>>>()?;
     let left = MARGIN + widest(&labels) + 8.0;
     let top = c.head() + LINE;
     let parses = c.series("parses", Style::nth(0));
@@ -328,9 +325,7 @@ pub fn structural_svg(report: &Value) -> Result<String> {
         // The bootstrap runs over the finished pairs that have structural positions.
         let mut n = 0;
         for p in m.list("per_pair")? {
-            if p.at::<bool>("finished")? && p.usize("structural_positions")? > 0 {
-                n += 1;
-            }
+            n += usize::from(p.at::<bool>("finished")? && p.usize("structural_positions")? > 0);
         }
         counted.push((m.str("model")?, n));
         c.text(

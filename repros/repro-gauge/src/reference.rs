@@ -39,7 +39,8 @@ use oracle::gauge::Operator;
 use oracle::stats;
 use oracle::TokenId;
 use report::Control;
-use serde::{Serialize, Serializer};
+use serde::ser::{SerializeStruct, Serializer};
+use serde::Serialize;
 use serde_json::Value;
 use std::ffi::CStr;
 use subject::{ArrayView, Attention, Candidates, Context, CustomSampler, Model, Sampler, Vocab};
@@ -239,7 +240,6 @@ struct PairState {
     samplers: Vec<Option<Sampler>>,
     full_check: bool,
     out: PairResult,
-    done: bool,
 }
 
 /// The grammar's greedy choice, and whether the shortlist decided it.
@@ -297,7 +297,6 @@ impl PairState {
         }
         if model.is_eog(reference) {
             self.out.complete = true;
-            self.done = true;
             return Ok(None);
         }
         if structural[reference.0 as usize] {
@@ -325,7 +324,6 @@ impl PairState {
         }
         self.out.reference.push(reference);
         if self.out.reference.len() >= MAX_REFERENCE {
-            self.done = true;
             return Ok(None);
         }
         Ok(Some(reference))
@@ -373,7 +371,6 @@ fn new_state(
             shortcut_checked: 0,
             shortcut_mismatches: 0,
         },
-        done: false,
     })
 }
 
@@ -456,42 +453,42 @@ impl Serialize for StructuralReport {
             breaks: Vec<usize>,
             leaves: Vec<usize>,
         }
-        #[derive(Serialize)]
-        struct Written<'a> {
-            model: &'a str,
-            pairs: usize,
-            finished: usize,
-            schema_valid: usize,
-            reference_tokens: usize,
-            rows: Vec<&'a Shares>,
-            control_rows: Vec<&'a Shares>,
-            sign_1_3_to_normalized_1_3_break_ratio: Option<f64>,
-            per_pair: Vec<Pair<'a>>,
-        }
-        let shares = self.shares();
-        let choosers = 0..self.choosers.len();
-        Written {
-            model: &self.model_label,
-            pairs: self.pairs.len(),
-            finished: self.finished().len(),
-            schema_valid: self.pairs.iter().filter(|p| p.schema_valid).count(),
-            reference_tokens: self.pairs.iter().map(|p| p.reference.len()).sum(),
-            rows: shares.iter().filter(|s| !s.control).collect(),
-            control_rows: shares.iter().filter(|s| s.control).collect(),
-            sign_1_3_to_normalized_1_3_break_ratio: self.sign_to_normalized(),
-            per_pair: (self.pairs.iter())
-                .map(|p| Pair {
-                    prompt: &p.prompt,
-                    reference: &p.text,
-                    finished: p.complete,
-                    schema_valid: p.schema_valid,
-                    structural_positions: p.structural(),
-                    breaks: choosers.clone().map(|k| p.breaks(k)).collect(),
-                    leaves: choosers.clone().map(|k| p.leaves(k)).collect(),
-                })
-                .collect(),
-        }
-        .serialize(s)
+        let (shares, choosers) = (self.shares(), 0..self.choosers.len());
+        let per_pair: Vec<Pair> = (self.pairs.iter())
+            .map(|p| Pair {
+                prompt: &p.prompt,
+                reference: &p.text,
+                finished: p.complete,
+                schema_valid: p.schema_valid,
+                structural_positions: p.structural(),
+                breaks: choosers.clone().map(|k| p.breaks(k)).collect(),
+                leaves: choosers.clone().map(|k| p.leaves(k)).collect(),
+            })
+            .collect();
+        let rows = |control: bool| {
+            shares
+                .iter()
+                .filter(|s| s.control == control)
+                .collect::<Vec<_>>()
+        };
+        let reference_tokens: usize = self.pairs.iter().map(|p| p.reference.len()).sum();
+        let mut m = s.serialize_struct("StructuralReport", 9)?;
+        m.serialize_field("model", &self.model_label)?;
+        m.serialize_field("pairs", &self.pairs.len())?;
+        m.serialize_field("finished", &self.finished().len())?;
+        m.serialize_field(
+            "schema_valid",
+            &self.pairs.iter().filter(|p| p.schema_valid).count(),
+        )?;
+        m.serialize_field("reference_tokens", &reference_tokens)?;
+        m.serialize_field("rows", &rows(false))?;
+        m.serialize_field("control_rows", &rows(true))?;
+        m.serialize_field(
+            "sign_1_3_to_normalized_1_3_break_ratio",
+            &self.sign_to_normalized(),
+        )?;
+        m.serialize_field("per_pair", &per_pair)?;
+        m.end()
     }
 }
 

@@ -27,7 +27,8 @@ use anyhow::{ensure, Context as _, Result};
 use harness::LoadedModel;
 use oracle::gauge::Operator;
 use oracle::TokenId;
-use serde::{Serialize, Serializer};
+use serde::ser::{SerializeStruct, Serializer};
+use serde::Serialize;
 use subject::{Append, Candidates, MultiContext, Sampler, SeqId};
 
 /// Text tokens per chunk (after BOS).
@@ -126,15 +127,19 @@ impl NaturalGauge {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TeacherForcedReport {
+    #[serde(rename = "model")]
     pub model_label: String,
     pub positions: usize,
+    /// Where the teacher text comes from ([`models::TEACHER_TEXT_SOURCE`]).
+    pub text: &'static str,
     pub chunk: usize,
     pub normalized_stride: usize,
-    pub cells: Vec<TfCell>,
+    #[serde(rename = "natural_gauge")]
     pub gauge: NaturalGauge,
-    pub seconds: f64,
+    #[serde(rename = "rows")]
+    pub cells: Vec<TfCell>,
 }
 
 /// The predictor: the operator's choice in f64 real arithmetic over the candidates
@@ -194,7 +199,6 @@ pub fn run(
         shifts.contains(&0.0),
         "the shifts must include 0 (the reference)"
     );
-    let start = std::time::Instant::now();
     let model = &m.model;
     let n_vocab = model.n_vocab();
     let bos = model.tokenize("", true, false)?;
@@ -302,11 +306,11 @@ pub fn run(
     Ok(TeacherForcedReport {
         model_label: m.choice.label.clone(),
         positions,
+        text: models::TEACHER_TEXT_SOURCE,
         chunk: CHUNK,
         normalized_stride: stride,
-        cells,
         gauge,
-        seconds: start.elapsed().as_secs_f64(),
+        cells,
     })
 }
 
@@ -456,71 +460,33 @@ impl Span {
     }
 }
 
-impl Serialize for TeacherForcedReport {
+impl Serialize for NaturalGauge {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Gauge {
-            seen_positive_share: f64,
-            top1_mean: f64,
-            top1_median: f64,
-            raw_vs_centred_differing_share: f64,
-            raw_vs_centred_theta: f64,
-        }
-        #[derive(Serialize)]
-        struct Row {
-            operator: &'static str,
-            implementation: &'static str,
-            theta: f64,
-            shift: f64,
-            positions: usize,
-            flips: usize,
-            flip_rate: f64,
-            predicted_flips: usize,
-            predictor_agreement: f64,
-            knife_edge_disagreements: usize,
-            knife_edge_flips: usize,
-        }
-        #[derive(Serialize)]
-        struct Written<'a> {
-            model: &'a str,
-            positions: usize,
-            text: &'static str,
-            chunk: usize,
-            normalized_stride: usize,
-            natural_gauge: Gauge,
-            rows: Vec<Row>,
-        }
-        let g = &self.gauge;
-        Written {
-            model: &self.model_label,
-            positions: self.positions,
-            text: models::TEACHER_TEXT_SOURCE,
-            chunk: self.chunk,
-            normalized_stride: self.normalized_stride,
-            natural_gauge: Gauge {
-                seen_positive_share: g.positive_share(),
-                top1_mean: g.top1_mean(),
-                top1_median: g.top1_median(),
-                raw_vs_centred_differing_share: g.centred_share(),
-                raw_vs_centred_theta: short(g.centred_theta),
-            },
-            rows: (self.cells.iter())
-                .map(|c| Row {
-                    operator: c.operator().as_str(),
-                    implementation: c.imp.label(),
-                    theta: short(c.theta),
-                    shift: short(c.shift),
-                    positions: c.positions,
-                    flips: c.flips,
-                    flip_rate: c.flip_rate(),
-                    predicted_flips: c.predicted_flips,
-                    predictor_agreement: c.agreement(),
-                    knife_edge_disagreements: c.knife_edge_disagreements,
-                    knife_edge_flips: c.knife_edge_flips,
-                })
-                .collect(),
-        }
-        .serialize(s)
+        let mut m = s.serialize_struct("NaturalGauge", 5)?;
+        m.serialize_field("seen_positive_share", &self.positive_share())?;
+        m.serialize_field("top1_mean", &self.top1_mean())?;
+        m.serialize_field("top1_median", &self.top1_median())?;
+        m.serialize_field("raw_vs_centred_differing_share", &self.centred_share())?;
+        m.serialize_field("raw_vs_centred_theta", &short(self.centred_theta))?;
+        m.end()
+    }
+}
+
+impl Serialize for TfCell {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_struct("TfCell", 11)?;
+        m.serialize_field("operator", self.operator().as_str())?;
+        m.serialize_field("implementation", self.imp.label())?;
+        m.serialize_field("theta", &short(self.theta))?;
+        m.serialize_field("shift", &short(self.shift))?;
+        m.serialize_field("positions", &self.positions)?;
+        m.serialize_field("flips", &self.flips)?;
+        m.serialize_field("flip_rate", &self.flip_rate())?;
+        m.serialize_field("predicted_flips", &self.predicted_flips)?;
+        m.serialize_field("predictor_agreement", &self.agreement())?;
+        m.serialize_field("knife_edge_disagreements", &self.knife_edge_disagreements)?;
+        m.serialize_field("knife_edge_flips", &self.knife_edge_flips)?;
+        m.end()
     }
 }
 

@@ -224,10 +224,10 @@ fn prompt_file(name: &str, text: &str) -> String {
     p.display().to_string()
 }
 
-/// The binary's `--json` report on the prompts in `text`, with the flags in `flags` (split at
-/// spaces).
-fn report_on(name: &str, text: &str, flags: &str) -> (serde_json::Value, report::Header) {
-    let file = prompt_file(name, text);
+/// The binary's `--json` report on two prompts (in a file with a comment and a blank line),
+/// with the flags in `flags` (split at spaces).
+fn report_on(flags: &str) -> (serde_json::Value, report::Header) {
+    let file = prompt_file("two", "# two prompts\nSay hello.\n\nCount to three.\n");
     let mut args: Vec<&str> = flags.split(' ').collect();
     args.extend(["--prompt-file", &file, "--json"]);
     json_report(BIN, &args)
@@ -236,11 +236,8 @@ fn report_on(name: &str, text: &str, flags: &str) -> (serde_json::Value, report:
 #[test]
 fn json_output_shape() {
     let _serial = one_at_a_time();
-    let (v, h) = report_on(
-        "shape",
-        "# two prompts\nSay hello.\n\nCount to three.\n",
-        "--model gemma3 --theta 1.3 --shifts -5,5 --max-new 8 --positions 300",
-    );
+    let flags = "--model gemma3 --theta 1.3 --shifts -5,5 --max-new 8 --positions 300";
+    let (v, h) = report_on(flags);
     assert_eq!(h.subject.build, BuildInfo::current().tag());
     assert!(h.controls.iter().all(|c| c.passed), "{:#?}", h.controls);
     assert_eq!(v["model"], "gemma3");
@@ -480,11 +477,7 @@ fn structural_subset() {
 #[test]
 fn candle_penalty_in_the_sign_slot() {
     let _serial = one_at_a_time();
-    let (v, h) = report_on(
-        "candle",
-        "Say hello.\nCount to three.\n",
-        "--engine candle --theta 1.3 --shifts -5,5 --max-new 16",
-    );
+    let (v, h) = report_on("--engine candle --theta 1.3 --shifts -5,5 --max-new 16");
     assert_eq!(h.subject.engine, "candle");
     assert_eq!(h.subject.build, "candle-0.11.1");
     assert!(h.controls.iter().all(|c| c.passed), "{:#?}", h.controls);

@@ -7,8 +7,9 @@ fn the_committed_charts_are_drawn_from_the_committed_results() {
     let builds = report::chart::builds_with(&results, "gauge-differing").unwrap();
     assert!(builds.len() >= 2, "{builds:?}");
     for b in builds {
-        let json = results.join(format!("gauge.{b}.json"));
-        let drawn = report::chart::redraw_from(&json, repro_gauge::plot::files).unwrap();
+        // Both curve charts and both JSON charts, from the build's report.
+        let report = results.join(format!("gauge.{b}.json"));
+        let drawn = report::chart::redraw_from(&report, repro_gauge::plot::files).unwrap();
         assert_eq!(drawn, 4, "{b}");
     }
 }
