@@ -58,33 +58,22 @@ pub struct Audit {
 }
 
 pub fn run(fuzz_chains: usize, vocab_model: &Path) -> Result<Audit> {
-    let oracle_check = fuzz::oracle_check(
-        fuzz::ORACLE_CHECK_SEED,
-        ORACLE_CHECK_INPUTS,
-        &fuzz::real_oracle,
-    )?;
-    let planted_gate = fuzz::oracle_check(
-        fuzz::ORACLE_CHECK_SEED,
-        ORACLE_CHECK_INPUTS,
-        &planted::oracle_with_reciprocal_temp,
-    )?;
-    let perm = perm::run()?;
-    let census = census::run(vocab_model)?;
-    let fuzz = fuzz::fuzz_contained(fuzz::FUZZ_SEED, fuzz_chains)?;
-    let published = crate::chain::published();
-    let published_report = chain::run(&published)?;
-    let guarded_report = chain::run(&fuzz::guarded(&published))?;
+    let gate = |oracle: &fuzz::OracleFn| {
+        fuzz::oracle_check(fuzz::ORACLE_CHECK_SEED, ORACLE_CHECK_INPUTS, oracle)
+    };
+    let published = chain::published();
+    // Fields are evaluated in the order written: the audit's parts run in the order above.
     Ok(Audit {
         build: BuildInfo::current(),
-        oracle_check,
-        planted_gate,
-        perm,
-        census,
-        fuzz,
-        published,
-        published_report,
-        guarded_report,
+        oracle_check: gate(&fuzz::real_oracle)?,
+        planted_gate: gate(&planted::oracle_with_reciprocal_temp)?,
+        perm: perm::run()?,
+        census: census::run(vocab_model)?,
+        fuzz: fuzz::fuzz_contained(fuzz::FUZZ_SEED, fuzz_chains)?,
+        published_report: chain::run(&published)?,
+        guarded_report: chain::run(&fuzz::guarded(&published))?,
         chain_controls: chain::controls()?,
+        published,
     })
 }
 

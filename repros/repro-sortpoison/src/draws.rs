@@ -304,19 +304,22 @@ fn combine(a: Verdict, b: Verdict) -> Verdict {
 /// A planted chain: a Rust top_k(4) that sorts and flags the array sorted, a Rust logit_bias
 /// per `(id, bias)` (leaving the flag stale), then a planted dist; on the published logits.
 pub fn planted_chain(biases: &[(i32, f32)], rule: DistRule) -> ChainCase {
-    let mut stages = vec![ChainStage::PlantedTruncator(PlantedTruncator {
+    let top_k = PlantedTruncator {
         rule: PlantedRule::TopK { k: 4 },
         trusts_flag: false,
-    })];
-    for &(id, bias) in biases {
-        stages.push(ChainStage::PlantedBias(PlantedBias {
+    };
+    let biases = biases.iter().map(|&(id, bias)| {
+        ChainStage::PlantedBias(PlantedBias {
             id: TokenId(id),
             bias,
-        }));
-    }
-    stages.push(ChainStage::PlantedDist(PlantedDist { seed: 1, rule }));
+        })
+    });
+    let dist = ChainStage::PlantedDist(PlantedDist { seed: 1, rule });
+    let stages = [ChainStage::PlantedTruncator(top_k)]
+        .into_iter()
+        .chain(biases);
     ChainCase {
-        stages,
+        stages: stages.chain([dist]).collect(),
         ..chain::published()
     }
 }
@@ -428,9 +431,7 @@ fn p_check_text(p: &PCheck) -> String {
                 format!(": {}", p.wrong.join("; "))
             }
         ),
-        (None, _, _) | (Some(_), None, _) | (Some(_), Some(_), None) => {
-            "not checked (the oracle has no distribution)".to_string()
-        }
+        _ => "not checked (the oracle has no distribution)".to_string(),
     }
 }
 
