@@ -334,20 +334,17 @@ mod tests {
     use super::*;
     use crate::rng::Rng;
 
-    fn close(got: f64, want: f64, rel: f64) -> bool {
-        (got - want).abs() <= rel * want.abs()
-    }
-
     fn assert_close(got: f64, want: f64, rel: f64, what: &str) {
         assert!(
-            close(got, want, rel),
+            (got - want).abs() <= rel * want.abs(),
             "{what}: got {got:e}, want {want:e} (relative error {:e})",
             ((got - want) / want).abs()
         );
     }
 
-    fn labels(names: &[&str]) -> Vec<String> {
-        names.iter().map(|s| s.to_string()).collect()
+    /// The words of `names`, as category labels.
+    fn labels(names: &str) -> Vec<String> {
+        names.split(' ').map(str::to_string).collect()
     }
 
     /// x from 0.01 to 200, spaced evenly in log x.
@@ -486,7 +483,7 @@ mod tests {
 
     /// The fit of `observed` against `p`, categories named by the words of `names`.
     fn fit(names: &str, observed: &[u64], p: &[f64]) -> Result<GoodnessOfFit, String> {
-        goodness_of_fit(&labels(&names.split(' ').collect::<Vec<_>>()), observed, p)
+        goodness_of_fit(&labels(names), observed, p)
     }
 
     fn bin_labels(fit: &GoodnessOfFit) -> Vec<&str> {
@@ -601,7 +598,7 @@ mod tests {
     }
 
     fn p_values(true_weights: &[usize; 6], n: usize) -> Vec<f64> {
-        let names = labels(&["a", "b", "c", "d", "e", "f"]);
+        let names = labels("a b c d e f");
         let claimed: Vec<f64> = WEIGHTS.iter().map(|&w| w as f64 / 100.0).collect();
         (0..200)
             .map(|seed| {
