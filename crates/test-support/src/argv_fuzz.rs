@@ -488,8 +488,8 @@ pub fn render(bin: &Path, env: &[(OsString, OsString)], argv: &[OsString]) -> St
     }
 }
 
-/// How one run ended.
-#[derive(Debug, Clone)]
+/// How one run ended (no status: killed at the timeout).
+#[derive(Debug, Clone, Default)]
 pub struct Outcome {
     pub status: Option<ExitStatus>,
     pub stdout: Vec<u8>,
@@ -919,11 +919,7 @@ mod tests {
         ] {
             assert_eq!(o.problem(), None, "{o:?}");
         }
-        let hung = Outcome {
-            status: None,
-            stdout: Vec::new(),
-            stderr: String::new(),
-        };
+        let hung = Outcome::default();
         assert!(hung.problem().unwrap().contains("timeout"));
     }
 
