@@ -322,18 +322,19 @@ struct Span {
 
 impl Span {
     fn new(n_vocab: i32, thetas: &[f32], window: usize) -> Result<Span> {
-        let mut samplers = Vec::new();
-        for &theta in thetas {
-            for op in Operator::ALL {
-                samplers.push((
-                    op,
-                    theta,
-                    free_running::sampler_for(Implementation::of(op), theta, n_vocab, window)?,
-                ));
-            }
-        }
+        let slots = thetas
+            .iter()
+            .flat_map(|&theta| Operator::ALL.map(|op| (op, theta)));
+        let sampler = |(op, theta)| {
+            let imp = Implementation::of(op);
+            Ok((
+                op,
+                theta,
+                free_running::sampler_for(imp, theta, n_vocab, window)?,
+            ))
+        };
         Ok(Span {
-            samplers,
+            samplers: slots.map(sampler).collect::<Result<_>>()?,
             seen: Seen::new(n_vocab),
         })
     }
@@ -367,23 +368,22 @@ impl Span {
         let mean = row.iter().map(|&z| z as f64).sum::<f64>() / row.len() as f64;
         let centre = -(mean as f32);
         let delta = 4.0 * ulp(best_unseen.abs() + reach.max(centre.abs()));
-        let mut cand: Vec<(i32, f32, bool)> = row
+        let cand: Vec<(i32, f32, bool)> = row
             .iter()
             .enumerate()
             .filter(|(i, &z)| self.seen.mask[*i] || z >= best_unseen - delta)
             .map(|(i, &z)| (i as i32, z, self.seen.mask[i]))
             .collect();
-        cand.sort_by_key(|c| c.0);
         // The natural gauge.
         let seen = &self.seen.ids;
         g.seen_positive.0 += seen.iter().filter(|&&i| row[i] > 0.0).count();
         g.seen_positive.1 += seen.len();
-        g.top1
-            .push(row.iter().fold(f32::NEG_INFINITY, |m, &z| m.max(z)));
+        let top1 = row.iter().fold(f32::NEG_INFINITY, |m, &z| m.max(z));
+        g.top1.push(top1);
         // The normalized predictor works relative to the log-sum-exp (needed only where the
         // normalized operator runs).
         let lse = if full {
-            let max = row.iter().fold(f32::NEG_INFINITY, |m, &z| m.max(z)) as f64;
+            let max = top1 as f64;
             max + row
                 .iter()
                 .map(|&z| (z as f64 - max).exp())
