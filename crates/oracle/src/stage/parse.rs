@@ -61,19 +61,14 @@ pub fn unit(name: &str, x: f32) -> Parsed<f32> {
 /// Splits `ARGS` on `:` and checks it has between `min` and `max` fields.
 pub fn fields<'a>(stage: &str, args: &'a str, min: usize, max: usize) -> Parsed<Vec<&'a str>> {
     let parts: Vec<&str> = args.split(':').collect();
-    require(
-        (min..=max).contains(&parts.len()) && !args.is_empty(),
-        || {
-            format!(
-                "stage '{stage}' takes {} value(s) separated by ':', got '{args}'",
-                if min == max {
-                    min.to_string()
-                } else {
-                    format!("{min} to {max}")
-                }
-            )
-        },
-    )?;
+    let ok = (min..=max).contains(&parts.len()) && !args.is_empty();
+    require(ok, || {
+        let n = match min == max {
+            true => min.to_string(),
+            false => format!("{min} to {max}"),
+        };
+        format!("stage '{stage}' takes {n} value(s) separated by ':', got '{args}'")
+    })?;
     Ok(parts)
 }
 
@@ -192,15 +187,10 @@ pub(super) fn temp_ext(args: &str) -> Parsed<Stage> {
     })?;
     // The dynamic temperature ranges down to t - delta (clamped at 0, which keeps the top
     // token); a tiny positive value would overflow f32.
-    require(
-        delta <= 0.0 || t - delta <= 0.0 || t - delta >= MIN_TEMP,
-        || {
-            format!(
-                "temp_ext t - delta must be <= 0 or >= {MIN_TEMP}, got {}",
-                t - delta
-            )
-        },
-    )?;
+    let low = t - delta;
+    require(delta <= 0.0 || low <= 0.0 || low >= MIN_TEMP, || {
+        format!("temp_ext t - delta must be <= 0 or >= {MIN_TEMP}, got {low}")
+    })?;
     require(delta > 0.0 || t <= 0.0 || t >= MIN_TEMP, || {
         format!("temp_ext temperature must be <= 0 or >= {MIN_TEMP}, got {t}")
     })?;
