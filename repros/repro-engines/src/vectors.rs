@@ -31,9 +31,7 @@ pub fn vocab_vector() -> Vec<f32> {
 
 /// Every vector of the grid, the vocabulary-sized one last.
 pub fn all() -> Vec<Vector> {
-    let mut v = small();
-    v.push(vocab());
-    v
+    small().into_iter().chain([vocab()]).collect()
 }
 
 fn vocab() -> Vector {
