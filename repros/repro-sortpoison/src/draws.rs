@@ -96,25 +96,23 @@ pub struct DetectorOutcome {
 
 impl DetectorOutcome {
     fn of(o: &Outcome) -> DetectorOutcome {
+        let fit = o.fit.as_ref();
+        let one_category = fit.is_some_and(|f| f.df == 0) && o.verdict == Verdict::Absent;
         DetectorOutcome {
             support: o.support.iter().map(|(id, n)| (id.0, *n)).collect(),
             outside: o.outside.iter().map(|i| i.0).collect(),
-            statistic: o.fit.as_ref().map(|f| f.statistic),
-            df: o.fit.as_ref().map(|f| f.df),
+            statistic: fit.map(|f| f.statistic),
+            df: fit.map(|f| f.df),
             p_value: o.p_value(),
-            pooled_categories: o.fit.as_ref().map(|f| f.pooled),
+            pooled_categories: fit.map(|f| f.pooled),
             alpha: o.alpha,
             verdict: o.verdict,
             why: o.why.clone(),
-            fit_not_testable: o
-                .fit
-                .as_ref()
-                .filter(|f| f.df == 0 && o.verdict == Verdict::Absent)
-                .map(|_| {
-                    "not testable: one category after pooling; the verdict rests on the \
-                     survivor-set check and the p check"
-                        .to_string()
-                }),
+            fit_not_testable: one_category.then(|| {
+                "not testable: one category after pooling; the verdict rests on the survivor-set \
+                 check and the p check"
+                    .to_string()
+            }),
         }
     }
 }

@@ -15,25 +15,18 @@ use oracle::TokenId;
 use serde::{Serialize, Serializer};
 use subject::{Sampler, SamplerSpec};
 
-/// The planted stages: name, syntax, and what they are (for `--help`).
-pub const PLANTED_STAGES: &[(&str, &str, &str)] = &[
+/// The planted stages: syntax (`NAME=...`) and what they are (for `--help`).
+pub const PLANTED_STAGES: &[(&str, &str)] = &[
     (
-        "shadow_top_k",
         "shadow_top_k=K:trusting|honest",
         "a Rust top_k: trusting relies on the sorted flag, honest always sorts",
     ),
+    ("shadow_top_p=P:trusting|honest", "the same for top_p"),
     (
-        "shadow_top_p",
-        "shadow_top_p=P:trusting|honest",
-        "the same for top_p",
-    ),
-    (
-        "shadow_logit_bias",
         "shadow_logit_bias=ID:BIAS",
         "a Rust logit_bias that leaves the flag alone",
     ),
     (
-        "shadow_dist",
         "shadow_dist=SEED:exact|trusting|unnormalized|drops-last",
         "a Rust dist: exact, taking data[0] as the maximum when flagged sorted, or skipping renormalization",
     ),
@@ -41,19 +34,21 @@ pub const PLANTED_STAGES: &[(&str, &str, &str)] = &[
 
 /// The planted stages' names, beside the oracle's table.
 pub fn planted_names() -> Vec<&'static str> {
-    PLANTED_STAGES.iter().map(|s| s.0).collect()
+    PLANTED_STAGES
+        .iter()
+        .map(|s| st::split_name(s.0).0)
+        .collect()
 }
 
 /// The `--stage` help text: the oracle's table, then the planted stages.
 pub fn help() -> String {
-    let planted: Vec<String> = PLANTED_STAGES
+    let planted = PLANTED_STAGES
         .iter()
-        .map(|(_, syntax, what)| format!("{syntax} ({what})"))
-        .collect();
+        .map(|(syntax, what)| format!("{syntax} ({what})"));
     format!(
         "One chain stage, repeated in chain order: {}. Planted controls: {}",
         st::table::help(),
-        planted.join(", ")
+        crate::chain::join(planted, ", ")
     )
 }
 
@@ -184,14 +179,10 @@ impl ChainStage {
     pub fn name(&self) -> &'static str {
         match self {
             ChainStage::Sampler(s) => s.name(),
-            ChainStage::PlantedTruncator(PlantedTruncator {
-                rule: PlantedRule::TopK { .. },
-                ..
-            }) => "shadow_top_k",
-            ChainStage::PlantedTruncator(PlantedTruncator {
-                rule: PlantedRule::TopP { .. },
-                ..
-            }) => "shadow_top_p",
+            ChainStage::PlantedTruncator(t) => match t.rule {
+                PlantedRule::TopK { .. } => "shadow_top_k",
+                PlantedRule::TopP { .. } => "shadow_top_p",
+            },
             ChainStage::PlantedBias(_) => "shadow_logit_bias",
             ChainStage::PlantedDist(_) => "shadow_dist",
             ChainStage::Suite(s) => s.name(),
