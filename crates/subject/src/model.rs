@@ -239,13 +239,13 @@ pub enum Attention {
 /// A llama.cpp context over `model`: `n_ctx` cells, at most `n_batch` tokens per decode,
 /// `n_seq` sequences (each in its own stream of the cache), `threads` CPU threads.
 pub(crate) fn init_context(
-    model: &Model,
+    model: &Arc<Model>,
     n_ctx: u32,
     n_batch: u32,
     n_seq: u32,
     attention: Attention,
     threads: i32,
-) -> Result<NonNull<sys::llama_context>> {
+) -> Result<RawContext> {
     ensure!(n_ctx >= 8, "context size must be at least 8, got {n_ctx}");
     ensure!(
         (1..=n_ctx).contains(&n_batch),
@@ -274,20 +274,36 @@ pub(crate) fn init_context(
         }
         ffi!(sys::llama_init_from_model(model.raw.as_ptr(), p))
     };
-    NonNull::new(raw).context("llama.cpp could not create a context")
+    let raw = NonNull::new(raw).context("llama.cpp could not create a context")?;
+    Ok(RawContext {
+        raw,
+        model: Arc::clone(model),
+    })
+}
+
+/// Owns a `llama_context` and the model it was made from.
+#[derive(Debug)]
+pub(crate) struct RawContext {
+    raw: NonNull<sys::llama_context>,
+    pub(crate) model: Arc<Model>,
+}
+
+impl RawContext {
+    pub(crate) fn ptr(&self) -> *mut sys::llama_context {
+        self.raw.as_ptr()
+    }
 }
 
 /// A decoding context over one model: a KV cache of `n_ctx` positions.
 #[derive(Debug)]
 pub struct Context {
-    raw: NonNull<sys::llama_context>,
-    model: Arc<Model>,
+    ctx: RawContext,
     n_ctx: usize,
     /// Tokens decoded since the last clear.
     n_past: usize,
 }
 
-impl Drop for Context {
+impl Drop for RawContext {
     fn drop(&mut self) {
         // SAFETY: `raw` came from llama_init_from_model and is freed only here, before the
         // Arc to its model is released (fields drop after this body).
@@ -303,17 +319,15 @@ impl Context {
         attention: Attention,
         threads: i32,
     ) -> Result<Context> {
-        let raw = init_context(model, n_ctx, n_ctx, 1, attention, threads)?;
         Ok(Context {
-            raw,
-            model: Arc::clone(model),
+            ctx: init_context(model, n_ctx, n_ctx, 1, attention, threads)?,
             n_ctx: n_ctx as usize,
             n_past: 0,
         })
     }
 
     pub fn model(&self) -> &Arc<Model> {
-        &self.model
+        &self.ctx.model
     }
 
     /// Forgets everything decoded so far.
@@ -321,7 +335,7 @@ impl Context {
         // SAFETY: live context; its memory handle lives as long as it.
         unsafe {
             ffi!(sys::llama_memory_clear(
-                ffi!(sys::llama_get_memory(self.raw.as_ptr())),
+                ffi!(sys::llama_get_memory(self.ctx.ptr())),
                 true
             ))
         };
@@ -336,7 +350,7 @@ impl Context {
             "the sequence would exceed the context of {} tokens",
             self.n_ctx
         );
-        let n_vocab = self.model.n_vocab();
+        let n_vocab = self.ctx.model.n_vocab();
         let mut ids = tokens
             .iter()
             .map(|t| {
@@ -350,7 +364,7 @@ impl Context {
         // SAFETY: `ids` lives for the call; the batch only borrows it.
         let rc = unsafe {
             let batch = ffi!(sys::llama_batch_get_one(ids.as_mut_ptr(), ids.len() as i32));
-            ffi!(sys::llama_decode(self.raw.as_ptr(), batch))
+            ffi!(sys::llama_decode(self.ctx.ptr(), batch))
         };
         ensure!(rc == 0, "llama_decode failed with code {rc}");
         self.n_past += tokens.len();
@@ -360,10 +374,10 @@ impl Context {
     /// The logits after the last decoded token, one per vocabulary id.
     pub fn logits(&self) -> Result<Vec<f32>> {
         ensure!(self.n_past > 0, "nothing decoded yet");
-        let n = self.model.n_vocab() as usize;
+        let n = self.ctx.model.n_vocab() as usize;
         // SAFETY: the last batch asked for the last token's logits (llama_batch_get_one does);
         // the row holds n_vocab floats, copied at once.
-        let row = unsafe { ffi!(sys::llama_get_logits_ith(self.raw.as_ptr(), -1)) };
+        let row = unsafe { ffi!(sys::llama_get_logits_ith(self.ctx.ptr(), -1)) };
         ensure!(!row.is_null(), "llama.cpp returned no logits");
         Ok(unsafe { std::slice::from_raw_parts(row, n) }.to_vec())
     }

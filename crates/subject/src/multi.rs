@@ -18,11 +18,10 @@
 //! Positions are assigned here, never by the caller: a sequence's next position is its
 //! length, so a batch only extends sequences, as llama.cpp's batch checks require.
 
-use crate::model::{init_context, Attention, Model, Weights};
+use crate::model::{init_context, Attention, Model, RawContext, Weights};
 use anyhow::{ensure, Context as _, Result};
 use llama_cpp_sys_2 as sys;
 use oracle::TokenId;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
 /// A sequence of the KV cache, `0..n_seq`.
@@ -60,21 +59,13 @@ impl Drop for Batch {
 
 /// A context of `n_ctx` cells split evenly among `n_seq` sequences.
 pub struct MultiContext {
-    raw: NonNull<sys::llama_context>,
-    model: Arc<Model>,
+    /// Declared first, so the context is freed before the batch.
+    ctx: RawContext,
     batch: Batch,
     /// Each sequence's length (its next position).
     len: Vec<usize>,
     /// Batch index of each logits row the last decode kept, in the order asked.
     rows: Vec<i32>,
-}
-
-impl Drop for MultiContext {
-    fn drop(&mut self) {
-        // SAFETY: `raw` came from llama_init_from_model and is freed only here, before the
-        // Arc to its model is released (fields drop after this body).
-        unsafe { ffi!(sys::llama_free(self.raw.as_ptr())) }
-    }
 }
 
 impl MultiContext {
@@ -91,10 +82,8 @@ impl MultiContext {
             "a multi-sequence context needs a model loaded with Weights::AsStored (repacked \
              weights make a row depend on the rows that share its batch)"
         );
-        let raw = init_context(model, n_ctx, n_batch, n_seq, Attention::Plain, threads)?;
         Ok(MultiContext {
-            raw,
-            model: Arc::clone(model),
+            ctx: init_context(model, n_ctx, n_batch, n_seq, Attention::Plain, threads)?,
             batch: Batch::new(n_batch as usize),
             len: vec![0; n_seq as usize],
             rows: Vec::new(),
@@ -102,7 +91,7 @@ impl MultiContext {
     }
 
     pub fn model(&self) -> &Arc<Model> {
-        &self.model
+        &self.ctx.model
     }
 
     fn index(&self, seq: SeqId) -> Result<usize> {
@@ -114,7 +103,7 @@ impl MultiContext {
 
     fn memory(&self) -> sys::llama_memory_t {
         // SAFETY: live context; its memory handle lives as long as it.
-        unsafe { ffi!(sys::llama_get_memory(self.raw.as_ptr())) }
+        unsafe { ffi!(sys::llama_get_memory(self.ctx.ptr())) }
     }
 
     /// Appends each item's token to its sequence, all in one `llama_decode`.
@@ -126,7 +115,7 @@ impl MultiContext {
             items.len(),
             self.batch.capacity
         );
-        let n_vocab = self.model.n_vocab();
+        let n_vocab = self.ctx.model.n_vocab();
         let mut len = self.len.clone();
         let mut rows = Vec::new();
         for (i, a) in items.iter().enumerate() {
@@ -152,7 +141,7 @@ impl MultiContext {
         }
         self.batch.raw.n_tokens = items.len() as i32;
         // SAFETY: live context; the batch is filled for n_tokens entries.
-        let rc = unsafe { ffi!(sys::llama_decode(self.raw.as_ptr(), self.batch.raw)) };
+        let rc = unsafe { ffi!(sys::llama_decode(self.ctx.ptr(), self.batch.raw)) };
         ensure!(
             rc == 0,
             "llama_decode failed with code {rc} (1: no room left in the cache)"
@@ -171,10 +160,10 @@ impl MultiContext {
                 k + 1
             )
         })?;
-        let n = self.model.n_vocab() as usize;
+        let n = self.ctx.model.n_vocab() as usize;
         // SAFETY: batch index `i` asked for logits in the last decode; the row holds n_vocab
         // floats and stays valid until the next decode, which needs `&mut self`.
-        let row = unsafe { ffi!(sys::llama_get_logits_ith(self.raw.as_ptr(), i)) };
+        let row = unsafe { ffi!(sys::llama_get_logits_ith(self.ctx.ptr(), i)) };
         ensure!(!row.is_null(), "llama.cpp returned no logits for row {i}");
         Ok(unsafe { std::slice::from_raw_parts(row, n) })
     }
