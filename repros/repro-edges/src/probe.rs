@@ -123,18 +123,11 @@ mod tests {
 
     #[test]
     fn the_encoding_keeps_every_bit() {
+        let entry = |id, logit, p| RawEntry { id, logit, p };
         let r = RawResult {
             entries: vec![
-                RawEntry {
-                    id: 3,
-                    logit: f32::NAN,
-                    p: -0.0,
-                },
-                RawEntry {
-                    id: 0,
-                    logit: f32::NEG_INFINITY,
-                    p: f32::from_bits(1),
-                },
+                entry(3, f32::NAN, -0.0),
+                entry(0, f32::NEG_INFINITY, f32::from_bits(1)),
             ],
             selected: -7,
             sorted: true,
