@@ -14,18 +14,15 @@ fn unsound(case: &ChainCase) -> bool {
 /// Drops logit `j`: later ids move down by one; biases and history on `j` go.
 fn without_logit(case: &ChainCase, j: usize) -> Option<ChainCase> {
     let j = j as i32;
-    let remap = |id: TokenId| if id.0 > j { TokenId(id.0 - 1) } else { id };
+    let keep = |id: TokenId| (id.0 != j).then(|| TokenId(id.0 - i32::from(id.0 > j)));
     let mut logits = case.logits.clone();
     logits.remove(j as usize);
     let mut stages = Vec::new();
     for s in &case.stages {
         stages.push(match s {
             ChainStage::Sampler(Stage::LogitBias { biases }) => {
-                let kept: Vec<_> = biases
-                    .iter()
-                    .filter(|(id, _)| id.0 != j)
-                    .map(|(id, b)| (remap(*id), *b))
-                    .collect();
+                let kept = biases.iter().filter_map(|&(id, b)| Some((keep(id)?, b)));
+                let kept: Vec<_> = kept.collect();
                 if kept.is_empty() {
                     return None;
                 }
@@ -38,16 +35,11 @@ fn without_logit(case: &ChainCase, j: usize) -> Option<ChainCase> {
             other => other.clone(),
         });
     }
-    let history = case
-        .history
-        .iter()
-        .filter(|id| id.0 != j)
-        .map(|id| remap(*id))
-        .collect();
+    let history = case.history.iter().filter_map(|&id| keep(id));
     Some(ChainCase {
         logits,
         stages,
-        history,
+        history: history.collect(),
     })
 }
 
