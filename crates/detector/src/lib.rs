@@ -302,15 +302,18 @@ impl Serialize for Outcome {
             row_verdict: Verdict,
             why: &'a str,
         }
-        let fit = self.fit.as_ref();
+        let (statistic, df, pooled_categories) = match &self.fit {
+            Some(f) => (Some(f.statistic), Some(f.df), Some(f.pooled)),
+            None => (None, None, None),
+        };
         Written {
             support: &self.support,
             outside: &self.outside,
             overfull: &self.overfull,
-            statistic: fit.map(|f| f.statistic),
-            df: fit.map(|f| f.df),
+            statistic,
+            df,
             p_value: self.p_value(),
-            pooled_categories: fit.map(|f| f.pooled),
+            pooled_categories,
             alpha: self.alpha,
             row_verdict: self.verdict,
             why: &self.why,
