@@ -5,7 +5,7 @@
 //! llama.cpp build) enters the workspace. Decoding is deterministic on one machine: a fixed
 //! thread count, the prompt in one batch, then one token per batch, CPU only.
 
-use crate::vocab::{decode_piece, filled};
+use crate::vocab::{decode_piece, filled, load_raw};
 use anyhow::{bail, ensure, Context as _, Result};
 use llama_cpp_sys_2 as sys;
 use oracle::TokenId;
@@ -195,35 +195,6 @@ impl Model {
         buf.truncate(n.max(0) as usize);
         String::from_utf8_lossy(&buf).into_owned()
     }
-}
-
-/// Loads the GGUF file at `path` with llama.cpp's default model parameters as `adjust` leaves
-/// them, after `llama_backend_init` when `backend`; `hint` ends the error for a NULL result.
-pub(crate) fn load_raw(
-    path: &Path,
-    backend: bool,
-    hint: &str,
-    adjust: impl FnOnce(&mut sys::llama_model_params),
-) -> Result<NonNull<sys::llama_model>> {
-    crate::logs::quiet_logs();
-    ensure!(
-        path.is_file(),
-        "model file {} does not exist",
-        path.display()
-    );
-    let c_path = CString::new(path.as_os_str().as_encoded_bytes())
-        .context("model path contains a NUL byte")?;
-    // SAFETY: params by value, a live NUL-terminated path; llama.cpp catches its own loading
-    // exceptions and returns NULL.
-    let raw = unsafe {
-        if backend {
-            ffi!(sys::llama_backend_init());
-        }
-        let mut params = ffi!(sys::llama_model_default_params());
-        adjust(&mut params);
-        ffi!(sys::llama_model_load_from_file(c_path.as_ptr(), params))
-    };
-    NonNull::new(raw).with_context(|| format!("llama.cpp could not load {}{hint}", path.display()))
 }
 
 /// Which attention kernel a context uses.

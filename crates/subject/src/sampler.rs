@@ -70,6 +70,17 @@ impl Sampler {
         })
     }
 
+    /// Gives up ownership: the caller (for example `llama_sampler_chain_add`, which frees
+    /// what it is given) must free the pointer exactly once.
+    pub fn into_raw(self) -> *mut sys::llama_sampler {
+        let raw = self.raw.as_ptr();
+        // Vocabularies this sampler points into would be released with the handle; a caller
+        // taking the raw pointer must keep them alive, so grammar samplers are leaked here
+        // rather than dangle. Ledger and built-in samplers hold none.
+        std::mem::forget(self);
+        raw
+    }
+
     /// `llama_sampler_init_grammar`: masks every candidate the GBNF `grammar` (starting at
     /// rule `root`) cannot take next.
     pub fn grammar(vocab: &Arc<Vocab>, grammar: &str, root: &str) -> Result<Sampler> {

@@ -1,8 +1,9 @@
 //! A model's vocabulary, loaded on its own (no weights), for the samplers that need one.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use llama_cpp_sys_2 as sys;
 use oracle::TokenId;
+use std::ffi::CString;
 use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -33,7 +34,7 @@ impl Drop for Vocab {
 impl Vocab {
     /// Loads only the vocabulary of the GGUF file at `path`.
     pub fn load(path: &Path) -> Result<Arc<Vocab>> {
-        let model = crate::model::load_raw(path, false, "", |params| params.vocab_only = true)?;
+        let model = load_raw(path, false, "", |params| params.vocab_only = true)?;
         Ok(Arc::new(Vocab { model }))
     }
 
@@ -63,6 +64,35 @@ impl Vocab {
         }
         Ok(String::from_utf8_lossy(&decode_piece(self.raw(), id)?).into_owned())
     }
+}
+
+/// Loads the GGUF file at `path` with llama.cpp's default model parameters as `adjust` leaves
+/// them, after `llama_backend_init` when `backend`; `hint` ends the error for a NULL result.
+pub(crate) fn load_raw(
+    path: &Path,
+    backend: bool,
+    hint: &str,
+    adjust: impl FnOnce(&mut sys::llama_model_params),
+) -> Result<NonNull<sys::llama_model>> {
+    crate::logs::quiet_logs();
+    ensure!(
+        path.is_file(),
+        "model file {} does not exist",
+        path.display()
+    );
+    let c_path = CString::new(path.as_os_str().as_encoded_bytes())
+        .context("model path contains a NUL byte")?;
+    // SAFETY: params by value, a live NUL-terminated path; llama.cpp catches its own loading
+    // exceptions and returns NULL.
+    let raw = unsafe {
+        if backend {
+            ffi!(sys::llama_backend_init());
+        }
+        let mut params = ffi!(sys::llama_model_default_params());
+        adjust(&mut params);
+        ffi!(sys::llama_model_load_from_file(c_path.as_ptr(), params))
+    };
+    NonNull::new(raw).with_context(|| format!("llama.cpp could not load {}{hint}", path.display()))
 }
 
 /// Calls `fill` with a buffer of `len` items, then once more with the length it asks for:
