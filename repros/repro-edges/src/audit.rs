@@ -2,7 +2,8 @@
 //! controls through the same probe and judge; the oracle's own check; one verdict row per
 //! sampler and the report.
 
-use crate::judge::{self, Cell, Judged, Outcome};
+use crate::judge::{self, Cell, Judged};
+use crate::outcome::Outcome;
 use crate::planted::Planted;
 use crate::probe::{self, Observed};
 use crate::samplers::{self, Config};

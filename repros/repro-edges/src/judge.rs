@@ -14,64 +14,13 @@
 //!   matched; a difference that only a rounding margin can explain is `tie` (undecided).
 
 use crate::inputs::{self, EdgeInput};
+use crate::outcome::Outcome;
 use crate::probe::Observed;
 use crate::samplers::{Config, Expect};
-use contain::Ended;
 use oracle::stage::Stage;
 use oracle::truncation::{self, Entry, Pool, Step};
 use oracle::TokenId;
 use subject::RawResult;
-
-/// What a sampler did with one input.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    Crashed(Ended),
-    Fails,
-    SelectsOutside,
-    ReturnsNan,
-    Disagrees,
-    Tie,
-    Behaves,
-}
-
-impl Outcome {
-    /// The table's short code.
-    fn code(&self) -> String {
-        match self {
-            Outcome::Crashed(Ended::Signal(s)) => contain::signal_name(*s)
-                .trim_start_matches("SIG")
-                .to_string(),
-            Outcome::Crashed(Ended::TimedOut(_)) => "TIME".to_string(),
-            Outcome::Crashed(Ended::Exited(_)) | Outcome::Fails => "FAIL".to_string(),
-            Outcome::SelectsOutside => "OUT".to_string(),
-            Outcome::ReturnsNan => "NaN".to_string(),
-            Outcome::Disagrees => "DIFF".to_string(),
-            Outcome::Tie => "tie".to_string(),
-            Outcome::Behaves => "ok".to_string(),
-        }
-    }
-
-    /// The report's words.
-    pub fn words(&self) -> String {
-        match self {
-            Outcome::Crashed(e) => e.describe(),
-            Outcome::Fails => "fails (the array's window is unreadable)".to_string(),
-            Outcome::SelectsOutside => "selects outside the array it leaves".to_string(),
-            Outcome::ReturnsNan => "returns NaN".to_string(),
-            Outcome::Disagrees => "disagrees with the oracle".to_string(),
-            Outcome::Tie => "differs where the oracle's answer is undecided".to_string(),
-            Outcome::Behaves => "behaves".to_string(),
-        }
-    }
-
-    /// Whether this outcome breaks the robustness rule.
-    fn unrobust(&self) -> bool {
-        matches!(
-            self,
-            Outcome::Crashed(_) | Outcome::Fails | Outcome::SelectsOutside | Outcome::ReturnsNan
-        )
-    }
-}
 
 /// How much of a cell may be judged.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,6 +9,7 @@ pub mod cost;
 pub mod inputs;
 pub mod judge;
 pub mod oracle_check;
+pub mod outcome;
 pub mod planted;
 pub mod probe;
 pub mod samplers;

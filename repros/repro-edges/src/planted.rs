@@ -3,7 +3,7 @@
 //! child, the same C call (`llama_sampler_apply` on a custom sampler) and the same judge as
 //! llama.cpp's samplers.
 
-use crate::judge::Outcome;
+use crate::outcome::Outcome;
 use anyhow::Result;
 use contain::Ended;
 use std::ffi::CStr;
