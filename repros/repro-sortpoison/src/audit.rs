@@ -11,10 +11,11 @@
 //!    truncators through the same chain comparison.
 
 use crate::census::{self, Census, Class};
-use crate::chain::{self, join, ChainCase, ChainReport, Verdict};
+use crate::chain::{self, ChainCase, ChainReport, Verdict};
 use crate::fuzz::{self, FuzzReport, OracleCheck};
 use crate::perm::{self, PermAudit};
 use crate::planted;
+use crate::text::join;
 use anyhow::Result;
 use report::{Control, Report};
 use serde::Serialize;

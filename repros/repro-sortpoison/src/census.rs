@@ -10,8 +10,9 @@
 //! `crates/contain`) and comes back as JSON, so a sampler that aborts becomes a row classed
 //! "crashes (contained)" and the census goes on.
 
-use crate::chain::{join, really_sorted};
+use crate::chain::really_sorted;
 use crate::planted::Injector;
+use crate::text::join;
 use anyhow::{Context, Result};
 use contain::{Ended, Task};
 use oracle::rng::Rng;

@@ -3,13 +3,14 @@
 
 use crate::planted::{PlantedBias, PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
-use anyhow::{ensure, Context, Result};
-use oracle::stage::LOGIT_LIMIT;
+use crate::text::join;
+use anyhow::{anyhow, ensure, Context, Result};
+use clap::Parser;
+use oracle::stage::{self as st, ParseError, LOGIT_LIMIT};
 use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
 use report::{Control, Report};
 use serde::{Serialize, Serializer};
-use std::fmt::Display;
 use subject::{BuildInfo, Candidates, Sampler};
 
 /// The published chain: `top_k(4) -> logit_bias(+6 @ 3) -> top_p(0.8)` on 4..-3.
@@ -44,7 +45,101 @@ impl From<ChainCase> for String {
 impl TryFrom<String> for ChainCase {
     type Error = anyhow::Error;
     fn try_from(line: String) -> Result<ChainCase> {
-        crate::cli::case_from_line(&line)
+        parse_line::<CaseLine>(&line)?.flags.case()
+    }
+}
+
+/// `line` read as `repro-sortpoison` arguments; a refusal is clap's first line.
+pub fn parse_line<P: Parser>(line: &str) -> Result<P> {
+    let argv = std::iter::once("repro-sortpoison").chain(line.split_whitespace());
+    P::try_parse_from(argv).map_err(|e| anyhow!("{}", cmdline::first_line(&e.to_string())))
+}
+
+/// Most values `--logits` takes (the ids are their positions).
+pub const MAX_LOGITS: usize = 4096;
+/// Most `--stage` flags in one chain.
+pub const MAX_STAGES: usize = 32;
+/// Most ids `--history` takes.
+pub const MAX_HISTORY: usize = 4096;
+
+/// The flags that describe one chain, as [`ChainCase::command`] writes them: the command line
+/// takes them in (`cli::Args`), and a case read back from JSON parses them.
+#[derive(clap::Args, Debug)]
+pub struct CaseFlags {
+    /// Logits for ids 0, 1, 2, ..., comma-separated: 1 to 4096 finite values within +-1e4
+    /// (default: 4,3,2,1,0,-1,-2,-3).
+    #[arg(long, allow_hyphen_values = true)]
+    pub logits: Option<String>,
+    /// One chain stage, repeated in chain order (the help text is the stage table's); at most
+    /// 32 stages (default: the published chain top_k=4, logit_bias=3:+6, top_p=0.8).
+    #[arg(
+        long = "stage",
+        allow_hyphen_values = true,
+        help = format!("{}; at most 32 stages (default: the published chain top_k=4, logit_bias=3:+6, top_p=0.8)", crate::stage::help())
+    )]
+    pub stages: Vec<String>,
+    /// Token ids accepted into the chain before it runs (read by penalties), comma-separated:
+    /// at most 4096, each an id of --logits.
+    #[arg(long, allow_hyphen_values = true)]
+    pub history: Option<String>,
+}
+
+/// A line of [`CaseFlags`] alone.
+#[derive(clap::Parser)]
+#[command(name = "repro-sortpoison")]
+struct CaseLine {
+    #[command(flatten)]
+    flags: CaseFlags,
+}
+
+/// A comma-separated list of at most `max` items, each trimmed part read by `one` (the stage
+/// syntax's own number and id readers, so a flag and a stage word their errors alike).
+fn comma_list<T>(
+    flag: &str,
+    max: usize,
+    text: &str,
+    one: fn(&str, &str) -> Result<T, ParseError>,
+) -> Result<Vec<T>> {
+    let n = text.split(',').count();
+    ensure!(n <= max, "{flag} has {n} values; at most {max}");
+    text.split(',')
+        .map(|part| one(flag, part.trim()).map_err(anyhow::Error::from))
+        .collect()
+}
+
+impl CaseFlags {
+    /// Whether any flag of a case was given.
+    pub fn given(&self) -> bool {
+        self.logits.is_some() || !self.stages.is_empty() || self.history.is_some()
+    }
+
+    /// The chain the flags describe: the published chain's logits and stages where they are
+    /// not given, checked.
+    pub fn case(&self) -> Result<ChainCase> {
+        ensure!(
+            self.stages.len() <= MAX_STAGES,
+            "{} --stage flags; a chain has at most {MAX_STAGES} stages",
+            self.stages.len()
+        );
+        let default = published();
+        let stages = (self.stages.iter())
+            .map(|s| ChainStage::parse(s).with_context(|| format!("--stage {s}")));
+        let case = ChainCase {
+            logits: match &self.logits {
+                Some(t) => comma_list("--logits", MAX_LOGITS, t, st::number)?,
+                None => default.logits,
+            },
+            stages: match self.stages.is_empty() {
+                true => default.stages,
+                false => stages.collect::<Result<_>>()?,
+            },
+            history: match &self.history {
+                Some(t) => comma_list("--history", MAX_HISTORY, t, st::token_id)?,
+                None => Vec::new(),
+            },
+        };
+        case.validate()?;
+        Ok(case)
     }
 }
 
@@ -144,12 +239,6 @@ impl ChainCase {
         }
         out
     }
-}
-
-/// Every item printed, separated by `sep`.
-pub fn join<T: Display>(items: impl IntoIterator<Item = T>, sep: &str) -> String {
-    let texts: Vec<String> = items.into_iter().map(|x| x.to_string()).collect();
-    texts.join(sep)
 }
 
 /// Ids as JSON numbers.

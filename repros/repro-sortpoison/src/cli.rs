@@ -1,13 +1,12 @@
 //! Command-line parsing and the two modes: one chain (default) and `--audit`.
 
 use crate::audit;
-use crate::chain::{self, ChainCase};
+use crate::chain::{self, CaseFlags, ChainCase};
 use crate::draws;
 use crate::fuzz;
 use crate::stage::ChainStage;
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{bail, ensure, Result};
 use clap::Parser;
-use oracle::stage::{self, ParseError};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -15,22 +14,8 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(name = "repro-sortpoison")]
 pub struct Args {
-    /// Logits for ids 0, 1, 2, ..., comma-separated: 1 to 4096 finite values within +-1e4
-    /// (default: 4,3,2,1,0,-1,-2,-3).
-    #[arg(long, allow_hyphen_values = true)]
-    pub logits: Option<String>,
-    /// One chain stage, repeated in chain order (the help text is the stage table's); at most
-    /// 32 stages (default: the published chain top_k=4, logit_bias=3:+6, top_p=0.8).
-    #[arg(
-        long = "stage",
-        allow_hyphen_values = true,
-        help = format!("{}; at most 32 stages (default: the published chain top_k=4, logit_bias=3:+6, top_p=0.8)", crate::stage::help())
-    )]
-    pub stages: Vec<String>,
-    /// Token ids accepted into the chain before it runs (read by penalties), comma-separated:
-    /// at most 4096, each an id of --logits.
-    #[arg(long, allow_hyphen_values = true)]
-    pub history: Option<String>,
+    #[command(flatten)]
+    pub case: CaseFlags,
     #[command(flatten)]
     pub out: cmdline::Output,
     /// Run the full audit (oracle check, permutation audit, census, fuzzer, published chain)
@@ -54,69 +39,23 @@ pub struct Args {
     pub vocab_model: Option<PathBuf>,
 }
 
-/// Most values `--logits` takes (the ids are their positions).
-pub const MAX_LOGITS: usize = 4096;
-/// Most `--stage` flags in one chain.
-pub const MAX_STAGES: usize = 32;
-/// Most ids `--history` takes.
-pub const MAX_HISTORY: usize = 4096;
 /// Most chains `--fuzz-chains` asks for: ten times the audit's.
 pub const MAX_FUZZ_CHAINS: usize = 1_000_000;
-
-/// A comma-separated list of at most `max` items, each trimmed part read by `one` (the stage
-/// syntax's own number and id readers, so a flag and a stage word their errors alike).
-fn comma_list<T>(
-    flag: &str,
-    max: usize,
-    text: &str,
-    one: fn(&str, &str) -> Result<T, ParseError>,
-) -> Result<Vec<T>> {
-    let n = text.split(',').count();
-    ensure!(n <= max, "{flag} has {n} values; at most {max}");
-    text.split(',')
-        .map(|part| one(flag, part.trim()).map_err(anyhow::Error::from))
-        .collect()
-}
 
 /// Random honest-flag inputs per stage for the oracle gate of a single chain.
 pub const CHAIN_GATE_INPUTS: usize = 200;
 
 /// The chain the flags describe (and the fuzzer's chain count checked).
 pub fn case(args: &Args) -> Result<ChainCase> {
-    let given = args.logits.is_some() || !args.stages.is_empty() || args.history.is_some();
     let fixed = [
         (args.audit, "--audit"),
         (args.census, "--census"),
         (args.fuzz, "--fuzz"),
     ];
-    if let Some((_, mode)) = fixed.iter().find(|(on, _)| *on && given) {
+    if let Some((_, mode)) = fixed.iter().find(|(on, _)| *on && args.case.given()) {
         bail!("{mode} runs fixed cases; it does not take --logits, --stage or --history");
     }
-    ensure!(
-        args.stages.len() <= MAX_STAGES,
-        "{} --stage flags; a chain has at most {MAX_STAGES} stages",
-        args.stages.len()
-    );
-    let default = chain::published();
-    let stages = args
-        .stages
-        .iter()
-        .map(|s| ChainStage::parse(s).with_context(|| format!("--stage {s}")));
-    let case = ChainCase {
-        logits: match &args.logits {
-            Some(t) => comma_list("--logits", MAX_LOGITS, t, stage::number)?,
-            None => default.logits,
-        },
-        stages: match args.stages.is_empty() {
-            true => default.stages,
-            false => stages.collect::<Result<_>>()?,
-        },
-        history: match &args.history {
-            Some(t) => comma_list("--history", MAX_HISTORY, t, stage::token_id)?,
-            None => Vec::new(),
-        },
-    };
-    case.validate()?;
+    let case = args.case.case()?;
     ensure!(
         args.fuzz_chains <= MAX_FUZZ_CHAINS,
         "--fuzz-chains must be at most {MAX_FUZZ_CHAINS}, got {}",
@@ -127,10 +66,7 @@ pub fn case(args: &Args) -> Result<ChainCase> {
 
 /// The chain a line of `repro-sortpoison` arguments describes (as in tests/regressions.txt).
 pub fn case_from_line(line: &str) -> Result<ChainCase> {
-    let argv = std::iter::once("repro-sortpoison").chain(line.split_whitespace());
-    let args = Args::try_parse_from(argv)
-        .map_err(|e| anyhow::anyhow!("{}", cmdline::first_line(&e.to_string())))?;
-    case(&args)
+    case(&chain::parse_line(line)?)
 }
 
 /// What the command line asks for, checked: the flags, the chain they describe, the build.

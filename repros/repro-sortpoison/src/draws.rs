@@ -8,9 +8,10 @@
 //! planted dists of [`crate::planted::DistRule`], in chains of planted stages only, run
 //! through the same [`run`]; they are the controls.
 
-use crate::chain::{self, join, ChainCase, ChainReport};
+use crate::chain::{self, ChainCase, ChainReport};
 use crate::planted::{DistRule, PlantedBias, PlantedDist, PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
+use crate::text::join;
 use anyhow::{ensure, Context, Result};
 use detector::{judge, Class, Expectation, Outcome};
 use oracle::draw::{self, Share, WrongP};

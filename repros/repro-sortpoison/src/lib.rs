@@ -10,6 +10,7 @@ pub mod fuzz;
 pub mod perm;
 pub mod planted;
 pub mod stage;
+pub mod text;
 
 /// The finding these reports belong to.
 pub const FINDING: &str = "F2";

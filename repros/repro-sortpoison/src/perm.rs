@@ -9,9 +9,9 @@
 //! and top_p) that trust the flag must be flagged, the same truncators that always sort must
 //! give one set, the oracle's, in every case.
 
-use crate::chain::join;
 use crate::planted::{PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
+use crate::text::join;
 use anyhow::{ensure, Context, Result};
 use oracle::stage::Stage;
 use oracle::truncation::{compose, Pool};

@@ -48,7 +48,7 @@ pub fn help() -> String {
     format!(
         "One chain stage, repeated in chain order: {}. Planted controls: {}",
         st::table::help(),
-        crate::chain::join(planted, ", ")
+        crate::text::join(planted, ", ")
     )
 }
 

@@ -3,8 +3,9 @@
 //! chain. A planted oracle with an arithmetic error must fail it.
 
 use super::generate::{random_logits, random_stage};
-use crate::chain::{self, join, ChainCase};
+use crate::chain::{self, ChainCase};
 use crate::stage::ChainStage;
+use crate::text::join;
 use anyhow::Result;
 use oracle::rng::Rng;
 use oracle::stage::{self as st, Stage};

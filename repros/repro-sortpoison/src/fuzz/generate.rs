@@ -2,8 +2,9 @@
 //! exhaustive match) and chains from a seeded [`Rng`], and the names a chain is grouped by
 //! (its stage signature and its shape of roles).
 
-use crate::chain::{join, ChainCase};
+use crate::chain::ChainCase;
 use crate::stage::ChainStage;
+use crate::text::join;
 use oracle::penalty::PenaltyParams;
 use oracle::rng::Rng;
 use oracle::stage::{Stage, SuiteStage};
