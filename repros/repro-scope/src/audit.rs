@@ -26,21 +26,10 @@ impl Audit {
     pub fn controls(&self) -> Vec<Control> {
         let sweep_trajectories = self.sweep.rows.iter().flat_map(|r| &r.trajectories);
         let mut c = twin_controls(self.published.trajectories.iter().chain(sweep_trajectories));
-        let labels: Vec<String> = self
-            .sweep
-            .rows
-            .iter()
-            .enumerate()
-            .map(|(i, r)| format!("sweep {} {}", i + 1, r.kind))
-            .collect();
-        c.extend(planted_controls(
-            std::iter::once(("published", &self.published.planted)).chain(
-                labels
-                    .iter()
-                    .map(String::as_str)
-                    .zip(self.sweep.rows.iter().map(|r| &r.planted)),
-            ),
-        ));
+        let sweep = (self.sweep.rows.iter().enumerate())
+            .map(|(i, r)| (format!("sweep {} {}", i + 1, r.kind), &r.planted));
+        let published = ("published".to_string(), &self.published.planted);
+        c.extend(planted_controls(std::iter::once(published).chain(sweep)));
         c
     }
 

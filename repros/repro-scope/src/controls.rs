@@ -133,9 +133,9 @@ impl Serialize for PlantedRuns {
 
 /// The two controls over every prompt that ran (the published one, then the sweep's).
 pub fn planted_controls<'a>(
-    runs: impl IntoIterator<Item = (&'a str, &'a PlantedRuns)>,
+    runs: impl IntoIterator<Item = (String, &'a PlantedRuns)>,
 ) -> Vec<Control> {
-    let runs: Vec<(&str, &PlantedRuns)> = runs.into_iter().collect();
+    let runs: Vec<(String, &PlantedRuns)> = runs.into_iter().collect();
     // The rule over every prompt, the first prompt's case, and every prompt that broke it
     // (each prompt's full record is in the report's data).
     let detail = |ok: fn(&PlantedRuns) -> bool, f: fn(&PlantedRuns) -> String, rule: &str| {
@@ -265,7 +265,7 @@ mod tests {
                 TokenId(5),
             )))),
         };
-        let c = planted_controls([("short", &runs)]);
+        let c = planted_controls([("short".to_string(), &runs)]);
         assert!(!c[0].passed);
         assert!(c[1].passed);
         assert_eq!(

@@ -221,7 +221,7 @@ impl RunReport {
 
     pub fn controls(&self) -> Vec<Control> {
         let mut c = twin_controls(&self.trajectories);
-        c.extend(planted_controls([("published", &self.planted)]));
+        c.extend(planted_controls([("published".to_string(), &self.planted)]));
         c
     }
 

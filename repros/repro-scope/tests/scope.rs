@@ -79,18 +79,18 @@ fn sweep_subset() {
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-scope");
 
+/// A short run on one small prompt: `--prompt "Name three colours." --max-new N`, then `rest`.
+fn colours<'a>(max_new: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let head = ["--prompt", "Name three colours.", "--max-new", max_new];
+    head.iter().chain(rest).copied().collect()
+}
+
 #[test]
 fn json_shape_and_windows_longer_than_the_sequence() {
     let _serial = one_at_a_time();
-    let args = [
-        "--prompt",
-        "Name three colours.",
-        "--max-new",
-        "12",
-        "--scopes",
-        "all,4,gen:4,llama:4,100000,llama:5000",
-        "--json",
-    ];
+    let scopes = ["all", "4", "gen:4", "llama:4", "100000", "llama:5000"];
+    let list = scopes.join(",");
+    let args = colours("12", &["--scopes", &list, "--json"]);
     let (code, stdout, stderr) = run_bin(BIN, &args);
     assert_eq!(code, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
@@ -98,19 +98,17 @@ fn json_shape_and_windows_longer_than_the_sequence() {
     assert_eq!(h.subject.build, BuildInfo::current().tag());
     assert_eq!(v["model"], "smollm2");
     assert!(v["prompt_tokens"].as_u64().unwrap() > 0);
-    for s in ["all", "4", "gen:4", "llama:4", "100000", "llama:5000"] {
+    for s in scopes {
         let t = &v["scopes"][s];
         assert!(t["tokens"].is_array() && t["text"].is_string(), "{s}");
         assert!(t["stopped_at"].is_u64(), "{s}");
         assert!(t["stop"] == "eos" || t["stop"] == "limit", "{s}");
+        assert_eq!(t["llama_twin"]["mismatching_steps"], 0, "{s}");
     }
     assert!(v["scopes"]["all"]["diverges_at"].is_null());
     // Windows longer than the sequence are the whole sequence.
     assert!(v["scopes"]["100000"]["diverges_at"].is_null());
     assert!(v["scopes"]["llama:5000"]["diverges_at"].is_null());
-    for s in ["all", "4", "gen:4", "llama:4", "100000", "llama:5000"] {
-        assert_eq!(v["scopes"][s]["llama_twin"]["mismatching_steps"], 0, "{s}");
-    }
     // Same command, same bytes.
     assert_eq!(run_bin(BIN, &args).1, stdout);
 }
@@ -121,14 +119,7 @@ fn json_shape_and_windows_longer_than_the_sequence() {
 #[test]
 fn same_command_prints_the_same_bytes() {
     let _serial = one_at_a_time();
-    let args = [
-        "--prompt",
-        "Name three colours.",
-        "--max-new",
-        "8",
-        "--scopes",
-        "all,4,gen:4,llama:4",
-    ];
+    let args = colours("8", &["--scopes", "all,4,gen:4,llama:4"]);
     test_support::assert_same_bytes_twice(BIN, &args);
 }
 
@@ -226,35 +217,13 @@ fn divergence_detector_flags_a_planted_dropped_id_and_not_a_copy_of_all() {
 #[test]
 fn candle_decodes_the_same_scopes_with_its_own_penalty() {
     let _serial = one_at_a_time();
-    let common = [
-        "--prompt",
-        "Name three colours.",
-        "--max-new",
-        "24",
-        "--vector-at",
-        "8",
-    ];
-    let llama_args: Vec<&str> = common
-        .iter()
-        .copied()
-        .chain(["--scopes", "all,4,16", "--json"])
-        .collect();
+    let common = ["--vector-at", "8", "--scopes", "all,4,16"];
+    let llama_args = colours("24", &[&common[..], &["--json"]].concat());
     // One candle run with --audit writes the JSON and the text from one report value.
     let dir = std::env::temp_dir().join(format!("scope-candle-{}", std::process::id()));
     let results = dir.display().to_string();
-    let candle_args: Vec<&str> = common
-        .iter()
-        .copied()
-        .chain([
-            "--scopes",
-            "all,4,16",
-            "--engine",
-            "candle",
-            "--audit",
-            "--results",
-            &results,
-        ])
-        .collect();
+    let candle = ["--engine", "candle", "--audit", "--results", &results];
+    let candle_args = colours("24", &[&common[..], &candle].concat());
     let (code, llama_out, err) = run_bin(BIN, &llama_args);
     assert_eq!(code, 0, "{err}");
     let (code, _, err) = run_bin(BIN, &candle_args);
