@@ -3,11 +3,13 @@
 //! values, huge, tiny and non-finite numbers, unicode and invalid UTF-8, lists of thousands of
 //! items, valid values mixed in). Two drivers take them:
 //!
-//! - [`in_process`] hands every vector to the binary's `check` through `cmdline::decide`. It
-//!   can only catch a panic (or a hang): `decide` itself makes any refusal one `error` line
-//!   with exit 1 or 2. It tallies how the vectors ended ([`Tally`]).
-//! - [`run`] runs the first few hundred as processes in check-only mode, which checks the
-//!   contract on the wire ([`Outcome::problem`]), a contained model load included.
+//! - [`in_process`] hands every vector to the binary's `check` through `cmdline::decide` and
+//!   holds each decision to the contract's line rules ([`decision_problem`]); `decide` itself
+//!   makes any refusal one `error` line, so what this finds is mostly a panic or a slow check.
+//!   It tallies how the vectors ended ([`Tally`]). The contract on the wire (exit codes,
+//!   stdout, a closed pipe, a contained model load) is each binary's `Doors` test.
+//! - [`run`] runs them as processes in check-only mode, holding each to [`Outcome::problem`],
+//!   for a binary whose `check` a test cannot call (`verdicts`, which has no library).
 //!
 //! A failing vector is shrunk (arguments dropped while it still fails) and printed so it can
 //! be run again by hand.
@@ -19,8 +21,6 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// One flag of a binary, as the generator uses it.
@@ -87,30 +87,22 @@ pub struct Fuzz {
     /// Environment variables for every run, beside `SAMPLER_AUDIT_CHECK_ONLY=1`; [`in_process`]
     /// sets them in this process while it runs.
     pub env: Vec<(OsString, OsString)>,
-    /// Vectors to generate and check in process.
+    /// Vectors to generate and check.
     pub vectors: usize,
-    /// How many of them (the first) also run as processes.
-    pub processes: usize,
     pub seed: u64,
-    /// Runs at a time.
-    pub workers: usize,
-    /// A run that takes longer is killed and counts as a failure.
+    /// A decision or a run that takes longer counts as a failure (a process is killed).
     pub timeout: Duration,
 }
 
 impl Fuzz {
-    /// 10,000 vectors in process and the first 200 of them as processes, on two workers, 20 s
-    /// per run at most. A vector costs microseconds in process and milliseconds as a process,
-    /// so the processes are the few that check what only a process shows.
+    /// 10,000 vectors, 20 s each at most (a vector costs microseconds in process).
     pub fn new(bin: impl Into<PathBuf>, flags: Vec<Flag>, seed: u64) -> Fuzz {
         Fuzz {
             bin: bin.into(),
             flags,
             env: Vec::new(),
             vectors: 10_000,
-            processes: 200,
             seed,
-            workers: 2,
             timeout: Duration::from_secs(20),
         }
     }
@@ -128,15 +120,6 @@ impl Fuzz {
             .to_string_lossy()
             .into_owned()
     }
-}
-
-/// How the runs ended.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Summary {
-    pub vectors: usize,
-    /// Runs that exited 0, 1 and 2.
-    pub exits: [usize; 3],
-    pub wall: Duration,
 }
 
 /// What the vectors came to in process.
@@ -639,66 +622,38 @@ fn tell(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
-/// Runs the first `fuzz.processes` vectors of `fuzz` as processes, on `fuzz.workers` threads;
-/// panics on the first vector (in generation order) that breaks the contract, printing it
-/// shrunk and whole.
-pub fn run(fuzz: &Fuzz) -> Summary {
-    let mut all = vectors(fuzz);
-    all.truncate(fuzz.processes);
+/// Runs every vector of `fuzz` as a process, one at a time; panics on the first that breaks
+/// the contract, printing it shrunk and whole. Returns how many runs exited 0, 1 and 2.
+pub fn run(fuzz: &Fuzz) -> [usize; 3] {
     let start = Instant::now();
-    let next = AtomicUsize::new(0);
-    let exits = Mutex::new([0usize; 3]);
-    let failures: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
     let scratch = crate::Scratch::new(&format!("argv-fuzz-{}", fuzz.name()));
-    let dir = &scratch.0;
-    std::thread::scope(|s| {
-        for w in 0..fuzz.workers.max(1) {
-            let (out, err) = (dir.join(format!("{w}.out")), dir.join(format!("{w}.err")));
-            let (all, next, exits, failures) = (&all, &next, &exits, &failures);
-            s.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= all.len() || !failures.lock().unwrap().is_empty() {
-                    break;
-                }
-                let o = run_one(fuzz, &all[i], &out, &err);
-                match o.problem() {
-                    Some(p) => failures.lock().unwrap().push((i, p)),
-                    None => exits.lock().unwrap()[o.code().unwrap() as usize] += 1,
-                }
-            });
+    let (out, err) = (scratch.0.join("out"), scratch.0.join("err"));
+    let judge = |argv: &[OsString]| run_one(fuzz, argv, &out, &err);
+    let mut exits = [0usize; 3];
+    for (i, argv) in vectors(fuzz).iter().enumerate() {
+        let o = judge(argv);
+        match o.problem() {
+            Some(p) => stop_on(fuzz, ("as processes", i, argv), &p, |c| judge(c).problem()),
+            None => exits[o.code().unwrap() as usize] += 1,
         }
-    });
-    let wall = start.elapsed();
-    let mut failures = failures.into_inner().unwrap();
-    failures.sort();
-    if let Some((i, problem)) = failures.first() {
-        let (out, err) = (dir.join("shrink.out"), dir.join("shrink.err"));
-        let judge = |cand: &[OsString]| run_one(fuzz, cand, &out, &err).problem();
-        stop_on(fuzz, ("as processes", *i, &all[*i]), problem, judge);
     }
-    let exits = exits.into_inner().unwrap();
     tell(&format!(
-        "argv fuzz {}: {} processes (seed {:#x}, {} workers) in {:.1} s: exit 0 x{}, exit 1 x{}, exit 2 x{}",
+        "argv fuzz {}: {} processes (seed {:#x}) in {:.1} s: exit 0 x{}, exit 1 x{}, exit 2 x{}",
         fuzz.name(),
-        all.len(),
+        fuzz.vectors,
         fuzz.seed,
-        fuzz.workers,
-        wall.as_secs_f64(),
+        start.elapsed().as_secs_f64(),
         exits[0],
         exits[1],
         exits[2],
     ));
-    Summary {
-        vectors: all.len(),
-        exits,
-        wall,
-    }
+    exits
 }
 
-/// What breaks the contract in a line a process wrote to stderr with its exit code, if
+/// What breaks the contract in a line a process writes to stderr with its exit code, if
 /// anything: the line is one line, starts with `error`, tells of no panic, and comes with exit
-/// 1 or 2 ([`Outcome::problem`] applies it to every process run; a help text must not be
-/// empty).
+/// 1 or 2; a help text must not be empty. [`in_process`] applies it to every decision,
+/// [`Outcome::problem`] to every process run.
 pub fn decision_problem<C>(d: &Decision<C>) -> Option<String> {
     match d {
         Decision::Print(text) if text.is_empty() => Some("printed an empty help text".to_string()),
@@ -757,12 +712,11 @@ impl Drop for FuzzEnv {
 
 /// Hands every vector of `fuzz` to `check` in process, through `cmdline::decide` (clap's parse
 /// of the binary's `A`, then `check`), with `fuzz.env` set; panics on the first vector whose
-/// parse or check panics, printing it shrunk and whole, and tallies the decisions of the rest.
+/// parse or check panics, whose decision breaks [`decision_problem`]'s rules or takes longer
+/// than `fuzz.timeout`, printing it shrunk and whole, and tallies the decisions of the rest.
 ///
-/// A panic is all this can find: `decide` turns any refusal into one `error` line with exit 1
-/// or 2 itself, so the line and exit rules are not checked here but by `decide`'s own test and,
-/// on the wire, by [`run`]. A check that would load a model in a contained child refuses in
-/// process instead: this process serves no contained task (its main is the test harness), so
+/// A check that would load a model in a contained child refuses in process instead: this
+/// process serves no contained task (its main is the test harness), so
 /// `contain::Task::command` refuses to start one, in one line; the child's load is checked by
 /// process runs only.
 pub fn in_process<A: clap::Parser, C>(
@@ -773,14 +727,23 @@ pub fn in_process<A: clap::Parser, C>(
     let all = vectors(fuzz);
     let start = Instant::now();
     let _env = FuzzEnv::set(fuzz);
-    // The decision on `argv`, or the panic caught while taking it.
+    // The decision on `argv`, or what is wrong with taking it.
     let judged = |argv: &[OsString]| -> Result<Decision<C>, String> {
         let argv = std::iter::once(name.clone()).chain(argv.iter().cloned());
-        catch_unwind(AssertUnwindSafe(|| cmdline::decide(argv, &check))).map_err(|p| {
+        let begun = Instant::now();
+        let d = catch_unwind(AssertUnwindSafe(|| cmdline::decide(argv, &check))).map_err(|p| {
             let text = p.downcast_ref::<String>().map(String::as_str);
             let text = text.or_else(|| p.downcast_ref::<&str>().copied());
             format!("panicked in process: {}", text.unwrap_or_default())
-        })
+        })?;
+        let took = begun.elapsed();
+        if took > fuzz.timeout {
+            return Err(format!(
+                "took {took:?} in process (over {:?})",
+                fuzz.timeout
+            ));
+        }
+        decision_problem(&d).map_or(Ok(d), Err)
     };
     let mut tally = Tally {
         vectors: all.len(),
@@ -810,21 +773,18 @@ pub fn in_process<A: clap::Parser, C>(
     tally
 }
 
-/// [`in_process`], then [`run`], with the assertions every binary's fuzz makes: the vectors in
-/// process reached help, refusals, one holding each of `reached`, and (when `accepted`) a
-/// config; the processes exited 0 and 2.
-pub fn in_process_and_run<A: clap::Parser, C>(
+/// [`in_process`] with the assertions every binary's fuzz makes: the vectors reached help,
+/// refusals, one holding each of `reached`, and (when `accepted`) a config.
+pub fn assert_in_process<A: clap::Parser, C>(
     fuzz: &Fuzz,
     check: impl Fn(A) -> Result<C, Failure>,
     reached: &[&str],
     accepted: bool,
-) -> Summary {
+) -> Tally {
     let t = in_process(fuzz, check);
     t.assert_reached(reached);
     assert!(!t.stopped.is_empty() && (t.ran > 0 || !accepted), "{t:?}");
-    let s = run(fuzz);
-    assert!(s.exits[0] > 0 && s.exits[2] > 0, "{s:?}");
-    s
+    t
 }
 
 #[cfg(test)]
@@ -935,7 +895,7 @@ mod tests {
         );
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut fuzz = Fuzz::new(&script, flags(), 5);
-        (fuzz.vectors, fuzz.processes) = (300, 300);
+        fuzz.vectors = 300;
         let text = caught(|| run(&fuzz));
         let args = shrunk(&text);
         assert_eq!(args.len(), 1, "{text}");
@@ -1013,6 +973,26 @@ mod tests {
         assert!(t.stopped_with("refused nan") > 0, "{t:?}");
     }
 
+    /// The rules [`in_process`] holds a decision to beside a panic: a refusal that tells of a
+    /// panic, and a decision slower than the timeout, each stop the fuzz.
+    #[test]
+    fn in_process_stops_on_a_broken_rule_and_on_a_slow_check() {
+        let mut fuzz = Fuzz::new("planted", flags(), 5);
+        fuzz.vectors = 300;
+        let told = caught(|| {
+            in_process(&fuzz, |_: Planted| -> Result<(), Failure> {
+                Err(Failure::BadInput(anyhow::anyhow!("a worker panicked")))
+            })
+        });
+        assert!(
+            told.contains("panicked: error: a worker panicked"),
+            "{told}"
+        );
+        fuzz.timeout = Duration::ZERO;
+        let slow = caught(|| in_process(&fuzz, |_: Planted| Ok(())));
+        assert!(slow.contains("in process (over 0ns)"), "{slow}");
+    }
+
     /// The control of [`decision_problem`], the rule [`Outcome::problem`] applies to a
     /// process's stderr line: each planted breach is named, each kept decision passes.
     #[test]
@@ -1045,7 +1025,7 @@ mod tests {
         let key = "ARGV_FUZZ_PLANTED_VAR";
         let mut fuzz = Fuzz::new("planted", flags(), 7).env(key, "set");
         fuzz.vectors = 300;
-        let seen = Mutex::new(Vec::new());
+        let seen = std::sync::Mutex::new(Vec::new());
         let t = in_process(&fuzz, |_: Planted| {
             seen.lock().unwrap().push(std::env::var(key).ok());
             Ok(())

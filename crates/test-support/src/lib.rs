@@ -6,6 +6,8 @@
 pub mod gguf;
 
 use std::ffi::OsStr;
+use std::fmt::Debug;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, RwLock};
@@ -30,7 +32,15 @@ pub fn run_bin_with_env(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> (i32, String, String) {
-    let bin = bin.as_ref();
+    run_os(bin.as_ref(), args, env)
+}
+
+/// [`run_bin_with_env`] with arguments that need not be UTF-8.
+fn run_os(
+    bin: &OsStr,
+    args: &[impl AsRef<OsStr> + Debug],
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
     let out = output(bin, args, env, Stdio::piped());
     let stdout = String::from_utf8(out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -73,7 +83,7 @@ pub fn with_env_unchanged<R>(f: impl FnOnce() -> R) -> R {
 
 /// The output of `bin args` with `env` set, stdin empty and stdout to `stdout`, started under
 /// [`with_env_unchanged`] and waited for outside it.
-fn output(bin: &OsStr, args: &[&str], env: &[(&str, &str)], stdout: Stdio) -> Output {
+fn output(bin: &OsStr, args: &[impl AsRef<OsStr>], env: &[(&str, &str)], stdout: Stdio) -> Output {
     let mut cmd = Command::new(bin);
     cmd.args(args)
         .envs(env.iter().copied())
@@ -125,13 +135,21 @@ macro_rules! assert_build_snapshot {
 }
 
 /// Runs `bin` with `args` (and `env`) and checks the refusal contract every repro keeps: exit
-/// 2, nothing on stdout, exactly one line on stderr, starting with `error`. Returns that line.
-pub fn assert_refused(bin: impl AsRef<OsStr>, args: &[&str], env: &[(&str, &str)]) -> String {
-    let (code, stdout, stderr) = run_bin_with_env(bin, args, env);
+/// 2, nothing on stdout, exactly one line on stderr, starting with `error` and ended by its
+/// newline. Returns that line.
+pub fn assert_refused(
+    bin: impl AsRef<OsStr>,
+    args: &[impl AsRef<OsStr> + Debug],
+    env: &[(&str, &str)],
+) -> String {
+    let (code, stdout, stderr) = run_os(bin.as_ref(), args, env);
     assert_eq!(code, 2, "{args:?}: {stderr}");
     assert!(stdout.is_empty(), "{args:?}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
-    assert!(stderr.starts_with("error"), "{args:?}: {stderr}");
+    assert_eq!(stderr.matches('\n').count(), 1, "{args:?}: {stderr:?}");
+    assert!(
+        stderr.starts_with("error") && stderr.ends_with('\n'),
+        "{args:?}: {stderr:?}"
+    );
     stderr
 }
 
@@ -209,6 +227,9 @@ pub struct Doors<'a> {
     pub help_states: &'a [&'a str],
     /// Command lines refused outside check-only mode (past a bound: refused before any work).
     pub refused: &'a [&'a str],
+    /// Command lines holding bytes that are not UTF-8, split at spaces, refused in check-only
+    /// mode.
+    pub not_utf8: &'a [&'a [u8]],
 }
 
 impl<'a> Doors<'a> {
@@ -250,6 +271,10 @@ impl<'a> Doors<'a> {
         each(self.refused, &|a| {
             assert_refused(self.bin, a, &[]);
         });
+        for line in self.not_utf8 {
+            let argv: Vec<_> = line.split(|&b| b == b' ').map(OsStr::from_bytes).collect();
+            assert_refused(self.bin, &argv, &[CHECK_ONLY]);
+        }
     }
 }
 

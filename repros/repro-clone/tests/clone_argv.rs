@@ -1,6 +1,6 @@
 //! repro-clone's command line at every door: a closed stdout pipe, check-only mode, the upper
-//! bounds of its flags, and 10,000 generated argument vectors through its check in process,
-//! the first 200 also as processes (`test_support::argv_fuzz`). Nothing here decodes a model.
+//! bounds of its flags, and 10,000 generated argument vectors through its check in process
+//! (`test_support::argv_fuzz`). Nothing here decodes a model.
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
 use test_support::Doors;
@@ -30,6 +30,7 @@ fn doors_hold() {
             "--history 262144",
             "--history 1 --then 2147483647",
         ],
+        not_utf8: &[b"--history 1,\xff", b"--\xff"],
         ..Doors::of(BIN)
     }
     .check();
@@ -52,5 +53,5 @@ fn argv_fuzz() {
         Flag::value("--sampler", &["builtin", "ledger"]),
     ];
     let fuzz = Fuzz::new(BIN, flags, 0xc10e);
-    argv_fuzz::in_process_and_run(&fuzz, repro_clone::cli::check, &[], true);
+    argv_fuzz::assert_in_process(&fuzz, repro_clone::cli::check, &[], true);
 }

@@ -1,6 +1,6 @@
 //! repro-engines' command line at every door: a closed stdout pipe, check-only mode, its
 //! bounds, the same bytes twice, and 10,000 generated argument vectors through its check in
-//! process, the first 200 also as processes (`test_support::argv_fuzz`).
+//! process (`test_support::argv_fuzz`).
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
 use test_support::Doors;
@@ -23,6 +23,7 @@ fn doors_hold() {
             "--sampling top_k=1048577",
             "--sampling all,temp=65",
         ],
+        not_utf8: &[b"--sampling top_k=\xff", b"--logits 4,\xfe,5"],
         ..Doors::of(BIN)
     }
     .check();
@@ -54,5 +55,5 @@ fn argv_fuzz() {
         Flag::results(),
     ];
     let fuzz = Fuzz::new(BIN, flags, 0xe7e7);
-    argv_fuzz::in_process_and_run(&fuzz, repro_engines::cli::check, &[], true);
+    argv_fuzz::assert_in_process(&fuzz, repro_engines::cli::check, &[], true);
 }

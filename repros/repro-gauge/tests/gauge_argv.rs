@@ -1,6 +1,6 @@
 //! repro-gauge's command line at every door: a closed stdout pipe, check-only mode, the upper
-//! bounds of its flags, and 10,000 generated argument vectors through its check in process,
-//! the first 200 also as processes (`test_support::argv_fuzz`). Nothing here decodes: the
+//! bounds of its flags, and 10,000 generated argument vectors through its check in process
+//! (`test_support::argv_fuzz`). Nothing here decodes: the
 //! fuzz runs against a model cache without models, and the test that reads the real cache
 //! only checks the models' sha256.
 
@@ -111,6 +111,7 @@ fn doors_hold() {
             &format!("--theta {one_theta} --shifts {shifts_42}"),
             "--threads 65",
         ],
+        not_utf8: &[b"--prompt-file /no/\xff", b"--model \xff"],
         ..Doors::of(BIN)
     }
     .check();
@@ -155,5 +156,5 @@ fn argv_fuzz() {
     // line.
     let fuzz = Fuzz::new(BIN, flags, 0xf4f4).env("MODELS_CACHE", &s.cache);
     let reached = ["is not cached", "does not serve the contained task"];
-    argv_fuzz::in_process_and_run(&fuzz, repro_gauge::cli::check, &reached, false);
+    argv_fuzz::assert_in_process(&fuzz, repro_gauge::cli::check, &reached, false);
 }

@@ -1,6 +1,6 @@
 //! repro-scope's command line at every door: a closed stdout pipe, check-only mode, the upper
-//! bounds of its flags, and 10,000 generated argument vectors through its check in process,
-//! the first 200 also as processes (`test_support::argv_fuzz`). Nothing here decodes: the
+//! bounds of its flags, and 10,000 generated argument vectors through its check in process
+//! (`test_support::argv_fuzz`). Nothing here decodes: the
 //! fuzz runs against an empty model cache, and the one test that reads the real cache only
 //! checks SmolLM2's sha256.
 
@@ -60,6 +60,7 @@ fn doors_hold() {
             "--vector-at 4097",
             "--threads 65",
         ],
+        not_utf8: &[b"--model \xff", b"--scopes 64,\xff"],
         ..Doors::of(BIN)
     }
     .check();
@@ -105,5 +106,5 @@ fn argv_fuzz() {
     // odd paths through it.
     let fuzz = Fuzz::new(BIN, flags, 0x5c09e).env("MODELS_CACHE", cache);
     let reached = ["is not cached", "does not serve the contained task"];
-    argv_fuzz::in_process_and_run(&fuzz, repro_scope::cli::check, &reached, false);
+    argv_fuzz::assert_in_process(&fuzz, repro_scope::cli::check, &reached, false);
 }
