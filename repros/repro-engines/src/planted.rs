@@ -1,5 +1,5 @@
 //! Samplers written here, in plain Rust, run through the same detector as the engines: an
-//! exact one (the negative control) and two with a planted defect (the positive controls).
+//! exact one (the negative control) and four with a planted defect (the positive controls).
 //!
 //! The exact sampler does not call the oracle: it states the seam's semantics again in f64
 //! (sort by logit, then id; temperature; top-k; top-p on the renormalized remainder; min-p;

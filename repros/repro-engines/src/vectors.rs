@@ -7,8 +7,6 @@ use oracle::rng::Rng;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Vector {
     pub name: &'static str,
-    /// What it is for, in one line (printed beside the rows it feeds).
-    pub why: &'static str,
     pub logits: Vec<f32>,
 }
 
@@ -35,43 +33,29 @@ pub fn all() -> Vec<Vector> {
 }
 
 fn vocab() -> Vector {
+    let logits = vocab_vector();
     Vector {
         name: "vocab262k",
-        why: "262,144 entries: 16 head logits 14 down to 6.5, the rest uniform in [-4, 0)",
-        logits: vocab_vector(),
+        logits,
     }
 }
 
 /// The vectors short enough to print.
 fn small() -> Vec<Vector> {
     let ninf = f32::NEG_INFINITY;
-    vec![
-        Vector {
-            name: "published",
-            why: "distinct logits 3, 2, 1, 0 (the interface example)",
-            logits: vec![3.0, 2.0, 1.0, 0.0],
-        },
-        Vector {
-            name: "ties",
-            why: "a three-way tie at the top and a two-way tie below it",
-            logits: vec![1.0, 1.0, 1.0, 0.0, 0.0, -1.0],
-        },
-        Vector {
-            name: "boundary4",
-            why: "four equal logits: every probability is 1/4, so cum == p holds exactly at p = 0.5",
-            logits: vec![0.0; 4],
-        },
-        Vector {
-            name: "boundary8",
-            why: "eight equal logits: every probability is 1/8, so cum == p holds exactly at p = 0.75",
-            logits: vec![0.0; 8],
-        },
-        Vector {
-            name: "masked",
-            why: "two -inf entries among four finite ones",
-            logits: vec![2.0, ninf, 1.0, ninf, 0.0, 0.5],
-        },
-    ]
+    let vectors = [
+        // Distinct logits (the interface example).
+        ("published", vec![3.0, 2.0, 1.0, 0.0]),
+        // A three-way tie at the top and a two-way tie below it.
+        ("ties", vec![1.0, 1.0, 1.0, 0.0, 0.0, -1.0]),
+        // Every probability is 1/4 (1/8), so cum == p holds exactly at p = 0.5 (0.75).
+        ("boundary4", vec![0.0; 4]),
+        ("boundary8", vec![0.0; 8]),
+        // Two -inf entries among four finite ones.
+        ("masked", vec![2.0, ninf, 1.0, ninf, 0.0, 0.5]),
+    ];
+    let vector = |(name, logits)| Vector { name, logits };
+    vectors.into_iter().map(vector).collect()
 }
 
 #[derive(Debug, Clone, PartialEq)]
