@@ -675,39 +675,27 @@ pub fn decision_problem<C>(d: &Decision<C>) -> Option<String> {
     }
 }
 
-/// This process's environment with `fuzz.env` set, under [`crate::ENV`]'s write guard (none
-/// for a fuzz without variables); the old values come back when it drops.
-struct FuzzEnv {
-    old: Vec<(OsString, Option<OsString>)>,
-    _guard: Option<std::sync::RwLockWriteGuard<'static, ()>>,
-}
-
-impl FuzzEnv {
-    fn set(fuzz: &Fuzz) -> FuzzEnv {
-        let guard =
-            (!fuzz.env.is_empty()).then(|| crate::ENV.write().unwrap_or_else(|e| e.into_inner()));
-        let old = fuzz
-            .env
-            .iter()
-            .map(|(k, v)| {
-                let was = std::env::var_os(k);
-                std::env::set_var(k, v);
-                (k.clone(), was)
-            })
-            .collect();
-        FuzzEnv { old, _guard: guard }
+/// Runs `f` with `fuzz.env` set in this process, under [`crate::ENV`]'s write guard (none for
+/// a fuzz without variables), and puts the old values back after it, a panic included.
+fn with_env<R>(fuzz: &Fuzz, f: impl FnOnce() -> R) -> R {
+    let _guard =
+        (!fuzz.env.is_empty()).then(|| crate::ENV.write().unwrap_or_else(|e| e.into_inner()));
+    let old: Vec<_> = fuzz
+        .env
+        .iter()
+        .map(|(k, _)| (k, std::env::var_os(k)))
+        .collect();
+    for (k, v) in &fuzz.env {
+        std::env::set_var(k, v);
     }
-}
-
-impl Drop for FuzzEnv {
-    fn drop(&mut self) {
-        for (k, was) in &self.old {
-            match was {
-                Some(v) => std::env::set_var(k, v),
-                None => std::env::remove_var(k),
-            }
+    let ended = catch_unwind(AssertUnwindSafe(f));
+    for (k, was) in old {
+        match was {
+            Some(v) => std::env::set_var(k, v),
+            None => std::env::remove_var(k),
         }
     }
+    ended.unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// Hands every vector of `fuzz` to `check` in process, through `cmdline::decide` (clap's parse
@@ -726,7 +714,6 @@ pub fn in_process<A: clap::Parser, C>(
     let name = OsString::from(fuzz.name());
     let all = vectors(fuzz);
     let start = Instant::now();
-    let _env = FuzzEnv::set(fuzz);
     // The decision on `argv`, or what is wrong with taking it.
     let judged = |argv: &[OsString]| -> Result<Decision<C>, String> {
         let argv = std::iter::once(name.clone()).chain(argv.iter().cloned());
@@ -749,17 +736,19 @@ pub fn in_process<A: clap::Parser, C>(
         vectors: all.len(),
         ..Tally::default()
     };
-    for (i, argv) in all.iter().enumerate() {
-        match judged(argv) {
-            Ok(Decision::Print(_)) => tally.printed += 1,
-            Ok(Decision::Run(_)) => tally.ran += 1,
-            Ok(Decision::Stop(_, line)) => {
-                let cut = line.char_indices().nth(200).map_or(line.len(), |(k, _)| k);
-                tally.stopped.push(line[..cut].to_string());
+    with_env(fuzz, || {
+        for (i, argv) in all.iter().enumerate() {
+            match judged(argv) {
+                Ok(Decision::Print(_)) => tally.printed += 1,
+                Ok(Decision::Run(_)) => tally.ran += 1,
+                Ok(Decision::Stop(_, line)) => {
+                    let cut = line.char_indices().nth(200).map_or(line.len(), |(k, _)| k);
+                    tally.stopped.push(line[..cut].to_string());
+                }
+                Err(p) => stop_on(fuzz, ("in process", i, argv), &p, |c| judged(c).err()),
             }
-            Err(p) => stop_on(fuzz, ("in process", i, argv), &p, |c| judged(c).err()),
         }
-    }
+    });
     tell(&format!(
         "argv fuzz {}: {} vectors in process (seed {:#x}) in {:.1} s: help x{}, checked x{}, refused x{}",
         fuzz.name(),
