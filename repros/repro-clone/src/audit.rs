@@ -125,20 +125,20 @@ pub fn run(cp: CountProbe, kind: SamplerKind) -> Result<Audit> {
         .iter()
         .map(|&n| eviction_control(n, cp, kind))
         .collect::<Result<Vec<_>>>()?;
-    let detectors = [
+    let defects = [
         Defect::None,
         Defect::OffByOneWindow,
         Defect::CloneDropsCounts,
-    ]
-    .into_iter()
-    .map(|defect| {
-        let make = move |ids: &[TokenId], n: WindowLen| -> Result<PlantedCounts> {
-            Ok(PlantedCounts::new(ids, n, defect))
-        };
-        let stats = sweep::run(&sweep::control_domain(), &make, Checks::All, THREADS)?;
-        Ok(DetectorControl::new(defect, stats))
-    })
-    .collect::<Result<Vec<_>>>()?;
+    ];
+    let detectors = (defects.into_iter())
+        .map(|defect| {
+            let make = move |ids: &[TokenId], n: WindowLen| -> Result<PlantedCounts> {
+                Ok(PlantedCounts::new(ids, n, defect))
+            };
+            let stats = sweep::run(&sweep::control_domain(), &make, Checks::All, THREADS)?;
+            Ok(DetectorControl::new(defect, stats))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let domain = sweep::full_domain();
     let make = |ids: &[TokenId], n: WindowLen| PenaltiesCounts::new(ids, n, cp, kind);
     // Two timed passes over the same sequences: the accept path alone (comparable with the

@@ -65,10 +65,6 @@ impl PenaltiesCounts {
             cp,
         })
     }
-
-    pub fn sampler_name(&self) -> String {
-        self.sampler.name()
-    }
 }
 
 impl Counts for PenaltiesCounts {

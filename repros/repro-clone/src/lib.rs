@@ -1,10 +1,6 @@
 //! F1: cloning llama.cpp's penalties sampler drops its token histogram; and, per stateful
-//! sampler, whether its clone is complete.
-//!
-//! The binary in `main.rs` only calls [`cli::main`]; everything it does is here so tests can
-//! call it: the count readers ([`counts`]), the published case ([`minimal`]), the exhaustive sweep
-//! ([`sweep`]), the clone check for every stateful sampler ([`stateful`]), the planted
-//! samplers its controls use ([`planted`]) and the whole audit with its report ([`audit`]).
+//! sampler, whether its clone is complete. `main.rs` only calls [`cli::main`]; everything it
+//! does is here, so tests can call it.
 
 pub mod audit;
 pub mod cli;

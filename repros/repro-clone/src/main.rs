@@ -11,15 +11,13 @@
 //! Builds: llama-cpp-sys-2 0.1.154 (defect present) and 0.1.161 (fixed; the clone copies
 //! `token_count`). `make run BUILD=0.1.154 REPRO=repro-clone` picks the build.
 //!
-//! Output: without flags, the published case (window 4, history 5,5,6, clone, then 7,8) as a
-//! table of subject counts beside the oracle's (a from-scratch histogram of the window), the
-//! controls (readout checks, planted clones through the same scenario) and one line
-//! `clone-drops-token-count: <verdict> on <build>`. `--json` prints the same report as one
-//! object. `--stateful` checks every stateful sampler's clone instead: one verdict row
-//! `clone-incomplete-<sampler>` each (adaptive-p differs on both builds; mirostat and penalties
-//! too on 0.1.154). `--audit` adds the exhaustive sweep and clone equivalence at every prefix,
-//! and writes `results/clone.<build>.{json,txt}` and `results/clone-stateful.<build>.{json,txt}`;
-//! its timing goes to stderr and `results/timing/`.
+//! Output: the published case (window 4, history 5,5,6, clone, then 7,8): subject counts
+//! beside the oracle's window histogram, the controls, and
+//! `clone-drops-token-count: <verdict> on <build>` (`--json`: the same report). `--stateful`:
+//! one row `clone-incomplete-<sampler>` per stateful sampler (adaptive-p differs on both
+//! builds; mirostat and penalties too on 0.1.154). `--audit` adds the exhaustive sweep and
+//! writes `results/clone{,-stateful}.<build>.{json,txt}`, its timing to stderr and
+//! `results/timing/`.
 
 fn main() {
     cmdline::one_line_panics();

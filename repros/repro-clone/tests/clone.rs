@@ -41,13 +41,11 @@ fn minimal_published_case() {
 /// the defect at all.
 #[test]
 fn minimal_detector_flags_the_planted_clone_and_passes_the_clean_one() {
+    let present =
+        |s: &minimal::Scenario, d| minimal::run_planted(s, d).unwrap().clone_defect_present();
     let s = minimal::published();
-    assert!(minimal::run_planted(&s, Defect::CloneDropsCounts)
-        .unwrap()
-        .clone_defect_present());
-    assert!(!minimal::run_planted(&s, Defect::None)
-        .unwrap()
-        .clone_defect_present());
+    assert!(present(&s, Defect::CloneDropsCounts));
+    assert!(!present(&s, Defect::None));
     for s in scenarios(200) {
         let clean = minimal::run_planted(&s, Defect::None).unwrap();
         assert!(!clean.clone_defect_present(), "{s:?}");
@@ -78,26 +76,25 @@ fn a_scenario_that_cannot_show_the_defect_is_inconclusive() {
 fn scenarios(count: usize) -> Vec<minimal::Scenario> {
     let mut rng = Rng::new(0x5eed);
     let mut next = |m: usize| rng.below(m);
-    let mut out = Vec::new();
-    for _ in 0..count {
-        let last_n = WindowLen(next(9));
-        let alphabet = 1 + next(6);
-        let offset = next(1000) as i32;
-        let history_len = 1 + next(12);
-        let then_len = next(12);
-        let history = (0..history_len)
-            .map(|_| TokenId(offset + next(alphabet) as i32))
-            .collect();
-        let then = (0..then_len)
-            .map(|_| TokenId(offset + next(alphabet) as i32))
-            .collect();
-        out.push(minimal::Scenario {
-            last_n,
-            history,
-            then,
-        });
-    }
-    out
+    (0..count)
+        .map(|_| {
+            let last_n = WindowLen(next(9));
+            let (alphabet, offset) = (1 + next(6), next(1000) as i32);
+            let (history_len, then_len) = (1 + next(12), next(12));
+            let mut ids = |n| {
+                (0..n)
+                    .map(|_| TokenId(offset + next(alphabet) as i32))
+                    .collect()
+            };
+            let history = ids(history_len);
+            let then = ids(then_len);
+            minimal::Scenario {
+                last_n,
+                history,
+                then,
+            }
+        })
+        .collect()
 }
 
 /// The mechanism, checked on many unseen windows and histories: each build's clone behaves
@@ -254,18 +251,10 @@ fn bad_input_is_one_line_and_exit_2() {
 
 #[test]
 fn json_output_has_the_required_keys() {
-    let (v, h) = json_report(
-        bin(),
-        &[
-            "--last-n",
-            "3",
-            "--history",
-            "9,9,2,9",
-            "--then",
-            "4",
-            "--json",
-        ],
-    );
+    let args: Vec<&str> = "--last-n 3 --history 9,9,2,9 --then 4 --json"
+        .split(' ')
+        .collect();
+    let (v, h) = json_report(bin(), &args);
     assert_eq!(h.subject.build, BuildInfo::current().crate_version);
     assert_eq!(h.subject.name, "clone-drops-token-count");
     for key in ["original", "clone", "clone_after", "oracle_clone_after"] {

@@ -2,7 +2,7 @@
 //! bit-identical output; for a clone that differs, whether only the draw differs and whether
 //! it behaves like a freshly built sampler.
 
-use super::inputs::step;
+use super::inputs::{step, with_history};
 use super::samplers::SamplerRecipe;
 use super::{CONTINUE, HISTORY};
 use anyhow::Result;
@@ -105,11 +105,7 @@ impl Equivalence {
 
 /// Runs the clone-then-continue check on one subject.
 pub fn check(subject: &SamplerRecipe) -> Result<Equivalence> {
-    let mut original = subject.build()?;
-    for t in 0..HISTORY {
-        let (_, token) = step(&mut original, t)?;
-        original.accept(token)?;
-    }
+    let mut original = with_history(subject.build()?)?;
     let mut clone = original.try_clone()?;
     let mut tokens = Vec::with_capacity(CONTINUE);
     let mut clone_out = Vec::with_capacity(CONTINUE);

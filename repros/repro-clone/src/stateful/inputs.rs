@@ -1,7 +1,7 @@
 //! The input of every step, the same for an original and its clone: pseudo-random logits, and
 //! a scripted token to accept where the sampler does not choose one.
 
-use super::VOCAB;
+use super::{HISTORY, VOCAB};
 use anyhow::Result;
 use oracle::TokenId;
 use subject::{Candidates, Sampler};
@@ -43,4 +43,13 @@ pub(super) fn step(s: &mut Sampler, t: usize) -> Result<(Candidates, TokenId)> {
     s.apply(&mut c)?;
     let token = c.selected_id().unwrap_or_else(|| scripted(t));
     Ok((c, token))
+}
+
+/// `s` after the `HISTORY` steps every sampler runs before it is cloned.
+pub(super) fn with_history(mut s: Sampler) -> Result<Sampler> {
+    for t in 0..HISTORY {
+        let (_, token) = step(&mut s, t)?;
+        s.accept(token)?;
+    }
+    Ok(s)
 }

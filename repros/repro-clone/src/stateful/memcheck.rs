@@ -2,7 +2,7 @@
 //! valgrind memcheck (never natively: llama.cpp's adaptive-p reads a cache its clone does not
 //! copy), and the parent reads valgrind's report.
 
-use super::inputs::step;
+use super::inputs::{step, with_history};
 use super::samplers::{planted, subjects, SamplerRecipe};
 use super::HISTORY;
 use crate::planted::ReadsPastEnd;
@@ -85,11 +85,7 @@ pub fn probe_target(name: &str) -> Result<ProbeTarget> {
 /// The child side of the memcheck probe: history, one apply on the original, clone, then the
 /// clone accepts the original's token without applying first.
 pub fn probe_main(target: &ProbeTarget) -> Result<()> {
-    let mut original = target.0.build()?;
-    for t in 0..HISTORY {
-        let (_, token) = step(&mut original, t)?;
-        original.accept(token)?;
-    }
+    let mut original = with_history(target.0.build()?)?;
     let (_, token) = step(&mut original, HISTORY)?;
     let mut clone = original.try_clone()?;
     clone.accept(token)?;

@@ -22,11 +22,6 @@
 //! state (must differ) and one whose clone copies it (must be equivalent); for the memcheck
 //! probe, a planted sampler that reads past a heap buffer in `accept` (must be reported) and
 //! the complete planted clone (must be clean).
-//!
-//! The parts: the samplers under test and the planted ones ([`samplers`]), the inputs both
-//! sides of a clone see ([`inputs`]), the clone-then-continue comparison ([`equivalence`]),
-//! the memcheck probe of accept before apply ([`memcheck`]), and the rows, controls and report
-//! of the family ([`audit`]).
 
 mod audit;
 mod equivalence;

@@ -23,12 +23,8 @@ impl SamplerRecipe {
                 if stages.len() == 1 {
                     return stages[0].build();
                 }
-                Sampler::chain(
-                    stages
-                        .iter()
-                        .map(SamplerSpec::build)
-                        .collect::<Result<_>>()?,
-                )
+                let members = stages.iter().map(SamplerSpec::build);
+                Sampler::chain(members.collect::<Result<_>>()?)
             }),
         }
     }
