@@ -503,7 +503,7 @@ impl Outcome {
         }
     }
 
-    fn code(&self) -> Option<i32> {
+    pub fn code(&self) -> Option<i32> {
         self.status.and_then(|s| s.code())
     }
 }

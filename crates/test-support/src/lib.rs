@@ -5,11 +5,12 @@
 
 pub mod gguf;
 
+use argv_fuzz::Outcome;
 use std::ffi::OsStr;
 use std::fmt::Debug;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard, RwLock};
 
 pub mod argv_fuzz;
@@ -32,27 +33,16 @@ pub fn run_bin_with_env(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> (i32, String, String) {
-    run_os(bin.as_ref(), args, env)
-}
-
-/// [`run_bin_with_env`] with arguments that need not be UTF-8.
-fn run_os(
-    bin: &OsStr,
-    args: &[impl AsRef<OsStr> + Debug],
-    env: &[(&str, &str)],
-) -> (i32, String, String) {
+    let bin = bin.as_ref();
     let out = output(bin, args, env, Stdio::piped());
+    let code = out.code().unwrap_or(-1);
     let stdout = String::from_utf8(out.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout of {} {args:?} is not UTF-8: {e}",
             bin.to_string_lossy()
         )
     });
-    (
-        out.status.code().unwrap_or(-1),
-        stdout,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (code, stdout, out.stderr)
 }
 
 /// The environment variable of `cmdline`'s check-only mode, set to `1`.
@@ -81,17 +71,22 @@ pub fn with_env_unchanged<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The output of `bin args` with `env` set, stdin empty and stdout to `stdout`, started under
-/// [`with_env_unchanged`] and waited for outside it.
-fn output(bin: &OsStr, args: &[impl AsRef<OsStr>], env: &[(&str, &str)], stdout: Stdio) -> Output {
+/// How `bin args` ended with `env` set, stdin empty and stdout to `stdout` (stderr read
+/// lossily), started under [`with_env_unchanged`] and waited for outside it.
+fn output(bin: &OsStr, args: &[impl AsRef<OsStr>], env: &[(&str, &str)], stdout: Stdio) -> Outcome {
     let mut cmd = Command::new(bin);
     cmd.args(args)
         .envs(env.iter().copied())
         .stdin(Stdio::null());
     cmd.stdout(stdout).stderr(Stdio::piped());
-    with_env_unchanged(|| cmd.spawn())
+    let out = with_env_unchanged(|| cmd.spawn())
         .and_then(|child| child.wait_with_output())
-        .unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()))
+        .unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
+    Outcome {
+        status: Some(out.status),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
 }
 
 /// Held by every test that decodes a model, in-process or through a repro binary.
@@ -134,23 +129,17 @@ macro_rules! assert_build_snapshot {
     };
 }
 
-/// Runs `bin` with `args` (and `env`) and checks the refusal contract every repro keeps: exit
-/// 2, nothing on stdout, exactly one line on stderr, starting with `error` and ended by its
-/// newline. Returns that line.
+/// Runs `bin` with `args` (and `env`) and checks the refusal contract every repro keeps
+/// ([`Outcome::problem`]): exit 2, nothing on stdout, exactly one line on stderr, starting
+/// with `error`, ended by its newline and telling of no panic. Returns that line.
 pub fn assert_refused(
     bin: impl AsRef<OsStr>,
     args: &[impl AsRef<OsStr> + Debug],
     env: &[(&str, &str)],
 ) -> String {
-    let (code, stdout, stderr) = run_os(bin.as_ref(), args, env);
-    assert_eq!(code, 2, "{args:?}: {stderr}");
-    assert!(stdout.is_empty(), "{args:?}");
-    assert_eq!(stderr.matches('\n').count(), 1, "{args:?}: {stderr:?}");
-    assert!(
-        stderr.starts_with("error") && stderr.ends_with('\n'),
-        "{args:?}: {stderr:?}"
-    );
-    stderr
+    let o = output(bin.as_ref(), args, env, Stdio::piped());
+    assert_eq!((o.code(), o.problem()), (Some(2), None), "{args:?}: {o:?}");
+    o.stderr
 }
 
 /// Runs `bin` with `args`, which must print one report as JSON: exit 0, stdout parses, and the
@@ -175,22 +164,20 @@ pub fn assert_quiet_on_closed_pipe(
     let bin = bin.as_ref();
     let (reader, writer) = std::io::pipe().expect("a pipe");
     drop(reader);
-    let out = output(bin, args, env, writer.into());
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let o = output(bin, args, env, writer.into());
     let name = bin.to_string_lossy();
     assert_eq!(
-        out.status.code(),
+        o.code(),
         Some(0),
-        "{name} {args:?} into a closed pipe: {} ({stderr})",
-        out.status
+        "{name} {args:?} into a closed pipe: {o:?}"
     );
     for bad in ["panicked", "internal error", "Broken pipe", "os error 32"] {
         assert!(
-            !stderr.contains(bad),
-            "{name} {args:?} into a closed pipe: {stderr}"
+            !o.stderr.contains(bad),
+            "{name} {args:?} into a closed pipe: {o:?}"
         );
     }
-    stderr
+    o.stderr
 }
 
 /// Runs `bin` with `args` twice and checks that stdout is the same bytes both times (and

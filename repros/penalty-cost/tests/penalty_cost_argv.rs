@@ -47,9 +47,9 @@ fn argv_fuzz() {
         Flag::value("--threads", &["1", "64"]),
         Flag::value("--results", &["results", "/no/such/dir"]),
     ];
-    // An empty model cache: every run that passes the flag checks is refused at Gemma3's
-    // lookup at once, instead of hashing 253 MB. So the exits 0 here are help texts;
-    // `doors_hold` runs an accepted command line (Gemma3's sha256 checked in the real cache).
+    // An empty model cache: every vector that passes the flag checks is refused at Gemma3's
+    // lookup at once, instead of hashing 253 MB, so none is accepted; `doors_hold` runs an
+    // accepted command line (Gemma3's sha256 checked in the real cache).
     let fuzz = Fuzz::new(BIN, flags, 0xf5f5).env("MODELS_CACHE", &cache.0);
     argv_fuzz::assert_in_process(&fuzz, penalty_cost::cli::check, &["is not cached"], false);
 }

@@ -149,11 +149,9 @@ fn argv_fuzz() {
         Flag::value("--positions", &["2048", "300", "200000"]),
         Flag::value("--teacher-text", &["/no/such/text.md"]).with_good([s.text.clone()]),
     ];
-    // In process a model path is always refused (no contained child can start) and an empty
-    // cache refuses every other command line, so the exits 0 of these vectors are help texts,
-    // unless one names the real model path (rare). The child's load of a user-named path is
-    // run every time by `doors_hold`: the real model exits 0, a garbage file exits 2 in one
-    // line.
+    // In process a model path is refused (no contained child can start) and the empty cache
+    // refuses every model name, so no vector is accepted; `doors_hold` runs the child's load of
+    // a user-named path (the real model passes, a garbage file is refused in one line).
     let fuzz = Fuzz::new(BIN, flags, 0xf4f4).env("MODELS_CACHE", &s.cache);
     let reached = ["is not cached", "does not serve the contained task"];
     argv_fuzz::assert_in_process(&fuzz, repro_gauge::cli::check, &reached, false);

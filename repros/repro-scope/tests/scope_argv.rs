@@ -98,12 +98,11 @@ fn argv_fuzz() {
         Flag::value("--results", &["results", "/no/such/dir"]),
         Flag::value("--threads", &["2", "1", "64"]),
     ];
-    // In process a model path is always refused (no contained child can start) and an empty
-    // cache refuses every other command line, so the exits 0 of these vectors are help texts,
-    // unless one names the real model path (rare). The child's load of a user-named path is
-    // run every time by `doors_hold`: the real model exits 0, a garbage file exits 2 in one
-    // line; `model_door.rs` runs files derived from both pinned models (at least 220) and four
-    // odd paths through it.
+    // In process a model path is refused (no contained child can start) and the empty cache
+    // refuses every model name, so no vector is accepted; `doors_hold` runs the child's load of
+    // a user-named path (the real model passes, a garbage file is refused in one line), and
+    // `model_door.rs` runs files derived from both pinned models (at least 220) and four odd
+    // paths through it.
     let fuzz = Fuzz::new(BIN, flags, 0x5c09e).env("MODELS_CACHE", cache);
     let reached = ["is not cached", "does not serve the contained task"];
     argv_fuzz::assert_in_process(&fuzz, repro_scope::cli::check, &reached, false);
