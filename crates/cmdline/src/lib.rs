@@ -71,23 +71,17 @@ pub fn decide<A: clap::Parser, C>(
     argv: impl IntoIterator<Item = OsString>,
     check: impl FnOnce(A) -> Result<C, Failure>,
 ) -> Decision<C> {
-    match A::try_parse_from(argv) {
-        Ok(args) => match check(args) {
-            Ok(config) => Decision::Run(config),
-            Err(f) => {
-                let (code, line) = stop(f);
-                Decision::Stop(code, line)
-            }
-        },
-        Err(e) => {
-            use clap::error::ErrorKind;
-            match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-                    Decision::Print(e.to_string())
-                }
-                _ => Decision::Stop(EXIT_BAD_INPUT, first_line(&e.to_string()).to_string()),
-            }
+    use clap::error::ErrorKind::{DisplayHelp, DisplayVersion};
+    match A::try_parse_from(argv).map(check) {
+        Ok(Ok(config)) => Decision::Run(config),
+        Ok(Err(f)) => {
+            let (code, line) = stop(f);
+            Decision::Stop(code, line)
         }
+        Err(e) if matches!(e.kind(), DisplayHelp | DisplayVersion) => {
+            Decision::Print(e.to_string())
+        }
+        Err(e) => Decision::Stop(EXIT_BAD_INPUT, first_line(&e.to_string()).to_string()),
     }
 }
 
