@@ -1,17 +1,12 @@
-//! The paper's A1 design, free-running: per prompt, greedy runs for every operator, theta and
-//! shift, all three operators handed `z + c` in f32 through a real llama.cpp chain, compared
-//! with the same operator and theta at c = 0.
+//! The paper's A1 design, free-running (PREREG F4): per prompt, greedy runs for every
+//! operator, theta and shift, each handed `z + c` in f32 through a real llama.cpp chain (sign:
+//! llama.cpp's penalties stage, the subject; subtractive and normalized: `ledger-penalties`),
+//! compared with the same operator and theta at c = 0.
 //!
-//! - sign: llama.cpp's penalties stage (the subject);
-//! - subtractive: `ledger-penalties` subtractive mode (`z - ln theta`);
-//! - normalized: `ledger-penalties` normalized mode (the repeat factor on log-probabilities).
-//!
-//! Every run of one prompt decodes in one batch and shares a sequence with the runs whose
-//! tokens agree so far ([`harness::fork`]); each still chooses from its own shifted, penalized
-//! array, so a 0 is measured. At every step each run's output is checked against the oracle's
-//! arithmetic on the same f32 input ([`ValueCheck`]): every seen id's penalized value, and
-//! every other id left untouched. The gap between a run's two best values is kept, so a
-//! divergence that rests on a rounding margin is visible as such (a knife edge).
+//! A prompt's runs decode in one batch, sharing a sequence while their tokens agree
+//! ([`harness::fork`]); each still chooses from its own shifted, penalized array, so a 0 is
+//! measured. Every step is checked against the oracle's arithmetic ([`ValueCheck`]), and each
+//! choice's top-2 margin is kept, so a divergence that rests on rounding shows as a knife edge.
 
 use crate::implementation::{short, Implementation};
 use anyhow::{ensure, Context as _, Result};
@@ -22,8 +17,8 @@ use oracle::gauge::Operator;
 use oracle::stats::{self, Estimate};
 use oracle::window::WindowLen;
 use oracle::TokenId;
-use serde::ser::{SerializeStruct, Serializer};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use serde_json::json;
 use subject::{Attention, Sampler};
 
 /// Values of the normalized operator may differ from the oracle's by this much at
@@ -498,9 +493,6 @@ pub struct Cell {
 }
 
 impl Cell {
-    pub fn operator(&self) -> Operator {
-        self.op
-    }
     /// The reference cell (c = 0) is compared with itself: it carries distinct-2 and the
     /// repetition rate, never evidence of a divergence.
     pub fn is_reference(&self) -> bool {
@@ -512,22 +504,13 @@ impl Cell {
     pub fn differing(&self) -> Estimate {
         self.estimate(|m| m.differing_share)
     }
-    pub fn first_divergence(&self) -> Estimate {
-        self.estimate(|m| m.first_divergence as f64)
-    }
-    pub fn distinct2(&self) -> Estimate {
-        self.estimate(|m| m.distinct2)
-    }
-    pub fn rep_rate(&self) -> Estimate {
-        self.estimate(|m| m.rep_rate)
-    }
     /// The differing share, the first divergence, distinct-2 and the repetition rate.
     fn estimates(&self) -> [Estimate; 4] {
         [
             self.differing(),
-            self.first_divergence(),
-            self.distinct2(),
-            self.rep_rate(),
+            self.estimate(|m| m.first_divergence as f64),
+            self.estimate(|m| m.distinct2),
+            self.estimate(|m| m.rep_rate),
         ]
     }
     pub fn diverged(&self) -> usize {
@@ -543,29 +526,28 @@ impl Serialize for Cell {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let [d, f, d2, rr] = self.estimates();
         let ci = |e: &Estimate| [e.lo, e.hi];
-        let margins: Vec<Option<f32>> = self
-            .per_prompt
-            .iter()
+        let margins: Vec<Option<f32>> = (self.per_prompt.iter())
             .map(|m| m.margin_at_divergence)
             .collect();
-        let mut m = s.serialize_struct("Cell", 16)?;
-        m.serialize_field("operator", self.operator().as_str())?;
-        m.serialize_field("implementation", self.imp.label())?;
-        m.serialize_field("theta", &short(self.theta))?;
-        m.serialize_field("shift", &short(self.shift))?;
-        m.serialize_field("reference", &self.is_reference())?;
-        m.serialize_field("differing_share", &d.mean)?;
-        m.serialize_field("ci", &ci(&d))?;
-        m.serialize_field("first_divergence", &f.mean)?;
-        m.serialize_field("first_divergence_ci", &ci(&f))?;
-        m.serialize_field("diverged_prompts", &self.diverged())?;
-        m.serialize_field("knife_edge_prompts", &self.knife_edges())?;
-        m.serialize_field("margins_at_divergence", &margins)?;
-        m.serialize_field("distinct2", &d2.mean)?;
-        m.serialize_field("distinct2_ci", &ci(&d2))?;
-        m.serialize_field("rep_rate", &rr.mean)?;
-        m.serialize_field("rep_rate_ci", &ci(&rr))?;
-        m.end()
+        json!({
+            "operator": self.op.as_str(),
+            "implementation": self.imp.label(),
+            "theta": short(self.theta),
+            "shift": short(self.shift),
+            "reference": self.is_reference(),
+            "differing_share": d.mean,
+            "ci": ci(&d),
+            "first_divergence": f.mean,
+            "first_divergence_ci": ci(&f),
+            "diverged_prompts": self.diverged(),
+            "knife_edge_prompts": self.knife_edges(),
+            "margins_at_divergence": margins,
+            "distinct2": d2.mean,
+            "distinct2_ci": ci(&d2),
+            "rep_rate": rr.mean,
+            "rep_rate_ci": ci(&rr),
+        })
+        .serialize(s)
     }
 }
 
@@ -737,31 +719,30 @@ impl ModelRuns {
 impl Serialize for ModelRuns {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
-        struct Check<'a> {
+        struct Check {
             operator: &'static str,
             #[serde(flatten)]
-            check: &'a ValueCheck,
+            check: ValueCheck,
         }
         let (generated, decoded, tps) = self.tokens_per_second();
-        let checks = self.checks();
-        let value_checks: Vec<Check> = (checks.iter())
+        let value_checks: Vec<Check> = (self.checks().into_iter())
             .map(|(op, check)| Check {
                 operator: op.as_str(),
                 check,
             })
             .collect();
-        let mut m = s.serialize_struct("ModelRuns", 9)?;
-        m.serialize_field("model", &self.model_label)?;
-        m.serialize_field("model_desc", &self.model_desc)?;
-        m.serialize_field("prompts", &self.prompts.len())?;
-        m.serialize_field("max_new", &self.max_new)?;
-        m.serialize_field("generated_tokens", &generated)?;
-        m.serialize_field("decoded_tokens", &decoded)?;
-        m.serialize_field("tokens_per_second", &((tps * 10.0).round() / 10.0))?;
-        let rows = self.cells().map_err(serde::ser::Error::custom)?;
-        m.serialize_field("rows", &rows)?;
-        m.serialize_field("value_checks", &value_checks)?;
-        m.end()
+        json!({
+            "model": self.model_label,
+            "model_desc": self.model_desc,
+            "prompts": self.prompts.len(),
+            "max_new": self.max_new,
+            "generated_tokens": generated,
+            "decoded_tokens": decoded,
+            "tokens_per_second": (tps * 10.0).round() / 10.0,
+            "rows": self.cells().map_err(serde::ser::Error::custom)?,
+            "value_checks": value_checks,
+        })
+        .serialize(s)
     }
 }
 
@@ -779,7 +760,7 @@ pub fn to_text(m: &ModelRuns) -> Result<String> {
         let [d, f, d2, rr] = c.estimates();
         out.push_str(&format!(
             "  {:<12} {:<28} {:>5} {:>6}  {:.3} [{:.3}, {:.3}]      {:>6.1} [{:>5.1}, {:>5.1}]      {:>3}/{:<3}   {:>3}        {:.3} [{:.3}, {:.3}]  {:.3} [{:.3}, {:.3}]{}\n",
-            c.operator().as_str(),
+            c.op.as_str(),
             c.imp.label(),
             c.theta,
             c.shift,

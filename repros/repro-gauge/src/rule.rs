@@ -22,7 +22,7 @@ pub fn strongest(cells: &[Cell]) -> Vec<&Cell> {
     cells
         .iter()
         .filter(|c| {
-            c.operator() == Operator::Sign
+            c.op == Operator::Sign
                 && c.theta == theta
                 && theta > 1.0
                 && c.shift.abs() == reach
@@ -37,7 +37,7 @@ pub fn strongest(cells: &[Cell]) -> Vec<&Cell> {
 pub fn divergences(cells: &[Cell], pick: impl Fn(Operator) -> bool) -> (usize, usize, usize) {
     let counted = cells
         .iter()
-        .filter(|c| pick(c.operator()) && !c.is_reference() && c.theta > 1.0);
+        .filter(|c| pick(c.op) && !c.is_reference() && c.theta > 1.0);
     counted.fold((0, 0, 0), |(d, k, n), c| {
         (
             d + c.diverged(),
@@ -78,14 +78,10 @@ pub fn verdict_of(models: &[ModelRuns]) -> Result<Verdict> {
         let strong = strongest(cells);
         !strong.is_empty() && strong.iter().all(|c| c.differing().hi <= THRESHOLD)
     });
-    Ok(if !gauge_free_clean {
-        Verdict::Undecided
-    } else if present {
-        Verdict::Present
-    } else if absent {
-        Verdict::Absent
-    } else {
-        Verdict::Undecided
+    Ok(match (gauge_free_clean, present, absent) {
+        (true, true, _) => Verdict::Present,
+        (true, false, true) => Verdict::Absent,
+        _ => Verdict::Undecided,
     })
 }
 

@@ -24,6 +24,7 @@
 use crate::free_running::{self, first_max, first_max_of, is_knife_edge, ulp, Seen};
 use crate::implementation::{short, Implementation};
 use anyhow::{ensure, Context as _, Result};
+use harness::fork::LogitsRow;
 use harness::LoadedModel;
 use oracle::gauge::Operator;
 use oracle::TokenId;
@@ -173,16 +174,26 @@ fn predict(op: Operator, theta: f32, c: f32, cand: &[(i32, f32, bool)]) -> Token
     TokenId(best.0)
 }
 
-/// Whether `text` holds enough tokens on this model for `positions` positions.
-pub fn check_text(m: &LoadedModel, text: &str, positions: usize) -> Result<()> {
-    let n = m.model.tokenize(text, false, false)?.len();
-    let need = positions.div_ceil(CHUNK) * CHUNK;
+/// `text`'s tokens on this model, refused unless they fill the chunks of `positions` positions.
+fn text_ids(m: &LoadedModel, text: &str, positions: usize) -> Result<Vec<TokenId>> {
+    let ids = m.model.tokenize(text, false, false)?;
+    let (n, need) = (ids.len(), positions.div_ceil(CHUNK) * CHUNK);
     ensure!(
         n >= need,
         "the teacher text has {n} tokens on {}; {positions} positions need {need}",
         m.choice.label
     );
-    Ok(())
+    Ok(ids)
+}
+
+/// Whether `text` holds enough tokens on this model for `positions` positions.
+pub fn check_text(m: &LoadedModel, text: &str, positions: usize) -> Result<()> {
+    text_ids(m, text, positions).map(drop)
+}
+
+/// Every (operator, theta) slot, in table order: theta, then operator.
+fn slots(thetas: &[f32]) -> impl Iterator<Item = (Operator, f32)> + '_ {
+    (thetas.iter()).flat_map(|&theta| Operator::ALL.map(|op| (op, theta)))
 }
 
 /// The teacher-forced table on one model.
@@ -202,28 +213,14 @@ pub fn run(
     let model = &m.model;
     let n_vocab = model.n_vocab();
     let bos = model.tokenize("", true, false)?;
-    let ids = model.tokenize(text, false, false)?;
-    let chunks = positions.div_ceil(CHUNK);
-    ensure!(
-        ids.len() >= chunks * CHUNK,
-        "the teacher text has {} tokens on this model; {} positions need {}",
-        ids.len(),
-        positions,
-        chunks * CHUNK
-    );
+    let ids = text_ids(m, text, positions)?;
     let stride = (n_vocab as usize).div_ceil(NORMALIZED_SPAN);
     let cells_of = || -> Vec<TfCell> {
-        let per_op = |theta, op| {
-            shifts
-                .iter()
-                .map(move |&c| TfCell::new(Implementation::of(op), theta, c))
+        let per_slot = |(op, theta)| {
+            let cell = move |&c| TfCell::new(Implementation::of(op), theta, c);
+            shifts.iter().map(cell)
         };
-        let per_theta = |&theta| {
-            Operator::ALL
-                .into_iter()
-                .flat_map(move |op| per_op(theta, op))
-        };
-        thetas.iter().flat_map(per_theta).collect()
+        slots(thetas).flat_map(per_slot).collect()
     };
     let mut cells = cells_of();
     let mut gauge = NaturalGauge {
@@ -231,7 +228,7 @@ pub fn run(
         ..NaturalGauge::default()
     };
     let mut left = positions;
-    for k in 0..chunks {
+    for k in 0..positions.div_ceil(CHUNK) {
         let mut tokens = bos.clone();
         tokens.extend_from_slice(&ids[k * CHUNK..(k + 1) * CHUNK]);
         let first = bos.len(); // positions after BOS only
@@ -257,45 +254,31 @@ pub fn run(
             .collect::<Result<_>>()?;
         // Two halves of the chunk on two threads, each with its own samplers.
         let per = rows.len().div_ceil(threads.max(1) as usize).max(1);
-        let results: Vec<Result<(Vec<TfCell>, NaturalGauge)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = rows
-                .chunks(per)
-                .enumerate()
-                .map(|(w, rows)| {
-                    let lo = w * per;
-                    let tokens = &tokens;
-                    let mut mine = cells_of();
-                    let theta_c = gauge.centred_theta;
-                    s.spawn(move || -> Result<(Vec<TfCell>, NaturalGauge)> {
-                        let mut g = NaturalGauge::default();
-                        let mut span = Span::new(n_vocab, thetas, tokens.len())?;
-                        // Accept what precedes this worker's first position.
-                        for &t in &tokens[..first + lo] {
-                            span.accept(t)?;
-                        }
-                        for (j, row) in rows.iter().enumerate() {
-                            let p = first + lo + j;
-                            span.accept(tokens[p])?;
-                            span.position(
-                                row,
-                                p.is_multiple_of(stride),
-                                shifts,
-                                &mut mine,
-                                theta_c,
-                                &mut g,
-                            )?;
-                        }
-                        Ok((mine, g))
-                    })
-                })
+        let theta_c = gauge.centred_theta;
+        let work = |lo: usize, rows: &[&[f32]]| -> Result<(Vec<TfCell>, NaturalGauge)> {
+            let (mut mine, mut g) = (cells_of(), NaturalGauge::default());
+            let mut span = Span::new(n_vocab, thetas, tokens.len())?;
+            // Accept what precedes this worker's first position.
+            for &t in &tokens[..lo] {
+                span.accept(t)?;
+            }
+            for (p, row) in (lo..).zip(rows) {
+                span.accept(tokens[p])?;
+                let full = p.is_multiple_of(stride);
+                span.position(row, full, shifts, &mut mine, theta_c, &mut g)?;
+            }
+            Ok((mine, g))
+        };
+        let results: Vec<Result<_>> = std::thread::scope(|s| {
+            let work = &work;
+            let handles: Vec<_> = (rows.chunks(per).enumerate())
+                .map(|(w, rows)| s.spawn(move || work(first + w * per, rows)))
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker panicked")))
-                })
-                .collect()
+            let joined = |h: std::thread::ScopedJoinHandle<'_, _>| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker panicked")))
+            };
+            handles.into_iter().map(joined).collect()
         });
         for r in results {
             let (mine, g) = r?;
@@ -322,9 +305,6 @@ struct Span {
 
 impl Span {
     fn new(n_vocab: i32, thetas: &[f32], window: usize) -> Result<Span> {
-        let slots = thetas
-            .iter()
-            .flat_map(|&theta| Operator::ALL.map(|op| (op, theta)));
         let sampler = |(op, theta)| {
             let imp = Implementation::of(op);
             Ok((
@@ -334,7 +314,7 @@ impl Span {
             ))
         };
         Ok(Span {
-            samplers: slots.map(sampler).collect::<Result<_>>()?,
+            samplers: slots(thetas).map(sampler).collect::<Result<_>>()?,
             seen: Seen::new(n_vocab),
         })
     }
@@ -378,17 +358,12 @@ impl Span {
         let seen = &self.seen.ids;
         g.seen_positive.0 += seen.iter().filter(|&&i| row[i] > 0.0).count();
         g.seen_positive.1 += seen.len();
-        let top1 = row.iter().fold(f32::NEG_INFINITY, |m, &z| m.max(z));
-        g.top1.push(top1);
+        g.top1
+            .push(row.iter().fold(f32::NEG_INFINITY, |m, &z| m.max(z)));
         // The normalized predictor works relative to the log-sum-exp (needed only where the
         // normalized operator runs).
         let lse = if full {
-            let max = top1 as f64;
-            max + row
-                .iter()
-                .map(|&z| (z as f64 - max).exp())
-                .sum::<f64>()
-                .ln()
+            LogitsRow::new(row).log_sum_exp()
         } else {
             0.0
         };
