@@ -305,10 +305,7 @@ fn mutate(g: &mut Gen, good: &[u8]) -> Vec<u8> {
         return good.to_vec();
     }
     let (a, b) = *g.pick(&runs);
-    let mut out = good[..a].to_vec();
-    out.extend_from_slice(g.pick(NASTY_NUMBERS).as_bytes());
-    out.extend_from_slice(&good[b..]);
-    out
+    [&good[..a], g.pick(NASTY_NUMBERS).as_bytes(), &good[b..]].concat()
 }
 
 /// A comma list of hundreds or thousands of items drawn from the parts of `good` values and
@@ -355,25 +352,15 @@ fn value(g: &mut Gen, flag: &Flag) -> OsString {
         76..=85 => g.pick(ODD_TEXT).as_bytes().to_vec(),
         86..=90 => g.pick(NOT_UTF8).to_vec(),
         91..=95 => {
-            // A valid value with odd text around it.
-            let mut v = one_of(g, good);
-            let odd = g.pick(ODD_TEXT).as_bytes();
-            if g.chance(500) {
-                v.extend_from_slice(odd);
-            } else {
-                let mut w = odd.to_vec();
-                w.extend_from_slice(&v);
-                v = w;
+            // A valid value with odd text after or before it.
+            let (v, odd) = (one_of(g, good), g.pick(ODD_TEXT).as_bytes());
+            match g.chance(500) {
+                true => [&v[..], odd].concat(),
+                false => [odd, &v[..]].concat(),
             }
-            v
         }
-        _ => {
-            // Two valid values joined with a comma.
-            let mut v = one_of(g, good);
-            v.push(b',');
-            v.extend_from_slice(&one_of(g, good));
-            v
-        }
+        // Two valid values joined with a comma.
+        _ => [one_of(g, good), b",".to_vec(), one_of(g, good)].concat(),
     };
     OsString::from_vec(v)
 }
