@@ -675,7 +675,7 @@ fn with_env<R>(fuzz: &Fuzz, f: impl FnOnce() -> R) -> R {
 /// A check that would load a model in a contained child refuses in process instead: this
 /// process serves no contained task (its main is the test harness), so
 /// `contain::Task::command` refuses to start one, in one line; the child's load is checked by
-/// process runs only.
+/// process runs only (a binary's `Doors`).
 pub fn in_process<A: clap::Parser, C>(
     fuzz: &Fuzz,
     check: impl Fn(A) -> Result<C, Failure>,
