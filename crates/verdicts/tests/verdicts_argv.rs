@@ -34,8 +34,8 @@ fn doors_hold() {
         quiet: &[&r, "--help"],
         check_only_ok: &[&r],
         check_only_refused: &broken,
-        refused: &[&broken[..], &[&format!("{r} extra")]].concat(),
         not_utf8: &[b"/no/such/\xff", b"--\xff"],
+        refused: &[&broken[..], &[&format!("{r} extra")]].concat(),
         ..Doors::of(BIN)
     }
     .check();

@@ -16,6 +16,7 @@ fn doors_hold() {
         quiet: &["--help"],
         check_only_ok: &["--results $RESULTS"],
         check_only_refused: &["--e2e-rounds 19"],
+        not_utf8: &[b"--rounds 1\xff", b"--results r --tokens \xff"],
         help_states: &["1 to 10000", "20 to 1000", "2 to 2048", "1 to 64"],
         refused: &[
             "--rounds 10001",
@@ -24,7 +25,6 @@ fn doors_hold() {
             "--threads 65",
             "--rounds 18446744073709551616",
         ],
-        not_utf8: &[b"--rounds 1\xff", b"--results r --tokens \xff"],
         ..Doors::of(BIN)
     }
     .check();

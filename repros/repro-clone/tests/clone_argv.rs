@@ -22,6 +22,7 @@ fn doors_hold() {
             &format!("--last-n 4096 --history {most} --then {most}"),
         ],
         check_only_refused: &["--last-n -1", "--audit --history 1"],
+        not_utf8: &[b"--history 1,\xff", b"--\xff"],
         help_states: &["0 to 4096", "1 to 4096 ids", "0 to 262143"],
         refused: &[
             "--last-n 4097",
@@ -30,7 +31,6 @@ fn doors_hold() {
             "--history 262144",
             "--history 1 --then 2147483647",
         ],
-        not_utf8: &[b"--history 1,\xff", b"--\xff"],
         ..Doors::of(BIN)
     }
     .check();

@@ -35,6 +35,7 @@ fn argv_fuzz() {
 fn doors_hold() {
     Doors {
         quiet: &["--help", "--sampler top_k --input plain,empty"],
+        not_utf8: &[b"--sampler top_k,\xff", b"--input \xc3"],
         check_only_ok: &[
             "--audit --results $RESULTS",
             "--supervisor-cost 10000 --results $RESULTS",
@@ -45,7 +46,6 @@ fn doors_hold() {
             "--supervisor-cost 5 --audit",
             "--timeout 600.5",
         ],
-        not_utf8: &[b"--sampler top_k,\xff", b"--input \xc3"],
         ..Doors::of(BIN)
     }
     .check();

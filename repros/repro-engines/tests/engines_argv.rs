@@ -11,6 +11,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_repro-engines");
 fn doors_hold() {
     Doors {
         quiet: &["--help", "--draws 100", "--draws 100 --json"],
+        not_utf8: &[b"--sampling top_k=\xff", b"--logits 4,\xfe,5"],
         check_only_ok: &[
             "--audit --results $RESULTS",
             "--draws 1000000 --seed 4294967295",
@@ -23,7 +24,6 @@ fn doors_hold() {
             "--sampling top_k=1048577",
             "--sampling all,temp=65",
         ],
-        not_utf8: &[b"--sampling top_k=\xff", b"--logits 4,\xfe,5"],
         ..Doors::of(BIN)
     }
     .check();

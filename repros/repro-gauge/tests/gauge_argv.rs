@@ -91,6 +91,7 @@ fn doors_hold() {
             &format!("--prompt-file {}", s.empty),
             &format!("--model {}", s.garbage),
         ],
+        not_utf8: &[b"--prompt-file /no/\xff", b"--model \xff"],
         help_states: &[
             "At most 1024 prompts",
             "at most 85",
@@ -111,7 +112,6 @@ fn doors_hold() {
             &format!("--theta {one_theta} --shifts {shifts_42}"),
             "--threads 65",
         ],
-        not_utf8: &[b"--prompt-file /no/\xff", b"--model \xff"],
         ..Doors::of(BIN)
     }
     .check();

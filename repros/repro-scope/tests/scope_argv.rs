@@ -45,6 +45,7 @@ fn doors_hold() {
             "--model /no/such/model.gguf",
             &format!("--model {garbage}"),
         ],
+        not_utf8: &[b"--model \xff", b"--scopes 64,\xff"],
         help_states: &[
             "1 to 4096",
             "at most 16 scopes, each window N at most 1048576",
@@ -60,7 +61,6 @@ fn doors_hold() {
             "--vector-at 4097",
             "--threads 65",
         ],
-        not_utf8: &[b"--model \xff", b"--scopes 64,\xff"],
         ..Doors::of(BIN)
     }
     .check();

@@ -29,6 +29,7 @@ fn doors_hold() {
             "--audit --fuzz-chains 1000000",
         ],
         check_only_refused: &["--stage top_p=1.5", "--audit --stage top_k=1"],
+        not_utf8: &[b"--stage top_k=\xff", b"--logits 1\x80"],
         help_states: &[
             "1 to 4096 finite values",
             "at most 32 stages",
@@ -41,7 +42,6 @@ fn doors_hold() {
             &format!("--logits 1,2 --stage penalties=4:1.1 --history {long}"),
             &stages(33),
         ],
-        not_utf8: &[b"--stage top_k=\xff", b"--logits 1\x80"],
         ..Doors::of(BIN)
     }
     .check();
