@@ -1,15 +1,12 @@
 //! Command-line fuzzing for the binaries' contract. From a list of a binary's real flags, a
 //! seeded generator builds argument vectors (unknown and repeated flags, missing and empty
 //! values, huge, tiny and non-finite numbers, unicode and invalid UTF-8, lists of thousands of
-//! items, valid values mixed in). Two drivers take them:
-//!
-//! - [`in_process`] hands every vector to the binary's `check` through `cmdline::decide` and
-//!   holds each decision to the contract's line rules ([`decision_problem`]); `decide` itself
-//!   makes any refusal one `error` line, so what this finds is mostly a panic or a slow check.
-//!   It tallies how the vectors ended ([`Tally`]). The contract on the wire (exit codes,
-//!   stdout, a closed pipe, a contained model load) is each binary's `Doors` test.
-//! - [`run`] runs them as processes in check-only mode, holding each to [`Outcome::problem`],
-//!   for a binary whose `check` a test cannot call (`verdicts`, which has no library).
+//! items, valid values mixed in). [`in_process`] hands every vector to the binary's `check` through `cmdline::decide` and
+//! holds each decision to the contract's line rules ([`decision_problem`]); `decide` itself
+//! makes any refusal one `error` line, so what this finds is mostly a panic or a slow check.
+//! It tallies how the vectors ended ([`Tally`]). The contract on the wire (exit codes, stdout,
+//! a closed pipe, a contained model load) is each binary's `Doors` test, which holds every
+//! process it runs to [`Outcome::problem`].
 //!
 //! A failing vector is shrunk (arguments dropped while it still fails) and printed so it can
 //! be run again by hand.
@@ -20,7 +17,7 @@ use std::io::Write;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 /// One flag of a binary, as the generator uses it.
@@ -84,13 +81,12 @@ pub struct Fuzz {
     pub bin: PathBuf,
     /// Its flags.
     pub flags: Vec<Flag>,
-    /// Environment variables for every run, beside `SAMPLER_AUDIT_CHECK_ONLY=1`; [`in_process`]
-    /// sets them in this process while it runs.
+    /// Environment variables [`in_process`] sets in this process while it runs.
     pub env: Vec<(OsString, OsString)>,
     /// Vectors to generate and check.
     pub vectors: usize,
     pub seed: u64,
-    /// A decision or a run that takes longer counts as a failure (a process is killed).
+    /// A decision that takes longer counts as a failure.
     pub timeout: Duration,
 }
 
@@ -477,43 +473,6 @@ impl Outcome {
     }
 }
 
-/// Runs `bin` once in check-only mode with `argv`, stdout and stderr going to `out` and `err`
-/// (files, so that a long error line cannot block the child on a full pipe), killing it
-/// after `timeout`.
-fn run_one(fuzz: &Fuzz, argv: &[OsString], out: &Path, err: &Path) -> Outcome {
-    let create = |p: &Path| {
-        std::fs::File::create(p).unwrap_or_else(|e| panic!("creating {}: {e}", p.display()))
-    };
-    let mut cmd = Command::new(&fuzz.bin);
-    cmd.args(argv)
-        .env("SAMPLER_AUDIT_CHECK_ONLY", "1")
-        .stdin(Stdio::null())
-        .stdout(create(out))
-        .stderr(create(err));
-    for (k, v) in &fuzz.env {
-        cmd.env(k, v);
-    }
-    let mut child = crate::with_env_unchanged(|| cmd.spawn())
-        .unwrap_or_else(|e| panic!("could not run {}: {e}", fuzz.bin.display()));
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait().expect("waiting for the child") {
-            Some(s) => break Some(s),
-            None if start.elapsed() > fuzz.timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            None => std::thread::sleep(Duration::from_micros(250)),
-        }
-    };
-    Outcome {
-        status,
-        stdout: std::fs::read(out).unwrap_or_default(),
-        stderr: String::from_utf8_lossy(&std::fs::read(err).unwrap_or_default()).into_owned(),
-    }
-}
-
 /// Drops arguments (one, or a flag with its value) from a failing vector while it still
 /// fails, then halves each comma list while it still fails, so that the printed vector is
 /// short.
@@ -591,38 +550,10 @@ fn tell(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
-/// Runs every vector of `fuzz` as a process, one at a time; panics on the first that breaks
-/// the contract, printing it shrunk and whole. Returns how many runs exited 0, 1 and 2.
-pub fn run(fuzz: &Fuzz) -> [usize; 3] {
-    let start = Instant::now();
-    let scratch = crate::Scratch::new(&format!("argv-fuzz-{}", fuzz.name()));
-    let (out, err) = (scratch.0.join("out"), scratch.0.join("err"));
-    let judge = |argv: &[OsString]| run_one(fuzz, argv, &out, &err);
-    let mut exits = [0usize; 3];
-    for (i, argv) in vectors(fuzz).iter().enumerate() {
-        let o = judge(argv);
-        match o.problem() {
-            Some(p) => stop_on(fuzz, ("as processes", i, argv), &p, |c| judge(c).problem()),
-            None => exits[o.code().unwrap() as usize] += 1,
-        }
-    }
-    tell(&format!(
-        "argv fuzz {}: {} processes (seed {:#x}) in {:.1} s: exit 0 x{}, exit 1 x{}, exit 2 x{}",
-        fuzz.name(),
-        fuzz.vectors,
-        fuzz.seed,
-        start.elapsed().as_secs_f64(),
-        exits[0],
-        exits[1],
-        exits[2],
-    ));
-    exits
-}
-
 /// What breaks the contract in a line a process writes to stderr with its exit code, if
 /// anything: the line is one line, starts with `error`, tells of no panic, and comes with exit
 /// 1 or 2; a help text must not be empty. [`in_process`] applies it to every decision,
-/// [`Outcome::problem`] to every process run.
+/// [`Outcome::problem`] to every process a `Doors` test runs.
 pub fn decision_problem<C>(d: &Decision<C>) -> Option<String> {
     match d {
         Decision::Print(text) if text.is_empty() => Some("printed an empty help text".to_string()),
@@ -844,29 +775,6 @@ mod tests {
         }
         let hung = Outcome::default();
         assert!(hung.problem().unwrap().contains("timeout"));
-    }
-
-    /// A planted binary that panics on any argument holding `nan`: the fuzz must stop on it
-    /// and print the vector, shrunk to one short argument that holds `nan`.
-    #[test]
-    fn a_planted_failure_is_found_shrunk_and_printed() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = crate::Scratch::new("argv-fuzz-planted");
-        let script = dir.file(
-            "planted.sh",
-            "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *nan*) echo \"thread 'main' panicked\" >&2; exit 101;; esac; done\necho 'error: refused' >&2\nexit 2\n",
-        );
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut fuzz = Fuzz::new(&script, flags(), 5);
-        fuzz.vectors = 300;
-        let text = caught(|| run(&fuzz));
-        let args = shrunk(&text);
-        assert_eq!(args.len(), 1, "{text}");
-        assert!(args[0].contains("nan") && args[0].len() < 20, "{text}");
-        assert!(
-            text.contains("panicked") && text.contains("whole:"),
-            "{text}"
-        );
     }
 
     /// A planted command line: the flags of [`flags`], and a check that panics on a value

@@ -1,6 +1,6 @@
-//! verdicts' command line at every door: a closed stdout pipe, check-only mode, 1,000
-//! generated argument vectors as processes (`test_support::argv_fuzz`; its one positional
-//! folder has few shapes to try), and the same bytes twice, on the committed `results/`
+//! verdicts' command line at every door: a closed stdout pipe, check-only mode, 10,000
+//! generated argument vectors through its check in process (`test_support::argv_fuzz`), and
+//! the same bytes twice, on the committed `results/`
 //! folder and on folders that break the report contract.
 
 use test_support::argv_fuzz::{self, Flag, Fuzz};
@@ -52,8 +52,6 @@ fn argv_fuzz() {
     let (_scratch, broken) = scratch("fuzz");
     let flag = Flag::positional(&["/no/such/dir", "results"]);
     let flags = vec![flag.with_good([results()]).with_good(broken)];
-    let mut fuzz = Fuzz::new(BIN, flags, 0xdec1de);
-    fuzz.vectors = 1000;
-    let exits = argv_fuzz::run(&fuzz);
-    assert!(exits[0] > 0 && exits[2] > 0, "{exits:?}");
+    let fuzz = Fuzz::new(BIN, flags, 0xdec1de);
+    argv_fuzz::assert_in_process(&fuzz, verdicts::check, &[], true);
 }

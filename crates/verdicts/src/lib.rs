@@ -1,0 +1,160 @@
+//! Reads every `<report>.<build>.json` in a results folder (default `results/`) and prints one
+//! row per verdict: finding, name, build, verdict, controls passed, evidence. A report with
+//! verdict rows (`clone-incomplete-<sampler>`, say) adds one line per row.
+//!
+//! It judges nothing itself: it tabulates what the repros wrote, after checking that every
+//! file keeps the report contract (`report::Header::from_json`). A file that breaks it stops
+//! the table with one line naming the file and exit 2. The command line keeps the repros'
+//! contract (`cmdline::run_checked`): under `SAMPLER_AUDIT_CHECK_ONLY=1` it reads and checks
+//! every file and prints nothing.
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use report::{Header, Table};
+use std::path::{Path, PathBuf};
+
+/// The verdict table from a results folder.
+#[derive(Parser, Debug)]
+#[command(
+    name = "verdicts",
+    about = "Prints one line per verdict from every <report>.<build>.json in a results folder"
+)]
+pub struct Args {
+    /// The results folder.
+    #[arg(default_value = "results")]
+    pub dir: PathBuf,
+}
+
+pub struct Line {
+    finding: String,
+    name: String,
+    engine: String,
+    build: String,
+    verdict: String,
+    controls: String,
+    evidence: String,
+}
+
+fn read_lines(dir: &Path) -> Result<Vec<Line>> {
+    let mut lines = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .collect::<std::io::Result<_>>()?;
+    entries.sort_by_key(|e| e.path());
+    for entry in entries {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let h = Header::from_json(&v).with_context(|| format!("{}", path.display()))?;
+        let passed = h.controls.iter().filter(|c| c.passed).count();
+        let controls = format!("{passed}/{}", h.controls.len());
+        let s = &h.subject;
+        let own = (s.name.clone(), h.verdict, h.evidence.clone());
+        for (name, verdict, evidence) in std::iter::once(own).chain(h.rows) {
+            lines.push(Line {
+                finding: s.finding.clone(),
+                name,
+                engine: s.engine.clone(),
+                build: s.build.clone(),
+                verdict: verdict.as_str().to_string(),
+                controls: controls.clone(),
+                evidence,
+            });
+        }
+    }
+    lines.sort_by(|a, b| {
+        (&a.finding, &a.name, &a.engine, &a.build).cmp(&(&b.finding, &b.name, &b.engine, &b.build))
+    });
+    Ok(lines)
+}
+
+pub fn table(lines: &[Line]) -> String {
+    // Name and build fit their longest entry; the other widths hold their longest value.
+    let mut t = Table::new().left("", 4).left(" ", 7).left(" ", 9);
+    t = t.left(" ", 5).left(" ", 12).left(" ", 8).left(" ", 0);
+    t.row([
+        "", "name", "engine", "build", "verdict", "controls", "evidence",
+    ]);
+    for l in lines {
+        t.row([
+            &l.finding,
+            &l.name,
+            &l.engine,
+            &l.build,
+            &l.verdict,
+            &l.controls,
+            &l.evidence,
+        ]);
+    }
+    t.render()
+}
+
+/// Reads and checks every report in the folder; an empty folder is refused too.
+pub fn check(args: Args) -> Result<Vec<Line>, cmdline::Failure> {
+    let lines = cmdline::refuse(read_lines(&args.dir))?;
+    if lines.is_empty() {
+        return cmdline::refuse(Err(anyhow::anyhow!(
+            "no results in {}; run `make audit` first",
+            args.dir.display()
+        )));
+    }
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    #[test]
+    fn a_results_file_without_the_header_stops_the_table() {
+        let dir = std::env::temp_dir().join(format!("verdicts-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = report::Report::new(
+            report::ReportId {
+                finding: "F9".into(),
+                name: "planted".into(),
+                engine: "llama.cpp".into(),
+                build: "0.0.1".into(),
+                build_detail: "test".into(),
+            },
+            report::Verdict::Present,
+            "e",
+            vec![
+                report::Control::positive("p", true, ""),
+                report::Control::negative("n", true, ""),
+            ],
+        );
+        write(&dir, "planted.0.0.1.json", &good.to_json_text());
+        let lines = read_lines(&dir).unwrap();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(
+            (lines[0].verdict.as_str(), lines[0].controls.as_str()),
+            ("present", "2/2")
+        );
+        // The same finding on another engine is its own line, in the engine column.
+        let mut other = good.clone();
+        other.subject.engine = "candle".into();
+        other.subject.build = "candle-0.0.1".into();
+        write(&dir, "planted.candle-0.0.1.json", &other.to_json_text());
+        let lines = read_lines(&dir).unwrap();
+        let engines: Vec<&str> = lines.iter().map(|l| l.engine.as_str()).collect();
+        assert_eq!(engines, ["candle", "llama.cpp"]);
+        let text = table(&lines);
+        assert!(text.lines().next().unwrap().contains("engine"), "{text}");
+        assert!(text.contains("candle    candle-0.0.1"), "{text}");
+        std::fs::remove_file(dir.join("planted.candle-0.0.1.json")).unwrap();
+        write(&dir, "bare.0.0.1.json", "{\"rows\": []}");
+        let e = read_lines(&dir).err().unwrap();
+        assert!(format!("{e:#}").contains("bare.0.0.1.json"), "{e:#}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
