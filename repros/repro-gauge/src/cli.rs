@@ -294,13 +294,8 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
     let prompts = cmdline::refuse(prompts(&args))?;
     let positions = cmdline::refuse(positions(&args))?;
     let text = cmdline::refuse(teacher_text(&args))?;
-    let names = cmdline::refuse(model_names(&args))?;
-    let models = cmdline::refuse(
-        names
-            .iter()
-            .map(|n| models::resolve(n))
-            .collect::<Result<Vec<_>>>(),
-    )?;
+    let resolve = |names: Vec<String>| names.iter().map(|n| models::resolve(n)).collect();
+    let models: Vec<_> = cmdline::refuse(model_names(&args).and_then(resolve))?;
     for m in &models {
         cmdline::refuse(harness::preflight(m, Weights::AsStored))?;
     }
@@ -317,12 +312,8 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
 /// Parses `argv` and runs; returns the process exit code (see the `cmdline` crate).
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run_checked(argv, check, |c| {
-        let loaded = cmdline::refuse(
-            c.models
-                .into_iter()
-                .map(|m| LoadedModel::load_with(m, Weights::AsStored))
-                .collect::<Result<Vec<_>>>(),
-        )?;
+        let load = |m| LoadedModel::load_with(m, Weights::AsStored);
+        let loaded: Vec<_> = cmdline::refuse(c.models.into_iter().map(load).collect())?;
         for m in &loaded {
             cmdline::refuse(crate::teacher_forced::check_text(m, &c.text, c.positions))?;
             cmdline::refuse(check_lengths(m, &c.prompts, &c.design))?;
@@ -344,22 +335,18 @@ fn execute(
     teacher: (&str, usize),
     loaded: &[LoadedModel],
 ) -> Result<String> {
-    let json_prompts = args
-        .audit
-        .then(|| args.json_prompts.map_or(usize::MAX, |n| n as usize));
-    let structural_pairs = args
-        .audit
-        .then(|| args.structural_pairs.map_or(usize::MAX, |n| n as usize));
     // Another engine in the sign slot: the design only (teacher forcing, the JSON corpus
     // and the grammar references measure llama.cpp's own stage).
     let llama = design.engine() == EngineName::Llama;
+    let count =
+        |n: Option<i64>| (args.audit && llama).then(|| n.map_or(usize::MAX, |n| n as usize));
     let a = audit::run(
         loaded,
         design,
         prompts,
         llama.then_some(teacher),
-        json_prompts.filter(|_| llama),
-        structural_pairs.filter(|_| llama),
+        count(args.json_prompts),
+        count(args.structural_pairs),
     )?;
     if args.audit {
         a.write(&args.out.results)?;
