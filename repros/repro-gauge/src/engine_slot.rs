@@ -125,10 +125,7 @@ impl ZeroBoundary {
     }
 
     pub fn evidence(&self) -> String {
-        let show = |v: &[f32]| {
-            let parts: Vec<String> = v.iter().map(|x| format!("{x:?}")).collect();
-            format!("[{}]", parts.join(", "))
-        };
+        let show = |v: &[f32]| format!("[{}]", signed(v).join(", "));
         let ids: Vec<String> = self.context.iter().map(|t| t.0.to_string()).collect();
         format!(
             "exact-zero boundary, theta {}, seen ids {}: logits {} -> {} {}, llama.cpp {} ({})",
@@ -148,15 +145,19 @@ impl ZeroBoundary {
 
     /// The row's data: every value written with its sign (`-0.0`).
     pub fn data(&self) -> ZeroBoundaryData {
-        let bits = |v: &[f32]| v.iter().map(|x| format!("{x:?}")).collect();
         ZeroBoundaryData {
-            logits: bits(&self.logits),
+            logits: signed(&self.logits),
             seen: self.context.iter().map(|t| t.0).collect(),
             theta: self.theta,
-            engine: bits(&self.engine_out),
-            llama: bits(&self.llama_out),
+            engine: signed(&self.engine_out),
+            llama: signed(&self.llama_out),
         }
     }
+}
+
+/// Each value written with its sign (`-0.0`).
+fn signed(v: &[f32]) -> Vec<String> {
+    v.iter().map(|x| format!("{x:?}")).collect()
 }
 
 #[derive(serde::Serialize)]

@@ -656,14 +656,11 @@ impl ModelRuns {
                 else {
                     continue;
                 };
-                for r in p
-                    .runs
-                    .iter()
-                    .filter(|r| r.theta == 1.0 && !std::ptr::eq(*r, reference))
-                {
+                let others = p.runs.iter().filter(|r| r.theta == 1.0);
+                for r in others.filter(|r| !std::ptr::eq(*r, reference)) {
                     out.compared += 1;
-                    let m_ = measure(r, reference);
-                    if !m_.diverged {
+                    let d = measure(r, reference);
+                    if !d.diverged {
                         continue;
                     }
                     let first = || {
@@ -672,12 +669,12 @@ impl ModelRuns {
                             m.model_label,
                             r.op.as_str(),
                             r.shift,
-                            m_.first_divergence,
-                            m_.margin_at_divergence.unwrap_or(f32::NAN),
-                            if m_.knife_edge { ", a knife edge" } else { "" }
+                            d.first_divergence,
+                            d.margin_at_divergence.unwrap_or(f32::NAN),
+                            if d.knife_edge { ", a knife edge" } else { "" }
                         )
                     };
-                    if m_.knife_edge {
+                    if d.knife_edge {
                         out.knife_edges += 1;
                         out.first.get_or_insert_with(first);
                     } else {

@@ -53,17 +53,16 @@ pub fn files(report: &Value) -> Result<Vec<(String, String)>> {
         let svg = curve_svg(report, m).with_context(|| format!("drawing {name}"))?;
         files.push((name, svg));
     }
-    if report.get("json_corpus").is_some() {
-        files.push((
-            format!("json-valid.{tag}.svg"),
-            json_svg(report).context("drawing json-valid")?,
-        ));
-    }
-    if report.get("structural").is_some() {
-        files.push((
-            format!("json-structure.{tag}.svg"),
-            structural_svg(report).context("drawing json-structure")?,
-        ));
+    type Draw = fn(&Value) -> Result<String>;
+    let json_charts: [(&str, &str, Draw); 2] = [
+        ("json_corpus", "json-valid", json_svg),
+        ("structural", "json-structure", structural_svg),
+    ];
+    for (key, stem, draw) in json_charts {
+        if report.get(key).is_some() {
+            let svg = draw(report).with_context(|| format!("drawing {stem}"))?;
+            files.push((format!("{stem}.{tag}.svg"), svg));
+        }
     }
     Ok(files)
 }
@@ -80,6 +79,12 @@ fn models(r: Field) -> Result<Vec<Field>> {
         Ok(_) => r.list("models"),
         Err(_) => Ok(vec![r]),
     }
+}
+
+/// `(model, count)` pairs as `model count, ...`.
+fn per_model(counts: &[(&str, usize)]) -> String {
+    let each: Vec<String> = counts.iter().map(|(l, k)| format!("{l} {k}")).collect();
+    each.join(", ")
 }
 
 /// One point of a line: shift, mean, interval.
@@ -233,10 +238,7 @@ pub fn curve_svg(report: &Value, m: &Measure) -> Result<String> {
         }
         each => format!(
             "n = {} (prompts), one greedy run per prompt and line",
-            each.iter()
-                .map(|(l, k)| format!("{l} {k}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            per_model(each)
         ),
     };
     Ok(c.finish(&Basis {
@@ -372,11 +374,7 @@ pub fn structural_svg(report: &Value) -> Result<String> {
     Ok(c.finish(&Basis {
         n: format!(
             "n = {} (finished prompt/schema pairs with structural positions)",
-            counted
-                .iter()
-                .map(|(l, k)| format!("{l} {k}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            per_model(&counted)
         ),
         interval: format!(
             "whiskers: {level:.0}% percentile bootstrap interval of the mean over pairs, {resamples} resamples"

@@ -36,6 +36,17 @@ impl Kind {
             Kind::Object => v.is_object(),
         }
     }
+
+    fn rule(self) -> &'static str {
+        match self {
+            Kind::String => "string",
+            Kind::Integer => "integer",
+            Kind::Number => "number",
+            Kind::Boolean => "boolean",
+            Kind::Array => "array",
+            Kind::Object => "object",
+        }
+    }
 }
 
 /// `{k:t,...}`, `[{k:t,...}]` or `[t]`.
@@ -91,6 +102,23 @@ impl Schema {
                 .is_some_and(|a| !a.is_empty() && a.iter().all(|x| kind.matches(x))),
         }
     }
+
+    /// A GBNF grammar (root rule `root`) whose every complete string is a JSON value this
+    /// schema accepts: the listed keys in the listed order, arrays of one item or more.
+    pub fn grammar(&self) -> String {
+        let root = match self {
+            Schema::Object(f) => format!("root ::= {}\n", fields_rule(f)),
+            Schema::ArrayOfObjects(f) => format!(
+                "root ::= \"[\" ws entry (ws \",\" ws entry){{0,4}} ws \"]\"\nentry ::= {}\n",
+                fields_rule(f)
+            ),
+            Schema::ArrayOf(kind) => format!(
+                "root ::= \"[\" ws {0} (ws \",\" ws {0}){{0,11}} ws \"]\"\n",
+                kind.rule()
+            ),
+        };
+        root + GRAMMAR_BASE
+    }
 }
 
 /// The GBNF rules every schema grammar shares. Lengths are bounded (strings up to 48
@@ -109,19 +137,6 @@ item ::= scalar | object
 array ::= "[" ws (item (ws "," ws item){0,7})? ws "]"
 "#;
 
-impl Kind {
-    fn rule(self) -> &'static str {
-        match self {
-            Kind::String => "string",
-            Kind::Integer => "integer",
-            Kind::Number => "number",
-            Kind::Boolean => "boolean",
-            Kind::Array => "array",
-            Kind::Object => "object",
-        }
-    }
-}
-
 /// `{"k1": T1, "k2": T2}` with exactly these keys in this order.
 fn fields_rule(f: &[(String, Kind)]) -> String {
     let members: Vec<String> = f
@@ -129,25 +144,6 @@ fn fields_rule(f: &[(String, Kind)]) -> String {
         .map(|(k, kind)| format!("\"\\\"{k}\\\"\" ws \":\" ws {}", kind.rule()))
         .collect();
     format!("\"{{\" ws {} ws \"}}\"", members.join(" ws \",\" ws "))
-}
-
-impl Schema {
-    /// A GBNF grammar (root rule `root`) whose every complete string is a JSON value this
-    /// schema accepts: the listed keys in the listed order, arrays of one item or more.
-    pub fn grammar(&self) -> String {
-        let root = match self {
-            Schema::Object(f) => format!("root ::= {}\n", fields_rule(f)),
-            Schema::ArrayOfObjects(f) => format!(
-                "root ::= \"[\" ws entry (ws \",\" ws entry){{0,4}} ws \"]\"\nentry ::= {}\n",
-                fields_rule(f)
-            ),
-            Schema::ArrayOf(kind) => format!(
-                "root ::= \"[\" ws {0} (ws \",\" ws {0}){{0,11}} ws \"]\"\n",
-                kind.rule()
-            ),
-        };
-        root + GRAMMAR_BASE
-    }
 }
 
 /// The first JSON value in `text`: parsing starts at the first `{` or `[` and may leave text

@@ -408,11 +408,7 @@ impl Span {
                     choose(cell.shift)?
                 };
                 let edge = is_knife_edge(op, theta, mc, topc);
-                let pc = if cell.shift == 0.0 {
-                    p0
-                } else {
-                    predict(op, theta, cell.shift, pred_cand)
-                };
+                let pc = predict(op, theta, cell.shift, pred_cand);
                 let flip = ch != c0;
                 cell.positions += 1;
                 cell.flips += usize::from(flip);
