@@ -10,11 +10,10 @@ use std::ffi::OsString;
 
 pub const PUBLISHED_PROMPT: &str = "How do you say thank you in Chinese?";
 pub const DEFAULT_SCOPES: &str = "all,64,128,gen:64,llama:64";
-/// The default scopes for an engine other than llama.cpp, the slices candle's examples pass:
-/// the whole sequence; the last 64 tokens of the sequence; the last 64
-/// generated tokens, which is what candle's quantized example passes (its token list starts
-/// empty and holds only sampled tokens); the last 128 of the sequence, which is what its llama
-/// example passes (its list starts with the prompt).
+/// The default scopes for another engine, the slices candle's examples pass: the whole
+/// sequence; its last 64 tokens; the last 64 generated (candle's quantized example: its token
+/// list starts empty); the last 128 of the sequence (its llama example: the list starts with
+/// the prompt).
 pub const CANDLE_EXAMPLE_SCOPES: &str = "all,64,gen:64,128";
 
 /// F3: one repetition penalty, different scopes: where does greedy output part ways?
@@ -115,10 +114,9 @@ pub struct Config {
     pub model: models::ModelChoice,
 }
 
-/// Everything that can refuse the command line before any work (see `cmdline::run_checked`):
-/// the build, the flags, and the model (a named model's size and sha256; a path is loaded once
-/// in a contained child, `harness::preflight`, so a file llama.cpp cannot load or aborts on
-/// is refused here).
+/// Everything that can refuse the command line before any work (`cmdline::run_checked`): the
+/// build, the flags, the model (a named one's size and sha256; a path is loaded once in a
+/// contained child, `harness::preflight`: a file llama.cpp cannot load or aborts on is refused).
 pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
     cmdline::refuse(subject::BuildInfo::verified())?;
     let run = cmdline::refuse(config(&args))?;

@@ -90,7 +90,7 @@ impl PlantedRuns {
 }
 
 impl Serialize for PlantedRuns {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+    fn serialize<'a, S: serde::Serializer>(&'a self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct DropOne<'a> {
             id: Option<i32>,
@@ -110,9 +110,7 @@ impl Serialize for PlantedRuns {
             drop_one: DropOne<'a>,
             drop_quiet: DropQuiet<'a>,
         }
-        fn divergence(t: &Option<Trajectory>) -> Option<&Divergence> {
-            t.as_ref().and_then(|t| t.divergence.as_ref())
-        }
+        let divergence = |t: &'a Option<Trajectory>| t.as_ref()?.divergence.as_ref();
         Written {
             drop_one: DropOne {
                 id: self.mattering.map(|m| m.1 .0),
@@ -186,14 +184,10 @@ pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>)
     let every: fn(&Trajectory) -> bool = |_| true;
     let all: fn(&Trajectory) -> bool = |t| t.scope.is_all();
     let chain: fn(&Trajectory) -> bool = |t| matches!(t.scope, ScopeSpec::Llama(_));
-    let (steps, mismatches) = (
-        sum(every, |c| c.twin_steps),
-        sum(every, |c| c.twin_mismatches),
-    );
-    let (planted_steps, planted_caught) = (
-        sum(all, |c| c.steps),
-        sum(all, |c| c.planted_twin_mismatches),
-    );
+    let steps = sum(every, |c| c.twin_steps);
+    let mismatches = sum(every, |c| c.twin_mismatches);
+    let planted_steps = sum(all, |c| c.steps);
+    let planted_caught = sum(all, |c| c.planted_twin_mismatches);
     let mut c = vec![
         Control::oracle_check(
             "llama.cpp's penalties = the oracle's scope penalty, bit for bit",
@@ -223,8 +217,8 @@ pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>)
             format!("beside all: {e_planted} of {e_planted_steps} steps caught"),
         ));
     }
-    let (greedy_steps, greedy_mismatches) =
-        (sum(chain, |c| c.steps), sum(chain, |c| c.greedy_mismatches));
+    let greedy_steps = sum(chain, |c| c.steps);
+    let greedy_mismatches = sum(chain, |c| c.greedy_mismatches);
     if greedy_steps > 0 {
         c.push(Control::oracle_check(
             "llama.cpp's greedy = the first maximum",

@@ -156,11 +156,6 @@ impl Trajectory {
     pub fn stopped_at(&self) -> usize {
         self.tokens.len()
     }
-
-    /// The first index where this trajectory and `reference` differ, or `None` if equal.
-    pub fn diverges_from(&self, reference: &Trajectory) -> Option<usize> {
-        harness::divergence(&self.tokens, &reference.tokens)
-    }
 }
 
 /// Bits of two logit rows differ at how many positions.
@@ -556,6 +551,16 @@ impl ScopeDecoder {
             quiet_id: witness.as_ref().and_then(|w| w.quiet_id(&tokens)),
             tokens,
         })
+    }
+
+    /// `scopes[0]` (the reference, `all`), then every other scope against it, `n` tokens each.
+    pub fn against_first(&mut self, scopes: &[ScopeSpec], n: usize) -> Result<Vec<Trajectory>> {
+        let mut out = vec![self.greedy(scopes[0], n, None)?];
+        for &s in &scopes[1..] {
+            let t = self.greedy(s, n, Some(&out[0]))?;
+            out.push(t);
+        }
+        Ok(out)
     }
 }
 

@@ -11,14 +11,11 @@
 //! Builds: llama-cpp-sys-2 0.1.161 and 0.1.154; models SmolLM2-135M-Instruct Q4_1 (default)
 //! and Gemma3-270M Q4_K_M from `make models`, or any GGUF path.
 //!
-//! Output: per scope, the first generated index where it differs from `all` (with the top-2
-//! margins there and the ids that decide it) and where it stopped, the steps where llama.cpp's
-//! penalties over the same tokens differ from the oracle's (must be 0), the texts, the
-//! single-vector table (logits changed per scope, max |diff| against `all`, the ids only `all`
-//! penalizes with their positions), the controls (llama.cpp twins, and planted scopes that
-//! must and must not diverge), and `penalty-scope-divergence: <verdict> on <build>`. `--json`
-//! prints the same report as one object; `--audit` adds the scope sweep over the prompt corpus
-//! and writes `results/scope.<build>.{json,txt}` and `results/scope-sweep.<build>.svg`.
+//! Output: per scope, where it first differs from `all` (top-2 margins, deciding ids) and
+//! stopped, llama.cpp's twin mismatches (must be 0), the texts, the single-vector table, the
+//! controls, and `penalty-scope-divergence: <verdict> on <build>`; `--json` prints the same
+//! report; `--audit` adds the sweep over the prompt corpus and writes
+//! `results/scope.<build>.{json,txt}` and `results/scope-sweep.<build>.svg`.
 
 fn main() {
     cmdline::one_line_panics();

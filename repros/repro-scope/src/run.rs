@@ -69,16 +69,13 @@ struct Scopes<'a>(&'a RunReport);
 
 impl Serialize for Scopes<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// A twin's steps; `greedy_not_first_max` only for the engine's own.
         #[derive(Serialize)]
         struct Twin {
             steps: usize,
             mismatching_steps: usize,
-        }
-        #[derive(Serialize)]
-        struct EngineTwin {
-            steps: usize,
-            mismatching_steps: usize,
-            greedy_not_first_max: usize,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            greedy_not_first_max: Option<usize>,
         }
         #[derive(Serialize)]
         struct Scope<'a> {
@@ -89,7 +86,7 @@ impl Serialize for Scopes<'_> {
             stopped_at: usize,
             stop: &'static str,
             llama_twin: Twin,
-            engine_twin: EngineTwin,
+            engine_twin: Twin,
         }
         let r = self.0;
         s.collect_map(r.trajectories.iter().zip(&r.texts).map(|(t, text)| {
@@ -97,18 +94,19 @@ impl Serialize for Scopes<'_> {
             let scope = Scope {
                 tokens: t.tokens.iter().map(|i| i.0).collect(),
                 text,
-                diverges_at: t.diverges_from(r.all()),
+                diverges_at: harness::divergence(&t.tokens, &r.all().tokens),
                 divergence: &t.divergence,
                 stopped_at: t.stopped_at(),
                 stop: t.stop.as_str(),
                 llama_twin: Twin {
                     steps: c.twin_steps,
                     mismatching_steps: c.twin_mismatches,
+                    greedy_not_first_max: None,
                 },
-                engine_twin: EngineTwin {
+                engine_twin: Twin {
                     steps: c.engine_twin_steps,
                     mismatching_steps: c.engine_twin_mismatches,
-                    greedy_not_first_max: c.greedy_mismatches,
+                    greedy_not_first_max: Some(c.greedy_mismatches),
                 },
             };
             (t.scope, scope)
@@ -136,14 +134,8 @@ pub struct RunReport {
 
 /// llama.cpp's decoder for `prompt_ids`.
 fn llama_decoder(m: &LoadedModel, cfg: &RunConfig, prompt_ids: &[TokenId]) -> Result<ScopeDecoder> {
-    let model = Arc::clone(&m.model);
-    ScopeDecoder::new(
-        model,
-        prompt_ids.to_vec(),
-        cfg.theta,
-        cfg.max_new,
-        cfg.threads,
-    )
+    let (model, prompt) = (Arc::clone(&m.model), prompt_ids.to_vec());
+    ScopeDecoder::new(model, prompt, cfg.theta, cfg.max_new, cfg.threads)
 }
 
 /// The configured engine's decoder for `prompt_ids`.
@@ -161,12 +153,8 @@ fn decoder(m: &LoadedModel, cfg: &RunConfig, prompt_ids: &[TokenId]) -> Result<S
 pub fn run(m: &LoadedModel, cfg: &RunConfig) -> Result<RunReport> {
     let prompt_ids = m.chat_ids(&cfg.prompt)?;
     let mut dec = decoder(m, cfg, &prompt_ids)?;
-    let all = dec.greedy(cfg.scopes[0], cfg.max_new, None)?;
-    let mut trajectories = vec![all.clone()];
-    for &s in &cfg.scopes[1..] {
-        trajectories.push(dec.greedy(s, cfg.max_new, Some(&all))?);
-    }
-    let planted = PlantedRuns::run(&mut dec, &all, cfg.max_new)?;
+    let trajectories = dec.against_first(&cfg.scopes, cfg.max_new)?;
+    let planted = PlantedRuns::run(&mut dec, &trajectories[0], cfg.max_new)?;
     let texts = (trajectories.iter())
         .map(|t| m.model.detokenize(&t.tokens))
         .collect::<Result<Vec<_>>>()?;
@@ -195,28 +183,17 @@ pub fn run(m: &LoadedModel, cfg: &RunConfig) -> Result<RunReport> {
 /// on an exact tie (or nothing in the symmetric difference explains it), `absent` when no scope
 /// diverges.
 pub fn measured<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>) -> Verdict {
-    let found: Vec<&Divergence> = (trajectories.into_iter())
-        .filter_map(|t| t.divergence.as_ref())
-        .collect();
-    if found.iter().any(|d| d.decisive) {
-        Verdict::Present
-    } else if found.is_empty() {
-        Verdict::Absent
-    } else {
-        Verdict::Undecided
+    let found = (trajectories.into_iter()).filter_map(|t| t.divergence.as_ref());
+    // Whether any divergence is decisive; `None` when no scope diverges.
+    match found.map(|d| d.decisive).max() {
+        Some(true) => Verdict::Present,
+        Some(false) => Verdict::Undecided,
+        None => Verdict::Absent,
     }
 }
 impl RunReport {
     pub fn all(&self) -> &Trajectory {
         &self.trajectories[0]
-    }
-
-    /// Scopes other than `all` whose trajectory differs from it.
-    pub fn diverging(&self) -> Vec<&Trajectory> {
-        self.trajectories[1..]
-            .iter()
-            .filter(|t| t.divergence.is_some())
-            .collect()
     }
 
     pub fn controls(&self) -> Vec<Control> {
@@ -231,20 +208,13 @@ impl RunReport {
 
     /// Every scope's first divergence from `all` (or `same`) and where `all` stopped.
     pub fn evidence(&self) -> String {
-        let per: Vec<String> = self.trajectories[1..]
-            .iter()
-            .map(|t| {
-                format!(
-                    "{} {}",
-                    t.scope,
-                    t.divergence
-                        .as_ref()
-                        .map_or("same".to_string(), |d| format!(
-                            "diverges at {}{}",
-                            d.step,
-                            if d.decisive { "" } else { " (undecided)" }
-                        ))
-                )
+        let per: Vec<String> = (self.trajectories[1..].iter())
+            .map(|t| match &t.divergence {
+                None => format!("{} same", t.scope),
+                Some(d) => {
+                    let undecided = if d.decisive { "" } else { " (undecided)" };
+                    format!("{} diverges at {}{undecided}", t.scope, d.step)
+                }
             })
             .collect();
         let mut out = format!(
@@ -255,16 +225,10 @@ impl RunReport {
             self.all().stopped_at()
         );
         if let Some(checks) = self.engine_checks() {
-            let parts: Vec<String> = self
-                .cross
-                .iter()
-                .map(|p| {
-                    format!(
-                        "{} {}",
-                        p.scope,
-                        p.parts_at
-                            .map_or("same".to_string(), |x| format!("parts at {x}"))
-                    )
+            let parts: Vec<String> = (self.cross.iter())
+                .map(|p| match p.parts_at {
+                    None => format!("{} same", p.scope),
+                    Some(x) => format!("{} parts at {x}", p.scope),
                 })
                 .collect();
             out += &format!("; {checks}; against llama.cpp: {}", parts.join(", "));
@@ -336,12 +300,10 @@ impl RunReport {
                 t.checks.twin_steps
             ));
         }
-        for t in self.diverging() {
-            let d = t
-                .divergence
-                .as_ref()
-                .expect("diverging scopes carry their divergence");
-            out.push_str(&format!("  {} at {}\n", t.scope, d.describe()));
+        for t in &self.trajectories[1..] {
+            if let Some(d) = &t.divergence {
+                out.push_str(&format!("  {} at {}\n", t.scope, d.describe()));
+            }
         }
         for (t, text) in self.trajectories.iter().zip(&self.texts) {
             out.push_str(&format!("  [{}] {:?}\n", t.scope, text));

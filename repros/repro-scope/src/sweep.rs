@@ -159,18 +159,18 @@ pub fn run(m: &LoadedModel, plan: &SweepPlan, theta: f32, threads: i32) -> Resul
         let prompt_tokens = ids.len();
         let model = Arc::clone(&m.model);
         let mut dec = ScopeDecoder::new(model, ids, theta, plan.max_new, threads)?;
-        let all = dec.greedy(ScopeSpec::Oracle(Scope::All), plan.max_new, None)?;
-        let mut trajectories = vec![all.clone()];
-        for &w in &plan.windows {
-            let last = ScopeSpec::Oracle(Scope::Last(w));
-            trajectories.push(dec.greedy(last, plan.max_new, Some(&all))?);
-        }
+        let windows = plan.windows.iter().map(|&w| Scope::Last(w));
+        let scopes: Vec<ScopeSpec> = std::iter::once(Scope::All)
+            .chain(windows)
+            .map(ScopeSpec::Oracle)
+            .collect();
+        let trajectories = dec.against_first(&scopes, plan.max_new)?;
         rows.push(PromptRow {
             kind: kind.clone(),
             prompt: prompt.clone(),
             prompt_tokens,
+            planted: PlantedRuns::run(&mut dec, &trajectories[0], plan.max_new)?,
             trajectories,
-            planted: PlantedRuns::run(&mut dec, &all, plan.max_new)?,
         });
     }
     Ok(Sweep {

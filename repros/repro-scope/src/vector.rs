@@ -125,19 +125,10 @@ impl VectorTable {
             ));
         }
         for r in self.rows.iter().filter(|r| !r.missing.is_empty()) {
-            let items: Vec<String> = r
-                .missing
-                .iter()
+            let items: Vec<String> = (r.missing.iter())
                 .map(|m| {
-                    format!(
-                        "{:?}@{}",
-                        m.text,
-                        m.positions
-                            .iter()
-                            .map(|p| p.to_string())
-                            .collect::<Vec<_>>()
-                            .join("/")
-                    )
+                    let at: Vec<String> = m.positions.iter().map(|p| p.to_string()).collect();
+                    format!("{:?}@{}", m.text, at.join("/"))
                 })
                 .collect();
             out.push_str(&format!("  {} misses: {}\n", r.scope, items.join(" ")));

@@ -137,37 +137,26 @@ fn bad_input_is_one_line_and_exit_2() {
     std::fs::write(&garbage, vec![7u8; 4096]).unwrap();
     let garbage = garbage.to_string_lossy().into_owned();
     let corrupt = corrupt_dir.to_string_lossy().into_owned();
-    // (arguments, environment, what the one error line must say)
-    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, &'a str);
-    let cases: Vec<Case> = vec![
-        (vec!["--model", "nope"], vec![], "neither"),
-        (
-            vec!["--model", "/nonexistent/model.gguf"],
-            vec![],
-            "neither",
-        ),
-        (vec!["--model", &garbage], vec![], "could not load"),
-        (
-            vec!["--model", "smollm2"],
-            vec![("MODELS_CACHE", &corrupt)],
-            "make models",
-        ),
-        (
-            vec!["--model", "gemma3"],
-            vec![("MODELS_CACHE", &corrupt)],
-            "make models",
-        ),
-        (vec!["--penalty", "-1"], vec![], "--penalty"),
-        (vec!["--penalty", "nan"], vec![], "--penalty"),
-        (vec!["--max-new", "0"], vec![], "--max-new"),
-        (vec!["--scopes", "64,foo"], vec![], "scope"),
-        (vec!["--scopes", "llama:-1"], vec![], "scope"),
-        (vec!["--threads", "0"], vec![], "--threads"),
-        (vec!["--prompt", " "], vec![], "--prompt"),
-        (vec!["--no-such-flag"], vec![], ""),
+    let corrupt_env = [("MODELS_CACHE", corrupt.as_str())];
+    // (arguments, whether MODELS_CACHE names the corrupt folder, what the error line must say)
+    let cases: [(&[&str], bool, &str); 13] = [
+        (&["--model", "nope"], false, "neither"),
+        (&["--model", "/nonexistent/model.gguf"], false, "neither"),
+        (&["--model", &garbage], false, "could not load"),
+        (&["--model", "smollm2"], true, "make models"),
+        (&["--model", "gemma3"], true, "make models"),
+        (&["--penalty", "-1"], false, "--penalty"),
+        (&["--penalty", "nan"], false, "--penalty"),
+        (&["--max-new", "0"], false, "--max-new"),
+        (&["--scopes", "64,foo"], false, "scope"),
+        (&["--scopes", "llama:-1"], false, "scope"),
+        (&["--threads", "0"], false, "--threads"),
+        (&["--prompt", " "], false, "--prompt"),
+        (&["--no-such-flag"], false, ""),
     ];
-    for (args, env, needle) in cases {
-        let stderr = assert_refused(BIN, &args, &env);
+    for (args, corrupt_cache, needle) in cases {
+        let env: &[(&str, &str)] = if corrupt_cache { &corrupt_env } else { &[] };
+        let stderr = assert_refused(BIN, args, env);
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
