@@ -197,18 +197,16 @@ pub fn verdict_name(kind: SamplerKind) -> &'static str {
 }
 
 pub fn fmt_ids(ids: &[TokenId]) -> String {
-    ids.iter()
-        .map(|t| t.0.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
+    let ids: Vec<String> = ids.iter().map(|t| t.0.to_string()).collect();
+    ids.join(",")
 }
 
 pub fn fmt_counts(ids: &[TokenId], counts: &[i64]) -> String {
-    ids.iter()
+    let pairs = ids
+        .iter()
         .zip(counts)
-        .map(|(id, c)| format!("{}:{}", id.0, c))
-        .collect::<Vec<_>>()
-        .join(" ")
+        .map(|(id, c)| format!("{}:{}", id.0, c));
+    pairs.collect::<Vec<_>>().join(" ")
 }
 
 /// The case in one line: every id's count in the clone, then and as the oracle has it.
@@ -284,8 +282,7 @@ pub fn data<'a>(s: &Scenario, o: &'a CaseCounts, cp: CountProbe) -> CaseData<'a>
 
 /// The human-readable table.
 pub fn to_text(s: &Scenario, o: &CaseCounts, cp: CountProbe) -> String {
-    let mut out = String::new();
-    out += &format!(
+    let mut out = format!(
         "case: penalty_last_n={} history=[{}] then=[{}]\n",
         s.last_n.0,
         fmt_ids(&s.history),

@@ -49,11 +49,8 @@ pub const WINDOWS: [usize; 5] = [1, 2, 3, 4, 8];
 
 /// The per-alphabet budget: the longest length `L` with `a^L <= 2^17`.
 fn budget_len(alphabet: usize) -> usize {
-    let mut len = 0;
-    while (alphabet as u64).pow(len as u32 + 1) <= 1 << 17 {
-        len += 1;
-    }
-    len
+    let fits = |len: u32| (alphabet as u64).pow(len) <= 1 << 17;
+    (1..).take_while(|&len| fits(len)).count()
 }
 
 /// The full domain: alphabets 2..=5, windows {1,2,3,4,8}, and for each the longer of the
