@@ -12,12 +12,10 @@
 //! Builds: llama.cpp through llama-cpp-sys-2 0.1.161 and 0.1.154; candle 0.11.1 on the
 //! default build only.
 //!
-//! Output: one line per input (vector, configuration, draws, verdict), the ids drawn with
-//! their counts, the oracle's classes (`2 of {0,1,2}` is a tie class that keeps two), the
-//! test; then the controls (the oracle's hand cases, four planted samplers that must be
-//! flagged, an exact Rust sampler that must pass), a verdict row per input with `--audit`,
-//! and `draw-conformance: <verdict> on <engine build>`. `--json` prints one object: the
-//! report header (with `engine`), then `support`, `oracle`, `p_value` and the rest.
+//! Output: per input (vector, configuration, draws, verdict), the ids drawn with their counts,
+//! the oracle's classes (`2 of {0,1,2}` is a tie class that keeps two), the test; the
+//! controls; a verdict row per input with `--audit`; `draw-conformance: <verdict> on <engine
+//! build>`. `--json`: the report header (with `engine`), then `support`, `oracle`, `p_value`.
 
 fn main() {
     cmdline::one_line_panics();
