@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use engine::{EngineInfo, EngineName};
 use harness::LoadedModel;
 use oracle::gauge::Operator;
-use report::{Control, Report, Verdict};
+use report::{Control, Report};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 use subject::BuildInfo;
@@ -123,28 +123,13 @@ impl Audit {
         self.models.iter().map(ModelRuns::cells).collect()
     }
 
-    /// The subject's verdict before controls.
-    pub fn measured(&self) -> Result<Verdict> {
-        verdict_of(&self.models)
-    }
-
-    /// The fix's verdict from these runs.
-    pub fn fix_measured(&self) -> Result<Verdict> {
-        fix_verdict_of(&self.models)
-    }
-
     pub fn controls(&self) -> Vec<Control> {
         let no_op = ModelRuns::no_op_leg(&self.models);
         let fork = ModelRuns::fork_check(&self.models);
-        let tf_one = || {
-            self.tf
-                .iter()
-                .flat_map(|t| &t.cells)
-                .filter(|c| c.theta == 1.0)
-        };
-        let tf_flips: usize = tf_one().map(|c| c.flips).sum();
-        let tf_positions: usize = tf_one().map(|c| c.positions).sum();
-        let tf_edges: usize = tf_one().map(|c| c.knife_edge_flips).sum();
+        let tf_one = (self.tf.iter().flat_map(|t| &t.cells)).filter(|c| c.theta == 1.0);
+        let (tf_flips, tf_positions, tf_edges) = tf_one.fold((0, 0, 0), |(f, p, e), c| {
+            (f + c.flips, p + c.positions, e + c.knife_edge_flips)
+        });
         let first = |f: Option<String>| f.map(|f| format!("; first: {f}")).unwrap_or_default();
         let mut c = vec![
             Control::negative(
@@ -272,8 +257,7 @@ impl Audit {
                 r.finished().len(),
                 r.pairs.len(),
                 rows.join(", "),
-                r.sign_to_normalized()
-                    .map_or("undefined (normalized 0)".to_string(), |x| format!("{x:.1}x"))
+                r.ratio_text()
             ));
         }
         Ok(parts.join("; "))
@@ -350,7 +334,12 @@ impl Audit {
                 self.build.describe()
             );
         }
-        let mut r = Report::new(subject, self.measured()?, evidence, self.controls());
+        let mut r = Report::new(
+            subject,
+            verdict_of(&self.models)?,
+            evidence,
+            self.controls(),
+        );
         let mut text = self.text()?;
         if let Some(z) = &self.zero_boundary {
             r.add_row(
@@ -379,7 +368,7 @@ impl Audit {
         let text = self.model_texts()?;
         Ok(Report::new(
             self.build.report_subject(crate::FINDING, LEDGER_NAME),
-            self.fix_measured()?,
+            fix_verdict_of(&self.models)?,
             evidence.join("; "),
             self.controls(),
         )

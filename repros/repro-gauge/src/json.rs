@@ -14,6 +14,7 @@ use oracle::penalty::PenaltyParams;
 use oracle::window::WindowLen;
 use oracle::TokenId;
 use serde::{Serialize, Serializer};
+use serde_json::json;
 use subject::{Model, Sampler, SamplerSpec};
 
 /// The corpus: `(prompt, schema)`.
@@ -118,11 +119,16 @@ pub(crate) fn variant_sampler(
         Variant::Normalized { theta } => ledger(theta, ledger::Mode::Normalized)?,
         Variant::Subtractive { theta } => ledger(theta, ledger::Mode::Subtractive)?,
     };
+    chain_after(stage, prompt).map(Some)
+}
+
+/// A chain of one `stage` that has accepted `prompt`.
+pub(crate) fn chain_after(stage: Sampler, prompt: &[TokenId]) -> Result<Sampler> {
     let mut s = Sampler::chain(vec![stage])?;
     for &t in prompt {
         s.accept(t)?;
     }
-    Ok(Some(s))
+    Ok(s)
 }
 
 /// A variant's free-running greedy run.
@@ -244,21 +250,13 @@ pub struct Totals {
 
 impl Serialize for JsonReport {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Written<'a> {
-            model: &'a str,
-            max_new: usize,
-            prompts_count: usize,
-            variants: Vec<Totals>,
-            prompts: &'a [PromptResult],
-        }
-        Written {
-            model: &self.model_label,
-            max_new: self.max_new,
-            prompts_count: self.prompts.len(),
-            variants: self.totals(),
-            prompts: &self.prompts,
-        }
+        json!({
+            "model": self.model_label,
+            "max_new": self.max_new,
+            "prompts_count": self.prompts.len(),
+            "variants": self.totals(),
+            "prompts": self.prompts,
+        })
         .serialize(s)
     }
 }

@@ -31,7 +31,7 @@
 //! shortlist decided, as a consistency check.
 
 use crate::free_running::{first_max_of, is_knife_edge};
-use crate::json::{variant_sampler, Variant};
+use crate::json::{chain_after, variant_sampler, Variant};
 use crate::schema::Schema;
 use anyhow::{ensure, Context as _, Result};
 use harness::{argmax, LoadedModel};
@@ -39,9 +39,8 @@ use oracle::gauge::Operator;
 use oracle::stats;
 use oracle::TokenId;
 use report::Control;
-use serde::ser::{SerializeStruct, Serializer};
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Serialize, Serializer};
+use serde_json::{json, Value};
 use std::ffi::CStr;
 use subject::{ArrayView, Attention, Candidates, Context, CustomSampler, Model, Sampler, Vocab};
 
@@ -183,11 +182,7 @@ fn chooser_sampler(
         })?,
         Chooser::Doubler => Sampler::custom(Doubler)?,
     };
-    let mut s = Sampler::chain(vec![planted])?;
-    for &t in prompt {
-        s.accept(t)?;
-    }
-    Ok(Some(s))
+    chain_after(planted, prompt).map(Some)
 }
 
 /// What a chooser did at one structural position.
@@ -201,7 +196,7 @@ pub enum Outcome {
 }
 
 /// One pair's reference and what every chooser did along it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct PairResult {
     pub prompt: String,
     pub reference: Vec<TokenId>,
@@ -362,14 +357,9 @@ fn new_state(
         full_check,
         out: PairResult {
             prompt: prompt_text.clone(),
-            reference: Vec::new(),
-            text: String::new(),
-            complete: false,
-            schema_valid: false,
             outcomes: vec![Vec::new(); choosers.len()],
             knife_edges: vec![0; choosers.len()],
-            shortcut_checked: 0,
-            shortcut_mismatches: 0,
+            ..PairResult::default()
         },
     })
 }
@@ -443,52 +433,35 @@ pub struct Shares {
 
 impl Serialize for StructuralReport {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Pair<'a> {
-            prompt: &'a str,
-            reference: &'a str,
-            finished: bool,
-            schema_valid: bool,
-            structural_positions: usize,
-            breaks: Vec<usize>,
-            leaves: Vec<usize>,
-        }
         let (shares, choosers) = (self.shares(), 0..self.choosers.len());
-        let per_pair: Vec<Pair> = (self.pairs.iter())
-            .map(|p| Pair {
-                prompt: &p.prompt,
-                reference: &p.text,
-                finished: p.complete,
-                schema_valid: p.schema_valid,
-                structural_positions: p.structural(),
-                breaks: choosers.clone().map(|k| p.breaks(k)).collect(),
-                leaves: choosers.clone().map(|k| p.leaves(k)).collect(),
+        let rows = |control: bool| -> Vec<&Shares> {
+            shares.iter().filter(|s| s.control == control).collect()
+        };
+        let per_pair: Vec<Value> = (self.pairs.iter())
+            .map(|p| {
+                json!({
+                    "prompt": p.prompt,
+                    "reference": p.text,
+                    "finished": p.complete,
+                    "schema_valid": p.schema_valid,
+                    "structural_positions": p.structural(),
+                    "breaks": choosers.clone().map(|k| p.breaks(k)).collect::<Vec<_>>(),
+                    "leaves": choosers.clone().map(|k| p.leaves(k)).collect::<Vec<_>>(),
+                })
             })
             .collect();
-        let rows = |control: bool| {
-            shares
-                .iter()
-                .filter(|s| s.control == control)
-                .collect::<Vec<_>>()
-        };
-        let reference_tokens: usize = self.pairs.iter().map(|p| p.reference.len()).sum();
-        let mut m = s.serialize_struct("StructuralReport", 9)?;
-        m.serialize_field("model", &self.model_label)?;
-        m.serialize_field("pairs", &self.pairs.len())?;
-        m.serialize_field("finished", &self.finished().len())?;
-        m.serialize_field(
-            "schema_valid",
-            &self.pairs.iter().filter(|p| p.schema_valid).count(),
-        )?;
-        m.serialize_field("reference_tokens", &reference_tokens)?;
-        m.serialize_field("rows", &rows(false))?;
-        m.serialize_field("control_rows", &rows(true))?;
-        m.serialize_field(
-            "sign_1_3_to_normalized_1_3_break_ratio",
-            &self.sign_to_normalized(),
-        )?;
-        m.serialize_field("per_pair", &per_pair)?;
-        m.end()
+        json!({
+            "model": self.model_label,
+            "pairs": self.pairs.len(),
+            "finished": self.finished().len(),
+            "schema_valid": self.pairs.iter().filter(|p| p.schema_valid).count(),
+            "reference_tokens": self.pairs.iter().map(|p| p.reference.len()).sum::<usize>(),
+            "rows": rows(false),
+            "control_rows": rows(true),
+            "sign_1_3_to_normalized_1_3_break_ratio": self.sign_to_normalized(),
+            "per_pair": per_pair,
+        })
+        .serialize(s)
     }
 }
 
@@ -550,6 +523,12 @@ impl StructuralReport {
         })?;
         let normalized = find(Variant::Normalized { theta: 1.3 })?;
         (normalized > 0.0).then(|| sign / normalized)
+    }
+
+    /// [`Self::sign_to_normalized`] as the text and the evidence write it.
+    pub fn ratio_text(&self) -> String {
+        (self.sign_to_normalized())
+            .map_or("undefined (normalized 0)".into(), |x| format!("{x:.1}x"))
     }
 
     /// The controls of this measurement (see the module notes).
@@ -640,13 +619,10 @@ impl StructuralReport {
         for s in shares.iter().filter(|s| !s.control) {
             out.push_str(&line(s));
         }
-        out.push_str(&match self.sign_to_normalized() {
-            Some(r) => format!("  break share, llama 1.3 whole over normalized 1.3: {r:.1}x\n"),
-            None => {
-                "  break share, llama 1.3 whole over normalized 1.3: undefined (normalized 0)\n"
-                    .into()
-            }
-        });
+        out.push_str(&format!(
+            "  break share, llama 1.3 whole over normalized 1.3: {}\n",
+            self.ratio_text()
+        ));
         out.push_str("  controls (planted, by construction: the breaker must break everywhere, the doubler must match none):\n");
         for s in shares.iter().filter(|s| s.control) {
             out.push_str(&line(s));
