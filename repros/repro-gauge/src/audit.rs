@@ -14,7 +14,7 @@ use engine::{EngineInfo, EngineName};
 use harness::LoadedModel;
 use oracle::gauge::Operator;
 use report::{Control, Report};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
 use std::path::Path;
 use subject::BuildInfo;
 
@@ -35,6 +35,46 @@ pub fn parse_prompts(text: &str) -> Vec<String> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(str::to_string)
         .collect()
+}
+
+/// The report's JSON after the header and the verdict rows.
+#[derive(Serialize)]
+struct Body<'a> {
+    design: DesignData,
+    #[serde(flatten)]
+    one_model: Option<&'a ModelRuns>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    models: Option<&'a [ModelRuns]>,
+    teacher_forced: OneOrList<'a, TeacherForcedReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    json_corpus: Option<&'a JsonReport>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    structural: &'a [StructuralReport],
+}
+
+/// One run's object, or the list of all of them (of none, too).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum OneOrList<'a, T> {
+    One(&'a T),
+    List(&'a [T]),
+}
+
+#[derive(Serialize)]
+struct DesignData {
+    thetas: Vec<f64>,
+    shifts: Vec<f64>,
+    max_new: usize,
+    bootstrap: Bootstrap,
+    normalized_tolerance_at_theta_1_3: f64,
+    knife_edge_ulps: f32,
+}
+
+#[derive(Serialize)]
+struct Bootstrap {
+    resamples: usize,
+    seed: u64,
+    level: f64,
 }
 
 pub struct Audit {
@@ -263,45 +303,37 @@ impl Audit {
         Ok(parts.join("; "))
     }
 
-    /// The report's JSON after the header and the verdict rows.
-    fn body(&self) -> Result<Map<String, Value>> {
-        let d = &self.design;
-        let shorts = |v: &[f32]| v.iter().map(|&x| short(x)).collect::<Vec<_>>();
-        let design = json!({
-            "thetas": shorts(&d.thetas),
-            "shifts": shorts(&d.shifts),
-            "max_new": d.max_new,
-            "bootstrap": {
-                "resamples": oracle::stats::BOOTSTRAP_RESAMPLES,
-                "seed": oracle::stats::BOOTSTRAP_SEED,
-                "level": 0.95,
+    fn body(&self) -> Result<serde_json::Value> {
+        let design = DesignData {
+            thetas: self.design.thetas.iter().map(|&t| short(t)).collect(),
+            shifts: self.design.shifts.iter().map(|&c| short(c)).collect(),
+            max_new: self.design.max_new,
+            bootstrap: Bootstrap {
+                resamples: oracle::stats::BOOTSTRAP_RESAMPLES,
+                seed: oracle::stats::BOOTSTRAP_SEED,
+                level: 0.95,
             },
-            "normalized_tolerance_at_theta_1_3": free_running::NORMALIZED_TOLERANCE,
-            "knife_edge_ulps": free_running::KNIFE_ULPS,
-        });
-        let mut body = Map::from_iter([("design".to_string(), design)]);
-        // One model (a single run): its fields at the top level; several: a list.
-        if let [one] = self.models.as_slice() {
-            let Value::Object(fields) = serde_json::to_value(one)? else {
-                anyhow::bail!("a model's runs are not a JSON object");
-            };
-            body.extend(fields);
-        } else {
-            body.insert("models".into(), serde_json::to_value(&self.models)?);
-        }
-        // One teacher-forced table as an object, any other count as a list.
-        let tf = match self.tf.as_slice() {
-            [one] => serde_json::to_value(one)?,
-            many => serde_json::to_value(many)?,
+            normalized_tolerance_at_theta_1_3: free_running::NORMALIZED_TOLERANCE,
+            knife_edge_ulps: free_running::KNIFE_ULPS,
         };
-        body.insert("teacher_forced".into(), tf);
-        if let Some(j) = &self.json {
-            body.insert("json_corpus".into(), serde_json::to_value(j)?);
-        }
-        if !self.structural.is_empty() {
-            body.insert("structural".into(), serde_json::to_value(&self.structural)?);
-        }
-        Ok(body)
+        // One model (a single run): its fields at the top level; several: a list.
+        let (one_model, models) = match self.models.as_slice() {
+            [one] => (Some(one), None),
+            many => (None, Some(many)),
+        };
+        let teacher_forced = match self.tf.as_slice() {
+            [one] => OneOrList::One(one),
+            many => OneOrList::List(many),
+        };
+        let body = Body {
+            design,
+            one_model,
+            models,
+            teacher_forced,
+            json_corpus: self.json.as_ref(),
+            structural: &self.structural,
+        };
+        Ok(serde_json::to_value(body)?)
     }
 
     fn model_texts(&self) -> Result<Vec<String>> {
