@@ -5,8 +5,9 @@
 //! holds each decision to the contract's line rules ([`decision_problem`]); `decide` itself
 //! makes any refusal one `error` line, so what this finds is mostly a panic or a slow check.
 //! It tallies how the vectors ended ([`Tally`]). The contract on the wire (exit codes, stdout,
-//! a closed pipe, a contained model load) is each binary's `Doors` test, which holds every
-//! process it runs to [`Outcome::problem`].
+//! a closed pipe, a contained model load) is each binary's `Doors` test, which runs every
+//! case as a process under a deadline and holds each refusal and `--help` to
+//! [`Outcome::problem`].
 //!
 //! A failing vector is shrunk (arguments dropped while it still fails) and printed so it can
 //! be run again by hand.
@@ -86,7 +87,8 @@ pub struct Fuzz {
     /// Vectors to generate and check.
     pub vectors: usize,
     pub seed: u64,
-    /// A decision that takes longer counts as a failure.
+    /// A decision that took longer counts as a failure. It is measured when the decision
+    /// returns, so a check that never returns hangs the test rather than failing it.
     pub timeout: Duration,
 }
 
@@ -553,7 +555,7 @@ fn tell(line: &str) {
 /// What breaks the contract in a line a process writes to stderr with its exit code, if
 /// anything: the line is one line, starts with `error`, tells of no panic, and comes with exit
 /// 1 or 2; a help text must not be empty. [`in_process`] applies it to every decision,
-/// [`Outcome::problem`] to every process a `Doors` test runs.
+/// [`Outcome::problem`] to every refusal and `--help` a `Doors` test runs.
 pub fn decision_problem<C>(d: &Decision<C>) -> Option<String> {
     match d {
         Decision::Print(text) if text.is_empty() => Some("printed an empty help text".to_string()),

@@ -8,10 +8,13 @@ pub mod gguf;
 use argv_fuzz::Outcome;
 use std::ffi::OsStr;
 use std::fmt::Debug;
+use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant};
 
 pub mod argv_fuzz;
 
@@ -34,7 +37,7 @@ pub fn run_bin_with_env(
     env: &[(&str, &str)],
 ) -> (i32, String, String) {
     let bin = bin.as_ref();
-    let out = output(bin, args, env, Stdio::piped());
+    let out = output(bin, args, env, Stdio::piped(), None);
     let code = out.code().unwrap_or(-1);
     let stdout = String::from_utf8(out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -51,12 +54,15 @@ pub const CHECK_ONLY: (&str, &str) = ("SAMPLER_AUDIT_CHECK_ONLY", "1");
 /// Asserts that `bin args` passes its checks in check-only mode: exit 0, nothing on stdout or
 /// stderr.
 pub fn assert_check_only_ok(bin: impl AsRef<OsStr>, args: &[&str]) {
-    let (code, stdout, stderr) = run_bin_with_env(bin, args, &[CHECK_ONLY]);
-    assert_eq!(
-        (code, stdout.as_str(), stderr.as_str()),
-        (0, "", ""),
-        "{args:?}"
+    let o = output(
+        bin.as_ref(),
+        args,
+        &[CHECK_ONLY],
+        Stdio::piped(),
+        Some(DOOR_DEADLINE),
     );
+    let ended = (o.code(), o.stdout.as_slice(), o.stderr.as_str());
+    assert_eq!(ended, (Some(0), &b""[..], ""), "{args:?}: {o:?}");
 }
 
 /// [`argv_fuzz::in_process`] sets a fuzz's variables (an empty `MODELS_CACHE`) in this process
@@ -71,22 +77,70 @@ pub fn with_env_unchanged<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// How long a door's process may take before it is killed and counted a failure: far more
+/// than any check-only run or refusal needs (a contained model load takes seconds), so that a
+/// binary that hangs fails its test instead of hanging it.
+pub const DOOR_DEADLINE: Duration = Duration::from_secs(120);
+
 /// How `bin args` ended with `env` set, stdin empty and stdout to `stdout` (stderr read
-/// lossily), started under [`with_env_unchanged`] and waited for outside it.
-fn output(bin: &OsStr, args: &[impl AsRef<OsStr>], env: &[(&str, &str)], stdout: Stdio) -> Outcome {
+/// lossily), started under [`with_env_unchanged`] and waited for outside it; past `deadline`
+/// the child is killed and the outcome has no status.
+fn output(
+    bin: &OsStr,
+    args: &[impl AsRef<OsStr>],
+    env: &[(&str, &str)],
+    stdout: Stdio,
+    deadline: Option<Duration>,
+) -> Outcome {
     let mut cmd = Command::new(bin);
     cmd.args(args)
         .envs(env.iter().copied())
         .stdin(Stdio::null());
-    cmd.stdout(stdout).stderr(Stdio::piped());
-    let out = with_env_unchanged(|| cmd.spawn())
-        .and_then(|child| child.wait_with_output())
+    // Its own process group, so that what it leaves behind can be killed with it: a grandchild
+    // holding our pipes would keep the readers below waiting past any deadline.
+    cmd.stdout(stdout).stderr(Stdio::piped()).process_group(0);
+    let mut child = with_env_unchanged(|| cmd.spawn())
         .unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
-    Outcome {
-        status: Some(out.status),
-        stdout: out.stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        let mut bytes = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut bytes);
+        }
+        bytes
+    };
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    let start = Instant::now();
+    // The pipes are read while the child runs, so a child that writes more than a pipe holds
+    // is not mistaken for a hung one.
+    std::thread::scope(|s| {
+        let out = s.spawn(|| drain(out.map(|p| Box::new(p) as _)));
+        let err = s.spawn(|| drain(err.map(|p| Box::new(p) as _)));
+        let group = -(child.id() as i32);
+        let status = loop {
+            let status = child.try_wait().expect("waiting for the child");
+            let late = deadline.is_some_and(|d| start.elapsed() > d);
+            if status.is_some() || late {
+                // SAFETY: a plain syscall on the group made above, whose id is the child's pid:
+                // past the deadline the child is not reaped yet, so the id cannot have been
+                // reused; after an exit it was the child's id microseconds ago, and a group
+                // with no members left is simply not found.
+                unsafe { libc::kill(group, libc::SIGKILL) };
+            }
+            match status {
+                Some(status) => break Some(status),
+                None if late => {
+                    let _ = child.wait();
+                    break None;
+                }
+                None => std::thread::sleep(Duration::from_millis(2)),
+            }
+        };
+        Outcome {
+            status,
+            stdout: out.join().expect("reading stdout"),
+            stderr: String::from_utf8_lossy(&err.join().expect("reading stderr")).into_owned(),
+        }
+    })
 }
 
 /// Held by every test that decodes a model, in-process or through a repro binary.
@@ -137,7 +191,7 @@ pub fn assert_refused(
     args: &[impl AsRef<OsStr> + Debug],
     env: &[(&str, &str)],
 ) -> String {
-    let o = output(bin.as_ref(), args, env, Stdio::piped());
+    let o = output(bin.as_ref(), args, env, Stdio::piped(), Some(DOOR_DEADLINE));
     assert_eq!((o.code(), o.problem()), (Some(2), None), "{args:?}: {o:?}");
     o.stderr
 }
@@ -164,7 +218,7 @@ pub fn assert_quiet_on_closed_pipe(
     let bin = bin.as_ref();
     let (reader, writer) = std::io::pipe().expect("a pipe");
     drop(reader);
-    let o = output(bin, args, env, writer.into());
+    let o = output(bin, args, env, writer.into(), Some(DOOR_DEADLINE));
     let name = bin.to_string_lossy();
     assert_eq!(
         o.code(),
@@ -210,7 +264,8 @@ pub struct Doors<'a> {
     pub check_only_ok: &'a [&'a str],
     /// Command lines refused (exit 2, one line) in check-only mode.
     pub check_only_refused: &'a [&'a str],
-    /// What `--help` states (each flag's bounds).
+    /// What `--help` states (each flag's bounds); `--help` itself must exit 0 with nothing on
+    /// stderr.
     pub help_states: &'a [&'a str],
     /// Command lines refused outside check-only mode (past a bound: refused before any work).
     pub refused: &'a [&'a str],
@@ -246,14 +301,20 @@ impl<'a> Doors<'a> {
         each(self.check_only_refused, &|a| {
             assert_refused(self.bin, a, &[CHECK_ONLY]);
         });
-        if !self.help_states.is_empty() {
-            let (_, help, _) = run_bin(self.bin, &["--help"]);
-            for text in self.help_states {
-                assert!(
-                    help.contains(text),
-                    "--help does not state '{text}':\n{help}"
-                );
-            }
+        let o = output(
+            self.bin.as_ref(),
+            &["--help"],
+            &[],
+            Stdio::piped(),
+            Some(DOOR_DEADLINE),
+        );
+        assert_eq!((o.code(), o.problem()), (Some(0), None), "--help: {o:?}");
+        let help = String::from_utf8_lossy(&o.stdout);
+        for text in self.help_states {
+            assert!(
+                help.contains(text),
+                "--help does not state '{text}':\n{help}"
+            );
         }
         each(self.refused, &|a| {
             assert_refused(self.bin, a, &[]);
@@ -308,5 +369,32 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The control of the deadline: a planted child that outlasts it is killed, ends with no
+    /// status, and breaks the contract; one that finishes in time keeps its output.
+    #[test]
+    fn a_door_that_hangs_is_killed_and_fails() {
+        let sh = OsStr::new("sh");
+        let short = Some(Duration::from_millis(300));
+        let start = Instant::now();
+        let hung = output(sh, &["-c", "sleep 30"], &[], Stdio::piped(), short);
+        assert!(start.elapsed() < Duration::from_secs(10), "{hung:?}");
+        assert!(hung.status.is_none(), "{hung:?}");
+        assert!(hung.problem().unwrap().contains("timeout"), "{hung:?}");
+        let quick = output(
+            sh,
+            &["-c", "echo out; echo err >&2"],
+            &[],
+            Stdio::piped(),
+            short,
+        );
+        let ended = (quick.code(), quick.stdout.as_slice(), quick.stderr.as_str());
+        assert_eq!(ended, (Some(0), &b"out\n"[..], "err\n"));
     }
 }
