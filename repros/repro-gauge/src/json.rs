@@ -14,7 +14,6 @@ use oracle::penalty::PenaltyParams;
 use oracle::window::WindowLen;
 use oracle::TokenId;
 use serde::{Serialize, Serializer};
-use serde_json::json;
 use subject::{Model, Sampler, SamplerSpec};
 
 /// The corpus: `(prompt, schema)`.
@@ -250,13 +249,21 @@ pub struct Totals {
 
 impl Serialize for JsonReport {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        json!({
-            "model": self.model_label,
-            "max_new": self.max_new,
-            "prompts_count": self.prompts.len(),
-            "variants": self.totals(),
-            "prompts": self.prompts,
-        })
+        #[derive(Serialize)]
+        struct Written<'a> {
+            model: &'a str,
+            max_new: usize,
+            prompts_count: usize,
+            variants: Vec<Totals>,
+            prompts: &'a [PromptResult],
+        }
+        Written {
+            model: &self.model_label,
+            max_new: self.max_new,
+            prompts_count: self.prompts.len(),
+            variants: self.totals(),
+            prompts: &self.prompts,
+        }
         .serialize(s)
     }
 }

@@ -5,9 +5,9 @@
 //! above 0 and |z|(theta - 1) at or below, depends on where the model's zero point sits.
 //!
 //! The design is the paper's A1 (PREREG F4 addendum 2026-11-30), in `free_running`; the
-//! report, its controls and its verdicts are in `audit`. `--json` prints the report (header,
-//! then `model`, `rows`, `value_checks`); `--audit` runs SmolLM2 and Gemma3 and the
-//! structured-output corpus and writes `results/gauge.<build>.*`,
+//! report and its controls are in `audit`, its verdict rules in `rule`. `--json` prints the
+//! report (header, then `model`, `rows`, `value_checks`); `--audit` runs SmolLM2 and Gemma3
+//! and the structured-output corpus and writes `results/gauge.<build>.*`,
 //! `results/gauge-ledger.<build>.*` (the fix's verdict from the same runs) and the plots.
 
 fn main() {
