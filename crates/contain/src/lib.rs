@@ -224,9 +224,15 @@ const POLL: Duration = Duration::from_micros(200);
 
 /// Runs `cmd` as a supervised child: stdin empty, stdout and stderr collected, killed at
 /// `timeout`. An error means the child could not be started at all.
-pub fn run(mut cmd: Command, timeout: Duration) -> Result<ChildOutcome> {
+pub fn run(cmd: Command, timeout: Duration) -> Result<ChildOutcome> {
+    run_to(cmd, Stdio::piped(), timeout)
+}
+
+/// [`run`] with the child's stdout sent to `stdout`: a pipe is collected as in [`run`];
+/// anything else (a test's closed pipe, say) leaves the outcome's stdout empty.
+pub fn run_to(mut cmd: Command, stdout: Stdio, timeout: Duration) -> Result<ChildOutcome> {
     cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(stdout)
         .stderr(Stdio::piped())
         .env("GGML_NO_BACKTRACE", "1")
         // Its own process group, so the deadline kills whatever it started too (a child
@@ -251,9 +257,8 @@ pub fn run(mut cmd: Command, timeout: Duration) -> Result<ChildOutcome> {
     let mut child = cmd.spawn().context("starting a contained child")?;
     // Read both pipes on their own threads: a child that fills one pipe while we wait on the
     // other would otherwise stall until the deadline.
-    let out_pipe = child.stdout.take().context("child stdout")?;
-    let err_pipe = child.stderr.take().context("child stderr")?;
-    let (out_reader, err_reader) = (drain(out_pipe), drain(err_pipe));
+    let out_reader = child.stdout.take().map(drain);
+    let err_reader = drain(child.stderr.take().context("child stderr")?);
     let start = Instant::now();
     let ended = loop {
         if let Some(status) = child.try_wait().context("waiting for a contained child")? {
@@ -278,7 +283,7 @@ pub fn run(mut cmd: Command, timeout: Duration) -> Result<ChildOutcome> {
         }
         std::thread::sleep(POLL);
     };
-    let stdout = out_reader.join().unwrap_or_default();
+    let stdout = out_reader.and_then(|r| r.join().ok()).unwrap_or_default();
     let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
     Ok(ChildOutcome {
         ended,

@@ -6,15 +6,15 @@
 pub mod gguf;
 
 use argv_fuzz::Outcome;
+use contain::Ended;
 use std::ffi::OsStr;
 use std::fmt::Debug;
-use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub mod argv_fuzz;
 
@@ -83,8 +83,9 @@ pub fn with_env_unchanged<R>(f: impl FnOnce() -> R) -> R {
 pub const DOOR_DEADLINE: Duration = Duration::from_secs(120);
 
 /// How `bin args` ended with `env` set, stdin empty and stdout to `stdout` (stderr read
-/// lossily), started under [`with_env_unchanged`] and waited for outside it; past `deadline`
-/// the child is killed and the outcome has no status.
+/// lossily), started under [`with_env_unchanged`] as a supervised child (`contain::run_to`:
+/// its own process group, both pipes drained while it runs) and waited for outside it; past
+/// `deadline` the child is killed and the outcome has no status.
 fn output(
     bin: &OsStr,
     args: &[impl AsRef<OsStr>],
@@ -93,54 +94,20 @@ fn output(
     deadline: Option<Duration>,
 ) -> Outcome {
     let mut cmd = Command::new(bin);
-    cmd.args(args)
-        .envs(env.iter().copied())
-        .stdin(Stdio::null());
-    // Its own process group, so that what it leaves behind can be killed with it: a grandchild
-    // holding our pipes would keep the readers below waiting past any deadline.
-    cmd.stdout(stdout).stderr(Stdio::piped()).process_group(0);
-    let mut child = with_env_unchanged(|| cmd.spawn())
-        .unwrap_or_else(|e| panic!("could not run {}: {e}", bin.to_string_lossy()));
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        let mut bytes = Vec::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_end(&mut bytes);
-        }
-        bytes
+    cmd.args(args).envs(env.iter().copied());
+    let deadline = deadline.unwrap_or(Duration::MAX);
+    let o = with_env_unchanged(|| contain::run_to(cmd, stdout, deadline))
+        .unwrap_or_else(|e| panic!("could not run {}: {e:#}", bin.to_string_lossy()));
+    let status = match o.ended {
+        Ended::Exited(code) => Some(ExitStatus::from_raw(code << 8)),
+        Ended::Signal(s) => Some(ExitStatus::from_raw(s)),
+        Ended::TimedOut(_) => None,
     };
-    let (out, err) = (child.stdout.take(), child.stderr.take());
-    let start = Instant::now();
-    // The pipes are read while the child runs, so a child that writes more than a pipe holds
-    // is not mistaken for a hung one.
-    std::thread::scope(|s| {
-        let out = s.spawn(|| drain(out.map(|p| Box::new(p) as _)));
-        let err = s.spawn(|| drain(err.map(|p| Box::new(p) as _)));
-        let group = -(child.id() as i32);
-        let status = loop {
-            let status = child.try_wait().expect("waiting for the child");
-            let late = deadline.is_some_and(|d| start.elapsed() > d);
-            if status.is_some() || late {
-                // SAFETY: a plain syscall on the group made above, whose id is the child's pid:
-                // past the deadline the child is not reaped yet, so the id cannot have been
-                // reused; after an exit it was the child's id microseconds ago, and a group
-                // with no members left is simply not found.
-                unsafe { libc::kill(group, libc::SIGKILL) };
-            }
-            match status {
-                Some(status) => break Some(status),
-                None if late => {
-                    let _ = child.wait();
-                    break None;
-                }
-                None => std::thread::sleep(Duration::from_millis(2)),
-            }
-        };
-        Outcome {
-            status,
-            stdout: out.join().expect("reading stdout"),
-            stderr: String::from_utf8_lossy(&err.join().expect("reading stderr")).into_owned(),
-        }
-    })
+    Outcome {
+        status,
+        stdout: o.stdout,
+        stderr: o.stderr,
+    }
 }
 
 /// Held by every test that decodes a model, in-process or through a repro binary.
@@ -375,6 +342,7 @@ impl Drop for Scratch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     /// The control of the deadline: a planted child that outlasts it is killed, ends with no
     /// status, and breaks the contract; one that finishes in time keeps its output.
