@@ -1,13 +1,13 @@
 //! Command-line fuzzing for the binaries' contract. From a list of a binary's real flags, a
 //! seeded generator builds argument vectors (unknown and repeated flags, missing and empty
 //! values, huge, tiny and non-finite numbers, unicode and invalid UTF-8, lists of thousands of
-//! items, valid values mixed in). [`in_process`] hands every vector to the binary's `check` through `cmdline::decide` and
-//! holds each decision to the contract's line rules ([`decision_problem`]); `decide` itself
-//! makes any refusal one `error` line, so what this finds is mostly a panic or a slow check.
-//! It tallies how the vectors ended ([`Tally`]). The contract on the wire (exit codes, stdout,
-//! a closed pipe, a contained model load) is each binary's `Doors` test, which runs every
-//! case as a process under a deadline and holds each refusal and `--help` to
-//! [`Outcome::problem`].
+//! items, valid values mixed in). [`in_process`] hands every vector to the binary's `check`
+//! through `cmdline::decide` and holds each decision to the contract's line rules
+//! ([`decision_problem`]); `decide` itself makes any refusal one `error` line, so what this
+//! finds is mostly a panic or a slow check. It tallies how the vectors ended ([`Tally`]). The
+//! contract on the wire (exit codes, stdout, a closed pipe, a contained model load) is each
+//! binary's `Doors` test, which runs every case as a process under a deadline and holds each
+//! refusal and `--help` to [`Outcome::problem`].
 //!
 //! A failing vector is shrunk (arguments dropped while it still fails) and printed so it can
 //! be run again by hand.
