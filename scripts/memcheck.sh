@@ -164,7 +164,12 @@ if [ $# -gt 0 ]; then
   exit "$FAILED"
 fi
 
-for bin in target/release/memcheck-planted target/release/repro-clone legacy/target/release/repro-clone; do
+# The builds to check, `name=bin-folder` per line, the default build first (the Makefile
+# passes them from buildgen).
+BUILD_BINS=${MEMCHECK_BUILDS:-b11429=target/release}
+DEFAULT_BUILD=${BUILD_BINS%%=*}
+
+for bin in target/release/memcheck-planted $(for b in $BUILD_BINS; do echo "${b#*=}/repro-clone"; done); do
   if [ ! -x "$bin" ]; then
     echo "error: $bin is missing; run \`make build\` first" >&2
     exit 2
@@ -175,15 +180,13 @@ control clean
 control leak
 control invalid-read
 
-for build in 0.1.161 0.1.154; do
-  case $build in
-    0.1.161) bin=target/release ;;
-    0.1.154) bin=legacy/target/release ;;
-  esac
+for entry in $BUILD_BINS; do
+  build=${entry%%=*}
+  bin=${entry#*=}
   # F1: the minimal case with llama.cpp's penalties and with ledger-penalties, then
   # clone-then-continue of every stateful sampler. --stateful's own memcheck probes run as
   # children under their own valgrind (their findings, such as adaptive_p's invalid read on
-  # 0.1.161, are the report's rows); this memcheck sees the parent only.
+  # b11429, are the report's rows); this memcheck sees the parent only.
   check "$build" "$bin/repro-clone"
   check "$build" "$bin/repro-clone" --sampler ledger
   check "$build" "$bin/repro-clone" --stateful
@@ -204,9 +207,9 @@ for build in 0.1.161 0.1.154; do
   # system turn (10 prompt tokens instead of 31, a third of the decoding under valgrind) and
   # without the sha256 check, which gemma3's run (by name) does. gemma3's file carries no chat
   # template, so it runs by name only, and on the default build only: it takes 90 s under
-  # valgrind, and the legacy build's wrapper and decode path are the ones SmolLM2 covers.
+  # valgrind, and the other builds' wrapper and decode path are the ones SmolLM2 covers.
   check "$build" "$bin/repro-scope" --model "$MODELS/smollm2.gguf" "${DECODE[@]}"
-  if [ "$build" = 0.1.161 ]; then
+  if [ "$build" = "$DEFAULT_BUILD" ]; then
     check "$build" "$bin/repro-scope" --model gemma3 "${DECODE[@]}"
   fi
 done

@@ -1,66 +1,88 @@
-//! Which llama.cpp this binary links, stated as precisely as the build allows, and the
-//! start-up check that the name is right.
+//! Which llama.cpp this binary links, named as a llama.cpp user names it, and the start-up
+//! check that the name is right. The facts come from this crate's build script (the lockfile,
+//! the release table of the `builds` crate, the vendored sources) and from the library itself.
 
 use anyhow::{bail, Result};
-use std::ffi::CStr;
 
-/// The pinned builds: the `llama-cpp-sys-2` release each lockfile names and the version its
-/// linked library reports through `ggml_version()` (read from the vendored
-/// `ggml/CMakeLists.txt` of each release).
-pub const PINNED: [(&str, &str); 2] = [("0.1.161", "0.26.0"), ("0.1.154", "0.18.0")];
-
-/// The pinned crate release (read from the lockfile at build time) and the ggml version the
-/// linked library reports about itself at run time.
+/// The build this binary was compiled against.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildInfo {
-    /// `llama-cpp-sys-2` version, e.g. `0.1.161`.
+    /// The name used in file names, commands, verdicts and snapshots: the llama.cpp tag
+    /// (`b11429`), the short commit of an untagged revision, or a tree's name
+    /// (`tree-<sources hash>` for a tree without git).
+    pub name: String,
+    /// The llama.cpp commit (40 hex digits), empty for a tree without git.
+    pub commit: String,
+    /// The `llama-cpp-sys-2` version whose build script compiled it.
     pub crate_version: String,
-    /// `ggml_version()` of the linked library, e.g. `0.26.0`.
-    pub ggml_version: String,
+    /// `ggml_version()` of the linked library, where the release has that call (b6002 on).
+    pub ggml_version: Option<String>,
+    /// `builds::sources_sha256` of the compiled tree.
+    pub sources_sha256: String,
+    /// A maintainer's tree (built through `buildgen` from a path) rather than a release.
+    pub tree: Option<String>,
 }
 
-/// Refuses a binary whose lockfile name and linked library disagree. The name comes from the
-/// first `Cargo.lock` above the target directory at build time, which the wrong lockfile can
-/// supply (a legacy build whose target directory sits inside the root workspace); the ggml
-/// version comes from the library itself.
-pub fn check_identity(crate_version: &str, ggml_version: &str) -> Result<()> {
-    match PINNED.iter().find(|(c, _)| *c == crate_version) {
-        None => bail!(
-            "this binary names llama-cpp-sys-2 '{crate_version}', which is not a pinned build ({}); rebuild it through make",
-            PINNED.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ")
-        ),
-        Some((_, want)) if *want != ggml_version => bail!(
-            "this binary's lockfile names llama-cpp-sys-2 {crate_version} (ggml {want}) but it links ggml {ggml_version}; rebuild it through make"
-        ),
-        Some(_) => Ok(()),
+/// What the build script recorded.
+const CRATE_VERSION: &str = env!("SUBJECT_SYS_VERSION");
+const KIND: &str = env!("SUBJECT_BUILD_KIND");
+const COMMIT: &str = env!("SUBJECT_LLAMA_COMMIT");
+const TAG: &str = env!("SUBJECT_LLAMA_TAG");
+const TREE_PATH: &str = env!("SUBJECT_TREE_PATH");
+const TREE_DIRTY: &str = env!("SUBJECT_TREE_DIRTY");
+const SOURCES: &str = env!("SUBJECT_SOURCES_SHA256");
+const GGML_DECLARED: &str = env!("SUBJECT_GGML_DECLARED");
+
+/// The ggml version the linked library reports, where it can.
+fn linked_ggml() -> Option<String> {
+    #[cfg(llama_fn = "ggml_version")]
+    {
+        // SAFETY: ggml_version returns a pointer to a static NUL-terminated string.
+        let v = unsafe { std::ffi::CStr::from_ptr(ffi!(crate::compat::ggml_version())) };
+        Some(v.to_string_lossy().into_owned())
     }
+    #[cfg(not(llama_fn = "ggml_version"))]
+    None
 }
 
 impl BuildInfo {
     pub fn current() -> BuildInfo {
-        // SAFETY: ggml_version returns a pointer to a static NUL-terminated string.
-        let ggml = unsafe { CStr::from_ptr(ffi!(llama_cpp_sys_2::ggml_version())) };
+        let tree = (KIND == "tree").then(|| TREE_PATH.to_string());
+        let name = match (&tree, TAG, COMMIT) {
+            (None, "", c) if c.len() >= 7 => c[..7].to_string(),
+            (None, t, _) => t.to_string(),
+            (Some(_), t, _) if !t.is_empty() => t.to_string(),
+            (Some(_), _, c) if c.len() >= 7 => c[..7].to_string(),
+            (Some(_), _, _) => format!("tree-{}", &SOURCES[..12]),
+        };
+        let name = if TREE_DIRTY == "true" { format!("{name}-dirty") } else { name };
         BuildInfo {
-            crate_version: env!("SUBJECT_SYS_VERSION").to_string(),
-            ggml_version: ggml.to_string_lossy().into_owned(),
+            name,
+            commit: COMMIT.to_string(),
+            crate_version: CRATE_VERSION.to_string(),
+            ggml_version: linked_ggml(),
+            sources_sha256: SOURCES.to_string(),
+            tree,
         }
     }
 
-    /// [`BuildInfo::current`], refused when the linked library is not the build named.
+    /// [`BuildInfo::current`], refused when the build is not what it says: a release whose
+    /// compiled sources are not the ones the release table names, or a library whose ggml
+    /// version is not the one its sources declare.
     pub fn verified() -> Result<BuildInfo> {
         let b = BuildInfo::current();
-        check_identity(&b.crate_version, &b.ggml_version)?;
+        check(&b, &builds::releases(), GGML_DECLARED)?;
         Ok(b)
     }
 
-    /// The short name used in file names, commands and verdicts: the crate version.
+    /// The short name used in file names, commands and verdicts.
     pub fn tag(&self) -> &str {
-        &self.crate_version
+        &self.name
     }
 
-    /// The crate version with dots turned into underscores, for snapshot names.
+    /// The name with dots turned into underscores, for snapshot names.
     pub fn slug(&self) -> String {
-        self.crate_version.replace('.', "_")
+        self.name.replace(['.', '-'], "_")
     }
 
     /// Who a report is about: `finding` and verdict `name` on this build.
@@ -74,13 +96,56 @@ impl BuildInfo {
         }
     }
 
-    /// One line a person can read: `llama-cpp-sys-2 0.1.161 (ggml 0.26.0)`.
+    /// One line a person can read, the llama.cpp name first:
+    /// `llama.cpp b11429 (d812350) via llama-cpp-sys-2 0.1.161, ggml 0.26.0`.
     pub fn describe(&self) -> String {
-        format!(
-            "llama-cpp-sys-2 {} (ggml {})",
-            self.crate_version, self.ggml_version
-        )
+        let commit = if self.commit.len() >= 7 { &self.commit[..7] } else { "no git" };
+        let ggml = self
+            .ggml_version
+            .as_deref()
+            .map_or(String::new(), |g| format!(", ggml {g}"));
+        match &self.tree {
+            None => format!(
+                "llama.cpp {} ({commit}) via llama-cpp-sys-2 {}{ggml}",
+                self.name, self.crate_version
+            ),
+            Some(path) => format!(
+                "llama.cpp tree {} ({commit}, sampler sources {}) at {path}, built by llama-cpp-sys-2 {}'s build script{ggml}",
+                self.name,
+                &self.sources_sha256[..12],
+                self.crate_version
+            ),
+        }
     }
+}
+
+/// The checks of [`BuildInfo::verified`], on stated facts so a test can plant a mismatch.
+pub fn check(b: &BuildInfo, table: &[builds::Release], ggml_declared: &str) -> Result<()> {
+    if b.tree.is_none() {
+        let Some(r) = table.iter().find(|r| r.crate_version == b.crate_version) else {
+            bail!(
+                "this binary names llama-cpp-sys-2 '{}', which the release table does not list; rebuild it through make",
+                b.crate_version
+            );
+        };
+        if r.sources_sha256 != b.sources_sha256 {
+            bail!(
+                "this binary was compiled from sampler sources {} but the release table names {} for llama-cpp-sys-2 {} ({}); refusing to run",
+                &b.sources_sha256[..16],
+                &r.sources_sha256[..16],
+                r.crate_version,
+                r.name()
+            );
+        }
+    }
+    if let Some(linked) = &b.ggml_version {
+        if !ggml_declared.is_empty() && linked != ggml_declared {
+            bail!(
+                "this binary's sources declare ggml {ggml_declared} but it links ggml {linked}; rebuild it through make"
+            );
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -88,17 +153,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_mislabelled_or_unknown_build_is_refused() {
-        assert!(check_identity("0.1.161", "0.26.0").is_ok());
-        assert!(check_identity("0.1.154", "0.18.0").is_ok());
-        let e = check_identity("0.1.161", "0.18.0").unwrap_err().to_string();
-        assert!(e.contains("links ggml 0.18.0"), "{e}");
-        assert!(check_identity("0.1.154", "0.26.0").is_err());
-        assert!(check_identity("unknown", "0.26.0").is_err());
+    fn a_build_whose_sources_or_library_differ_from_its_name_is_refused() {
+        let table = builds::releases();
+        let good = BuildInfo::current();
+        check(&good, &table, GGML_DECLARED).unwrap();
+        let mut other = good.clone();
+        other.sources_sha256 = "0".repeat(64);
+        let e = check(&other, &table, GGML_DECLARED).unwrap_err().to_string();
+        assert!(e.contains("release table names"), "{e}");
+        let mut unknown = good.clone();
+        unknown.crate_version = "0.0.1".into();
+        assert!(check(&unknown, &table, GGML_DECLARED).is_err());
+        if good.ggml_version.is_some() {
+            let e = check(&good, &table, "9.9.9").unwrap_err().to_string();
+            assert!(e.contains("links ggml"), "{e}");
+        }
     }
 
     #[test]
     fn the_linked_library_is_the_build_its_lockfile_names() {
-        BuildInfo::verified().unwrap();
+        let b = BuildInfo::verified().unwrap();
+        let r = builds::releases();
+        let r = r.iter().find(|r| r.crate_version == b.crate_version).unwrap();
+        assert_eq!(b.name, r.name());
+        assert!(b.describe().starts_with(&format!("llama.cpp {} (", r.name())), "{}", b.describe());
     }
 }

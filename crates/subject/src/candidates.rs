@@ -2,7 +2,7 @@
 //! kept in view.
 
 use anyhow::{bail, Context, Result};
-use llama_cpp_sys_2::{llama_token_data, llama_token_data_array};
+use crate::compat::{llama_token_data, llama_token_data_array};
 use oracle::TokenId;
 use std::collections::HashSet;
 

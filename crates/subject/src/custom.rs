@@ -11,7 +11,7 @@
 
 use crate::sampler::Sampler;
 use anyhow::Result;
-use llama_cpp_sys_2 as sys;
+use crate::compat as sys;
 use oracle::TokenId;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_void};

@@ -14,7 +14,7 @@
 use crate::candidates::lend_first;
 use crate::sampler::Sampler;
 use anyhow::{bail, Context, Result};
-use llama_cpp_sys_2 as sys;
+use crate::compat as sys;
 use oracle::TokenId;
 
 /// One entry as C left it.

@@ -6,14 +6,16 @@
 //! Rust). What it refuses is listed in [`promise`]; [`ffi_calls_on_this_thread`] counts the
 //! calls it makes.
 //!
-//! The same source builds against two releases: with the `legacy-api` feature it calls the
-//! older signatures (0.1.154 and earlier).
+//! The same source builds against every release from b4240: the build script reads the linked
+//! release's header, and [`compat`](crate) holds the few calls spelled differently across
+//! releases. A sampler a release lacks is [`NotOffered`], never a build failure.
 
 // First: `ffi!`, which every other module uses, is defined there.
 #[macro_use]
 pub mod promise;
 
 mod build;
+mod compat;
 mod candidates;
 mod custom;
 mod edge;
@@ -26,7 +28,7 @@ mod sampler;
 mod spec;
 mod vocab;
 
-pub use build::{BuildInfo, PINNED};
+pub use build::BuildInfo;
 pub use candidates::{Candidate, Candidates};
 pub use custom::{ArrayView, CustomSampler};
 pub use edge::{RawEntry, RawResult};
@@ -37,5 +39,5 @@ pub use preflight::{preflight, LOAD_TASK, LOAD_TIMEOUT};
 pub use probe::{IdOrder, LogitsArray, ProbeArray};
 pub use promise::ffi_calls_on_this_thread;
 pub use sampler::Sampler;
-pub use spec::{DryParams, SamplerSpec, MAX_WINDOW};
+pub use spec::{DryParams, NotOffered, SamplerSpec, MAX_WINDOW};
 pub use vocab::Vocab;

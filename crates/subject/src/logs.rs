@@ -1,7 +1,7 @@
 //! llama.cpp's global log callback, silenced once per process (every handle-creating module
 //! calls [`quiet_logs`] first; a module of its own so none of them depends on another for it).
 
-use llama_cpp_sys_2 as sys;
+use crate::compat as sys;
 use std::sync::Once;
 
 /// llama.cpp logs through a global callback; the samplers only log warnings we surface as

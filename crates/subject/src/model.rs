@@ -7,7 +7,7 @@
 
 use crate::vocab::{decode_piece, filled, load_raw};
 use anyhow::{bail, ensure, Context as _, Result};
-use llama_cpp_sys_2 as sys;
+use crate::compat as sys;
 use oracle::TokenId;
 use std::ffi::CString;
 use std::path::Path;
@@ -241,7 +241,7 @@ pub(crate) fn init_context(
         p.n_threads_batch = threads;
         p.no_perf = true;
         if attention == Attention::Plain {
-            p.flash_attn_type = sys::LLAMA_FLASH_ATTN_TYPE_DISABLED;
+            crate::compat::plain_attention(&mut p);
         }
         ffi!(sys::llama_init_from_model(model.raw.as_ptr(), p))
     };

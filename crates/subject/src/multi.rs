@@ -20,7 +20,7 @@
 
 use crate::model::{init_context, Attention, Model, RawContext, Weights};
 use anyhow::{ensure, Context as _, Result};
-use llama_cpp_sys_2 as sys;
+use crate::compat as sys;
 use oracle::TokenId;
 use std::sync::Arc;
 

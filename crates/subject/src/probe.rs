@@ -8,7 +8,7 @@
 use crate::candidates::{id_ordered, lend, lend_first, Candidate, Candidates};
 use crate::sampler::Sampler;
 use anyhow::{bail, Context, Result};
-use llama_cpp_sys_2 as sys;
+use crate::compat as sys;
 
 pub struct ProbeArray {
     template: Vec<sys::llama_token_data>,

@@ -145,6 +145,11 @@ mod tests {
             let all = std::fs::read_to_string(&f).unwrap();
             let text = all.split("\n#[cfg(test)]\nmod tests").next().unwrap();
             let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            // The shims forward one call each and are themselves called inside `ffi!(`, so
+            // each C call is counted once, at its call site.
+            if name == "compat.rs" {
+                continue;
+            }
             for prefix in ["sys::", "llama_cpp_sys_2::"] {
                 for (i, _) in text.match_indices(prefix) {
                     let before = &text[..i];

@@ -4,7 +4,7 @@ use crate::candidates::{id_ordered, lend, Candidates};
 use crate::logs::quiet_logs;
 use crate::vocab::Vocab;
 use anyhow::{bail, Context, Result};
-use llama_cpp_sys_2 as sys;
+use crate::compat as sys;
 use oracle::TokenId;
 use std::ffi::CStr;
 use std::ffi::CString;
@@ -263,18 +263,33 @@ impl Sampler {
 }
 
 fn clonable(raw: *mut sys::llama_sampler) -> bool {
-    // SAFETY: `raw` is live; iface is a static table; chain_get returns NULL for non-chains
-    // when i >= 0 and is only called with in-range indices.
+    // SAFETY: `raw` is live; iface is a static table; chain_n and chain_get are only called on
+    // a chain (its iface is the chain table) with in-range indices.
     unsafe {
         let iface = &*(*raw).iface;
         if iface.clone.is_none() && !(*raw).ctx.is_null() {
             return false;
         }
-        let is_chain = !ffi!(sys::llama_sampler_chain_get(raw, -1)).is_null();
-        if is_chain {
+        if (*raw).iface as *const sys::llama_sampler_i == chain_iface() {
             let n = ffi!(sys::llama_sampler_chain_n(raw));
             return (0..n).all(|i| clonable(ffi!(sys::llama_sampler_chain_get(raw, i))));
         }
         true
     }
+}
+
+/// The interface table every chain shares. Asked of a chain made for the purpose, because
+/// before b10200 `llama_sampler_chain_get` reads any sampler's context as a chain's, so it
+/// cannot tell a chain apart.
+fn chain_iface() -> *const sys::llama_sampler_i {
+    static IFACE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *IFACE.get_or_init(|| {
+        // SAFETY: a fresh chain, read once and freed; the table it points to is static.
+        unsafe {
+            let chain = ffi!(sys::llama_sampler_chain_init(ffi!(sys::llama_sampler_chain_default_params())));
+            let iface = (*chain).iface as usize;
+            ffi!(sys::llama_sampler_free(chain));
+            iface
+        }
+    }) as *const sys::llama_sampler_i
 }

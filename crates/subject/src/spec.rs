@@ -6,7 +6,7 @@
 
 use crate::sampler::Sampler;
 use anyhow::{bail, Context, Result};
-use llama_cpp_sys_2 as sys;
+use crate::compat as sys;
 use oracle::penalty::PenaltyParams;
 use oracle::stage::Stage;
 use oracle::window::WindowLen;
@@ -21,7 +21,8 @@ pub struct DryParams {
     pub base: f32,
     pub allowed_length: i32,
     pub last_n: i32,
-    /// Only the 0.1.154 API takes this (it resolves `last_n = -1`); ignored otherwise.
+    /// Only the releases whose DRY takes a training context use this (b4524 to b10200, where it
+    /// resolves `last_n = -1`); ignored otherwise.
     pub n_ctx_train: i32,
 }
 
@@ -184,8 +185,31 @@ impl SamplerSpec {
         Ok(())
     }
 
-    /// Validates, then asks llama.cpp for the sampler.
+    /// Why the linked release cannot build this sampler, if it cannot: its header does not
+    /// declare the init function, or declares one that needs a model this wrapper does not pass
+    /// (DRY before b4524 takes a `llama_model` and reads it even without sequence breakers).
+    pub fn not_offered(&self) -> Option<NotOffered> {
+        let missing = match self {
+            SamplerSpec::Stage { stage: Stage::TopNSigma { .. }, .. } => {
+                (!cfg!(llama_fn = "llama_sampler_init_top_n_sigma")).then_some("top_n_sigma")
+            }
+            SamplerSpec::AdaptiveP { .. } => {
+                (!cfg!(llama_fn = "llama_sampler_init_adaptive_p")).then_some("adaptive_p")
+            }
+            SamplerSpec::Dry(_) => {
+                (!cfg!(llama_param0 = "llama_sampler_init_dry:llama_vocab*")).then_some("dry without a model")
+            }
+            _ => None,
+        };
+        missing.map(|what| NotOffered { what })
+    }
+
+    /// Validates, then asks llama.cpp for the sampler. A sampler the linked release lacks is a
+    /// [`NotOffered`] error (downcast it to tell it from a failure).
     pub fn build(&self) -> Result<Sampler> {
+        if let Some(n) = self.not_offered() {
+            return Err(n.into());
+        }
         self.validate()
             .with_context(|| format!("invalid parameters for {self:?}"))?;
         // SAFETY: every init function below takes plain values (or a pointer to a buffer
@@ -216,7 +240,16 @@ impl SamplerSpec {
                     target,
                     decay,
                     seed,
-                } => ffi!(sys::llama_sampler_init_adaptive_p(*target, *decay, *seed)),
+                } => {
+                    #[cfg(llama_fn = "llama_sampler_init_adaptive_p")]
+                    let raw = ffi!(sys::llama_sampler_init_adaptive_p(*target, *decay, *seed));
+                    #[cfg(not(llama_fn = "llama_sampler_init_adaptive_p"))]
+                    let raw: *mut sys::llama_sampler = {
+                        let _ = (target, decay, seed);
+                        unreachable!("refused by not_offered")
+                    };
+                    raw
+                }
             }
         };
         // SAFETY: `raw` was just returned by an init function and is owned by nobody else.
@@ -224,6 +257,21 @@ impl SamplerSpec {
             .with_context(|| format!("llama.cpp returned no sampler for {self:?}"))
     }
 }
+
+/// A sampler the linked llama.cpp does not offer: reported as `not offered` on that build,
+/// never as a failure of the audit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotOffered {
+    pub what: &'static str,
+}
+
+impl std::fmt::Display for NotOffered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} is not offered by this build's C API", self.what)
+    }
+}
+
+impl std::error::Error for NotOffered {}
 
 fn validate_stage(stage: &Stage, n_vocab: i32) -> Result<()> {
     match stage {
@@ -304,15 +352,13 @@ unsafe fn init_stage(stage: &Stage, n_vocab: i32, seed: u32) -> Result<*mut sys:
                 *min_keep,
                 seed
             )),
+            #[cfg(llama_fn = "llama_sampler_init_top_n_sigma")]
             Stage::TopNSigma { n } => ffi!(sys::llama_sampler_init_top_n_sigma(*n)),
+            #[cfg(not(llama_fn = "llama_sampler_init_top_n_sigma"))]
+            Stage::TopNSigma { .. } => unreachable!("refused by not_offered"),
             Stage::Penalties { last_n, params } => {
                 let (n, r, f, p) = (last_n.0 as i32, params.repeat, params.freq, params.present);
-                #[cfg(not(feature = "legacy-api"))]
-                let raw = ffi!(sys::llama_sampler_init_penalties(n_vocab, n, r, f, p));
-                // 0.1.154's signature takes no vocabulary size.
-                #[cfg(feature = "legacy-api")]
-                let raw = ffi!(sys::llama_sampler_init_penalties(n, r, f, p));
-                raw
+                ffi!(sys::penalties(n_vocab, n, r, f, p))
             }
             Stage::LogitBias { biases } => {
                 let raw: Vec<sys::llama_logit_bias> = biases
@@ -333,21 +379,17 @@ unsafe fn init_stage(stage: &Stage, n_vocab: i32, seed: u32) -> Result<*mut sys:
     })
 }
 
-// DRY is built without a vocabulary: with no sequence breakers llama.cpp never reads it. The
-// 0.1.154 signature also takes the training context (it resolves `last_n = -1`).
+// DRY is built without a vocabulary: with no sequence breakers llama.cpp never reads it.
+// Releases b4524 to b10200 also take the training context (it resolves `last_n = -1`).
 fn init_dry(d: &DryParams) -> *mut sys::llama_sampler {
     let (vocab, breakers) = (std::ptr::null(), std::ptr::null_mut());
     let (m, b, len, n) = (d.multiplier, d.base, d.allowed_length, d.last_n);
     // SAFETY: no vocabulary and no breakers (NULL, 0): plain values in, an owned sampler or
     // NULL out.
-    #[cfg(not(feature = "legacy-api"))]
-    let raw = unsafe {
-        ffi!(sys::llama_sampler_init_dry(
-            vocab, m, b, len, n, breakers, 0
-        ))
-    };
+    #[cfg(all(llama_param0 = "llama_sampler_init_dry:llama_vocab*", llama_arity = "llama_sampler_init_dry:7"))]
+    let raw = unsafe { ffi!(sys::llama_sampler_init_dry(vocab, m, b, len, n, breakers, 0)) };
     // SAFETY: as above.
-    #[cfg(feature = "legacy-api")]
+    #[cfg(llama_arity = "llama_sampler_init_dry:8")]
     let raw = unsafe {
         ffi!(sys::llama_sampler_init_dry(
             vocab,
@@ -359,6 +401,12 @@ fn init_dry(d: &DryParams) -> *mut sys::llama_sampler {
             breakers,
             0
         ))
+    };
+    // Before b4524 DRY takes a model and reads it: `not_offered` refuses it first.
+    #[cfg(not(llama_param0 = "llama_sampler_init_dry:llama_vocab*"))]
+    let raw = {
+        let _ = (vocab, breakers, m, b, len, n);
+        unreachable!("refused by not_offered")
     };
     raw
 }

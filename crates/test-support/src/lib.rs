@@ -1,4 +1,4 @@
-//! Dev-only helpers shared by every test binary (root workspace and `legacy/`): running a repro
+//! Dev-only helpers shared by every test binary (root workspace and generated builds): running a repro
 //! binary, the lock that keeps model decoding to one test at a time, per-build snapshot names,
 //! and the checks on every binary's command line ([`Doors`], and argument fuzzing in
 //! [`argv_fuzz`]).
@@ -121,20 +121,20 @@ pub fn one_at_a_time() -> MutexGuard<'static, ()> {
     DECODER.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The snapshot suffix of the linked llama-cpp-sys-2 build: `b0_1_161`, `b0_1_154`.
+/// The snapshot suffix of the linked build: its llama.cpp name (`b11429`, `b10200`).
 pub fn build_suffix() -> String {
-    format!("b{}", subject::BuildInfo::current().slug())
+    subject::BuildInfo::current().slug()
 }
 
 /// The committed `results/` folder. Found from this crate's own folder, which is the same on
-/// every build: a test compiled by `legacy/Cargo.toml` has its manifest folder in `legacy/`.
+/// every build: a test compiled by a generated workspace has its manifest folder elsewhere.
 pub fn results_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results")
 }
 
 /// Runs `f` with insta's snapshot suffix set to [`build_suffix`], so a snapshot named `census`
-/// is stored as `<test>__census@b0_1_161.snap` on the root build and `...@b0_1_154.snap` on
-/// the legacy one. Other settings in force are kept.
+/// is stored as `<test>__census@b11429.snap` on the default build and `...@b10200.snap` on
+/// the older one. Other settings in force are kept.
 pub fn per_build<R>(f: impl FnOnce() -> R) -> R {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_suffix(build_suffix());

@@ -3,17 +3,11 @@
 use std::fs;
 use tidy::{cycles, files_without_summary, module_graph, root, rust_files};
 
-/// Repro binaries that run on the default build only, and why.
-const DEFAULT_BUILD_ONLY: &[(&str, &str)] = &[(
-    "penalty-cost",
-    "F5 times the fix on the default build; the legacy build has no claim to time",
-)];
-
 #[test]
 fn every_source_file_opens_with_a_summary_line() {
     let root = root();
     let mut files = Vec::new();
-    for dir in ["crates", "repros", "legacy/src"] {
+    for dir in ["crates", "repros"] {
         files.extend(rust_files(&root.join(dir)));
     }
     assert!(files.len() > 50, "found only {} files", files.len());
@@ -22,15 +16,11 @@ fn every_source_file_opens_with_a_summary_line() {
 }
 
 #[test]
-fn every_repro_builds_on_the_legacy_build_too() {
+fn every_repro_and_its_tests_are_in_a_generated_build() {
     let root = root();
-    // Only lines that are not comments count.
-    let legacy: String = fs::read_to_string(root.join("legacy/Cargo.toml"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n");
+    // The manifest buildgen writes for an older release (not written to disk here).
+    let manifest = buildgen::generate_manifest(&root, "0.1.154", false).unwrap();
+    let root = root.canonicalize().unwrap();
     let mut problems = Vec::new();
     let mut repros: Vec<_> = fs::read_dir(root.join("repros"))
         .unwrap()
@@ -40,22 +30,18 @@ fn every_repro_builds_on_the_legacy_build_too() {
     repros.sort();
     assert!(repros.len() >= 5, "{repros:?}");
     for name in &repros {
-        if DEFAULT_BUILD_ONLY.iter().any(|(n, _)| n == name) {
-            continue;
+        let dir = root.join("repros").join(name);
+        let bin = format!("path = {:?}", dir.join("src/main.rs").display().to_string());
+        if !manifest.contains(&bin) {
+            problems.push(format!("the generated build has no [[bin]] for repros/{name}"));
         }
-        let bin = format!("path = \"../repros/{name}/src/main.rs\"");
-        if !legacy.contains(&bin) {
-            problems.push(format!(
-                "legacy/Cargo.toml has no [[bin]] for repros/{name}"
-            ));
-        }
-        for test in rust_files(&root.join("repros").join(name).join("tests")) {
-            let file = test.file_name().unwrap().to_string_lossy().into_owned();
-            let path = format!("path = \"../repros/{name}/tests/{file}\"");
-            if !legacy.contains(&path) {
-                problems.push(format!(
-                    "legacy/Cargo.toml has no [[test]] for repros/{name}/tests/{file}"
-                ));
+        for test in rust_files(&dir.join("tests")) {
+            if test.parent() != Some(dir.join("tests").as_path()) {
+                continue; // a module of a test, not a test crate
+            }
+            let path = format!("path = {:?}", test.display().to_string());
+            if !manifest.contains(&path) {
+                problems.push(format!("the generated build has no [[test]] for {}", test.display()));
             }
         }
     }
