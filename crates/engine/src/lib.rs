@@ -85,8 +85,8 @@ impl std::fmt::Display for EngineName {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineInfo {
     pub name: EngineName,
-    /// The build tag a results file is named by: `0.1.161` for llama.cpp (the
-    /// llama-cpp-sys-2 release), `candle-0.11.1` for candle.
+    /// The build tag a results file is named by: the llama.cpp release tag for llama.cpp
+    /// (`b11429`), `candle-0.11.1` for candle.
     pub tag: String,
     /// One readable line naming the linked library.
     pub detail: String,

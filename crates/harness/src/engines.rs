@@ -2,7 +2,8 @@
 //! harness, above the adapters (`engine-llama`, `engine-candle`), which depend only on the
 //! seam and never on harness, so holding both makes no cycle. candle is linked on the
 //! default build only (this crate's `candle` feature, which the repros turn on by default and
-//! the legacy workspace leaves off); asking the legacy build for it is refused in one line.
+//! the workspace `buildgen` generates for any other build leaves off, as it leaves off every
+//! member's default features); asking such a build for it is refused in one line.
 
 use anyhow::Result;
 use engine::{Engine, EngineName};
@@ -21,7 +22,7 @@ pub fn get(name: EngineName) -> Result<Box<dyn Engine>> {
 #[allow(dead_code)]
 fn not_linked(name: EngineName) -> Result<Box<dyn Engine>> {
     anyhow::bail!(
-        "--engine {name}: this binary was built without {} (llama-cpp-sys-2 {} links llama.cpp only); use the default build",
+        "--engine {name}: this binary was built without {} (build {} links llama.cpp only); use the default build",
         name.label(),
         subject::BuildInfo::current().tag()
     )

@@ -47,7 +47,8 @@ pub const GEMMA3: Known = Known {
 pub const KNOWN: [Known; 2] = [SMOLLM2, GEMMA3];
 
 /// The folder `make models` fills: `$MODELS_CACHE`, else `models-cache/` at the repository
-/// root (found from this crate's source folder, the same from the root and `legacy/`).
+/// root (found from this crate's source folder, the same from the root workspace and from a
+/// workspace `buildgen` generates under `target/builds/`).
 pub fn cache_dir() -> PathBuf {
     std::env::var_os("MODELS_CACHE")
         .map(PathBuf::from)

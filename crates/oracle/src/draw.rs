@@ -33,7 +33,7 @@ pub const SUBNORMAL_FLOOR: f64 = f32::MIN_POSITIVE as f64;
 /// the logit llama.cpp subtracts (`data[0]`'s when the array is flagged sorted, else the
 /// scanned maximum).
 ///
-/// llama.cpp's dist (`llama_sampler_dist_apply`, the same arithmetic in 0.1.154 and 0.1.161)
+/// llama.cpp's dist (`llama_sampler_dist_apply`, the same arithmetic in b10200 and b11429)
 /// writes `p_i = (float)((double)expf(l_i - m) / sum)`, `sum` a double accumulating the f32
 /// weights. Each weight carries the f32 rounding of `l_i - m` (a relative `2^-24` of the
 /// difference, so an error of `|l_i - m| 2^-24` in the exponent, hence relatively in the

@@ -67,9 +67,9 @@ pub enum Stage {
     /// `llama_sampler_init_logit_bias(n_vocab, n_logit_bias, logit_bias)`: adds each bias to
     /// its id.
     LogitBias { biases: Vec<(TokenId, f32)> },
-    /// `llama_sampler_init_penalties(n_vocab, last_n, repeat, freq, present)` (0.1.154: no
-    /// `n_vocab`). Counts come from the ids accepted before the stage runs (the history the
-    /// oracle is given beside the stage, never part of its parameters).
+    /// `llama_sampler_init_penalties(n_vocab, last_n, repeat, freq, present)` (b4524 to
+    /// b10200: no `n_vocab`). Counts come from the ids accepted before the stage runs (the
+    /// history the oracle is given beside the stage, never part of its parameters).
     Penalties {
         last_n: WindowLen,
         params: PenaltyParams,

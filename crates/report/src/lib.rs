@@ -232,7 +232,7 @@ pub struct ReportId {
     pub name: String,
     /// The engine's label in the verdict table: `llama.cpp` or `candle` (`engine::EngineName`).
     pub engine: String,
-    /// The build tag (crate version), e.g. `0.1.161`, or `candle-0.11.1`.
+    /// The build tag: the llama.cpp release tag, e.g. `b11429`, or `candle-0.11.1`.
     pub build: String,
     /// One readable line naming the linked library.
     pub build_detail: String,
@@ -583,7 +583,7 @@ mod tests {
             finding: "F9".into(),
             name: "planted".into(),
             engine: DEFAULT_ENGINE.into(),
-            build: "0.0.1".into(),
+            build: "b1".into(),
             build_detail: "test build".into(),
         }
     }
@@ -729,7 +729,7 @@ mod tests {
         assert!(t.contains("FAILED negative     good one: quiet?"));
         assert!(t.contains("evidence: it differs\n"));
         assert!(t.ends_with(
-            "planted: inconclusive on 0.0.1 (measured present; the controls do not allow it)\n"
+            "planted: inconclusive on b1 (measured present; the controls do not allow it)\n"
         ));
     }
 }

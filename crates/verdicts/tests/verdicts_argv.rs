@@ -18,7 +18,7 @@ fn results() -> String {
 fn scratch(name: &str) -> (Scratch, [String; 3]) {
     let s = Scratch::new(&format!("verdicts-argv-{name}"));
     let (bad, empty) = (s.folder("bad"), s.folder("empty"));
-    s.file("bad/bare.0.0.1.json", "{\"rows\": []}");
+    s.file("bad/bare.b1.json", "{\"rows\": []}");
     let file = s.file("file.json", "{}");
     (s, [bad, empty, file])
 }

@@ -8,7 +8,7 @@ use subject::{ArrayView, CustomSampler};
 
 /// A stateful sampler: every accept of an id lowers that id's logit by 1/4 from then on.
 /// With `complete_clone` its clone copies the counts (known-good); without, the clone starts
-/// from zero counts (known-bad, the same shape as llama.cpp 0.1.154's penalties clone).
+/// from zero counts (known-bad, the same shape as llama.cpp b10200's penalties clone).
 #[derive(Debug, Clone)]
 pub struct Tally {
     counts: Vec<u32>,

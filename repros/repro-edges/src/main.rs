@@ -11,7 +11,8 @@
 //! table, not the end of the run; the array a probe leaves is compared with the oracle
 //! (`oracle::truncation`) wherever the oracle has an answer.
 //!
-//! Builds: llama-cpp-sys-2 0.1.161 and 0.1.154 (`make run BUILD=... REPRO=repro-edges`).
+//! Builds: llama.cpp b11429 (llama-cpp-sys-2 0.1.161) and b10200 (0.1.154) (`make run
+//! BUILD=b10200 REPRO=repro-edges` picks the build).
 //!
 //! Output: the inputs, the samplers, a table of outcome codes (sampler x input; upper case is
 //! judged against the oracle, lower case is recorded without an oracle answer), every cell

@@ -1,6 +1,7 @@
-//! F6 on whichever build this test binary links (the root workspace: 0.1.161; legacy/:
-//! 0.1.154). The outcome table is pinned per build, so a sampler that stops aborting (or
-//! starts) upstream shows up as a reviewed snapshot change.
+//! F6 on whichever build this test binary links (b11429 from the root workspace, b10200 from the
+//! workspace `buildgen` generates for it under target/builds/0.1.154/). The outcome table is
+//! pinned per build, so a sampler that stops aborting (or starts) upstream shows up as a
+//! reviewed snapshot change.
 
 use report::Verdict;
 use repro_edges::{inputs, samplers};

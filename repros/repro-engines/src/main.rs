@@ -9,8 +9,8 @@
 //! classes, and the renormalized probabilities. A draw outside that set is a definite defect;
 //! otherwise Pearson's chi-square test (`oracle::fit`) at the level PREREG states.
 //!
-//! Builds: llama.cpp through llama-cpp-sys-2 0.1.161 and 0.1.154; candle 0.11.1 on the
-//! default build only.
+//! Builds: llama.cpp b11429 (llama-cpp-sys-2 0.1.161) and b10200 (0.1.154); candle 0.11.1 on
+//! the default build only.
 //!
 //! Output: per input (vector, configuration, draws, verdict), the ids drawn with their counts,
 //! the oracle's classes (`2 of {0,1,2}` is a tie class that keeps two), the test; the

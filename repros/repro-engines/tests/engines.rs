@@ -1,7 +1,8 @@
-//! F7 on the engines this test binary links: llama.cpp (the root workspace's 0.1.161 or
-//! legacy/'s 0.1.154) and, on the default build, candle 0.11.1. Each engine's audit table is
-//! pinned, so an upstream change in what an engine draws shows up as a reviewed snapshot
-//! change; the one-input interface keeps its keys and its refusals.
+//! F7 on the engines this test binary links: llama.cpp (b11429 from the root workspace, or
+//! b10200 from the workspace `buildgen` generates for it under target/builds/0.1.154/) and, on
+//! the default build, candle 0.11.1. Each engine's audit table is pinned, so an upstream change
+//! in what an engine draws shows up as a reviewed snapshot change; the one-input interface
+//! keeps its keys and its refusals.
 
 use report::Verdict;
 use test_support::{assert_refused, json_report, run_bin};

@@ -1,5 +1,6 @@
-//! F4 on whichever build this test binary links (the root workspace: 0.1.161; legacy/: 0.1.154),
-//! with the models from `make models`. Snapshots are per build.
+//! F4 on whichever build this test binary links (b11429 from the root workspace, b10200 from the
+//! workspace `buildgen` generates for it under target/builds/0.1.154/), with the models from
+//! `make models`. Snapshots are per build.
 
 use oracle::gauge::{self, Operator};
 use oracle::TokenId;

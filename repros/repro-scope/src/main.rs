@@ -8,8 +8,9 @@
 //! past the system prompt and the user turn, their tokens stop being penalized under a
 //! window but stay penalized under `all`, and the argmax eventually differs.
 //!
-//! Builds: llama-cpp-sys-2 0.1.161 and 0.1.154; models SmolLM2-135M-Instruct Q4_1 (default)
-//! and Gemma3-270M Q4_K_M from `make models`, or any GGUF path.
+//! Builds: llama.cpp b11429 (llama-cpp-sys-2 0.1.161) and b10200 (0.1.154); models
+//! SmolLM2-135M-Instruct Q4_1 (default) and Gemma3-270M Q4_K_M from `make models`, or any GGUF
+//! path.
 //!
 //! Output: per scope, where it first differs from `all` (top-2 margins, deciding ids) and
 //! stopped, llama.cpp's twin mismatches (must be 0), the texts, the single-vector table, the

@@ -1,6 +1,7 @@
-//! F3 on whichever build this test binary links (the root workspace: 0.1.161; legacy/: 0.1.154),
-//! with SmolLM2 from `make models`. Greedy decoding on a fixed thread count is deterministic on
-//! this machine kind, so trajectories and the single-vector table are pinned per build.
+//! F3 on whichever build this test binary links (b11429 from the root workspace, b10200 from the
+//! workspace `buildgen` generates for it under target/builds/0.1.154/), with SmolLM2 from `make
+//! models`. Greedy decoding on a fixed thread count is deterministic on this machine kind, so
+//! trajectories and the single-vector table are pinned per build.
 
 use oracle::scope::Scope;
 use report::Header;

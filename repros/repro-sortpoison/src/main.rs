@@ -3,7 +3,8 @@
 //! xtc) sort and set the flag; logit_bias (and the other stages the census finds) change
 //! logits in place and leave it set; a later top_p then takes `data[0]` as the maximum and
 //! top_k and min_p take the first entries, so the survivor set depends on the array's order.
-//! On llama-cpp-sys-2 0.1.161 and 0.1.154 (`make run BUILD=0.1.154 REPRO=repro-sortpoison`).
+//! On llama.cpp b11429 (llama-cpp-sys-2 0.1.161) and b10200 (0.1.154) (`make run BUILD=b10200
+//! REPRO=repro-sortpoison`).
 //!
 //! Without `--audit`: one chain (default: the published `top_k=4 -> logit_bias=3:+6 ->
 //! top_p=0.8` on logits 4..-3) through the real `llama_sampler_chain_*` API, the flag after each

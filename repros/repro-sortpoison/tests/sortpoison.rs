@@ -1,4 +1,5 @@
-//! F2 on whichever build this test binary links (the root workspace: 0.1.161; legacy/: 0.1.154).
+//! F2 on whichever build this test binary links (b11429 from the root workspace, b10200 from the
+//! workspace `buildgen` generates for it under target/builds/0.1.154/).
 //! Snapshots are named per build, so a change upstream shows up as a reviewed snapshot diff.
 
 use oracle::stage::Stage;
