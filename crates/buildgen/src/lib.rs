@@ -111,33 +111,60 @@ pub fn prepare(root: &Path, build: &Build) -> Result<Workspace> {
         Build::Tree(t) => (root.join("target/builds").join(format!("tree-{}", short_hash(&t.to_string_lossy()))), root_version.clone()),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let manifest = generate_manifest(root, &version, matches!(build, Build::Tree(_)))?;
-    let manifest_path = dir.join("Cargo.toml");
-    let unchanged = std::fs::read_to_string(&manifest_path).is_ok_and(|old| old == manifest)
-        && dir.join("Cargo.lock").is_file();
-    if let Build::Tree(tree) = build {
-        link_tree(root, &dir, &root_version, tree)?;
-    }
-    if !unchanged {
-        std::fs::write(&manifest_path, &manifest)?;
+    let tree = matches!(build, Build::Tree(_));
+    let write = |manifest: &str| -> Result<()> {
+        let manifest_path = dir.join("Cargo.toml");
+        if std::fs::read_to_string(&manifest_path).is_ok_and(|old| old == manifest)
+            && dir.join("Cargo.lock").is_file()
+        {
+            return Ok(());
+        }
+        std::fs::write(&manifest_path, manifest)?;
         // The root lockfile's versions, with only the sys crate moved: every other dependency
         // stays what the root build was tested with.
         std::fs::write(dir.join("Cargo.lock"), &lock)?;
         let mut update = cargo();
         update.arg("update").arg("--manifest-path").arg(&manifest_path).arg("-p");
-        match build {
-            Build::Release(_) => update.arg(format!("{SYS}@{root_version}")).arg("--precise").arg(&version),
-            Build::Tree(_) => update.arg(SYS),
-        };
-        run(&mut update, "cargo update of the generated workspace")?;
+        if tree {
+            update.arg(SYS);
+        } else {
+            update.arg(format!("{SYS}@{root_version}")).arg("--precise").arg(&version);
+        }
+        run(&mut update, "cargo update of the generated workspace").map(drop)
+    };
+    let mut features = Vec::new();
+    match build {
+        Build::Release(r) => {
+            // The sources come first: they are checked before anything is built, and the
+            // release's build script decides the features it needs.
+            let home = builds::cargo_home().context("no CARGO_HOME or HOME")?;
+            if builds::registry_source(&home, SYS, &r.crate_version).is_none() {
+                write(&generate_manifest(root, &version, false, &[])?)?;
+            }
+            let src = release_source(&dir, r)?;
+            check_release(r, &src)?;
+            features = sys_features(&src)?;
+        }
+        Build::Tree(t) => link_tree(root, &dir, &root_version, t)?,
     }
-    if let Build::Release(r) = build {
-        check_release(r, &release_source(&dir, r)?)?;
-    }
+    write(&generate_manifest(root, &version, tree, &features)?)?;
     Ok(Workspace {
         bin_dir: dir.join("target/release"),
         dir,
     })
+}
+
+/// The sys crate's features a build turns on. Without its `openmp` feature, a release whose
+/// build script never switches OpenMP off leaves llama.cpp's CMake default (on) yet links no
+/// OpenMP runtime, so its binaries do not link (b4240's does that); such a release gets the
+/// feature. Every later release switches OpenMP off explicitly and is built without it, as the
+/// root build is.
+pub fn sys_features(crate_dir: &Path) -> Result<Vec<String>> {
+    let script = std::fs::read_to_string(crate_dir.join("build.rs"))
+        .with_context(|| format!("reading {}", crate_dir.join("build.rs").display()))?;
+    let flat: String = script.chars().filter(|c| !c.is_whitespace()).collect();
+    let switches_off = flat.contains(r#"else{config.define("GGML_OPENMP","OFF");"#);
+    Ok(if switches_off { Vec::new() } else { vec!["openmp".to_string()] })
 }
 
 /// Where cargo keeps a release's sources, fetching them first when they are missing.
@@ -263,7 +290,7 @@ struct Dep {
 /// The generated manifest: one package with every binary and integration test of the root
 /// members that link llama.cpp (through non-optional dependencies), each dependency those
 /// members declare, and the sys crate pinned to `version`.
-pub fn generate_manifest(root: &Path, version: &str, tree: bool) -> Result<String> {
+pub fn generate_manifest(root: &Path, version: &str, tree: bool, sys_features: &[String]) -> Result<String> {
     let meta = run(
         cargo()
             .args(["metadata", "--format-version", "1", "--no-deps", "--locked", "--offline", "--manifest-path"])
@@ -271,11 +298,11 @@ pub fn generate_manifest(root: &Path, version: &str, tree: bool) -> Result<Strin
         "cargo metadata",
     )?;
     let meta: Value = serde_json::from_str(&meta).context("parsing cargo metadata")?;
-    manifest_from_metadata(&meta, version, tree)
+    manifest_from_metadata(&meta, version, tree, sys_features)
 }
 
 /// [`generate_manifest`] on metadata already read (tests feed their own).
-pub fn manifest_from_metadata(meta: &Value, version: &str, tree: bool) -> Result<String> {
+pub fn manifest_from_metadata(meta: &Value, version: &str, tree: bool, sys_features: &[String]) -> Result<String> {
     let packages = meta["packages"].as_array().context("metadata has no packages")?;
     let name_of = |p: &Value| p["name"].as_str().unwrap_or_default().to_string();
     let members: BTreeMap<String, &Value> = packages.iter().map(|p| (name_of(p), p)).collect();
@@ -366,7 +393,9 @@ pub fn manifest_from_metadata(meta: &Value, version: &str, tree: bool) -> Result
     for f in &features {
         writeln!(out, "{f} = []")?;
     }
-    writeln!(out, "\n[dependencies]\n{SYS} = {{ version = \"={version}\", default-features = false }}")?;
+    let features: Vec<String> = sys_features.iter().map(|f| format!("{f:?}")).collect();
+    let features = if features.is_empty() { String::new() } else { format!(", features = [{}]", features.join(", ")) };
+    writeln!(out, "\n[dependencies]\n{SYS} = {{ version = \"={version}\", default-features = false{features} }}")?;
     for (slot, title) in [(0, ""), (1, "\n[dev-dependencies]\n")] {
         if deps[slot].is_empty() {
             continue;

@@ -14,7 +14,9 @@ use anyhow::Result;
 use crate::compat as sys;
 use oracle::TokenId;
 use std::ffi::CStr;
-use std::os::raw::{c_char, c_void};
+use std::os::raw::c_char;
+#[cfg(llama_fn = "llama_sampler_init")]
+use std::os::raw::c_void;
 use std::sync::OnceLock;
 
 /// A sampler implemented in Rust. Each method is called from llama.cpp's dispatch.
@@ -147,7 +149,7 @@ unsafe extern "C" fn reset_cb(smpl: *mut sys::llama_sampler) {
 
 unsafe extern "C" fn clone_cb(smpl: *const sys::llama_sampler) -> *mut sys::llama_sampler {
     // SAFETY: as above.
-    no_unwind(|| raw_custom(unsafe { inner(smpl) }.clone_sampler()))
+    no_unwind(|| raw_custom(unsafe { inner(smpl) }.clone_sampler()).unwrap_or(std::ptr::null_mut()))
 }
 
 unsafe extern "C" fn free_cb(smpl: *mut sys::llama_sampler) {
@@ -173,10 +175,20 @@ fn iface() -> *mut sys::llama_sampler_i {
     i as *const sys::llama_sampler_i as *mut sys::llama_sampler_i
 }
 
-fn raw_custom(s: Boxed) -> *mut sys::llama_sampler {
-    let ctx = Box::into_raw(Box::new(s)) as *mut c_void;
-    // SAFETY: a static iface whose free callback reclaims exactly this ctx.
-    unsafe { ffi!(sys::llama_sampler_init(iface(), ctx)) }
+/// A llama.cpp sampler around `s`. Before b4524 the C API has no `llama_sampler_init`: a
+/// sampler can only be made by llama.cpp's C++ `new`, so Rust samplers are not offered there.
+fn raw_custom(s: Boxed) -> Result<*mut sys::llama_sampler> {
+    #[cfg(llama_fn = "llama_sampler_init")]
+    {
+        let ctx = Box::into_raw(Box::new(s)) as *mut c_void;
+        // SAFETY: a static iface whose free callback reclaims exactly this ctx.
+        Ok(unsafe { ffi!(sys::llama_sampler_init(iface(), ctx)) })
+    }
+    #[cfg(not(llama_fn = "llama_sampler_init"))]
+    {
+        let _ = (s, iface());
+        Err(crate::NotOffered { what: "a sampler written in Rust (llama_sampler_init)" }.into())
+    }
 }
 
 impl Sampler {
@@ -195,6 +207,6 @@ impl Sampler {
     fn custom_with(s: impl CustomSampler, n_vocab: Option<i32>) -> Result<Sampler> {
         // SAFETY: a fresh sampler from llama_sampler_init, owned by nobody else; its callbacks
         // check their arguments and never unwind.
-        unsafe { Sampler::from_raw(raw_custom(Box::new(s)), n_vocab) }
+        unsafe { Sampler::from_raw(raw_custom(Box::new(s))?, n_vocab) }
     }
 }

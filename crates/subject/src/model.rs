@@ -61,7 +61,12 @@ impl Model {
     pub fn load_with(path: &Path, weights: Weights) -> Result<Arc<Model>> {
         let raw = load_raw(path, true, " (not a GGUF model?)", |params| {
             params.n_gpu_layers = 0;
-            params.use_extra_bufts = weights == Weights::Repacked;
+            // Repacking is a switch from b6482; before it, weights are always repacked where
+            // the CPU backend can.
+            #[cfg(llama_field = "llama_model_params.use_extra_bufts")]
+            {
+                params.use_extra_bufts = weights == Weights::Repacked;
+            }
         })?;
         // Arc, not Rc: contexts, vocabularies and samplers share the model, and the harness
         // hands them to worker threads only behind its own Send wrappers.

@@ -236,20 +236,14 @@ impl SamplerSpec {
                     ffi!(sys::llama_sampler_init_mirostat_v2(*seed, *tau, *eta))
                 }
                 SamplerSpec::Dry(d) => init_dry(d),
+                #[cfg(llama_fn = "llama_sampler_init_adaptive_p")]
                 SamplerSpec::AdaptiveP {
                     target,
                     decay,
                     seed,
-                } => {
-                    #[cfg(llama_fn = "llama_sampler_init_adaptive_p")]
-                    let raw = ffi!(sys::llama_sampler_init_adaptive_p(*target, *decay, *seed));
-                    #[cfg(not(llama_fn = "llama_sampler_init_adaptive_p"))]
-                    let raw: *mut sys::llama_sampler = {
-                        let _ = (target, decay, seed);
-                        unreachable!("refused by not_offered")
-                    };
-                    raw
-                }
+                } => ffi!(sys::llama_sampler_init_adaptive_p(*target, *decay, *seed)),
+                #[cfg(not(llama_fn = "llama_sampler_init_adaptive_p"))]
+                SamplerSpec::AdaptiveP { .. } => unreachable!("refused by not_offered"),
             }
         };
         // SAFETY: `raw` was just returned by an init function and is owned by nobody else.
@@ -381,16 +375,21 @@ unsafe fn init_stage(stage: &Stage, n_vocab: i32, seed: u32) -> Result<*mut sys:
 
 // DRY is built without a vocabulary: with no sequence breakers llama.cpp never reads it.
 // Releases b4524 to b10200 also take the training context (it resolves `last_n = -1`).
+// One `return` per signature, each under its own cfg: only one survives in any build.
+#[allow(clippy::needless_return)]
 fn init_dry(d: &DryParams) -> *mut sys::llama_sampler {
-    let (vocab, breakers) = (std::ptr::null(), std::ptr::null_mut());
+    let (vocab, breakers): (*const sys::llama_vocab, *mut *const std::os::raw::c_char) =
+        (std::ptr::null(), std::ptr::null_mut());
     let (m, b, len, n) = (d.multiplier, d.base, d.allowed_length, d.last_n);
-    // SAFETY: no vocabulary and no breakers (NULL, 0): plain values in, an owned sampler or
-    // NULL out.
-    #[cfg(all(llama_param0 = "llama_sampler_init_dry:llama_vocab*", llama_arity = "llama_sampler_init_dry:7"))]
-    let raw = unsafe { ffi!(sys::llama_sampler_init_dry(vocab, m, b, len, n, breakers, 0)) };
-    // SAFETY: as above.
+    // SAFETY (both calls): no vocabulary and no breakers (NULL, 0): plain values in, an owned
+    // sampler or NULL out.
+    #[cfg(all(
+        llama_param0 = "llama_sampler_init_dry:llama_vocab*",
+        llama_arity = "llama_sampler_init_dry:7"
+    ))]
+    return unsafe { ffi!(sys::llama_sampler_init_dry(vocab, m, b, len, n, breakers, 0)) };
     #[cfg(llama_arity = "llama_sampler_init_dry:8")]
-    let raw = unsafe {
+    return unsafe {
         ffi!(sys::llama_sampler_init_dry(
             vocab,
             d.n_ctx_train,
@@ -404,9 +403,8 @@ fn init_dry(d: &DryParams) -> *mut sys::llama_sampler {
     };
     // Before b4524 DRY takes a model and reads it: `not_offered` refuses it first.
     #[cfg(not(llama_param0 = "llama_sampler_init_dry:llama_vocab*"))]
-    let raw = {
-        let _ = (vocab, breakers, m, b, len, n);
+    {
+        let _ = (vocab, breakers, m, b, len, n, d);
         unreachable!("refused by not_offered")
-    };
-    raw
+    }
 }
