@@ -34,14 +34,18 @@ pub enum Verdict {
     Undecided,
     /// Some control failed (or a control kind is missing): no answer either way.
     Inconclusive,
+    /// The linked build's C API has no such sampler or call: nothing to test, on that build.
+    #[serde(rename = "not offered")]
+    NotOffered,
 }
 
 impl Verdict {
-    pub const ALL: [Verdict; 4] = [
+    pub const ALL: [Verdict; 5] = [
         Verdict::Present,
         Verdict::Absent,
         Verdict::Undecided,
         Verdict::Inconclusive,
+        Verdict::NotOffered,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,6 +54,7 @@ impl Verdict {
             Verdict::Absent => "absent",
             Verdict::Undecided => "undecided",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::NotOffered => "not offered",
         }
     }
 
@@ -58,7 +63,7 @@ impl Verdict {
             .into_iter()
             .find(|v| v.as_str() == text)
             .with_context(|| {
-                format!("'{text}' is not a verdict (present, absent, undecided, inconclusive)")
+                format!("'{text}' is not a verdict (present, absent, undecided, inconclusive, not offered)")
             })
     }
 
@@ -189,9 +194,12 @@ pub fn controls_problem(controls: &[Control]) -> Option<String> {
 }
 
 /// The verdict a report may state: the measured one when every control passed and both a
-/// positive and a negative control ran; `inconclusive` otherwise.
+/// positive and a negative control ran; `inconclusive` otherwise. `not offered` stands as it
+/// is: a sampler the build lacks is a fact of its C API, which no control can change.
 pub fn judge(measured: Verdict, controls: &[Control]) -> Verdict {
-    if controls_problem(controls).is_some() {
+    if measured == Verdict::NotOffered {
+        Verdict::NotOffered
+    } else if controls_problem(controls).is_some() {
         Verdict::Inconclusive
     } else {
         measured
