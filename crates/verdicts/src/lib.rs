@@ -30,6 +30,8 @@ pub struct Line {
     name: String,
     engine: String,
     build: String,
+    /// The report's one-line build description (llama.cpp tag and commit, crate release).
+    build_detail: String,
     verdict: String,
     controls: String,
     evidence: String,
@@ -61,6 +63,7 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
                 name,
                 engine: s.engine.clone(),
                 build: s.build.clone(),
+                build_detail: s.build_detail.clone(),
                 verdict: verdict.as_str().to_string(),
                 controls: controls.clone(),
                 evidence,
@@ -73,7 +76,21 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
     Ok(lines)
 }
 
+/// The verdict table, under one line per build naming what it is (for llama.cpp, its tag,
+/// commit and crate release), so a row's short build name can be looked up.
 pub fn table(lines: &[Line]) -> String {
+    let builds: std::collections::BTreeSet<(&str, &str)> = lines
+        .iter()
+        .map(|l| (l.build.as_str(), l.build_detail.as_str()))
+        .collect();
+    let mut b = Table::new().left("  ", 0).left(" ", 0);
+    for (build, detail) in builds {
+        b.row([build, detail]);
+    }
+    format!("builds:\n{}\n{}", b.render(), verdict_rows(lines))
+}
+
+fn verdict_rows(lines: &[Line]) -> String {
     // Name and build fit their longest entry; the other widths hold their longest value.
     let mut t = Table::new().left("", 4).left(" ", 7).left(" ", 9);
     t = t.left(" ", 5).left(" ", 12).left(" ", 8).left(" ", 0);
@@ -151,6 +168,8 @@ mod tests {
         let text = table(&lines);
         assert!(text.lines().next().unwrap().contains("engine"), "{text}");
         assert!(text.contains("candle    candle-0.0.1"), "{text}");
+        // Every build is named once above the rows, with its description.
+        assert!(text.starts_with("builds:\n  b1           test\n  candle-0.0.1 test\n\n"), "{text}");
         std::fs::remove_file(dir.join("planted.candle-0.0.1.json")).unwrap();
         write(&dir, "bare.b1.json", "{\"rows\": []}");
         let e = read_lines(&dir).err().unwrap();
