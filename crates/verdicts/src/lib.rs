@@ -166,7 +166,8 @@ mod tests {
         let engines: Vec<&str> = lines.iter().map(|l| l.engine.as_str()).collect();
         assert_eq!(engines, ["candle", "llama.cpp"]);
         let text = table(&lines);
-        assert!(text.lines().next().unwrap().contains("engine"), "{text}");
+        let header = text.lines().find(|l| l.contains("verdict")).unwrap();
+        assert!(header.contains("engine"), "{text}");
         assert!(text.contains("candle    candle-0.0.1"), "{text}");
         // Every build is named once above the rows, with its description.
         assert!(text.starts_with("builds:\n  b1           test\n  candle-0.0.1 test\n\n"), "{text}");
