@@ -33,8 +33,10 @@ fn run() -> Result<(), String> {
         .find(|c| c.is_file())
         .ok_or("no Cargo.lock above the target folder")?;
     let lock_dir = lock.parent().unwrap_or(Path::new("."));
-    let text = std::fs::read_to_string(&lock).map_err(|e| format!("reading {}: {e}", lock.display()))?;
-    let (version, registry) = locked(&text, SYS).ok_or_else(|| format!("{} pins no {SYS}", lock.display()))?;
+    let text =
+        std::fs::read_to_string(&lock).map_err(|e| format!("reading {}: {e}", lock.display()))?;
+    let (version, registry) =
+        locked(&text, SYS).ok_or_else(|| format!("{} pins no {SYS}", lock.display()))?;
     println!("cargo:rerun-if-changed={}", lock.display());
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
 
@@ -48,7 +50,8 @@ fn run() -> Result<(), String> {
     };
     let tree = crate_dir.join("llama.cpp");
     let sha = builds::sources_sha256(&tree)?;
-    let (mut commit, mut tag, mut path, mut dirty) = (String::new(), String::new(), String::new(), String::new());
+    let (mut commit, mut tag, mut path, mut dirty) =
+        (String::new(), String::new(), String::new(), String::new());
     if kind == "release" {
         let rels = builds::releases();
         if let Some(r) = rels.iter().find(|r| r.crate_version == version) {
@@ -58,7 +61,8 @@ fn run() -> Result<(), String> {
     } else {
         let ident = lock_dir.join("tree.tsv");
         println!("cargo:rerun-if-changed={}", ident.display());
-        let text = std::fs::read_to_string(&ident).map_err(|e| format!("reading {}: {e}", ident.display()))?;
+        let text = std::fs::read_to_string(&ident)
+            .map_err(|e| format!("reading {}: {e}", ident.display()))?;
         for line in text.lines() {
             match line.split_once('\t') {
                 Some(("commit", v)) => commit = v.into(),
@@ -73,7 +77,8 @@ fn run() -> Result<(), String> {
     for rel in ["include/llama.h", "ggml/include/ggml.h"] {
         let p = tree.join(rel);
         println!("cargo:rerun-if-changed={}", p.display());
-        header += &std::fs::read_to_string(&p).map_err(|e| format!("reading {}: {e}", p.display()))?;
+        header +=
+            &std::fs::read_to_string(&p).map_err(|e| format!("reading {}: {e}", p.display()))?;
         header.push('\n');
     }
     if let Some(f) = builds::sampler_file(&tree) {
@@ -87,7 +92,10 @@ fn run() -> Result<(), String> {
         ("SUBJECT_TREE_PATH", &path),
         ("SUBJECT_TREE_DIRTY", &dirty),
         ("SUBJECT_SOURCES_SHA256", &sha),
-        ("SUBJECT_GGML_DECLARED", &builds::declared_ggml_version(&tree).unwrap_or_default()),
+        (
+            "SUBJECT_GGML_DECLARED",
+            &builds::declared_ggml_version(&tree).unwrap_or_default(),
+        ),
     ];
     for (k, v) in env {
         println!("cargo:rustc-env={k}={v}");
@@ -108,8 +116,15 @@ fn locked(lock: &str, name: &str) -> Option<(String, bool)> {
     let mut lines = lock.lines();
     while let Some(line) = lines.next() {
         if line.trim() == wanted {
-            let version = lines.next()?.trim().strip_prefix("version = \"")?.strip_suffix('"')?.to_string();
-            let registry = lines.next().is_some_and(|l| l.trim().starts_with("source = \"registry+"));
+            let version = lines
+                .next()?
+                .trim()
+                .strip_prefix("version = \"")?
+                .strip_suffix('"')?
+                .to_string();
+            let registry = lines
+                .next()
+                .is_some_and(|l| l.trim().starts_with("source = \"registry+"));
             return Some((version, registry));
         }
     }

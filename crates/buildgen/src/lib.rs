@@ -97,7 +97,8 @@ fn run(cmd: &mut Command, what: &str) -> Result<String> {
 /// Prepares the workspace of `build` under the root workspace `root` and checks its sources.
 pub fn prepare(root: &Path, build: &Build) -> Result<Workspace> {
     let lock = std::fs::read_to_string(root.join("Cargo.lock")).context("reading Cargo.lock")?;
-    let root_version = locked_version(&lock, SYS).context("the root lockfile pins no llama-cpp-sys-2")?;
+    let root_version =
+        locked_version(&lock, SYS).context("the root lockfile pins no llama-cpp-sys-2")?;
     let (dir, version) = match build {
         Build::Release(r) if r.crate_version == root_version => {
             let ws = Workspace {
@@ -107,8 +108,15 @@ pub fn prepare(root: &Path, build: &Build) -> Result<Workspace> {
             check_release(r, &release_source(root, r)?)?;
             return Ok(ws);
         }
-        Build::Release(r) => (root.join("target/builds").join(&r.crate_version), r.crate_version.clone()),
-        Build::Tree(t) => (root.join("target/builds").join(format!("tree-{}", short_hash(&t.to_string_lossy()))), root_version.clone()),
+        Build::Release(r) => (
+            root.join("target/builds").join(&r.crate_version),
+            r.crate_version.clone(),
+        ),
+        Build::Tree(t) => (
+            root.join("target/builds")
+                .join(format!("tree-{}", short_hash(&t.to_string_lossy()))),
+            root_version.clone(),
+        ),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let tree = matches!(build, Build::Tree(_));
@@ -124,11 +132,18 @@ pub fn prepare(root: &Path, build: &Build) -> Result<Workspace> {
         // stays what the root build was tested with.
         std::fs::write(dir.join("Cargo.lock"), &lock)?;
         let mut update = cargo();
-        update.arg("update").arg("--manifest-path").arg(&manifest_path).arg("-p");
+        update
+            .arg("update")
+            .arg("--manifest-path")
+            .arg(&manifest_path)
+            .arg("-p");
         if tree {
             update.arg(SYS);
         } else {
-            update.arg(format!("{SYS}@{root_version}")).arg("--precise").arg(&version);
+            update
+                .arg(format!("{SYS}@{root_version}"))
+                .arg("--precise")
+                .arg(&version);
         }
         run(&mut update, "cargo update of the generated workspace").map(drop)
     };
@@ -164,7 +179,11 @@ pub fn sys_features(crate_dir: &Path) -> Result<Vec<String>> {
         .with_context(|| format!("reading {}", crate_dir.join("build.rs").display()))?;
     let flat: String = script.chars().filter(|c| !c.is_whitespace()).collect();
     let switches_off = flat.contains(r#"else{config.define("GGML_OPENMP","OFF");"#);
-    Ok(if switches_off { Vec::new() } else { vec!["openmp".to_string()] })
+    Ok(if switches_off {
+        Vec::new()
+    } else {
+        vec!["openmp".to_string()]
+    })
 }
 
 /// Where cargo keeps a release's sources, fetching them first when they are missing.
@@ -174,11 +193,18 @@ fn release_source(ws: &Path, r: &Release) -> Result<PathBuf> {
         return Ok(p);
     }
     run(
-        cargo().arg("fetch").arg("--manifest-path").arg(ws.join("Cargo.toml")),
+        cargo()
+            .arg("fetch")
+            .arg("--manifest-path")
+            .arg(ws.join("Cargo.toml")),
         "cargo fetch",
     )?;
-    builds::registry_source(&home, SYS, &r.crate_version)
-        .with_context(|| format!("{SYS} {} is not in cargo's registry after cargo fetch", r.crate_version))
+    builds::registry_source(&home, SYS, &r.crate_version).with_context(|| {
+        format!(
+            "{SYS} {} is not in cargo's registry after cargo fetch",
+            r.crate_version
+        )
+    })
 }
 
 /// Refuses a release whose vendored llama.cpp is not the one the table names.
@@ -213,8 +239,15 @@ fn link_tree(root: &Path, dir: &Path, root_version: &str, tree: &Path) -> Result
     let src = builds::registry_source(&home, SYS, root_version)
         .map(Ok)
         .unwrap_or_else(|| {
-            run(cargo().arg("fetch").arg("--manifest-path").arg(root.join("Cargo.toml")), "cargo fetch")?;
-            builds::registry_source(&home, SYS, root_version).context("the root release is not in cargo's registry")
+            run(
+                cargo()
+                    .arg("fetch")
+                    .arg("--manifest-path")
+                    .arg(root.join("Cargo.toml")),
+                "cargo fetch",
+            )?;
+            builds::registry_source(&home, SYS, root_version)
+                .context("the root release is not in cargo's registry")
         })?;
     let dst = dir.join(SYS);
     std::fs::create_dir_all(&dst)?;
@@ -250,8 +283,16 @@ fn link_tree(root: &Path, dir: &Path, root_version: &str, tree: &Path) -> Result
     // Only a tree that is itself a git checkout has a commit; a folder inside some other
     // repository (or a copy out of a crate) is named by its sources' hash instead.
     let own = git(&["rev-parse", "--show-toplevel"]).is_some_and(|top| Path::new(&top) == tree);
-    let commit = if own { git(&["rev-parse", "HEAD"]) } else { None };
-    let tag = if own { git(&["describe", "--tags", "--exact-match"]) } else { None };
+    let commit = if own {
+        git(&["rev-parse", "HEAD"])
+    } else {
+        None
+    };
+    let tag = if own {
+        git(&["describe", "--tags", "--exact-match"])
+    } else {
+        None
+    };
     let dirty = own && git(&["status", "--porcelain", "--", "src", "include"]).is_some();
     let text = format!(
         "path\t{}\ncommit\t{}\ntag\t{}\ndirty\t{}\n",
@@ -290,10 +331,23 @@ struct Dep {
 /// The generated manifest: one package with every binary and integration test of the root
 /// members that link llama.cpp (through non-optional dependencies), each dependency those
 /// members declare, and the sys crate pinned to `version`.
-pub fn generate_manifest(root: &Path, version: &str, tree: bool, sys_features: &[String]) -> Result<String> {
+pub fn generate_manifest(
+    root: &Path,
+    version: &str,
+    tree: bool,
+    sys_features: &[String],
+) -> Result<String> {
     let meta = run(
         cargo()
-            .args(["metadata", "--format-version", "1", "--no-deps", "--locked", "--offline", "--manifest-path"])
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--no-deps",
+                "--locked",
+                "--offline",
+                "--manifest-path",
+            ])
             .arg(root.join("Cargo.toml")),
         "cargo metadata",
     )?;
@@ -302,8 +356,15 @@ pub fn generate_manifest(root: &Path, version: &str, tree: bool, sys_features: &
 }
 
 /// [`generate_manifest`] on metadata already read (tests feed their own).
-pub fn manifest_from_metadata(meta: &Value, version: &str, tree: bool, sys_features: &[String]) -> Result<String> {
-    let packages = meta["packages"].as_array().context("metadata has no packages")?;
+pub fn manifest_from_metadata(
+    meta: &Value,
+    version: &str,
+    tree: bool,
+    sys_features: &[String],
+) -> Result<String> {
+    let packages = meta["packages"]
+        .as_array()
+        .context("metadata has no packages")?;
     let name_of = |p: &Value| p["name"].as_str().unwrap_or_default().to_string();
     let members: BTreeMap<String, &Value> = packages.iter().map(|p| (name_of(p), p)).collect();
     let normal = |d: &&Value| d["kind"].is_null() && !d["optional"].as_bool().unwrap_or(false);
@@ -347,7 +408,10 @@ pub fn manifest_from_metadata(meta: &Value, version: &str, tree: bool, sys_featu
             }
         }
         for d in p["dependencies"].as_array().into_iter().flatten() {
-            let dep_name = d["rename"].as_str().or(d["name"].as_str()).unwrap_or_default();
+            let dep_name = d["rename"]
+                .as_str()
+                .or(d["name"].as_str())
+                .unwrap_or_default();
             if dep_name == SYS || d["optional"].as_bool().unwrap_or(false) {
                 continue;
             }
@@ -362,13 +426,27 @@ pub fn manifest_from_metadata(meta: &Value, version: &str, tree: bool, sys_featu
             if let Some(path) = d["path"].as_str() {
                 e.path = Some(path.to_string());
             } else {
-                e.req = e.req.take().or_else(|| d["req"].as_str().map(str::to_string));
+                e.req = e
+                    .req
+                    .take()
+                    .or_else(|| d["req"].as_str().map(str::to_string));
                 e.default_features |= d["uses_default_features"].as_bool().unwrap_or(true);
             }
-            e.features.extend(d["features"].as_array().into_iter().flatten().filter_map(|f| f.as_str().map(str::to_string)));
+            e.features.extend(
+                d["features"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|f| f.as_str().map(str::to_string)),
+            );
         }
         for t in p["targets"].as_array().into_iter().flatten() {
-            let kinds: Vec<&str> = t["kind"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let kinds: Vec<&str> = t["kind"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
             let tname = t["name"].as_str().unwrap_or_default().to_string();
             let src = t["src_path"].as_str().unwrap_or_default().to_string();
             if kinds.contains(&"bin") {
@@ -382,8 +460,15 @@ pub fn manifest_from_metadata(meta: &Value, version: &str, tree: bool, sys_featu
     let normal_names: Vec<String> = deps[0].keys().cloned().collect();
     deps[1].retain(|k, _| !normal_names.contains(k));
     let mut out = String::new();
-    let sys_source = if tree { "the llama.cpp tree linked below" } else { "that release" };
-    writeln!(out, "# Generated by buildgen from the root workspace's members (cargo metadata); do not edit.")?;
+    let sys_source = if tree {
+        "the llama.cpp tree linked below"
+    } else {
+        "that release"
+    };
+    writeln!(
+        out,
+        "# Generated by buildgen from the root workspace's members (cargo metadata); do not edit."
+    )?;
     writeln!(out, "# The suite's binaries and integration tests, built against {SYS} {version} ({sys_source}).")?;
     writeln!(out, "[workspace]\nresolver = \"2\"\n")?;
     writeln!(out, "[package]\nname = \"audit-build\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false")?;
@@ -394,7 +479,11 @@ pub fn manifest_from_metadata(meta: &Value, version: &str, tree: bool, sys_featu
         writeln!(out, "{f} = []")?;
     }
     let features: Vec<String> = sys_features.iter().map(|f| format!("{f:?}")).collect();
-    let features = if features.is_empty() { String::new() } else { format!(", features = [{}]", features.join(", ")) };
+    let features = if features.is_empty() {
+        String::new()
+    } else {
+        format!(", features = [{}]", features.join(", "))
+    };
     writeln!(out, "\n[dependencies]\n{SYS} = {{ version = \"={version}\", default-features = false{features} }}")?;
     for (slot, title) in [(0, ""), (1, "\n[dev-dependencies]\n")] {
         if deps[slot].is_empty() {
@@ -425,7 +514,11 @@ pub fn manifest_from_metadata(meta: &Value, version: &str, tree: bool, sys_featu
     // members share gets its member's name in front.
     for (name, member, src) in &tests {
         let shared = tests.iter().filter(|t| &t.0 == name).count() > 1;
-        let unique = if shared { format!("{member}-{name}") } else { name.clone() };
+        let unique = if shared {
+            format!("{member}-{name}")
+        } else {
+            name.clone()
+        };
         writeln!(out, "\n[[test]]\nname = {unique:?}\npath = {src:?}")?;
     }
     writeln!(out, "\n[profile.release]\ndebug = false")?;
@@ -472,7 +565,8 @@ const TABLE_PREAMBLE: &str = "\
 /// The release table from the upstream mapping (crate, date, commit, tag, how known) and the
 /// unpacked crates (`<crates>/llama-cpp-sys-2-<version>/`).
 pub fn table(upstream: &Path, crates: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(upstream).with_context(|| format!("reading {}", upstream.display()))?;
+    let text = std::fs::read_to_string(upstream)
+        .with_context(|| format!("reading {}", upstream.display()))?;
     let mut out = String::new();
     for (i, line) in text.lines().enumerate() {
         let f: Vec<&str> = line.split('\t').collect();
@@ -485,7 +579,8 @@ pub fn table(upstream: &Path, crates: &Path) -> Result<String> {
             continue;
         }
         let tree = crates.join(format!("{SYS}-{v}")).join("llama.cpp");
-        let sampler = builds::sampler_file(&tree).with_context(|| format!("{} has no sampler file", tree.display()))?;
+        let sampler = builds::sampler_file(&tree)
+            .with_context(|| format!("{} has no sampler file", tree.display()))?;
         let sha = builds::sources_sha256(&tree).map_err(anyhow::Error::msg)?;
         writeln!(out, "{v}\t{date}\t{commit}\t{tag}\t{sampler}\t{sha}\t{how}")?;
     }

@@ -8,14 +8,27 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use cmdline::{fail, refuse};
+use cmdline::refuse;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "buildgen", about = "The builds of the suite: named, checked, generated")]
+#[command(
+    name = "buildgen",
+    about = "The builds of the suite: named, checked, generated",
+    arg_required_else_help = false
+)]
 struct Args {
     #[command(subcommand)]
     command: Cmd,
+}
+
+/// A command with its names resolved: what `check` hands to the work.
+enum Checked {
+    Workspace(buildgen::Build),
+    Names(Option<(usize, usize)>),
+    Hash(PathBuf),
+    Api(PathBuf),
+    Table(PathBuf, PathBuf),
 }
 
 #[derive(Subcommand, Debug)]
@@ -37,38 +50,57 @@ enum Cmd {
     Table { upstream: PathBuf, crates: PathBuf },
 }
 
+/// Resolves build names and shards, so that check-only mode refuses what the work would.
+fn check(a: Args) -> Result<Checked, cmdline::Failure> {
+    Ok(match a.command {
+        Cmd::Workspace { build } => Checked::Workspace(refuse(buildgen::parse_build(&build))?),
+        Cmd::Names { shard } => Checked::Names(refuse(
+            shard.as_deref().map(buildgen::parse_shard).transpose(),
+        )?),
+        Cmd::Hash { tree } => Checked::Hash(tree),
+        Cmd::Api { tree } => Checked::Api(tree),
+        Cmd::Table { upstream, crates } => Checked::Table(upstream, crates),
+    })
+}
+
 fn main() {
     cmdline::one_line_panics();
-    let root = std::env::current_dir().unwrap_or_default();
+    // The workspace this tool belongs to, wherever it is run from.
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let root = root.canonicalize().unwrap_or(root);
     std::process::exit(cmdline::run_checked(
         std::env::args_os(),
-        |a: Args| {
-            if let Cmd::Names { shard: Some(s) } = &a.command {
-                refuse(buildgen::parse_shard(s))?;
-            }
-            Ok(a.command)
-        },
+        check,
         |cmd| match cmd {
-            Cmd::Workspace { build } => {
-                let b = refuse(buildgen::parse_build(&build))?;
-                let ws = match b {
-                    buildgen::Build::Release(ref r) => {
-                        refuse(buildgen::prepare(&root, &b).with_context(|| format!("build {}", r.name())))?
-                    }
-                    buildgen::Build::Tree(_) => fail(buildgen::prepare(&root, &b))?,
+            Checked::Workspace(b) => {
+                let name = match &b {
+                    buildgen::Build::Release(r) => r.name(),
+                    buildgen::Build::Tree(t) => t.display().to_string(),
                 };
+                let ws =
+                    refuse(buildgen::prepare(&root, &b).with_context(|| format!("build {name}")))?;
                 Ok(format!("{}\n", ws.dir.display()))
             }
-            Cmd::Names { shard } => {
-                let names = buildgen::names(shard.as_deref().map(buildgen::parse_shard).transpose().unwrap_or(None));
-                Ok(names.iter().map(|n| format!("{n}\n")).collect())
+            Checked::Names(shard) => Ok(buildgen::names(shard)
+                .iter()
+                .map(|n| format!("{n}\n"))
+                .collect()),
+            Checked::Hash(tree) => {
+                refuse(builds::sources_sha256(&tree).map_err(anyhow::Error::msg))
+                    .map(|h| format!("{h}\n"))
             }
-            Cmd::Hash { tree } => refuse(builds::sources_sha256(&tree).map_err(anyhow::Error::msg)).map(|h| format!("{h}\n")),
-            Cmd::Api { tree } => {
-                let header = refuse(std::fs::read_to_string(tree.join("include/llama.h")).context("reading include/llama.h"))?;
-                Ok(builds::api::scan(&header).cfgs().iter().map(|c| format!("{c}\n")).collect())
+            Checked::Api(tree) => {
+                let header = refuse(
+                    std::fs::read_to_string(tree.join("include/llama.h"))
+                        .context("reading include/llama.h"),
+                )?;
+                Ok(builds::api::scan(&header)
+                    .cfgs()
+                    .iter()
+                    .map(|c| format!("{c}\n"))
+                    .collect())
             }
-            Cmd::Table { upstream, crates } => refuse(buildgen::table(&upstream, &crates)),
+            Checked::Table(upstream, crates) => refuse(buildgen::table(&upstream, &crates)),
         },
     ));
 }

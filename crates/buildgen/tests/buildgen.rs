@@ -1,7 +1,9 @@
 //! buildgen on planted inputs: which members a generated build takes, the vendored-source
 //! check, build names, the OpenMP rule and shards.
 
-use buildgen::{check_release, manifest_from_metadata, names, parse_build, parse_shard, sys_features, Build};
+use buildgen::{
+    check_release, manifest_from_metadata, names, parse_build, parse_shard, sys_features, Build,
+};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -17,10 +19,16 @@ fn dep(name: &str, kind: Option<&str>, optional: bool, path: Option<&str>) -> se
            "features": [], "uses_default_features": true, "rename": null})
 }
 
-fn package(name: &str, deps: Vec<serde_json::Value>, targets: Vec<(&str, &str)>) -> serde_json::Value {
+fn package(
+    name: &str,
+    deps: Vec<serde_json::Value>,
+    targets: Vec<(&str, &str)>,
+) -> serde_json::Value {
     let targets: Vec<_> = targets
         .iter()
-        .map(|(kind, t)| json!({"kind": [kind], "name": t, "src_path": format!("/r/{name}/{t}.rs")}))
+        .map(
+            |(kind, t)| json!({"kind": [kind], "name": t, "src_path": format!("/r/{name}/{t}.rs")}),
+        )
         .collect();
     json!({"name": name, "manifest_path": format!("/r/{name}/Cargo.toml"), "features": {"default": ["candle"], "candle": []},
            "dependencies": deps, "targets": targets})
@@ -38,19 +46,47 @@ fn a_generated_build_takes_every_member_that_links_llama_cpp_and_nothing_else() 
         package("verdicts", vec![dep("test-support", Some("dev"), false, Some("/r/subject"))], vec![("bin", "verdicts")]),
     ]});
     let m = manifest_from_metadata(&meta, "0.1.154", false, &[]).unwrap();
-    assert!(m.contains("llama-cpp-sys-2 = { version = \"=0.1.154\", default-features = false }"), "{m}");
-    for wanted in ["name = \"repro-a\"", "name = \"repro-b\"", "name = \"lifecycle\"", "name = \"a\"", "candle = []"] {
+    assert!(
+        m.contains("llama-cpp-sys-2 = { version = \"=0.1.154\", default-features = false }"),
+        "{m}"
+    );
+    for wanted in [
+        "name = \"repro-a\"",
+        "name = \"repro-b\"",
+        "name = \"lifecycle\"",
+        "name = \"a\"",
+        "candle = []",
+    ] {
         assert!(m.contains(wanted), "{wanted} missing:\n{m}");
     }
     // A test name two members share gets the member's name; a unique one keeps the root's.
-    assert!(m.contains("name = \"repro-a-plots\"") && m.contains("name = \"repro-b-plots\""), "{m}");
-    for unwanted in ["candle-thing", "candle-core", "name = \"oracle\"", "verdicts", "[patch"] {
+    assert!(
+        m.contains("name = \"repro-a-plots\"") && m.contains("name = \"repro-b-plots\""),
+        "{m}"
+    );
+    for unwanted in [
+        "candle-thing",
+        "candle-core",
+        "name = \"oracle\"",
+        "verdicts",
+        "[patch",
+    ] {
         assert!(!m.contains(unwanted), "{unwanted} present:\n{m}");
     }
-    assert!(m.contains("subject = { path = \"/r/subject\", default-features = false }"), "{m}");
-    assert!(m.contains("[dev-dependencies]\ninsta = { version = \"^1\" }"), "{m}");
+    assert!(
+        m.contains("subject = { path = \"/r/subject\", default-features = false }"),
+        "{m}"
+    );
+    assert!(
+        m.contains("[dev-dependencies]\ninsta = { version = \"^1\" }"),
+        "{m}"
+    );
     let tree = manifest_from_metadata(&meta, "0.1.161", true, &["openmp".into()]).unwrap();
-    assert!(tree.contains("features = [\"openmp\"]") && tree.contains("[patch.crates-io]\nllama-cpp-sys-2 = { path = \"llama-cpp-sys-2\" }"), "{tree}");
+    assert!(
+        tree.contains("features = [\"openmp\"]")
+            && tree.contains("[patch.crates-io]\nllama-cpp-sys-2 = { path = \"llama-cpp-sys-2\" }"),
+        "{tree}"
+    );
 }
 
 fn planted_crate(sampler: &str) -> PathBuf {
@@ -65,21 +101,32 @@ fn planted_crate(sampler: &str) -> PathBuf {
 #[test]
 fn a_release_whose_vendored_sampler_differs_from_the_table_is_refused() {
     let good = planted_crate("int a;\n");
-    let mut r = builds::releases().into_iter().find(|r| r.crate_version == "0.1.154").unwrap();
+    let mut r = builds::releases()
+        .into_iter()
+        .find(|r| r.crate_version == "0.1.154")
+        .unwrap();
     r.sources_sha256 = builds::sources_sha256(&good.join("llama.cpp")).unwrap();
     check_release(&r, &good).unwrap();
     let edited = planted_crate("int a; /* patched */\n");
     let e = check_release(&r, &edited).unwrap_err().to_string();
-    assert!(e.contains("not") && e.contains("b10200") && e.contains("refusing"), "{e}");
+    assert!(
+        e.contains("not") && e.contains("b10200") && e.contains("refusing"),
+        "{e}"
+    );
     assert!(!e.contains('\n'), "{e}");
 }
 
 #[test]
 fn build_names_resolve_to_releases_or_trees_and_the_rest_is_refused_in_one_line() {
-    let Build::Release(r) = parse_build("0.1.154").unwrap() else { panic!() };
+    let Build::Release(r) = parse_build("0.1.154").unwrap() else {
+        panic!()
+    };
     assert_eq!(r.name(), "b10200");
     let e = parse_build("b1").unwrap_err().to_string();
-    assert!(e.starts_with("unknown build 'b1'; known builds: b4240") && !e.contains('\n'), "{e}");
+    assert!(
+        e.starts_with("unknown build 'b1'; known builds: b4240") && !e.contains('\n'),
+        "{e}"
+    );
     let t = planted_crate("x");
     match parse_build(t.join("llama.cpp").to_str().unwrap()).unwrap() {
         Build::Tree(p) => assert!(p.ends_with("llama.cpp")),

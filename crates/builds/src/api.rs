@@ -31,7 +31,9 @@ impl Api {
     }
 
     pub fn has_field(&self, strukt: &str, field: &str) -> bool {
-        self.structs.get(strukt).is_some_and(|f| f.iter().any(|x| x == field))
+        self.structs
+            .get(strukt)
+            .is_some_and(|f| f.iter().any(|x| x == field))
     }
 
     /// The `cfg` flags the wrapper is compiled with, one per fact: `llama_fn="name"`,
@@ -191,7 +193,9 @@ pub fn scan(header: &str) -> Api {
             Tok::Punct('{') => depth_brace += 1,
             Tok::Punct('}') => depth_brace = depth_brace.saturating_sub(1),
             Tok::Ident(kw) if kw == "struct" && depth_brace == 0 => {
-                if let (Some(Tok::Ident(name)), Some(Tok::Punct('{'))) = (toks.get(i + 1), toks.get(i + 2)) {
+                if let (Some(Tok::Ident(name)), Some(Tok::Punct('{'))) =
+                    (toks.get(i + 1), toks.get(i + 2))
+                {
                     let (fields, end) = struct_fields(&toks, i + 3);
                     api.structs.insert(name.clone(), fields);
                     i = end;
@@ -352,7 +356,10 @@ extern "C" {
                 "llama_time_us"
             ]
         );
-        assert_eq!(api.functions["llama_sampler_init_penalties"], ["int32_t", "float"]);
+        assert_eq!(
+            api.functions["llama_sampler_init_penalties"],
+            ["int32_t", "float"]
+        );
         assert_eq!(
             api.functions["llama_sampler_init_dry"],
             ["llama_vocab*", "char**", "size_t"]

@@ -39,13 +39,7 @@ pub fn sources_sha256(tree: &Path) -> Result<String, String> {
         let rel = alternatives
             .iter()
             .find(|f| tree.join(f).is_file())
-            .ok_or_else(|| {
-                format!(
-                    "{} has none of {}",
-                    tree.display(),
-                    alternatives.join(", ")
-                )
-            })?;
+            .ok_or_else(|| format!("{} has none of {}", tree.display(), alternatives.join(", ")))?;
         let bytes = std::fs::read(tree.join(rel))
             .map_err(|e| format!("reading {}: {e}", tree.join(rel).display()))?;
         h.update(rel.as_bytes());
@@ -63,10 +57,19 @@ pub fn declared_ggml_version(tree: &Path) -> Option<String> {
     let text = std::fs::read_to_string(tree.join("ggml/CMakeLists.txt")).ok()?;
     let part = |name: &str| {
         let prefix = format!("set(GGML_VERSION_{name} ");
-        text.lines()
-            .find_map(|l| l.trim().strip_prefix(&prefix)?.strip_suffix(')').map(str::to_string))
+        text.lines().find_map(|l| {
+            l.trim()
+                .strip_prefix(&prefix)?
+                .strip_suffix(')')
+                .map(str::to_string)
+        })
     };
-    Some(format!("{}.{}.{}", part("MAJOR")?, part("MINOR")?, part("PATCH")?))
+    Some(format!(
+        "{}.{}.{}",
+        part("MAJOR")?,
+        part("MINOR")?,
+        part("PATCH")?
+    ))
 }
 
 /// Where cargo unpacked a registry crate: `<cargo home>/registry/src/<index>/<name>-<version>`.
@@ -119,11 +122,17 @@ mod tests {
         assert_ne!(ha, hb);
         assert_ne!(ha, sources_sha256(&c).unwrap());
         // Lengths separate the files, so moving a byte between them changes the hash.
-        let e = tree(&[("include/llama.h", "h"), ("src/llama-sampler.cpp", "s"), ("x", "")]);
+        let e = tree(&[
+            ("include/llama.h", "h"),
+            ("src/llama-sampler.cpp", "s"),
+            ("x", ""),
+        ]);
         assert_eq!(ha, sources_sha256(&e).unwrap());
         assert_ne!(sources_sha256(&d).unwrap(), ha);
         let missing = tree(&[("include/llama.h", "h")]);
-        assert!(sources_sha256(&missing).unwrap_err().contains("llama-sampler.cpp"));
+        assert!(sources_sha256(&missing)
+            .unwrap_err()
+            .contains("llama-sampler.cpp"));
     }
 
     #[test]

@@ -61,7 +61,9 @@ fn revision_name(tag: Option<u32>, commit: &str) -> String {
 /// Parses the table; a malformed line is an error naming it.
 pub fn parse_table(text: &str) -> Result<Vec<Release>, String> {
     let mut out = Vec::new();
-    let mut lines = text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+    let mut lines = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
     let header = lines.next().ok_or("the release table is empty")?;
     let want = "crate_version\tcrate_release_date\tllama_cpp_commit\tllama_cpp_tag\tsampler_file\tsources_sha256\thow_known";
     if header != want {
@@ -79,7 +81,11 @@ pub fn parse_table(text: &str) -> Result<Vec<Release>, String> {
         }
         let tag = match tag {
             "unknown" => None,
-            t => Some(t.strip_prefix('b').and_then(|n| n.parse().ok()).ok_or_else(bad)?),
+            t => Some(
+                t.strip_prefix('b')
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(bad)?,
+            ),
         };
         out.push(Release {
             crate_version: crate_version.into(),
@@ -136,7 +142,9 @@ pub fn resolve<'a>(releases: &'a [Release], name: &str) -> Result<&'a Release, S
         let rev = revs.iter().find(|v| {
             v.name() == name || (name.len() >= 7 && v.commit.starts_with(&name.to_lowercase()))
         })?;
-        releases.iter().find(|r| r.crate_version == rev.crate_version())
+        releases
+            .iter()
+            .find(|r| r.crate_version == rev.crate_version())
     };
     by_crate.or_else(by_revision).ok_or_else(|| {
         let names: Vec<String> = revisions(releases).iter().map(Revision::name).collect();
@@ -181,16 +189,29 @@ mod tests {
         assert_eq!(resolve(&rels, "0.1.160").unwrap().name(), "b11429");
         assert_eq!(resolve(&rels, "d739511").unwrap().crate_version, "0.1.125");
         let e = resolve(&rels, "b99999").unwrap_err();
-        assert!(e.starts_with("unknown build 'b99999'; known builds: b4240 "), "{e}");
+        assert!(
+            e.starts_with("unknown build 'b99999'; known builds: b4240 "),
+            "{e}"
+        );
         assert!(!e.contains('\n'));
-        assert!(resolve(&rels, "0.1.148").is_err(), "0.1.148 was never published");
-        assert!(resolve(&rels, "d73").is_err(), "a short prefix is not a commit");
+        assert!(
+            resolve(&rels, "0.1.148").is_err(),
+            "0.1.148 was never published"
+        );
+        assert!(
+            resolve(&rels, "d73").is_err(),
+            "a short prefix is not a commit"
+        );
     }
 
     #[test]
     fn malformed_lines_are_refused() {
         let head = "crate_version\tcrate_release_date\tllama_cpp_commit\tllama_cpp_tag\tsampler_file\tsources_sha256\thow_known\n";
-        let ok = format!("{head}0.1.1\t2025-01-01\t{}\tb1\tsrc/x.cpp\t{}\tnote\n", "a".repeat(40), "b".repeat(64));
+        let ok = format!(
+            "{head}0.1.1\t2025-01-01\t{}\tb1\tsrc/x.cpp\t{}\tnote\n",
+            "a".repeat(40),
+            "b".repeat(64)
+        );
         assert_eq!(parse_table(&ok).unwrap()[0].tag, Some(1));
         for bad in [
             ok.replace("\tb1\t", "\t1\t"),

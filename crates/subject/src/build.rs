@@ -55,7 +55,11 @@ impl BuildInfo {
             (Some(_), _, c) if c.len() >= 7 => c[..7].to_string(),
             (Some(_), _, _) => format!("tree-{}", &SOURCES[..12]),
         };
-        let name = if TREE_DIRTY == "true" { format!("{name}-dirty") } else { name };
+        let name = if TREE_DIRTY == "true" {
+            format!("{name}-dirty")
+        } else {
+            name
+        };
         BuildInfo {
             name,
             commit: COMMIT.to_string(),
@@ -99,7 +103,11 @@ impl BuildInfo {
     /// One line a person can read, the llama.cpp name first:
     /// `llama.cpp b11429 (d812350) via llama-cpp-sys-2 0.1.161, ggml 0.26.0`.
     pub fn describe(&self) -> String {
-        let commit = if self.commit.len() >= 7 { &self.commit[..7] } else { "no git" };
+        let commit = if self.commit.len() >= 7 {
+            &self.commit[..7]
+        } else {
+            "no git"
+        };
         let ggml = self
             .ggml_version
             .as_deref()
@@ -159,7 +167,9 @@ mod tests {
         check(&good, &table, GGML_DECLARED).unwrap();
         let mut other = good.clone();
         other.sources_sha256 = "0".repeat(64);
-        let e = check(&other, &table, GGML_DECLARED).unwrap_err().to_string();
+        let e = check(&other, &table, GGML_DECLARED)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("release table names"), "{e}");
         let mut unknown = good.clone();
         unknown.crate_version = "0.0.1".into();
@@ -174,8 +184,16 @@ mod tests {
     fn the_linked_library_is_the_build_its_lockfile_names() {
         let b = BuildInfo::verified().unwrap();
         let r = builds::releases();
-        let r = r.iter().find(|r| r.crate_version == b.crate_version).unwrap();
+        let r = r
+            .iter()
+            .find(|r| r.crate_version == b.crate_version)
+            .unwrap();
         assert_eq!(b.name, r.name());
-        assert!(b.describe().starts_with(&format!("llama.cpp {} (", r.name())), "{}", b.describe());
+        assert!(
+            b.describe()
+                .starts_with(&format!("llama.cpp {} (", r.name())),
+            "{}",
+            b.describe()
+        );
     }
 }

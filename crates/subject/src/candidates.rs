@@ -1,8 +1,8 @@
 //! The candidate array a sampler works on, with every field of `llama_token_data_array`
 //! kept in view.
 
-use anyhow::{bail, Context, Result};
 use crate::compat::{llama_token_data, llama_token_data_array};
+use anyhow::{bail, Context, Result};
 use oracle::TokenId;
 use std::collections::HashSet;
 

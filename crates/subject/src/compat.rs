@@ -138,7 +138,13 @@ pub unsafe fn llama_memory_clear(mem: llama_memory_t, _data: bool) {
 /// # Safety
 /// `mem` is a live context's memory; both ids are below its sequence count.
 #[cfg(not(llama_fn = "llama_memory_seq_cp"))]
-pub unsafe fn llama_memory_seq_cp(mem: llama_memory_t, src: llama_seq_id, dst: llama_seq_id, p0: llama_pos, p1: llama_pos) {
+pub unsafe fn llama_memory_seq_cp(
+    mem: llama_memory_t,
+    src: llama_seq_id,
+    dst: llama_seq_id,
+    p0: llama_pos,
+    p1: llama_pos,
+) {
     // SAFETY: the caller's contract.
     #[cfg(llama_fn = "llama_kv_self_seq_cp")]
     unsafe {
@@ -167,7 +173,13 @@ pub fn plain_attention(p: &mut llama_context_params) {
 ///
 /// # Safety
 /// Parameters checked by `SamplerSpec::validate`.
-pub unsafe fn penalties(n_vocab: i32, last_n: i32, repeat: f32, freq: f32, present: f32) -> *mut llama_sampler {
+pub unsafe fn penalties(
+    n_vocab: i32,
+    last_n: i32,
+    repeat: f32,
+    freq: f32,
+    present: f32,
+) -> *mut llama_sampler {
     // b10405 on: the vocabulary size first.
     // SAFETY (all three): plain values in, an owned sampler or NULL out.
     #[cfg(llama_arity = "llama_sampler_init_penalties:5")]

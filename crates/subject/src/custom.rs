@@ -9,9 +9,9 @@
 //!
 //! A panic inside a callback aborts the process instead of unwinding into C.
 
+use crate::compat as sys;
 use crate::sampler::Sampler;
 use anyhow::Result;
-use crate::compat as sys;
 use oracle::TokenId;
 use std::ffi::CStr;
 use std::os::raw::c_char;
@@ -187,7 +187,10 @@ fn raw_custom(s: Boxed) -> Result<*mut sys::llama_sampler> {
     #[cfg(not(llama_fn = "llama_sampler_init"))]
     {
         let _ = (s, iface());
-        Err(crate::NotOffered { what: "a sampler written in Rust (llama_sampler_init)" }.into())
+        Err(crate::NotOffered {
+            what: "a sampler written in Rust (llama_sampler_init)",
+        }
+        .into())
     }
 }
 

@@ -12,9 +12,9 @@
 //! inside a contained child (`contain::run`), as `repro-edges` does.
 
 use crate::candidates::lend_first;
+use crate::compat as sys;
 use crate::sampler::Sampler;
 use anyhow::{bail, Context, Result};
-use crate::compat as sys;
 use oracle::TokenId;
 
 /// One entry as C left it.

@@ -15,8 +15,8 @@
 pub mod promise;
 
 mod build;
-mod compat;
 mod candidates;
+mod compat;
 mod custom;
 mod edge;
 mod logs;

@@ -5,9 +5,9 @@
 //! llama.cpp build) enters the workspace. Decoding is deterministic on one machine: a fixed
 //! thread count, the prompt in one batch, then one token per batch, CPU only.
 
+use crate::compat as sys;
 use crate::vocab::{decode_piece, filled, load_raw};
 use anyhow::{bail, ensure, Context as _, Result};
-use crate::compat as sys;
 use oracle::TokenId;
 use std::ffi::CString;
 use std::path::Path;

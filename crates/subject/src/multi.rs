@@ -18,9 +18,9 @@
 //! Positions are assigned here, never by the caller: a sequence's next position is its
 //! length, so a batch only extends sequences, as llama.cpp's batch checks require.
 
+use crate::compat as sys;
 use crate::model::{init_context, Attention, Model, RawContext, Weights};
 use anyhow::{ensure, Context as _, Result};
-use crate::compat as sys;
 use oracle::TokenId;
 use std::sync::Arc;
 

@@ -6,9 +6,9 @@
 //! call, so each apply sees exactly the validated input.
 
 use crate::candidates::{id_ordered, lend, lend_first, Candidate, Candidates};
+use crate::compat as sys;
 use crate::sampler::Sampler;
 use anyhow::{bail, Context, Result};
-use crate::compat as sys;
 
 pub struct ProbeArray {
     template: Vec<sys::llama_token_data>,

@@ -1,10 +1,10 @@
 //! An owned llama.cpp sampler handle.
 
 use crate::candidates::{id_ordered, lend, Candidates};
+use crate::compat as sys;
 use crate::logs::quiet_logs;
 use crate::vocab::Vocab;
 use anyhow::{bail, Context, Result};
-use crate::compat as sys;
 use oracle::TokenId;
 use std::ffi::CStr;
 use std::ffi::CString;
@@ -270,7 +270,7 @@ fn clonable(raw: *mut sys::llama_sampler) -> bool {
         if iface.clone.is_none() && !(*raw).ctx.is_null() {
             return false;
         }
-        if (*raw).iface as *const sys::llama_sampler_i == chain_iface() {
+        if std::ptr::eq((*raw).iface, chain_iface()) {
             let n = ffi!(sys::llama_sampler_chain_n(raw));
             return (0..n).all(|i| clonable(ffi!(sys::llama_sampler_chain_get(raw, i))));
         }
@@ -286,7 +286,9 @@ fn chain_iface() -> *const sys::llama_sampler_i {
     *IFACE.get_or_init(|| {
         // SAFETY: a fresh chain, read once and freed; the table it points to is static.
         unsafe {
-            let chain = ffi!(sys::llama_sampler_chain_init(ffi!(sys::llama_sampler_chain_default_params())));
+            let chain = ffi!(sys::llama_sampler_chain_init(ffi!(
+                sys::llama_sampler_chain_default_params()
+            )));
             let iface = (*chain).iface as usize;
             ffi!(sys::llama_sampler_free(chain));
             iface

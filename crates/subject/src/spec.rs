@@ -4,9 +4,9 @@
 //! huge window becomes a huge allocation (a C++ exception that must not cross into Rust),
 //! and an out-of-range token id in a bias reaches an assert.
 
+use crate::compat as sys;
 use crate::sampler::Sampler;
 use anyhow::{bail, Context, Result};
-use crate::compat as sys;
 use oracle::penalty::PenaltyParams;
 use oracle::stage::Stage;
 use oracle::window::WindowLen;
@@ -190,15 +190,15 @@ impl SamplerSpec {
     /// (DRY before b4524 takes a `llama_model` and reads it even without sequence breakers).
     pub fn not_offered(&self) -> Option<NotOffered> {
         let missing = match self {
-            SamplerSpec::Stage { stage: Stage::TopNSigma { .. }, .. } => {
-                (!cfg!(llama_fn = "llama_sampler_init_top_n_sigma")).then_some("top_n_sigma")
-            }
+            SamplerSpec::Stage {
+                stage: Stage::TopNSigma { .. },
+                ..
+            } => (!cfg!(llama_fn = "llama_sampler_init_top_n_sigma")).then_some("top_n_sigma"),
             SamplerSpec::AdaptiveP { .. } => {
                 (!cfg!(llama_fn = "llama_sampler_init_adaptive_p")).then_some("adaptive_p")
             }
-            SamplerSpec::Dry(_) => {
-                (!cfg!(llama_param0 = "llama_sampler_init_dry:llama_vocab*")).then_some("dry without a model")
-            }
+            SamplerSpec::Dry(_) => (!cfg!(llama_param0 = "llama_sampler_init_dry:llama_vocab*"))
+                .then_some("dry without a model"),
             _ => None,
         };
         missing.map(|what| NotOffered { what })
@@ -387,7 +387,11 @@ fn init_dry(d: &DryParams) -> *mut sys::llama_sampler {
         llama_param0 = "llama_sampler_init_dry:llama_vocab*",
         llama_arity = "llama_sampler_init_dry:7"
     ))]
-    return unsafe { ffi!(sys::llama_sampler_init_dry(vocab, m, b, len, n, breakers, 0)) };
+    return unsafe {
+        ffi!(sys::llama_sampler_init_dry(
+            vocab, m, b, len, n, breakers, 0
+        ))
+    };
     #[cfg(llama_arity = "llama_sampler_init_dry:8")]
     return unsafe {
         ffi!(sys::llama_sampler_init_dry(

@@ -1,7 +1,7 @@
 //! A model's vocabulary, loaded on its own (no weights), for the samplers that need one.
 
-use anyhow::{bail, ensure, Context, Result};
 use crate::compat as sys;
+use anyhow::{bail, ensure, Context, Result};
 use oracle::TokenId;
 use std::ffi::CString;
 use std::path::Path;
