@@ -117,12 +117,21 @@ impl BuildInfo {
                 "llama.cpp {} ({commit}) via llama-cpp-sys-2 {}{ggml}",
                 self.name, self.crate_version
             ),
-            Some(path) => format!(
-                "llama.cpp tree {} ({commit}, sampler sources {}) at {path}, built by llama-cpp-sys-2 {}'s build script{ggml}",
-                self.name,
-                &self.sources_sha256[..12],
-                self.crate_version
-            ),
+            Some(path) => {
+                // A tree whose sampler sources are a release's says so: a copy of a release,
+                // or a branch that has not touched the samplers yet.
+                let same = builds::releases()
+                    .into_iter()
+                    .rev()
+                    .find(|r| r.sources_sha256 == self.sources_sha256)
+                    .map_or(String::new(), |r| format!(", the same as {}'s", r.name()));
+                format!(
+                    "llama.cpp tree {} ({commit}; sampler sources {}{same}) at {path}, built by llama-cpp-sys-2 {}'s build script{ggml}",
+                    self.name,
+                    &self.sources_sha256[..12],
+                    self.crate_version
+                )
+            }
         }
     }
 }
