@@ -48,7 +48,7 @@ CARGO := cargo
 CARGO_FLAGS := --release --locked
 BUILDGEN := target/release/buildgen
 
-.PHONY: audit test run deps build fmt-check clippy models bench memcheck matrix
+.PHONY: audit test run deps build fmt-check clippy models bench memcheck matrix matrix-table
 
 # A target that takes BUILD resolves it while the Makefile is read, so an unknown build, a
 # folder that is no llama.cpp tree or a release whose vendored sources differ from the table
@@ -128,9 +128,12 @@ bench: deps models
 # built (cached under target/builds/) and run through F1, F2, F6 and F7's llama.cpp rows, into
 # results/matrix/ with the affected-range table and plot. SHARD=i/N takes every N-th revision
 # from the i-th, so N machines split it; copy their results/matrix/ folders into one and run
-# `target/release/matrix results/matrix` for the table. Not part of `make test` or `make audit`.
+# `make matrix-table`. Not part of `make test` or `make audit`.
 matrix: deps models
 	@SHARD=$(SHARD) scripts/matrix.sh
+
+matrix-table:
+	@scripts/matrix.sh --table-only
 
 fmt-check:
 	@$(CARGO) fmt --all -- --check

@@ -11,6 +11,9 @@
 #   SHARD=i/N scripts/matrix.sh       only revisions i, i+N, ... (llama.cpp order, from 1); the
 #                                     table is written from whatever reports the folder holds
 #   scripts/matrix.sh --build-only    build (or check the cache of) every revision, run nothing
+#   scripts/matrix.sh --table-only    only the table, from the reports and status lines the folder
+#                                     holds (after copying the results/matrix/ of several shards
+#                                     into one)
 #
 # A revision that buildgen refuses or that does not compile gets a status line with the first
 # error line, and the matrix goes on. Builds are cached under target/builds/<crate version>/, so
@@ -35,6 +38,17 @@ extra_args() {
 
 mkdir -p "$OUT" "$STATUS" "$LOGS"
 cargo build --release --locked --quiet -p buildgen >&2
+
+table() {
+  cargo build --release --locked --quiet -p matrix >&2
+  cat "$STATUS"/*.tsv 2>/dev/null | grep -v $'\tfailed\t' | sort > "$OUT/builds.tsv" || true
+  target/release/matrix "$OUT"
+}
+
+if [ "${1:-}" = --table-only ]; then
+  table
+  exit 0
+fi
 
 names=$("$BUILDGEN" names ${SHARD:+--shard "$SHARD"})
 
@@ -91,6 +105,4 @@ done
 printf '%s\n' "${built[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_revision "$1"' _ {}
 
 # Phase 3: the table, from every status line and report the folder holds.
-cargo build --release --locked --quiet -p matrix >&2
-cat "$STATUS"/*.tsv 2>/dev/null | grep -v $'\tfailed\t' | sort > "$OUT/builds.tsv" || true
-target/release/matrix "$OUT"
+table
