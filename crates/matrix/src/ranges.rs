@@ -1,0 +1,263 @@
+//! Affected ranges: for each verdict row, the runs of revisions where it is present, each
+//! with the revision that ends it, as text (`ranges.txt`) and as JSON (`ranges.json`).
+//!
+//! A run counts only the revisions with data for the row: a revision not built, not run or
+//! missing from the reports neither ends a run nor starts one, and is named instead, so a
+//! failed build is never read as a fix.
+
+use crate::read::{Column, Matrix, State};
+use report::Table;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The rule, in the words both files state it.
+pub const RULE: &str = "\
+A range is a run of revisions where the row's verdict is present, in llama.cpp order. Only
+revisions with data for the row count: a revision that was not built, not run, or is missing
+from the reports is skipped (it neither ends a range nor starts one). Such revisions are named:
+under `Not built` and `Not run` when no row has data there, after `missing at` when one row
+lacks it, and after `no data at` when one lies between a range and the revision that ends it.
+`A..B (first fixed: C)`: present from A through B, absent at C, the next revision with data.
+`A.. (still present at Z)`: present from A through Z, the newest revision with data.
+`A..B (V at C)`: the next revision with data, C, has verdict V (not offered, inconclusive,
+undecided), which is not a fix.
+`not offered: A..B`: the release's C API lacks the sampler from A through B, by the same rule.";
+
+/// A run of revisions in one state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Span {
+    pub first: String,
+    pub last: String,
+    /// The next revision with data for the row, if any.
+    pub next: Option<String>,
+    /// Its state.
+    pub next_state: Option<String>,
+    /// Revisions without data after `last`: up to `next`, or to the newest revision.
+    pub no_data_after: Vec<String>,
+}
+
+/// One verdict row's ranges.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RowRanges {
+    pub finding: String,
+    pub row: String,
+    /// The state on each revision, oldest first.
+    pub states: Map<String, Value>,
+    pub present: Vec<Span>,
+    pub not_offered: Vec<Span>,
+    /// Revisions that were built and reported, but without this row.
+    pub missing: Vec<String>,
+    /// The line of `ranges.txt` after the finding and row.
+    pub summary: String,
+}
+
+/// One revision as the ranges were computed on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RevisionStatus {
+    pub name: String,
+    pub crate_version: String,
+    pub commit: String,
+    pub status: String,
+    pub detail: String,
+}
+
+/// What `ranges.json` holds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ranges {
+    pub rule: String,
+    /// Whether the folder had the runner's `builds.tsv` (without it, a revision with reports
+    /// counts as built and one without as not run).
+    pub builds_tsv: bool,
+    pub revisions: Vec<RevisionStatus>,
+    /// Files read but not used, and why.
+    pub notes: Vec<String>,
+    pub rows: Vec<RowRanges>,
+}
+
+/// The maximal runs of `wanted` among the revisions with data (see the module documentation).
+pub fn spans(states: &[State], wanted: State, columns: &[Column]) -> Vec<Span> {
+    let name = |i: usize| columns[i].name.clone();
+    let with_data: Vec<usize> = (0..states.len())
+        .filter(|&i| states[i].has_data())
+        .collect();
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < with_data.len() {
+        if states[with_data[k]] != wanted {
+            k += 1;
+            continue;
+        }
+        let start = k;
+        while k + 1 < with_data.len() && states[with_data[k + 1]] == wanted {
+            k += 1;
+        }
+        let last = with_data[k];
+        let next = with_data.get(k + 1).copied();
+        out.push(Span {
+            first: name(with_data[start]),
+            last: name(last),
+            next: next.map(name),
+            next_state: next.map(|i| states[i].as_str().to_string()),
+            no_data_after: (last + 1..next.unwrap_or(states.len())).map(name).collect(),
+        });
+        k += 1;
+    }
+    out
+}
+
+fn present_text(s: &Span) -> String {
+    let gap = if s.no_data_after.is_empty() {
+        String::new()
+    } else {
+        let at = s.no_data_after.join(", ");
+        match s.next {
+            Some(_) => format!("; no data at {at}"),
+            None => format!("; no data after it: {at}"),
+        }
+    };
+    match (&s.next, s.next_state.as_deref()) {
+        (Some(c), Some("absent")) => format!("{}..{} (first fixed: {c}{gap})", s.first, s.last),
+        (Some(c), Some(v)) => format!("{}..{} ({v} at {c}{gap})", s.first, s.last),
+        _ => format!("{}.. (still present at {}{gap})", s.first, s.last),
+    }
+}
+
+fn summary(states: &[State], present: &[Span], not_offered: &[Span], missing: &[String]) -> String {
+    let mut out = if !present.is_empty() {
+        present
+            .iter()
+            .map(present_text)
+            .collect::<Vec<_>>()
+            .join(", ")
+    } else if states.iter().any(|s| s.has_data()) {
+        "never present".to_string()
+    } else {
+        "no data".to_string()
+    };
+    if !not_offered.is_empty() {
+        let runs: Vec<String> = not_offered
+            .iter()
+            .map(|s| format!("{}..{}", s.first, s.last))
+            .collect();
+        out.push_str(&format!("; not offered: {}", runs.join(", ")));
+    }
+    if !missing.is_empty() {
+        out.push_str(&format!("; missing at {}", missing.join(", ")));
+    }
+    out
+}
+
+/// The ranges of every row of `m`.
+pub fn ranges(m: &Matrix) -> Ranges {
+    let rows = m
+        .rows
+        .iter()
+        .map(|(key, states)| {
+            let present = spans(states, State::Present, &m.columns);
+            let not_offered = spans(states, State::NotOffered, &m.columns);
+            let missing: Vec<String> = (states.iter().zip(&m.columns))
+                .filter(|(s, _)| **s == State::Missing)
+                .map(|(_, c)| c.name.clone())
+                .collect();
+            RowRanges {
+                finding: key.finding.clone(),
+                row: key.name.clone(),
+                states: (states.iter().zip(&m.columns))
+                    .map(|(s, c)| (c.name.clone(), Value::from(s.as_str())))
+                    .collect(),
+                summary: summary(states, &present, &not_offered, &missing),
+                present,
+                not_offered,
+                missing,
+            }
+        })
+        .collect();
+    Ranges {
+        rule: RULE.replace('\n', " "),
+        builds_tsv: m.builds_tsv,
+        revisions: m
+            .columns
+            .iter()
+            .map(|c| RevisionStatus {
+                name: c.name.clone(),
+                crate_version: c.crate_version().to_string(),
+                commit: c.commit.clone(),
+                status: c.status.as_str().to_string(),
+                detail: c.detail.clone(),
+            })
+            .collect(),
+        notes: m.notes.clone(),
+        rows,
+    }
+}
+
+/// `ranges.txt`: the rule, the revisions without data for any row, the notes, then one line
+/// per row.
+pub fn ranges_text(r: &Ranges) -> String {
+    let names: Vec<&str> = r.revisions.iter().map(|c| c.name.as_str()).collect();
+    let mut out = format!(
+        "Affected ranges of each verdict row across the {} llama.cpp revisions of the release\ntable, oldest first:\n",
+        names.len()
+    );
+    for line in names.chunks(12) {
+        out.push_str(&format!("  {}\n", line.join(" ")));
+    }
+    out.push_str(&format!("\n{RULE}\n\n"));
+    let ok = r.revisions.iter().filter(|c| c.status == "ok").count();
+    out.push_str(&format!("Built and reported: {ok} of {}.\n", names.len()));
+    if !r.builds_tsv {
+        out.push_str(
+            "No builds.tsv: a revision with reports counts as built, any other as not run.\n",
+        );
+    }
+    let failed: Vec<&RevisionStatus> = (r.revisions.iter())
+        .filter(|c| c.status == "build-failed" || c.status == "refused")
+        .collect();
+    if !failed.is_empty() {
+        out.push_str("Not built (no data for any row):\n");
+        for c in failed {
+            let detail = if c.detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", c.detail)
+            };
+            out.push_str(&format!(
+                "  {} (llama-cpp-sys-2 {}) {}{detail}\n",
+                c.name, c.crate_version, c.status
+            ));
+        }
+    }
+    let not_run: Vec<&str> = (r.revisions.iter())
+        .filter(|c| c.status == "not run")
+        .map(|c| c.name.as_str())
+        .collect();
+    if !not_run.is_empty() {
+        out.push_str(&format!(
+            "Not run (no data for any row): {}\n",
+            not_run.join(" ")
+        ));
+    }
+    if !r.notes.is_empty() {
+        out.push_str("Files left out:\n");
+        for n in &r.notes {
+            out.push_str(&format!("  {n}\n"));
+        }
+    }
+    out.push('\n');
+    if r.rows.is_empty() {
+        out.push_str("No verdict rows.\n");
+        return out;
+    }
+    let mut t = Table::new().left("", 0).left("  ", 0).left("  ", 0);
+    t.row(["", "row", "ranges"]);
+    for row in &r.rows {
+        t.row([&row.finding, &row.row, &row.summary]);
+    }
+    out.push_str(&t.render());
+    out
+}
+
+/// `ranges.json`.
+pub fn ranges_json(r: &Ranges) -> String {
+    serde_json::to_string_pretty(r).expect("the ranges serialize") + "\n"
+}
