@@ -7,13 +7,14 @@
 //! stages ([`PLANTED_STAGES`]), which can be named on the command line to rerun a control. The
 //! oracle reads each planted stage as the stage it imitates.
 
+use crate::offered::offered;
 use crate::planted::{DistRule, PlantedBias, PlantedDist, PlantedRule, PlantedTruncator};
 use anyhow::{anyhow, bail, Context, Result};
 use oracle::stage::{self as st, table::Parser, Role, Stage, SuiteStage};
 use oracle::truncation::{Link, Pool, Step};
 use oracle::TokenId;
 use serde::{Serialize, Serializer};
-use subject::{Sampler, SamplerSpec};
+use subject::{NotOffered, Sampler, SamplerSpec};
 
 /// The planted stages: syntax (`NAME=...`) and what they are (for `--help`).
 pub const PLANTED_STAGES: &[(&str, &str)] = &[
@@ -227,6 +228,18 @@ impl ChainStage {
     /// Whether the stage counts the ids accepted before it.
     pub fn reads_history(&self) -> bool {
         self.sampler().is_some_and(Stage::reads_history)
+    }
+
+    /// Why the linked build cannot make this stage, if it cannot: a built-in its C API lacks
+    /// (the spec says so without building), or a stage written in Rust (planted, or the
+    /// guard) where the C API has no way to plug one in (building one says so).
+    pub fn not_offered(&self, n_vocab: i32) -> Result<Option<NotOffered>> {
+        match self {
+            ChainStage::Sampler(s) => Ok(SamplerSpec::from(s.clone())
+                .with_vocab(n_vocab)
+                .not_offered()),
+            _ => Ok(offered(self.build(n_vocab))?.err()),
+        }
     }
 
     /// The sampler that runs this stage: llama.cpp's built-in one, the guard, or a planted one.

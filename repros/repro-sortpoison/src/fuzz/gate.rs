@@ -71,6 +71,17 @@ pub struct OracleCheck {
     pub knife_edges: usize,
     pub per_stage: BTreeMap<&'static str, StageTally>,
     pub mismatches: Vec<GateMismatch>,
+    /// Inputs whose stage the build does not offer, per stage: drawn, not run, not counted
+    /// in `inputs`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_offered: BTreeMap<&'static str, NotRun>,
+}
+
+/// Inputs of one stage the build cannot make, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NotRun {
+    pub inputs: usize,
+    pub why: String,
 }
 
 pub const ORACLE_CHECK_SEED: u64 = 0x0AC1E;
@@ -137,6 +148,15 @@ impl OracleCheck {
         let n = logits.len();
         let mut order: Vec<usize> = (0..n).collect();
         rng.shuffle(&mut order);
+        // Skipped after its order is drawn, so every later input is the same on every build.
+        if let Some(why) = stage.not_offered(n as i32)? {
+            let skip = self.not_offered.entry(stage.name()).or_insert(NotRun {
+                inputs: 0,
+                why: why.to_string(),
+            });
+            skip.inputs += 1;
+            return Ok(());
+        }
         self.inputs += 1;
         let tally = self.per_stage.entry(stage.name()).or_default();
         tally.inputs += 1;
@@ -215,7 +235,7 @@ impl OracleCheck {
         let values: usize = self.per_stage.values().map(|t| t.values).sum();
         let sets = self.inputs - self.knife_edges;
         let per = |kind: &str| self.mismatches.iter().filter(|m| m.kind == kind).count();
-        format!(
+        let mut out = format!(
             "{} single stages ({} knife edges skipped): {} survivor sets and {} surviving logits compared; {} set and {} value mismatches",
             self.inputs,
             self.knife_edges,
@@ -223,7 +243,14 @@ impl OracleCheck {
             values,
             per("set"),
             per("value")
-        )
+        );
+        for (stage, skip) in &self.not_offered {
+            out.push_str(&format!(
+                "; {} {stage} inputs not run ({})",
+                skip.inputs, skip.why
+            ));
+        }
+        out
     }
 
     pub fn to_text(&self) -> String {

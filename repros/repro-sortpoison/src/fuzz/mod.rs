@@ -20,6 +20,7 @@ pub use generate::{guarded, random_case, random_stage, shape, signature};
 pub use shrink::shrink;
 
 use crate::chain::{self, ChainCase, Verdict};
+use crate::offered::offered;
 use anyhow::{bail, Context, Result};
 use contain::{Ended, Task};
 use oracle::rng::Rng;
@@ -55,6 +56,14 @@ pub struct FuzzReport {
         skip_serializing_if = "<[_]>::is_empty"
     )]
     pub crashed: Vec<String>,
+    /// Chains with a stage the build does not offer, per reason (`top_n_sigma is not offered
+    /// by this build's C API`): not run, so not counted in `tried`.
+    #[serde(
+        rename = "skipped_not_offered",
+        default,
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub not_offered: BTreeMap<String, usize>,
 }
 
 /// How many guarded chains were unsound, and how many undecided.
@@ -63,6 +72,9 @@ pub struct GuardedCounts {
     pub unsound: usize,
     #[serde(rename = "undecided_knife_edges")]
     pub undecided: usize,
+    /// Why no guarded chain ran, when the build cannot make the guard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_run: Option<String>,
 }
 
 /// The first minimized case of one stage signature.
@@ -94,16 +106,34 @@ pub fn fuzz_range(seed: u64, start: usize, end: usize) -> Result<FuzzReport> {
     };
     for _ in start..end {
         let case = random_case(&mut rng);
+        // A chain the build cannot make is skipped and counted apart, not kept out of the
+        // stream: generating it anyway keeps chain i the same chain on every build, so two
+        // builds' counts compare chain for chain and a skipped chain is seen, not hidden.
+        let plain = match offered(chain::run(&case))? {
+            Ok(run) => run,
+            Err(why) => {
+                *r.not_offered.entry(why.to_string()).or_insert(0) += 1;
+                continue;
+            }
+        };
         r.tried += 1;
-        match chain::run(&guarded(&case))?.verdict {
-            Verdict::Present => r.guarded.unsound += 1,
-            // The chain comparison never returns inconclusive; count it with the undecided.
-            Verdict::Undecided | Verdict::Inconclusive => r.guarded.undecided += 1,
-            Verdict::Absent => {}
+        // The chain comparison gives present, absent or undecided (a chain the build cannot
+        // make is an error, split off by `offered`); anything else counts with the undecided.
+        match offered(chain::run(&guarded(&case)))? {
+            Ok(g) => match g.verdict {
+                Verdict::Present => r.guarded.unsound += 1,
+                Verdict::Absent => {}
+                Verdict::Undecided | Verdict::Inconclusive | Verdict::NotOffered => {
+                    r.guarded.undecided += 1
+                }
+            },
+            Err(why) => {
+                r.guarded.not_run.get_or_insert_with(|| why.to_string());
+            }
         }
-        match chain::run(&case)?.verdict {
+        match plain.verdict {
             Verdict::Absent => r.sound += 1,
-            Verdict::Undecided | Verdict::Inconclusive => r.undecided += 1,
+            Verdict::Undecided | Verdict::Inconclusive | Verdict::NotOffered => r.undecided += 1,
             Verdict::Present => {
                 r.unsound += 1;
                 let small = shrink(&case);
@@ -127,6 +157,14 @@ impl FuzzReport {
             true => String::new(),
             false => format!(" (not run: {})", self.crashed.join("; ")),
         }
+    }
+
+    /// The chains skipped because the build cannot make them, as the evidence lines name them
+    /// (empty when none were).
+    pub fn skipped(&self) -> String {
+        let each = self.not_offered.iter();
+        each.map(|(why, n)| format!(" ({n} chains skipped: {why})"))
+            .collect()
     }
 
     /// Counts `m` under its signature, keeping the first case found for each.
@@ -156,6 +194,12 @@ impl FuzzReport {
             self.add_minimized(m);
         }
         self.crashed.extend(later.crashed);
+        for (why, n) in later.not_offered {
+            *self.not_offered.entry(why).or_insert(0) += n;
+        }
+        if self.guarded.not_run.is_none() {
+            self.guarded.not_run = later.guarded.not_run;
+        }
     }
 
     pub fn to_text(&self) -> String {
@@ -163,10 +207,20 @@ impl FuzzReport {
             "chain fuzzer (seed {:#x}): {} chains of 2-4 stages, {} sound, {} unsound, {} undecided (knife edges)\n",
             self.seed, self.tried, self.sound, self.unsound, self.undecided
         );
-        out.push_str(&format!(
-            "  with sorted_guard before every flag-reading stage: {} unsound, {} undecided\n",
-            self.guarded.unsound, self.guarded.undecided
-        ));
+        for (why, n) in &self.not_offered {
+            out.push_str(&format!(
+                "  skipped: {n} chains the build cannot make ({why})\n"
+            ));
+        }
+        out.push_str(&match &self.guarded.not_run {
+            Some(why) => {
+                format!("  with sorted_guard before every flag-reading stage: not run ({why})\n")
+            }
+            None => format!(
+                "  with sorted_guard before every flag-reading stage: {} unsound, {} undecided\n",
+                self.guarded.unsound, self.guarded.undecided
+            ),
+        });
         for c in &self.crashed {
             out.push_str(&format!(
                 "  not run: {c} (contained; the other chunks went on)\n"
