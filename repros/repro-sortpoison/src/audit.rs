@@ -13,14 +13,15 @@
 use crate::census::{self, Census, Class};
 use crate::chain::{self, ChainCase, ChainReport, Verdict};
 use crate::fuzz::{self, FuzzReport, OracleCheck};
+use crate::offered::{not_run, offered};
 use crate::perm::{self, PermAudit};
 use crate::planted;
 use crate::text::join;
 use anyhow::Result;
-use report::{Control, Report};
+use report::{Control, ControlKind, Report};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use subject::BuildInfo;
+use subject::{BuildInfo, NotOffered};
 
 /// Chains the fuzzer tries by default.
 pub const FUZZ_CHAINS: usize = 100_000;
@@ -53,8 +54,9 @@ pub struct Audit {
     pub fuzz: FuzzReport,
     pub published: ChainCase,
     pub published_report: ChainReport,
-    /// The published chain with `sorted_guard` before its truncation stage.
-    pub guarded_report: ChainReport,
+    /// The published chain with `sorted_guard` before its truncation stage, or why the build
+    /// cannot make the guard.
+    pub guarded_report: Result<ChainReport, NotOffered>,
     pub chain_controls: Vec<Control>,
 }
 
@@ -72,7 +74,7 @@ pub fn run(fuzz_chains: usize, vocab_model: &Path) -> Result<Audit> {
         census: census::run(vocab_model)?,
         fuzz: fuzz::fuzz_contained(fuzz::FUZZ_SEED, fuzz_chains)?,
         published_report: chain::run(&published)?,
-        guarded_report: chain::run(&fuzz::guarded(&published))?,
+        guarded_report: offered(chain::run(&fuzz::guarded(&published)))?,
         chain_controls: chain::controls()?,
         published,
     })
@@ -99,6 +101,22 @@ impl Audit {
             join(rs.iter().map(one), "; ")
         };
         let (trusting, honest) = (planted_rows(true), planted_rows(false));
+        let perm_not_run = &self.perm.planted_not_run;
+        let perm_control = |kind, name: &str, ok, rows: &[&perm::PermutationRow]| {
+            let detail = planted_detail(rows);
+            match perm_not_run {
+                Some(why) => not_run(kind, name, why),
+                None => Control::new(kind, name, ok, detail),
+            }
+        };
+        let census = &self.census;
+        let census_control = |kind, name: &str, wants: &[Class], ok, detail| {
+            let why = wants.iter().find_map(|w| census.planted_not_run(*w));
+            match why {
+                Some(why) => not_run(kind, name, why),
+                None => Control::new(kind, name, ok, detail),
+            }
+        };
         let mut c = vec![
             Control::oracle_check("oracle gate", gate.passed(), gate.summary()),
             Control::positive(
@@ -118,42 +136,50 @@ impl Audit {
                     self.perm.rows.iter().map(|r| r.permutations).sum::<usize>()
                 ),
             ),
-            Control::positive(
+            perm_control(
+                ControlKind::Positive,
                 "permutation audit on planted truncators that trust the flag",
                 trusting.iter().all(|r| r.flagged()),
-                planted_detail(&trusting),
+                &trusting,
             ),
-            Control::negative(
+            perm_control(
+                ControlKind::Negative,
                 "permutation audit on planted truncators that always sort",
                 honest.iter().all(|r| r.sound()),
-                planted_detail(&honest),
+                &honest,
             ),
         ];
         c.extend(self.chain_controls.iter().cloned());
-        c.push(Control::positive(
+        c.push(census_control(
+            ControlKind::Positive,
             "census on a planted injector that keeps the flag",
-            self.census.planted_ok(Class::KeepsStale),
-            self.census.planted_text(Class::KeepsStale),
+            &[Class::KeepsStale],
+            census.planted_ok(Class::KeepsStale),
+            census.planted_text(Class::KeepsStale),
         ));
-        c.push(Control::negative(
+        c.push(census_control(
+            ControlKind::Negative,
             "census on planted samplers that clear the flag or change nothing",
-            self.census.planted_ok(Class::ResetsFlag)
-                && self.census.planted_ok(Class::NeverReorders),
+            &[Class::ResetsFlag, Class::NeverReorders],
+            census.planted_ok(Class::ResetsFlag) && census.planted_ok(Class::NeverReorders),
             format!(
                 "{}; {}",
-                self.census.planted_text(Class::ResetsFlag),
-                self.census.planted_text(Class::NeverReorders)
+                census.planted_text(Class::ResetsFlag),
+                census.planted_text(Class::NeverReorders)
             ),
         ));
-        let rows = self.census.rows.iter();
-        let completed = rows.filter(|r| r.class != Class::Crashed).count();
-        c.push(Control::positive(
+        let rows = census.rows.iter();
+        let completed =
+            (rows.filter(|r| !matches!(r.class, Class::Crashed | Class::NotOffered))).count();
+        c.push(census_control(
+            ControlKind::Positive,
             "census containment on a planted injector that aborts",
-            self.census.planted_ok(Class::Crashed) && completed > 0,
+            &[Class::Crashed],
+            census.planted_ok(Class::Crashed) && completed > 0,
             format!(
                 "{}; {completed} of {} built-in rows completed",
-                self.census.planted_text(Class::Crashed),
-                self.census.rows.len()
+                census.planted_text(Class::Crashed),
+                census.rows.len()
             ),
         ));
         c
@@ -164,12 +190,13 @@ impl Audit {
         let distinct =
             (self.perm.rows.iter()).map(|r| format!("{} {}", r.sampler, r.max_distinct_sets));
         format!(
-            "max distinct sets over orders {}; fuzzer {} of {} chains unsound, {} undecided{}",
+            "max distinct sets over orders {}; fuzzer {} of {} chains unsound, {} undecided{}{}",
             join(distinct, ", "),
             self.fuzz.unsound,
             self.fuzz.tried,
             self.fuzz.undecided,
-            self.fuzz.not_run()
+            self.fuzz.not_run(),
+            self.fuzz.skipped()
         )
     }
 
@@ -210,30 +237,50 @@ impl Audit {
     /// unsound chain and the published chain is sound.
     /// A fuzzer chunk whose child died ran chains nobody judged, guarded ones among them, so
     /// the fix cannot be called `absent` then.
+    /// A build that cannot make the guard has no fix to judge: `not offered`.
     pub fn guard_measured(&self) -> Verdict {
-        let clean = self.perm.rows.iter().all(|r| r.guarded_ok)
+        let Ok(guarded_report) = &self.guarded_report else {
+            return Verdict::NotOffered;
+        };
+        let clean = self.perm.rows.iter().all(|r| r.guarded_ok == Some(true))
             && self.fuzz.guarded.unsound == 0
             && self.fuzz.crashed.is_empty()
-            && self.guarded_report.verdict == Verdict::Absent;
+            && guarded_report.verdict == Verdict::Absent;
         Verdict::found(!clean)
     }
 
     pub fn guard_report(&self) -> Report {
         let guarded = fuzz::guarded(&self.published);
+        let name = format!("{}+sorted_guard", chain::NAME);
+        let guarded_report = match &self.guarded_report {
+            Ok(r) => r,
+            Err(why) => {
+                let evidence = format!(
+                    "sorted_guard not run: {why}; the published chain, the permutation audit and the fuzzer ran without it"
+                );
+                let body = [("published_chain_not_run", why.to_string())];
+                return chain::new_report(
+                    &self.build,
+                    &name,
+                    self.guard_measured(),
+                    evidence,
+                    self.controls(),
+                )
+                .with_body(std::collections::BTreeMap::from(body))
+                .with_text(format!("chain: {}\n  not run: {why}\n", guarded.command()));
+            }
+        };
         let evidence = format!(
-            "with sorted_guard: published chain keeps {}; permutation audit one set = oracle in every case: {}; fuzzer {} of {} chains unsound, {} undecided{}",
-            chain::ids_text(&self.guarded_report.subject.survivors),
-            self.perm.rows.iter().all(|r| r.guarded_ok),
+            "with sorted_guard: published chain keeps {}; permutation audit one set = oracle in every case: {}; fuzzer {} of {} chains unsound, {} undecided{}{}",
+            chain::ids_text(&guarded_report.subject.survivors),
+            self.perm.rows.iter().all(|r| r.guarded_ok == Some(true)),
             self.fuzz.guarded.unsound,
             self.fuzz.tried,
             self.fuzz.guarded.undecided,
-            self.fuzz.not_run()
+            self.fuzz.not_run(),
+            self.fuzz.skipped()
         );
-        let name = format!("{}+sorted_guard", chain::NAME);
-        let body = [(
-            "published_chain",
-            chain::to_json(&guarded, &self.guarded_report),
-        )];
+        let body = [("published_chain", chain::to_json(&guarded, guarded_report))];
         chain::new_report(
             &self.build,
             &name,
@@ -242,7 +289,7 @@ impl Audit {
             self.controls(),
         )
         .with_body(std::collections::BTreeMap::from(body))
-        .with_text(chain::to_text(&guarded, &self.guarded_report))
+        .with_text(chain::to_text(&guarded, guarded_report))
     }
 
     fn to_text(&self) -> String {

@@ -8,9 +8,12 @@
 //! Controls, through the same `census_row`: planted injectors that keep the flag, clear it,
 //! change nothing, or abort. Every row runs in its own child process ([`ROW_TASK`],
 //! `crates/contain`) and comes back as JSON, so a sampler that aborts becomes a row classed
-//! "crashes (contained)" and the census goes on.
+//! "crashes (contained)" and the census goes on. A sampler the build does not offer (the
+//! planted injectors too, where Rust samplers cannot be plugged in) is a row classed
+//! "not offered".
 
 use crate::chain::really_sorted;
+use crate::offered::offered;
 use crate::planted::Injector;
 use crate::text::join;
 use anyhow::{Context, Result};
@@ -240,6 +243,9 @@ pub enum Class {
     #[default]
     #[serde(rename = "crashes (contained)")]
     Crashed,
+    /// The build does not offer the sampler; [`CensusRow::not_offered`] says what is missing.
+    #[serde(rename = "not offered")]
+    NotOffered,
 }
 
 impl Class {
@@ -249,6 +255,7 @@ impl Class {
             Class::ResetsFlag => "resets the flag",
             Class::NeverReorders => "never reorders",
             Class::Crashed => "crashes (contained)",
+            Class::NotOffered => "not offered",
         }
     }
 }
@@ -272,6 +279,9 @@ pub struct CensusRow {
     /// How the row's child died, for [`Class::Crashed`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crash: Option<String>,
+    /// What the build lacks, for [`Class::NotOffered`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_offered: Option<String>,
 }
 
 fn apply(
@@ -339,6 +349,7 @@ pub fn census_row(subject: &CensusSampler, inputs: &[Input]) -> Result<CensusRow
         unsorted_input_sets_flag: sets_flag,
         unsorted_input_sets_flag_on_unsorted_output: sets_flag_falsely,
         crash: None,
+        not_offered: None,
     })
 }
 
@@ -405,7 +416,16 @@ fn row_child(args: &[OsString]) -> i32 {
             (Some(v), true) => vocab_battery(v)?,
             _ => battery(),
         };
-        Ok(serde_json::to_string(&census_row(subject, &inputs)?)? + "\n")
+        let row = match offered(census_row(subject, &inputs))? {
+            Ok(row) => row,
+            Err(why) => CensusRow {
+                sampler: subject.label.clone(),
+                class: Class::NotOffered,
+                not_offered: Some(why.to_string()),
+                ..CensusRow::default()
+            },
+        };
+        Ok(serde_json::to_string(&row)? + "\n")
     })())
 }
 
@@ -472,6 +492,12 @@ impl Census {
         planted.peek().is_some() && planted.all(|p| p.row.class == want)
     }
 
+    /// Why a planted injector that must be classed `want` did not run, if one did not.
+    pub fn planted_not_run(&self, want: Class) -> Option<&str> {
+        self.planted_as(want)
+            .find_map(|p| p.row.not_offered.as_deref())
+    }
+
     pub fn planted_text(&self, want: Class) -> String {
         let text = |p: &PlantedRow| {
             format!(
@@ -492,6 +518,15 @@ impl Census {
             if let Some(how) = &r.crash {
                 out.push_str(&format!(
                     "  {:<41} {:<28} {} ({how}; the census went on)\n",
+                    r.sampler,
+                    "-",
+                    r.class.as_str()
+                ));
+                continue;
+            }
+            if let Some(why) = &r.not_offered {
+                out.push_str(&format!(
+                    "  {:<41} {:<28} {} ({why})\n",
                     r.sampler,
                     "-",
                     r.class.as_str()

@@ -1,6 +1,7 @@
 //! One chain of built-in samplers, run twice: through llama.cpp's real chain API and through
 //! the oracle's composition of the same stages on the true multiset.
 
+use crate::offered::{not_run, offered};
 use crate::planted::{PlantedBias, PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use crate::text::join;
@@ -9,9 +10,9 @@ use clap::Parser;
 use oracle::stage::{self as st, ParseError, LOGIT_LIMIT};
 use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
-use report::{Control, Report};
+use report::{Control, ControlKind, Report};
 use serde::{Serialize, Serializer};
-use subject::{BuildInfo, Candidates, Sampler};
+use subject::{BuildInfo, Candidates, NotOffered, Sampler};
 
 /// The published chain: `top_k(4) -> logit_bias(+6 @ 3) -> top_p(0.8)` on 4..-3.
 pub fn published() -> ChainCase {
@@ -435,28 +436,37 @@ pub fn planted_published(trusts_flag: bool) -> ChainCase {
 /// The chain comparison's controls: the planted chain ending in a top_p that trusts the flag
 /// must be `present`; the same chain ending in one that sorts must be `absent`.
 pub fn controls() -> Result<Vec<Control>> {
-    let detail = |c: &ChainCase, r: &ChainReport| {
-        format!(
-            "{}: keeps {}, oracle {} ({})",
-            c.command(),
-            ids_text(&r.subject.survivors),
-            ids_text(&r.oracle),
-            r.verdict
-        )
+    let control = |kind, name: &str, trusts_flag, want| -> Result<Control> {
+        let case = planted_published(trusts_flag);
+        Ok(match offered(run(&case))? {
+            Ok(r) => Control::new(
+                kind,
+                name,
+                r.verdict == want,
+                format!(
+                    "{}: keeps {}, oracle {} ({})",
+                    case.command(),
+                    ids_text(&r.subject.survivors),
+                    ids_text(&r.oracle),
+                    r.verdict
+                ),
+            ),
+            Err(why) => not_run(kind, name, why),
+        })
     };
-    let (trusting, honest) = (planted_published(true), planted_published(false));
-    let (t, h) = (run(&trusting)?, run(&honest)?);
     Ok(vec![
-        Control::positive(
+        control(
+            ControlKind::Positive,
             "chain comparison on a planted chain whose top_p trusts the flag",
-            t.verdict == Verdict::Present,
-            detail(&trusting, &t),
-        ),
-        Control::negative(
+            true,
+            Verdict::Present,
+        )?,
+        control(
+            ControlKind::Negative,
             "chain comparison on a planted chain whose top_p always sorts",
-            h.verdict == Verdict::Absent,
-            detail(&honest, &h),
-        ),
+            false,
+            Verdict::Absent,
+        )?,
     ])
 }
 
@@ -497,4 +507,17 @@ pub fn report(
     new_report(build, NAME, r.verdict, evidence, controls)
         .with_body(to_json(case, r))
         .with_text(to_text(case, r))
+}
+
+/// The report of a chain the build cannot make: `not offered`, naming what the build lacks,
+/// under the controls this build could run.
+pub fn not_offered_report(
+    case: &ChainCase,
+    why: &NotOffered,
+    build: &BuildInfo,
+    controls: Vec<Control>,
+) -> Report {
+    let evidence = format!("{} not run: {why}", case.command());
+    new_report(build, NAME, Verdict::NotOffered, evidence, controls)
+        .with_text(format!("chain: {}\n  not run: {why}\n", case.command()))
 }

@@ -4,6 +4,7 @@ use crate::audit;
 use crate::chain::{self, CaseFlags, ChainCase};
 use crate::draws;
 use crate::fuzz;
+use crate::offered::offered;
 use crate::stage::ChainStage;
 use anyhow::{bail, ensure, Result};
 use clap::Parser;
@@ -98,7 +99,17 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
 /// One chain's report: the chain comparison, or, for a chain that ends in a drawing stage, its
 /// draws; with the oracle gate on the chain's own stages and every detector's controls.
 pub fn chain_report(case: &ChainCase, build: &subject::BuildInfo) -> Result<report::Report> {
-    let r = chain::run(case)?;
+    let draws = case.stages.last().is_some_and(ChainStage::draws);
+    let r = match offered(chain::run(case))? {
+        Ok(r) => r,
+        Err(why) => {
+            let mut controls = chain::controls()?;
+            if draws {
+                controls.extend(draws::controls()?);
+            }
+            return Ok(chain::not_offered_report(case, &why, build, controls));
+        }
+    };
     let mut controls = chain::controls()?;
     let gate = fuzz::chain_gate(case, fuzz::ORACLE_CHECK_SEED, CHAIN_GATE_INPUTS)?;
     controls.insert(
@@ -109,7 +120,7 @@ pub fn chain_report(case: &ChainCase, build: &subject::BuildInfo) -> Result<repo
             gate.summary(),
         ),
     );
-    if case.stages.last().is_some_and(ChainStage::draws) {
+    if draws {
         let d = draws::run(case)?;
         controls.extend(draws::controls()?);
         return Ok(draws::report(case, &r, &d, build, controls));

@@ -9,6 +9,7 @@
 //! through the same [`run`]; they are the controls.
 
 use crate::chain::{self, ChainCase, ChainReport};
+use crate::offered::{not_run, offered};
 use crate::planted::{DistRule, PlantedBias, PlantedDist, PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use crate::text::join;
@@ -387,7 +388,10 @@ pub fn controls() -> Result<Vec<Control>> {
     ];
     let control = |(biases, rule, kind, name, shows): (_, _, _, String, Shows)| {
         let case = planted_chain(biases, rule);
-        let r = run(&case)?;
+        let r = match offered(run(&case))? {
+            Ok(r) => r,
+            Err(why) => return Ok(not_run(kind, name, why)),
+        };
         let detail = format!(
             "{}: {}; p check {}",
             case.command(),

@@ -9,6 +9,7 @@
 //! and top_p) that trust the flag must be flagged, the same truncators that always sort must
 //! give one set, the oracle's, in every case.
 
+use crate::offered::offered;
 use crate::planted::{PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use crate::text::join;
@@ -18,7 +19,7 @@ use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
-use subject::{Candidates, Sampler};
+use subject::{Candidates, NotOffered, Sampler};
 
 /// The multisets audited. Distinct logits, spaced so that no parameter below puts a
 /// threshold at a probability level (the oracle checks this and skips any that would).
@@ -101,9 +102,10 @@ pub struct PermutationCase {
     /// The same with the honest flag (negative control).
     #[serde(skip)]
     pub honest: BTreeMap<u64, usize>,
-    /// Stale flag again, with `sorted_guard` placed before the sampler (the fix).
+    /// Stale flag again, with `sorted_guard` placed before the sampler (the fix); why not,
+    /// when the build cannot make the guard.
     #[serde(skip)]
-    pub guarded: BTreeMap<u64, usize>,
+    pub guarded: Result<BTreeMap<u64, usize>, NotOffered>,
     /// An order whose stale result is furthest from the oracle's set, and that result.
     #[serde(rename = "order")]
     pub worst_order: Vec<usize>,
@@ -133,9 +135,11 @@ impl PermutationCase {
         self.honest.len() == 1 && self.honest.contains_key(&self.oracle)
     }
 
-    /// The fix holds: with the guard in front, one set, the oracle's, whatever the order.
-    pub fn guarded_ok(&self) -> bool {
-        self.guarded.len() == 1 && self.guarded.contains_key(&self.oracle)
+    /// The fix holds: with the guard in front, one set, the oracle's, whatever the order
+    /// (`None` when the guard did not run).
+    pub fn guarded_ok(&self) -> Option<bool> {
+        let g = self.guarded.as_ref().ok()?;
+        Some(g.len() == 1 && g.contains_key(&self.oracle))
     }
 }
 
@@ -147,10 +151,15 @@ pub fn run_case(stage: &ChainStage, logits: &[f32]) -> Result<Option<Permutation
     }
     let oracle = ids_to_bits(&comp.pool.survivors());
     let mut sampler = stage.build(logits.len() as i32)?;
-    let mut guarded_chain = Sampler::chain(vec![
-        ledger::sorted_guard()?,
-        stage.build(logits.len() as i32)?,
-    ])?;
+    // The guard is written in Rust: a build that cannot plug one in runs the case without
+    // it, and the case says so.
+    let mut guarded_chain = match offered(ledger::sorted_guard())? {
+        Ok(guard) => Ok(Sampler::chain(vec![
+            guard,
+            stage.build(logits.len() as i32)?,
+        ])?),
+        Err(why) => Err(why),
+    };
     let (mut stale, mut honest, mut guarded) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     let mut permutations = 0;
     let mut worst: (u32, Vec<usize>, u64) = (0, (0..logits.len()).collect(), oracle);
@@ -164,8 +173,10 @@ pub fn run_case(stage: &ChainStage, logits: &[f32]) -> Result<Option<Permutation
         }
         let h = survivors_bits(&mut sampler, logits, order, false)?;
         *honest.entry(h).or_insert(0) += 1;
-        let g = survivors_bits(&mut guarded_chain, logits, order, true)?;
-        *guarded.entry(g).or_insert(0) += 1;
+        if let Ok(chain) = &mut guarded_chain {
+            let g = survivors_bits(chain, logits, order, true)?;
+            *guarded.entry(g).or_insert(0) += 1;
+        }
         Ok(())
     })?;
     Ok(Some(PermutationCase {
@@ -175,7 +186,7 @@ pub fn run_case(stage: &ChainStage, logits: &[f32]) -> Result<Option<Permutation
         permutations,
         stale,
         honest,
-        guarded,
+        guarded: guarded_chain.map(|_| guarded),
         worst_order: worst.1,
         worst_set: worst.2,
     }))
@@ -194,9 +205,10 @@ pub struct PermutationRow {
     pub differing: usize,
     #[serde(rename = "honest_flag_one_set_equal_to_oracle")]
     pub honest_ok: bool,
-    /// With `sorted_guard` before the sampler, every case gives exactly the oracle's set.
+    /// With `sorted_guard` before the sampler, every case gives exactly the oracle's set
+    /// (`null` when the build cannot make the guard).
     #[serde(rename = "sorted_guard_one_set_equal_to_oracle")]
-    pub guarded_ok: bool,
+    pub guarded_ok: Option<bool>,
     /// The case with the most distinct sets (first such in family order).
     pub worst: PermutationCase,
 }
@@ -211,6 +223,13 @@ pub struct PermAudit {
     /// be flagged), honest top_k and top_p (must give the oracle's set everywhere).
     #[serde(rename = "shadow_controls")]
     pub planted: Vec<PermutationRow>,
+    /// Why the planted truncators did not run (and `planted` is empty), when the build cannot
+    /// make them.
+    #[serde(
+        rename = "shadow_controls_not_run",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub planted_not_run: Option<String>,
     /// A measurement on llama.cpp: top_p on a reverse-sorted array flagged `sorted = true`.
     #[serde(rename = "reverse_sorted_measurement")]
     pub reverse_sorted: ReverseSorted,
@@ -291,14 +310,14 @@ fn audit_row(
                 permutations: 0,
                 differing: 0,
                 honest_ok: true,
-                guarded_ok: true,
+                guarded_ok: Some(true),
                 worst: case.clone(),
             });
             r.cases += 1;
             r.permutations += case.permutations;
             r.differing += case.stale_differing();
             r.honest_ok &= case.honest_ok();
-            r.guarded_ok &= case.guarded_ok();
+            r.guarded_ok = r.guarded_ok.zip(case.guarded_ok()).map(|(a, b)| a && b);
             if case.stale.len() > r.max_distinct_sets {
                 r.max_distinct_sets = case.stale.len();
                 r.worst = case;
@@ -316,16 +335,23 @@ pub fn run() -> Result<PermAudit> {
         let stages = |l: &[f32]| truncators(l.len()).into_iter().filter(|s| s.name() == name);
         rows.push(audit_row(name, |l| stages(l).collect())?);
     }
-    let planted = vec![
-        audit_row("shadow_top_k:trusting", |l| planted_stages(l, true, false))?,
-        audit_row("shadow_top_p:trusting", |l| planted_stages(l, true, true))?,
-        audit_row("shadow_top_k:honest", |l| planted_stages(l, false, false))?,
-        audit_row("shadow_top_p:honest", |l| planted_stages(l, false, true))?,
-    ];
+    let planted = || -> Result<Vec<PermutationRow>> {
+        Ok(vec![
+            audit_row("shadow_top_k:trusting", |l| planted_stages(l, true, false))?,
+            audit_row("shadow_top_p:trusting", |l| planted_stages(l, true, true))?,
+            audit_row("shadow_top_k:honest", |l| planted_stages(l, false, false))?,
+            audit_row("shadow_top_p:honest", |l| planted_stages(l, false, true))?,
+        ])
+    };
+    let (planted, planted_not_run) = match offered(planted())? {
+        Ok(rows) => (rows, None),
+        Err(why) => (Vec::new(), Some(why.to_string())),
+    };
     Ok(PermAudit {
         family: family(),
         rows,
         planted,
+        planted_not_run,
         reverse_sorted: reverse_sorted()?,
     })
 }
@@ -365,7 +391,11 @@ impl PermAudit {
                 r.differing,
                 r.permutations,
                 if r.honest_ok { "yes" } else { "NO" },
-                if r.guarded_ok { "yes" } else { "NO" }
+                match r.guarded_ok {
+                    Some(true) => "yes",
+                    Some(false) => "NO",
+                    None => "not offered",
+                }
             )
         };
         for r in &self.rows {
@@ -374,6 +404,9 @@ impl PermAudit {
         out.push_str("  planted controls through the same audit (Rust truncators that trust the flag, or always sort):\n");
         for r in &self.planted {
             out.push_str(&line(r));
+        }
+        if let Some(why) = &self.planted_not_run {
+            out.push_str(&format!("  not run ({why})\n"));
         }
         for r in self.rows.iter().chain(&self.planted) {
             let w = &r.worst;
