@@ -5,19 +5,21 @@ use super::equivalence::{check, Equivalence};
 use super::memcheck::{memcheck, Memcheck};
 use super::samplers::{planted, subjects};
 use super::{CONTINUE, FAMILY, HISTORY, SEED, VOCAB};
+use crate::offered::{not_run, offered};
 use anyhow::Result;
-use report::{Control, Report, Table, Verdict};
+use report::{Control, ControlKind, Report, Table, Verdict};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use subject::BuildInfo;
+use subject::{BuildInfo, NotOffered};
 
 /// One stateful sampler's row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SamplerRow {
     pub sampler: &'static str,
-    pub equivalence: Equivalence,
+    /// The clone comparison, or what the build lacks to make the sampler.
+    pub equivalence: Result<Equivalence, NotOffered>,
     pub accept_before_apply: Memcheck,
 }
 
@@ -26,10 +28,19 @@ impl SamplerRow {
         format!("{FAMILY}-{}", self.sampler)
     }
 
+    /// Whether the sampler was measured and its clone differs.
+    pub fn differs(&self) -> bool {
+        self.equivalence.as_ref().is_ok_and(Equivalence::differs)
+    }
+
     pub fn evidence(&self) -> String {
+        let equivalence = match &self.equivalence {
+            Ok(e) => e,
+            Err(why) => return why.to_string(),
+        };
         let mut e = format!(
             "{}; accept on the clone before any apply: {}",
-            self.equivalence.summary(),
+            equivalence.summary(),
             self.accept_before_apply.summary()
         );
         if let Some(note) = source_note(self) {
@@ -38,17 +49,25 @@ impl SamplerRow {
         e
     }
 
-    fn data(&self) -> RowData<'_> {
-        RowData {
-            sampler: self.sampler,
-            first_differing_step: self.equivalence.first_step(),
-            equivalence: &self.equivalence,
-            accept_before_apply: &self.accept_before_apply,
+    fn verdict(&self) -> Verdict {
+        match &self.equivalence {
+            Ok(e) => Verdict::found(e.differs()),
+            Err(_) => Verdict::NotOffered,
         }
     }
 }
 
-/// A row's JSON after its verdict keys.
+/// A row's JSON after its verdict keys: what was measured, or what the build lacks.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum RowJson<'a> {
+    Measured(RowData<'a>),
+    NotOffered {
+        sampler: &'static str,
+        not_offered: String,
+    },
+}
+
 #[derive(Serialize)]
 struct RowData<'a> {
     sampler: &'static str,
@@ -72,12 +91,12 @@ struct Protocol {
 /// Each note is shown only when the run shows the pattern, so a fixed build shows none.
 fn source_note(row: &SamplerRow) -> Option<&'static str> {
     let (draw_only, like_fresh) = match &row.equivalence {
-        Equivalence::Differs {
+        Ok(Equivalence::Differs {
             draw_only,
             like_fresh,
             ..
-        } => (*draw_only, *like_fresh),
-        Equivalence::Equivalent => return None,
+        }) => (*draw_only, *like_fresh),
+        Ok(Equivalence::Equivalent) | Err(_) => return None,
     };
     let memcheck_error = matches!(row.accept_before_apply, Memcheck::Error { .. });
     match row.sampler {
@@ -98,16 +117,25 @@ fn source_note(row: &SamplerRow) -> Option<&'static str> {
 pub struct Audit {
     pub build: BuildInfo,
     pub rows: Vec<SamplerRow>,
-    /// The planted clones through the same comparison: (forgetful, complete).
-    pub planted: (Equivalence, Equivalence),
+    /// The planted clones through the same comparison: (forgetful, complete); or why not,
+    /// when the build cannot plug in a sampler written in Rust.
+    pub planted: Result<(Equivalence, Equivalence), NotOffered>,
     /// The planted memcheck controls: (reads past end, complete clone); `None` without valgrind.
-    pub planted_memcheck: Option<(Memcheck, Memcheck)>,
+    pub planted_memcheck: Option<Result<(Memcheck, Memcheck), NotOffered>>,
 }
+
+const FORGETFUL: &str = "planted clone that forgets its counts";
+const COMPLETE: &str = "planted clone that copies its counts";
+const PAST_END: &str = "memcheck probe on a planted accept that reads past a heap buffer";
+const CLEAN: &str = "memcheck probe on the planted complete clone";
 
 /// Runs every row and control; `exe` is the `repro-clone` binary the memcheck probe starts.
 pub fn run(exe: &Path) -> Result<Audit> {
     let [forgetful, complete] = planted();
-    let planted_eq = (check(&forgetful)?, check(&complete)?);
+    let planted_eq = match (offered(check(&forgetful))?, offered(check(&complete))?) {
+        (Ok(f), Ok(c)) => Ok((f, c)),
+        (Err(why), _) | (_, Err(why)) => Err(why),
+    };
     let have_valgrind = Command::new("valgrind").arg("--version").output().is_ok();
     let probe = |name: &str| {
         if have_valgrind {
@@ -116,15 +144,29 @@ pub fn run(exe: &Path) -> Result<Audit> {
             Memcheck::no_valgrind()
         }
     };
-    let planted_memcheck =
-        have_valgrind.then(|| (probe("planted-reads-past-end"), probe(complete.name)));
+    // The sampler that reads past the end is built by the same call as the planted clones
+    // (`Sampler::custom`), so where that call is not offered its probe is not run either.
+    let planted_memcheck = have_valgrind.then(|| match &planted_eq {
+        Ok(_) => Ok((probe("planted-reads-past-end"), probe(complete.name))),
+        Err(why) => Err(why.clone()),
+    });
     let rows = subjects()
         .iter()
         .map(|s| {
-            Ok(SamplerRow {
-                sampler: s.name,
-                equivalence: check(s)?,
-                accept_before_apply: probe(s.name),
+            Ok(match offered(check(s))? {
+                Ok(equivalence) => SamplerRow {
+                    sampler: s.name,
+                    equivalence: Ok(equivalence),
+                    accept_before_apply: probe(s.name),
+                },
+                // The probe's child could not build it either.
+                Err(why) => SamplerRow {
+                    sampler: s.name,
+                    accept_before_apply: Memcheck::NotRun {
+                        why: why.to_string(),
+                    },
+                    equivalence: Err(why),
+                },
             })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -138,30 +180,35 @@ pub fn run(exe: &Path) -> Result<Audit> {
 
 impl Audit {
     pub fn controls(&self) -> Vec<Control> {
-        let (forgetful, complete) = &self.planted;
-        let mut c = vec![
-            Control::positive(
-                "planted clone that forgets its counts",
-                forgetful.differs(),
-                forgetful.summary(),
-            ),
-            Control::negative(
-                "planted clone that copies its counts",
-                !complete.differs(),
-                complete.summary(),
-            ),
-        ];
-        if let Some((past_end, clean)) = &self.planted_memcheck {
-            c.push(Control::positive(
-                "memcheck probe on a planted accept that reads past a heap buffer",
-                matches!(past_end, Memcheck::Error { .. }),
-                past_end.summary(),
-            ));
-            c.push(Control::negative(
-                "memcheck probe on the planted complete clone",
-                *clean == Memcheck::Clean,
-                clean.summary(),
-            ));
+        use ControlKind::{Negative, Positive};
+        let mut c = match &self.planted {
+            Ok((forgetful, complete)) => vec![
+                Control::positive(FORGETFUL, forgetful.differs(), forgetful.summary()),
+                Control::negative(COMPLETE, !complete.differs(), complete.summary()),
+            ],
+            Err(why) => vec![
+                not_run(Positive, FORGETFUL, why),
+                not_run(Negative, COMPLETE, why),
+            ],
+        };
+        match &self.planted_memcheck {
+            Some(Ok((past_end, clean))) => {
+                c.push(Control::positive(
+                    PAST_END,
+                    matches!(past_end, Memcheck::Error { .. }),
+                    past_end.summary(),
+                ));
+                c.push(Control::negative(
+                    CLEAN,
+                    *clean == Memcheck::Clean,
+                    clean.summary(),
+                ));
+            }
+            Some(Err(why)) => {
+                c.push(not_run(Positive, PAST_END, why));
+                c.push(not_run(Negative, CLEAN, why));
+            }
+            None => {}
         }
         c
     }
@@ -170,15 +217,26 @@ impl Audit {
         let present: Vec<&str> = self
             .rows
             .iter()
-            .filter(|r| r.equivalence.differs())
+            .filter(|r| r.differs())
             .map(|r| r.sampler)
             .collect();
-        let evidence = format!(
+        let not_offered: Vec<&str> = (self.rows.iter())
+            .filter(|r| r.equivalence.is_err())
+            .map(|r| r.sampler)
+            .collect();
+        let mut evidence = format!(
             "{} stateful samplers cloned after {HISTORY} steps and continued {CONTINUE}: {} differ ({}); the rest are bit-identical at every step",
-            self.rows.len(),
+            self.rows.len() - not_offered.len(),
             present.len(),
             if present.is_empty() { "none".to_string() } else { present.join(", ") }
         );
+        if !not_offered.is_empty() {
+            evidence += &format!(
+                "; {} not offered by this build ({})",
+                not_offered.len(),
+                not_offered.join(", ")
+            );
+        }
         let mut r = Report::new(
             self.build.report_subject(crate::FINDING, FAMILY),
             Verdict::found(!present.is_empty()),
@@ -194,19 +252,26 @@ impl Audit {
                 .and_then(|m| m.strip_suffix(')'))
             {
                 let own: Vec<&str> = members.split(',').filter(|m| present.contains(m)).collect();
-                if row.equivalence.differs() && !own.is_empty() {
+                if row.differs() && !own.is_empty() {
                     evidence += &format!(
                         " [the chain holds {}, whose own clone differs]",
                         own.join(", ")
                     );
                 }
             }
-            r.add_row(
-                row.verdict_name(),
-                Verdict::found(row.equivalence.differs()),
-                evidence,
-                row.data(),
-            );
+            let data = match &row.equivalence {
+                Ok(equivalence) => RowJson::Measured(RowData {
+                    sampler: row.sampler,
+                    first_differing_step: equivalence.first_step(),
+                    equivalence,
+                    accept_before_apply: &row.accept_before_apply,
+                }),
+                Err(why) => RowJson::NotOffered {
+                    sampler: row.sampler,
+                    not_offered: why.to_string(),
+                },
+            };
+            r.add_row(row.verdict_name(), row.verdict(), evidence, data);
         }
         let protocol = Protocol {
             vocabulary: VOCAB,
@@ -224,11 +289,12 @@ impl Audit {
         );
         let mut table = Table::new().left("  ", 38).left(" ", 0);
         for r in &self.rows {
-            let step = r.equivalence.first_step();
-            table.row([
-                r.sampler.to_string(),
-                step.map_or("equivalent".to_string(), |s| format!("differs at step {s}")),
-            ]);
+            let outcome = match &r.equivalence {
+                Ok(e) => (e.first_step())
+                    .map_or("equivalent".to_string(), |s| format!("differs at step {s}")),
+                Err(why) => format!("not offered ({why})"),
+            };
+            table.row([r.sampler.to_string(), outcome]);
         }
         out + &table.render()
     }
