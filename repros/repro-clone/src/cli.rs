@@ -1,6 +1,7 @@
 //! Command-line parsing and the three modes: the minimal case (default), `--stateful` (one
 //! clone-incomplete row per stateful sampler) and `--audit` (everything, written to results/).
 
+use crate::offered::offered;
 use crate::{audit, minimal, stateful};
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -163,17 +164,28 @@ fn run(args: &Args, scenario: &minimal::Scenario, build: &subject::BuildInfo) ->
         return Ok(stateful::run(&exe)?.report().render(args.out.json));
     }
     if !args.audit {
-        let outcome = minimal::run(scenario, cp, kind)?;
-        return Ok(minimal::report(scenario, &outcome, cp, kind, build)?.render(args.out.json));
+        let report = match offered(minimal::run(scenario, cp, kind))? {
+            Ok(outcome) => minimal::report(scenario, &outcome, cp, kind, build)?,
+            Err(why) => minimal::not_offered_report(scenario, &why, kind, build)?,
+        };
+        return Ok(report.render(args.out.json));
     }
-    let audit = audit::run(cp, kind)?;
-    eprintln!("{}", audit.timing_text());
-    let report = audit.report();
     // The fix's results sit beside the finding's: clone-ledger.<build>.json.
     let stem = match kind {
         SamplerKind::Builtin => "clone",
         SamplerKind::LedgerPenalties => "clone-ledger",
     };
+    let audit = match offered(audit::run(cp, kind))? {
+        Ok(audit) => audit,
+        // No sweep ran, so there is no timing to write either.
+        Err(why) => {
+            let report = minimal::not_offered_report(scenario, &why, kind, build)?;
+            report.write(&args.out.results, stem)?;
+            return Ok(report.render(args.out.json));
+        }
+    };
+    eprintln!("{}", audit.timing_text());
+    let report = audit.report();
     report.write(&args.out.results, stem)?;
     if kind == SamplerKind::Builtin {
         stateful::run(&exe)?.write(&args.out.results)?;

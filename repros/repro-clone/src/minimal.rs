@@ -4,15 +4,16 @@
 //! which must read `absent`, and one whose clone drops them, which must read `present`).
 
 use crate::counts::{Counts, Defect, PenaltiesCounts, PlantedCounts};
+use crate::offered::not_run;
 use anyhow::{bail, Result};
 use ledger::SamplerKind;
 use oracle::penalty::CountProbe;
 use oracle::window::{histogram, WindowLen};
 use oracle::TokenId;
-use report::{Control, Report, Table, Verdict};
+use report::{Control, ControlKind, Report, Table, Verdict};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
-use subject::BuildInfo;
+use subject::{BuildInfo, NotOffered};
 
 /// Counts the oracle's probe must invert exactly before anything is judged.
 pub const PROBE_SELF_CHECK_RANGE: i64 = 1 << 12;
@@ -156,6 +157,24 @@ pub fn run_planted(s: &Scenario, defect: Defect) -> Result<CaseCounts> {
 /// trip is a fixed property of its constants, checked by the oracle's tests and reported in
 /// the data, not a control: it cannot fail at run time.)
 pub fn controls(s: &Scenario, subject: &CaseCounts) -> Result<Vec<Control>> {
+    let calibrated = if subject.calibration_ok { "yes" } else { "NO" };
+    let mut c = vec![Control::oracle_check(
+        CALIBRATION,
+        subject.calibration_ok,
+        format!(
+            "a fresh sampler that accepted one id k times reads k, k = 0..={}: {calibrated}",
+            s.last_n.0
+        ),
+    )];
+    c.extend(planted_controls(s)?);
+    Ok(c)
+}
+
+const CALIBRATION: &str = "readout calibrated on the subject";
+
+/// The two planted ledgers through the scenario. They are plain Rust, not llama.cpp
+/// samplers, so they run on every build.
+fn planted_controls(s: &Scenario) -> Result<Vec<Control>> {
     let clean = run_planted(s, Defect::None)?;
     let dropping = run_planted(s, Defect::CloneDropsCounts)?;
     let reads = |o: &CaseCounts| {
@@ -165,16 +184,7 @@ pub fn controls(s: &Scenario, subject: &CaseCounts) -> Result<Vec<Control>> {
         );
         format!("same scenario: clone reads {now} -> {after}")
     };
-    let calibrated = if subject.calibration_ok { "yes" } else { "NO" };
     Ok(vec![
-        Control::oracle_check(
-            "readout calibrated on the subject",
-            subject.calibration_ok,
-            format!(
-                "a fresh sampler that accepted one id k times reads k, k = 0..={}: {calibrated}",
-                s.last_n.0
-            ),
-        ),
         Control::positive(
             "shadow ledger whose clone drops the counts",
             dropping.clone_defect_present(),
@@ -340,4 +350,33 @@ pub fn report(
     .with_body(BTreeMap::from([("sampler", kind.as_str())]))
     .with_body(data(s, o, cp))
     .with_text(to_text(s, o, cp)))
+}
+
+/// The report on a build that cannot make the penalties stage of `kind` (ledger-penalties is
+/// written in Rust): `not offered`, naming what the build lacks. The readout cannot be
+/// calibrated on a sampler that was not built; the planted ledgers still run.
+pub fn not_offered_report(
+    s: &Scenario,
+    why: &NotOffered,
+    kind: SamplerKind,
+    build: &BuildInfo,
+) -> Result<Report> {
+    let mut controls = vec![not_run(ControlKind::OracleCheck, CALIBRATION, why)];
+    controls.extend(planted_controls(s)?);
+    Ok(Report::new(
+        build.report_subject(crate::FINDING, verdict_name(kind)),
+        Verdict::NotOffered,
+        format!("the {} penalties stage not run: {why}", kind.as_str()),
+        controls,
+    )
+    .with_body(BTreeMap::from([
+        ("sampler", kind.as_str().to_string()),
+        ("not_offered", why.to_string()),
+    ]))
+    .with_text(format!(
+        "case: penalty_last_n={} history=[{}] then=[{}]\n  not run: {why}\n",
+        s.last_n.0,
+        fmt_ids(&s.history),
+        fmt_ids(&s.then)
+    )))
 }
