@@ -3,6 +3,7 @@
 //! sampler and the report.
 
 use crate::judge::{self, Cell, Judged};
+use crate::offered::{not_run, offered};
 use crate::outcome::Outcome;
 use crate::planted::Planted;
 use crate::probe::{self, Observed};
@@ -14,7 +15,7 @@ use report::{Control, ControlKind, Report, Table, Verdict};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
-use subject::BuildInfo;
+use subject::{BuildInfo, NotOffered};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -51,6 +52,8 @@ pub struct Audit {
     pub oracle_cases: usize,
     pub oracle_failures: Vec<String>,
     pub timeout: Duration,
+    /// Samplers and controls the build cannot make, by name: never probed.
+    pub not_offered: BTreeMap<&'static str, NotOffered>,
 }
 
 pub fn run(plan: &Plan) -> Result<Audit> {
@@ -66,15 +69,24 @@ pub fn run(plan: &Plan) -> Result<Audit> {
         .cloned()
         .collect();
     // Building is safe (validated parameters): a configuration that cannot be built is our
-    // error, found here rather than reported as the sampler failing in every probe.
+    // error, found here rather than reported as the sampler failing in every probe. One the
+    // build does not offer is no error: it is recorded and never probed.
+    let mut not_offered = BTreeMap::new();
     for c in samplers.iter().cloned().chain(samplers::controls()) {
-        c.build()
-            .with_context(|| format!("building probe sampler {}", c.name))?;
+        let built = (c.build()).with_context(|| format!("building probe sampler {}", c.name));
+        if let Err(why) = offered(built)? {
+            not_offered.insert(c.name, why);
+        }
     }
+    let offered_only = |configs: Vec<Config>| -> Vec<Config> {
+        let each = configs.into_iter();
+        each.filter(|c| !not_offered.contains_key(c.name)).collect()
+    };
     let (oracle_cases, oracle_failures) = oracle_check::run();
-    let cells = probe_all(&samplers, &inputs, plan.timeout)?;
+    let cells = probe_all(&offered_only(samplers.clone()), &inputs, plan.timeout)?;
     // The controls always see every input, whatever the selection.
-    let control_cells = probe_all(&samplers::controls(), &all_inputs, plan.timeout)?;
+    let controls = offered_only(samplers::controls());
+    let control_cells = probe_all(&controls, &all_inputs, plan.timeout)?;
     Ok(Audit {
         build,
         samplers,
@@ -84,6 +96,7 @@ pub fn run(plan: &Plan) -> Result<Audit> {
         oracle_cases,
         oracle_failures,
         timeout: plan.timeout,
+        not_offered,
     })
 }
 
@@ -137,6 +150,14 @@ impl Audit {
         )];
         for &p in Planted::ALL {
             let cells = row(&self.control_cells, p.name());
+            if let Some(why) = self.not_offered.get(p.name()) {
+                let kind = match p.must_flag() {
+                    Some(_) => ControlKind::Positive,
+                    None => ControlKind::Negative,
+                };
+                out.push(not_run(kind, p.name(), why));
+                continue;
+            }
             match p.must_flag() {
                 Some((input, want)) => {
                     let cell = cells.iter().find(|c| c.input == input);
@@ -165,8 +186,14 @@ impl Audit {
         out
     }
 
+    /// The samplers the build offers: the ones probed.
+    fn probed(&self) -> impl Iterator<Item = &Config> {
+        let all = self.samplers.iter();
+        all.filter(|s| !self.not_offered.contains_key(s.name))
+    }
+
     pub fn measured(&self) -> Verdict {
-        let rows: Vec<Verdict> = (self.samplers.iter())
+        let rows: Vec<Verdict> = (self.probed())
             .map(|s| row_verdict(&row(&self.cells, s.name)))
             .collect();
         // Present over undecided over absent.
@@ -181,10 +208,21 @@ impl Audit {
         let fully = cells(&|c| c.judged == Judged::Fully);
         let judged = cells(&|c| c.judged());
         let ties = cells(&|c| c.judged == Judged::Fully && c.outcome == Outcome::Tie);
+        let not_offered: Vec<&str> = (self.samplers.iter())
+            .filter(|s| self.not_offered.contains_key(s.name))
+            .map(|s| s.name)
+            .collect();
+        let skipped = match not_offered.is_empty() {
+            true => String::new(),
+            false => format!(
+                "; not probed, not offered by this build: {}",
+                not_offered.join(", ")
+            ),
+        };
         format!(
             "{} probes ({} samplers x {} inputs): {} judged for robustness, {} of them against the oracle's set, {} garbage-in; defects: {} crash or time out, {} select outside, {} return NaN, {} disagree; {} undecided (margin)",
             self.cells.len(),
-            self.samplers.len(),
+            self.probed().count(),
             self.inputs.len(),
             judged,
             fully,
@@ -194,7 +232,7 @@ impl Audit {
             count(&|o| *o == Outcome::ReturnsNan),
             count(&|o| *o == Outcome::Disagrees),
             ties
-        )
+        ) + &skipped
     }
 
     fn table(&self, samplers: &[&str], cells: &[Cell], inputs: &[&str]) -> String {
@@ -230,6 +268,13 @@ impl Audit {
         out.push_str("\n== samplers ==\n");
         for s in &self.samplers {
             out.push_str(&format!("  {:<17} {}\n", s.name, s.params));
+        }
+        if !self.not_offered.is_empty() {
+            out.push_str("\n== not offered by this build (not probed; - in the tables) ==\n");
+            let width = self.not_offered.keys().map(|n| n.len()).max().unwrap_or(0);
+            for (name, why) in &self.not_offered {
+                out.push_str(&format!("  {name:<width$} {why}\n"));
+            }
         }
         out.push_str("\n== outcomes ==\n");
         out.push_str(&self.table(&names, &self.cells, &inputs));
@@ -278,10 +323,14 @@ impl Audit {
         );
         for s in &self.samplers {
             let cells = row(&self.cells, s.name);
+            let (verdict, evidence) = match self.not_offered.get(s.name) {
+                Some(why) => (Verdict::NotOffered, why.to_string()),
+                None => (row_verdict(&cells), row_evidence(&cells)),
+            };
             r.add_row(
                 format!("{NAME}-{}", s.name),
-                row_verdict(&cells),
-                row_evidence(&cells),
+                verdict,
+                evidence,
                 BTreeMap::from([("params", &s.params)]),
             );
         }
@@ -295,6 +344,9 @@ impl Audit {
             inputs: inputs.collect(),
             cells: self.cells.iter().map(Audit::cell_data).collect(),
             control_cells: self.control_cells.iter().map(Audit::cell_data).collect(),
+            not_offered: (self.not_offered.iter())
+                .map(|(name, why)| (*name, why.to_string()))
+                .collect(),
         })
         .with_text(self.to_text())
     }
@@ -307,6 +359,9 @@ struct Body<'a> {
     inputs: Vec<InputData>,
     cells: Vec<CellData<'a>>,
     control_cells: Vec<CellData<'a>>,
+    /// What the build lacks, by sampler or control name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    not_offered: BTreeMap<&'static str, String>,
 }
 
 #[derive(Serialize)]
