@@ -157,6 +157,16 @@ impl Control {
         Control::new(ControlKind::OracleCheck, name, passed, detail)
     }
 
+    /// A control the build cannot run. It is failed, not left out: a detector nobody checked
+    /// on this build allows no verdict ([`judge`] makes it inconclusive).
+    pub fn not_run(
+        kind: ControlKind,
+        name: impl Into<String>,
+        why: impl std::fmt::Display,
+    ) -> Control {
+        Control::new(kind, name, false, format!("not run: {why}"))
+    }
+
     pub fn from_json(v: &Value) -> Result<Control> {
         let text = |k: &str| {
             v.get(k)

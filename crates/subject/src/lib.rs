@@ -39,5 +39,5 @@ pub use preflight::{preflight, LOAD_TASK, LOAD_TIMEOUT};
 pub use probe::{IdOrder, LogitsArray, ProbeArray};
 pub use promise::ffi_calls_on_this_thread;
 pub use sampler::Sampler;
-pub use spec::{DryParams, NotOffered, SamplerSpec, MAX_WINDOW};
+pub use spec::{offered, DryParams, NotOffered, SamplerSpec, MAX_WINDOW};
 pub use vocab::Vocab;

@@ -267,6 +267,19 @@ impl std::fmt::Display for NotOffered {
 
 impl std::error::Error for NotOffered {}
 
+/// `r` with a sampler the build does not offer (`Ok(Err(_))`) split from every other failure
+/// (`Err`), told apart by the error's type: an audit records the first and goes on, while any
+/// other error still ends the run.
+pub fn offered<T>(r: Result<T>) -> Result<std::result::Result<T, NotOffered>> {
+    match r {
+        Ok(x) => Ok(Ok(x)),
+        Err(e) => match e.downcast_ref::<NotOffered>() {
+            Some(n) => Ok(Err(n.clone())),
+            None => Err(e),
+        },
+    }
+}
+
 fn validate_stage(stage: &Stage, n_vocab: i32) -> Result<()> {
     match stage {
         Stage::Greedy | Stage::TopK { .. } | Stage::Dist { .. } => {}

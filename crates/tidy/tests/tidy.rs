@@ -33,7 +33,9 @@ fn every_repro_and_its_tests_are_in_a_generated_build() {
         let dir = root.join("repros").join(name);
         let bin = format!("path = {:?}", dir.join("src/main.rs").display().to_string());
         if !manifest.contains(&bin) {
-            problems.push(format!("the generated build has no [[bin]] for repros/{name}"));
+            problems.push(format!(
+                "the generated build has no [[bin]] for repros/{name}"
+            ));
         }
         for test in rust_files(&dir.join("tests")) {
             if test.parent() != Some(dir.join("tests").as_path()) {
@@ -41,7 +43,10 @@ fn every_repro_and_its_tests_are_in_a_generated_build() {
             }
             let path = format!("path = {:?}", test.display().to_string());
             if !manifest.contains(&path) {
-                problems.push(format!("the generated build has no [[test]] for {}", test.display()));
+                problems.push(format!(
+                    "the generated build has no [[test]] for {}",
+                    test.display()
+                ));
             }
         }
     }

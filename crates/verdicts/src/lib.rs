@@ -170,7 +170,10 @@ mod tests {
         assert!(header.contains("engine"), "{text}");
         assert!(text.contains("candle    candle-0.0.1"), "{text}");
         // Every build is named once above the rows, with its description.
-        assert!(text.starts_with("builds:\n  b1           test\n  candle-0.0.1 test\n\n"), "{text}");
+        assert!(
+            text.starts_with("builds:\n  b1           test\n  candle-0.0.1 test\n\n"),
+            "{text}"
+        );
         std::fs::remove_file(dir.join("planted.candle-0.0.1.json")).unwrap();
         write(&dir, "bare.b1.json", "{\"rows\": []}");
         let e = read_lines(&dir).err().unwrap();

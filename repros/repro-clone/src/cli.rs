@@ -1,7 +1,6 @@
 //! Command-line parsing and the three modes: the minimal case (default), `--stateful` (one
 //! clone-incomplete row per stateful sampler) and `--audit` (everything, written to results/).
 
-use crate::offered::offered;
 use crate::{audit, minimal, stateful};
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -10,6 +9,7 @@ use oracle::penalty::CountProbe;
 use oracle::window::WindowLen;
 use oracle::TokenId;
 use std::ffi::OsString;
+use subject::offered;
 
 /// F1: does cloning llama.cpp's penalties sampler keep its token counts?
 #[derive(Parser, Debug)]

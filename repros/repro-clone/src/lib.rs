@@ -6,7 +6,6 @@ pub mod audit;
 pub mod cli;
 pub mod counts;
 pub mod minimal;
-pub mod offered;
 pub mod planted;
 pub mod stateful;
 pub mod sweep;

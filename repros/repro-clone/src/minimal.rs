@@ -4,7 +4,6 @@
 //! which must read `absent`, and one whose clone drops them, which must read `present`).
 
 use crate::counts::{Counts, Defect, PenaltiesCounts, PlantedCounts};
-use crate::offered::not_run;
 use anyhow::{bail, Result};
 use ledger::SamplerKind;
 use oracle::penalty::CountProbe;
@@ -361,7 +360,7 @@ pub fn not_offered_report(
     kind: SamplerKind,
     build: &BuildInfo,
 ) -> Result<Report> {
-    let mut controls = vec![not_run(ControlKind::OracleCheck, CALIBRATION, why)];
+    let mut controls = vec![Control::not_run(ControlKind::OracleCheck, CALIBRATION, why)];
     controls.extend(planted_controls(s)?);
     Ok(Report::new(
         build.report_subject(crate::FINDING, verdict_name(kind)),

@@ -3,7 +3,6 @@
 //! sampler and the report.
 
 use crate::judge::{self, Cell, Judged};
-use crate::offered::{not_run, offered};
 use crate::outcome::Outcome;
 use crate::planted::Planted;
 use crate::probe::{self, Observed};
@@ -15,6 +14,7 @@ use report::{Control, ControlKind, Report, Table, Verdict};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
+use subject::offered;
 use subject::{BuildInfo, NotOffered};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -155,7 +155,7 @@ impl Audit {
                     Some(_) => ControlKind::Positive,
                     None => ControlKind::Negative,
                 };
-                out.push(not_run(kind, p.name(), why));
+                out.push(Control::not_run(kind, p.name(), why));
                 continue;
             }
             match p.must_flag() {

@@ -8,7 +8,6 @@ pub mod cli;
 pub mod cost;
 pub mod inputs;
 pub mod judge;
-pub mod offered;
 pub mod oracle_check;
 pub mod outcome;
 pub mod planted;

@@ -13,7 +13,6 @@
 use crate::census::{self, Census, Class};
 use crate::chain::{self, ChainCase, ChainReport, Verdict};
 use crate::fuzz::{self, FuzzReport, OracleCheck};
-use crate::offered::{not_run, offered};
 use crate::perm::{self, PermAudit};
 use crate::planted;
 use crate::text::join;
@@ -21,6 +20,7 @@ use anyhow::Result;
 use report::{Control, ControlKind, Report};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use subject::offered;
 use subject::{BuildInfo, NotOffered};
 
 /// Chains the fuzzer tries by default.
@@ -105,7 +105,7 @@ impl Audit {
         let perm_control = |kind, name: &str, ok, rows: &[&perm::PermutationRow]| {
             let detail = planted_detail(rows);
             match perm_not_run {
-                Some(why) => not_run(kind, name, why),
+                Some(why) => Control::not_run(kind, name, why),
                 None => Control::new(kind, name, ok, detail),
             }
         };
@@ -113,7 +113,7 @@ impl Audit {
         let census_control = |kind, name: &str, wants: &[Class], ok, detail| {
             let why = wants.iter().find_map(|w| census.planted_not_run(*w));
             match why {
-                Some(why) => not_run(kind, name, why),
+                Some(why) => Control::not_run(kind, name, why),
                 None => Control::new(kind, name, ok, detail),
             }
         };

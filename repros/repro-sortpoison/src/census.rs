@@ -13,7 +13,6 @@
 //! "not offered".
 
 use crate::chain::really_sorted;
-use crate::offered::offered;
 use crate::planted::Injector;
 use crate::text::join;
 use anyhow::{Context, Result};
@@ -26,6 +25,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use subject::offered;
 use subject::{Candidates, DryParams, Sampler, SamplerSpec, Vocab};
 
 /// Ids in the battery are below this, so samplers that need a vocabulary size get this one.

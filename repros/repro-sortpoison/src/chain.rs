@@ -1,7 +1,6 @@
 //! One chain of built-in samplers, run twice: through llama.cpp's real chain API and through
 //! the oracle's composition of the same stages on the true multiset.
 
-use crate::offered::{not_run, offered};
 use crate::planted::{PlantedBias, PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use crate::text::join;
@@ -12,6 +11,7 @@ use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
 use report::{Control, ControlKind, Report};
 use serde::{Serialize, Serializer};
+use subject::offered;
 use subject::{BuildInfo, Candidates, NotOffered, Sampler};
 
 /// The published chain: `top_k(4) -> logit_bias(+6 @ 3) -> top_p(0.8)` on 4..-3.
@@ -451,7 +451,7 @@ pub fn controls() -> Result<Vec<Control>> {
                     r.verdict
                 ),
             ),
-            Err(why) => not_run(kind, name, why),
+            Err(why) => Control::not_run(kind, name, why),
         })
     };
     Ok(vec![

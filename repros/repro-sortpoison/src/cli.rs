@@ -4,12 +4,12 @@ use crate::audit;
 use crate::chain::{self, CaseFlags, ChainCase};
 use crate::draws;
 use crate::fuzz;
-use crate::offered::offered;
 use crate::stage::ChainStage;
 use anyhow::{bail, ensure, Result};
 use clap::Parser;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use subject::offered;
 
 /// F2: does a stale `sorted` flag make llama.cpp's truncation samplers cut the wrong set?
 #[derive(Parser, Debug)]

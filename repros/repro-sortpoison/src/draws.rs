@@ -9,7 +9,6 @@
 //! through the same [`run`]; they are the controls.
 
 use crate::chain::{self, ChainCase, ChainReport};
-use crate::offered::{not_run, offered};
 use crate::planted::{DistRule, PlantedBias, PlantedDist, PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use crate::text::join;
@@ -20,6 +19,7 @@ use oracle::truncation::{compose, Entry, Pool};
 use oracle::TokenId;
 use report::{Control, Report, Verdict};
 use serde::{Serialize, Serializer};
+use subject::offered;
 use subject::{BuildInfo, Candidates};
 
 /// Draws per chain. With the per-test level [`ALPHA`], a shift of 0.025 of the mass between
@@ -390,7 +390,7 @@ pub fn controls() -> Result<Vec<Control>> {
         let case = planted_chain(biases, rule);
         let r = match offered(run(&case))? {
             Ok(r) => r,
-            Err(why) => return Ok(not_run(kind, name, why)),
+            Err(why) => return Ok(Control::not_run(kind, name, why)),
         };
         let detail = format!(
             "{}: {}; p check {}",

@@ -7,7 +7,6 @@ pub mod chain;
 pub mod cli;
 pub mod draws;
 pub mod fuzz;
-pub mod offered;
 pub mod perm;
 pub mod planted;
 pub mod stage;

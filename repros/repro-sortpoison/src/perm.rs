@@ -9,7 +9,6 @@
 //! and top_p) that trust the flag must be flagged, the same truncators that always sort must
 //! give one set, the oracle's, in every case.
 
-use crate::offered::offered;
 use crate::planted::{PlantedRule, PlantedTruncator};
 use crate::stage::ChainStage;
 use crate::text::join;
@@ -19,6 +18,7 @@ use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
+use subject::offered;
 use subject::{Candidates, NotOffered, Sampler};
 
 /// The multisets audited. Distinct logits, spaced so that no parameter below puts a

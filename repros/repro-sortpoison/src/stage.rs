@@ -7,13 +7,13 @@
 //! stages ([`PLANTED_STAGES`]), which can be named on the command line to rerun a control. The
 //! oracle reads each planted stage as the stage it imitates.
 
-use crate::offered::offered;
 use crate::planted::{DistRule, PlantedBias, PlantedDist, PlantedRule, PlantedTruncator};
 use anyhow::{anyhow, bail, Context, Result};
 use oracle::stage::{self as st, table::Parser, Role, Stage, SuiteStage};
 use oracle::truncation::{Link, Pool, Step};
 use oracle::TokenId;
 use serde::{Serialize, Serializer};
+use subject::offered;
 use subject::{NotOffered, Sampler, SamplerSpec};
 
 /// The planted stages: syntax (`NAME=...`) and what they are (for `--help`).

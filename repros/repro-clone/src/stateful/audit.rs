@@ -5,13 +5,13 @@ use super::equivalence::{check, Equivalence};
 use super::memcheck::{memcheck, Memcheck};
 use super::samplers::{planted, subjects};
 use super::{CONTINUE, FAMILY, HISTORY, SEED, VOCAB};
-use crate::offered::{not_run, offered};
 use anyhow::Result;
 use report::{Control, ControlKind, Report, Table, Verdict};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
+use subject::offered;
 use subject::{BuildInfo, NotOffered};
 
 /// One stateful sampler's row.
@@ -187,8 +187,8 @@ impl Audit {
                 Control::negative(COMPLETE, !complete.differs(), complete.summary()),
             ],
             Err(why) => vec![
-                not_run(Positive, FORGETFUL, why),
-                not_run(Negative, COMPLETE, why),
+                Control::not_run(Positive, FORGETFUL, why),
+                Control::not_run(Negative, COMPLETE, why),
             ],
         };
         match &self.planted_memcheck {
@@ -205,8 +205,8 @@ impl Audit {
                 ));
             }
             Some(Err(why)) => {
-                c.push(not_run(Positive, PAST_END, why));
-                c.push(not_run(Negative, CLEAN, why));
+                c.push(Control::not_run(Positive, PAST_END, why));
+                c.push(Control::not_run(Negative, CLEAN, why));
             }
             None => {}
         }

@@ -20,7 +20,6 @@ pub use generate::{guarded, random_case, random_stage, shape, signature};
 pub use shrink::shrink;
 
 use crate::chain::{self, ChainCase, Verdict};
-use crate::offered::offered;
 use anyhow::{bail, Context, Result};
 use contain::{Ended, Task};
 use oracle::rng::Rng;
@@ -28,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::time::Duration;
+use subject::offered;
 
 /// The fuzzer's report; its JSON is also how a chunk's child hands its report back.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
