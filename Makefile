@@ -48,7 +48,7 @@ CARGO := cargo
 CARGO_FLAGS := --release --locked
 BUILDGEN := target/release/buildgen
 
-.PHONY: audit test run deps build fmt-check clippy models bench memcheck matrix matrix-table
+.PHONY: audit test run deps check-builds build fmt-check clippy models bench memcheck matrix matrix-table
 
 # A target that takes BUILD resolves it while the Makefile is read, so an unknown build, a
 # folder that is no llama.cpp tree or a release whose vendored sources differ from the table
@@ -80,7 +80,12 @@ models:
 $(BUILDGEN): deps
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p buildgen >&2
 
-build: deps $(BUILDGEN)
+# Each build's vendored sources against the release table (buildgen), before cargo compiles
+# anything: a mismatch stops make with that one line.
+check-builds: deps $(BUILDGEN)
+	@for b in $(BUILDS); do $(BUILDGEN) workspace "$$b" > /dev/null || exit 2; done
+
+build: deps check-builds
 	@for b in $(BUILDS); do echo "building $$b" >&2; ws=$(call ws,$$b); \
 	  $(CARGO) build $(CARGO_FLAGS) --manifest-path $$ws/Cargo.toml --bins >&2; done
 
@@ -117,7 +122,7 @@ audit: build models
 
 # F5: the penalty stage's cost, per apply and end to end, on the default build (timings go to
 # stdout and results/bench/penalty-cost.json; ratios measured within one run are the claim).
-bench: deps models
+bench: deps check-builds models
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p penalty-cost >&2
 	@mkdir -p $(RESULTS)
 	@target/release/penalty-cost --results $(RESULTS)
@@ -141,7 +146,7 @@ fmt-check:
 # clippy with every warning an error, on both builds (the lints are in [workspace.lints]). On
 # a generated build clippy lints the generated package's targets (the repro binaries and
 # tests); the library crates get rustc's lints there, clippy's on the default build.
-clippy: deps $(BUILDGEN)
+clippy: deps check-builds
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets -- -D warnings
 	@for b in $(filter-out $(firstword $(BUILDS)),$(BUILDS)); do ws=$(call ws,$$b); \
 	  echo "$(CARGO) clippy on $$b" >&2; \

@@ -122,7 +122,11 @@ pub fn prepare(root: &Path, build: &Build) -> Result<Workspace> {
     let tree = matches!(build, Build::Tree(_));
     let write = |manifest: &str| -> Result<()> {
         let manifest_path = dir.join("Cargo.toml");
+        // The root lockfile the generated one was made from is kept beside it, so a change
+        // of either the manifest or the root's versions makes a fresh one.
+        let seed = dir.join("Cargo.lock.root");
         if std::fs::read_to_string(&manifest_path).is_ok_and(|old| old == manifest)
+            && std::fs::read_to_string(&seed).is_ok_and(|old| old == lock)
             && dir.join("Cargo.lock").is_file()
         {
             return Ok(());
@@ -145,7 +149,8 @@ pub fn prepare(root: &Path, build: &Build) -> Result<Workspace> {
                 .arg("--precise")
                 .arg(&version);
         }
-        run(&mut update, "cargo update of the generated workspace").map(drop)
+        run(&mut update, "cargo update of the generated workspace")?;
+        std::fs::write(&seed, &lock).map_err(Into::into)
     };
     let mut features = Vec::new();
     match build {
@@ -293,7 +298,8 @@ fn link_tree(root: &Path, dir: &Path, root_version: &str, tree: &Path) -> Result
     } else {
         None
     };
-    let dirty = own && git(&["status", "--porcelain", "--", "src", "include"]).is_some();
+    // Any change the sys crate compiles counts, not only the sampler files.
+    let dirty = own && git(&["status", "--porcelain", "--untracked-files=no"]).is_some();
     let text = format!(
         "path\t{}\ncommit\t{}\ntag\t{}\ndirty\t{}\n",
         tree.display(),

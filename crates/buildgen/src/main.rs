@@ -90,10 +90,13 @@ fn main() {
                     .map(|h| format!("{h}\n"))
             }
             Checked::Api(tree) => {
-                let header = refuse(
-                    std::fs::read_to_string(tree.join("include/llama.h"))
-                        .context("reading include/llama.h"),
-                )?;
+                // The same two headers subject's build script scans.
+                let mut header = String::new();
+                for rel in ["include/llama.h", "ggml/include/ggml.h"] {
+                    let text = std::fs::read_to_string(tree.join(rel));
+                    header += &refuse(text.with_context(|| format!("reading {rel}")))?;
+                    header.push('\n');
+                }
                 Ok(builds::api::scan(&header)
                     .cfgs()
                     .iter()

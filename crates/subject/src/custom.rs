@@ -175,7 +175,7 @@ fn iface() -> *mut sys::llama_sampler_i {
     i as *const sys::llama_sampler_i as *mut sys::llama_sampler_i
 }
 
-/// A llama.cpp sampler around `s`. Before b4524 the C API has no `llama_sampler_init`: a
+/// A llama.cpp sampler around `s`. Before b4718 the C API has no `llama_sampler_init`: a
 /// sampler can only be made by llama.cpp's C++ `new`, so Rust samplers are not offered there.
 fn raw_custom(s: Boxed) -> Result<*mut sys::llama_sampler> {
     #[cfg(llama_fn = "llama_sampler_init")]

@@ -59,10 +59,19 @@ impl Model {
 
     /// [`Model::load`] with a chosen weight layout.
     pub fn load_with(path: &Path, weights: Weights) -> Result<Arc<Model>> {
+        // Before b6097 llama.cpp repacks whatever it is asked, so weights as stored cannot be
+        // had, and a multi-sequence context's guard on them would pass without meaning.
+        if weights == Weights::AsStored && !cfg!(llama_field = "llama_model_params.use_extra_bufts")
+        {
+            return Err(crate::NotOffered {
+                what: "weights as stored (llama_model_params.use_extra_bufts)",
+            }
+            .into());
+        }
         let raw = load_raw(path, true, " (not a GGUF model?)", |params| {
             params.n_gpu_layers = 0;
-            // Repacking is a switch from b6482; before it, weights are always repacked where
-            // the CPU backend can.
+            // Repacking is a switch from b6097; before it, weights are always repacked where
+            // the CPU backend can (AsStored is refused above).
             #[cfg(llama_field = "llama_model_params.use_extra_bufts")]
             {
                 params.use_extra_bufts = weights == Weights::Repacked;
