@@ -41,7 +41,8 @@ cargo build --release --locked --quiet -p buildgen >&2
 
 table() {
   cargo build --release --locked --quiet -p matrix >&2
-  cat "$STATUS"/*.tsv 2>/dev/null | grep -v $'\tfailed\t' | sort > "$OUT/builds.tsv" || true
+  cat "$STATUS"/*.build.tsv 2>/dev/null | sort > "$OUT/builds.tsv" || true
+  cat "$STATUS"/*.runs.tsv 2>/dev/null | sort > "$OUT/runs-failed.tsv" || true
   target/release/matrix "$OUT"
 }
 
@@ -61,7 +62,7 @@ built=()
 for name in $names; do
   log=$LOGS/build.$name.log
   if ! ws=$("$BUILDGEN" workspace "$name" 2> "$log"); then
-    printf '%s\t\trefused\t%s\n' "$name" "$(first_error "$log")" > "$STATUS/$name.tsv"
+    printf '%s\t\trefused\t%s\n' "$name" "$(first_error "$log")" > "$STATUS/$name.build.tsv"
     echo "matrix: $name refused: $(first_error "$log")" >&2
     continue
   fi
@@ -71,11 +72,11 @@ for name in $names; do
   for b in "${BINS[@]}"; do args+=(--bin "$b"); done
   echo "matrix: building $name ($ws)" >&2
   if ! cargo build --release --locked --manifest-path "$ws/Cargo.toml" "${args[@]}" > "$log" 2>&1; then
-    printf '%s\t%s\tbuild-failed\t%s\n' "$name" "$crate" "$(first_error "$log")" > "$STATUS/$name.tsv"
+    printf '%s\t%s\tbuild-failed\t%s\n' "$name" "$crate" "$(first_error "$log")" > "$STATUS/$name.build.tsv"
     echo "matrix: $name does not build: $(first_error "$log")" >&2
     continue
   fi
-  printf '%s\t%s\tok\t\n' "$name" "$crate" > "$STATUS/$name.tsv"
+  printf '%s\t%s\tok\t\n' "$name" "$crate" > "$STATUS/$name.build.tsv"
   built+=("$name=$ws/target/release")
 done
 
@@ -87,11 +88,13 @@ fi
 # in the revision's status line; its report is then missing and the table says so.
 run_revision() {
   local name=${1%%=*} bin=${1#*=} b
+  # A revision's reports are its run's only: an older report never stands in for a failed run.
+  rm -f "$OUT"/*."$name".json "$OUT"/*."$name".txt "$STATUS/$name.runs.tsv"
   for b in $BINS_LIST; do
     # shellcheck disable=SC2046
     if ! "$bin/$b" --audit --results "$OUT" $(extra_args "$b") > "$LOGS/run.$name.$b.out" 2> "$LOGS/run.$name.$b.err"; then
       echo "matrix: $b failed on $name: $(first_error "$LOGS/run.$name.$b.err")" >&2
-      printf '%s\t%s\tfailed\t%s\n' "$name" "$b" "$(first_error "$LOGS/run.$name.$b.err")" >> "$STATUS/$name.runs.tsv"
+      printf '%s\t%s\t%s\n' "$name" "$b" "$(first_error "$LOGS/run.$name.$b.err")" >> "$STATUS/$name.runs.tsv"
     fi
   done
   echo "matrix: ran $name" >&2
@@ -99,9 +102,6 @@ run_revision() {
 export -f run_revision first_error extra_args
 export OUT LOGS STATUS
 export BINS_LIST="${BINS[*]}"
-for entry in "${built[@]}"; do
-  rm -f "$STATUS/${entry%%=*}.runs.tsv"
-done
 printf '%s\n' "${built[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_revision "$1"' _ {}
 
 # Phase 3: the table, from every status line and report the folder holds.

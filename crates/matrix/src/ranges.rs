@@ -122,18 +122,38 @@ fn present_text(s: &Span) -> String {
     }
 }
 
-fn summary(states: &[State], present: &[Span], not_offered: &[Span], missing: &[String]) -> String {
+fn summary(
+    states: &[State],
+    columns: &[Column],
+    present: &[Span],
+    not_offered: &[Span],
+    missing: &[String],
+) -> String {
+    let decided = |s: &State| matches!(s, State::Present | State::Absent);
     let mut out = if !present.is_empty() {
         present
             .iter()
             .map(present_text)
             .collect::<Vec<_>>()
             .join(", ")
+    } else if states.iter().any(decided) {
+        "never present where decided".to_string()
     } else if states.iter().any(|s| s.has_data()) {
-        "never present".to_string()
+        "never decided".to_string()
     } else {
         "no data".to_string()
     };
+    // Revisions where a report answered neither way are named, so no reader takes the first
+    // present revision for the first affected one when earlier ones could not be judged.
+    for kind in [State::Inconclusive, State::Undecided] {
+        let at: Vec<&str> = (states.iter().zip(columns))
+            .filter(|(s, _)| **s == kind)
+            .map(|(_, c)| c.name.as_str())
+            .collect();
+        if !at.is_empty() {
+            out.push_str(&format!("; {} at {}", kind.as_str(), at.join(", ")));
+        }
+    }
     if !not_offered.is_empty() {
         let runs: Vec<String> = not_offered
             .iter()
@@ -165,7 +185,7 @@ pub fn ranges(m: &Matrix) -> Ranges {
                 states: (states.iter().zip(&m.columns))
                     .map(|(s, c)| (c.name.clone(), Value::from(s.as_str())))
                     .collect(),
-                summary: summary(states, &present, &not_offered, &missing),
+                summary: summary(states, &m.columns, &present, &not_offered, &missing),
                 present,
                 not_offered,
                 missing,

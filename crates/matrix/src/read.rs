@@ -18,6 +18,9 @@ use std::path::Path;
 /// The runner's build log in the results folder.
 pub const BUILDS_TSV: &str = "builds.tsv";
 
+/// The runner's list of findings that failed to run on a built revision.
+pub const RUNS_FAILED_TSV: &str = "runs-failed.tsv";
+
 /// Files this tool writes into the folder it reads; never read as reports.
 pub const OUTPUTS: [&str; 4] = ["ranges.txt", "ranges.json", "matrix.svg", "changes.txt"];
 
@@ -328,6 +331,21 @@ pub fn load(dir: &Path) -> Result<Matrix> {
     anyhow::ensure!(dir.is_dir(), "{} is not a folder", dir.display());
     let log = read_builds_log(dir, &columns)?;
     let mut notes = Vec::new();
+    // Findings that exited non-zero on a revision that built: their reports are missing there
+    // (the runner deletes a revision's reports before it runs), and this says why.
+    if let Ok(text) = std::fs::read_to_string(dir.join(RUNS_FAILED_TSV)) {
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            let f: Vec<&str> = line.splitn(3, '\t').collect();
+            if let [build, bin, detail] = f[..] {
+                notes.push(format!("{bin} failed on {build}: {detail}"));
+            } else {
+                bail!(
+                    "{}: not `build<TAB>binary<TAB>detail`: {line}",
+                    dir.join(RUNS_FAILED_TSV).display()
+                );
+            }
+        }
+    }
     let reads = read_reports(dir, &columns, &mut notes)?;
     anyhow::ensure!(
         !reads.is_empty() || log.is_some(),

@@ -3,6 +3,7 @@
 //! check; and the sampler source lines quoted for the rows whose samplers they belong to.
 
 use matrix::read::{Column, BUILDS_TSV};
+use report::{Control, Report, ReportId, Verdict};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -145,7 +146,10 @@ fn ranges_are_fixed_still_present_or_not_offered_and_a_failed_build_is_not_a_fix
         line_of(&out, "clone-incomplete-adaptive_p"),
         "b10200.. (still present at b11429); not offered: b4240..b8310"
     );
-    assert_eq!(line_of(&out, "clone-incomplete-top_k"), "never present");
+    assert_eq!(
+        line_of(&out, "clone-incomplete-top_k"),
+        "never present where decided"
+    );
     assert_eq!(
         line_of(&out, "clone-incomplete"),
         "b4240.. (still present at b11429)"
@@ -403,4 +407,53 @@ fn bad_input_is_refused_with_one_line_and_exit_2() {
         code == 2 && line.contains("'maybe' is not a verdict"),
         "{line}"
     );
+}
+
+#[test]
+fn revisions_without_an_answer_are_named_and_a_failed_run_is_a_note() {
+    let dir = std::env::temp_dir().join(format!("matrix-undecided-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (build, verdict) in [
+        ("b4240", Verdict::Inconclusive),
+        ("b4524", Verdict::Inconclusive),
+        ("b4718", Verdict::Absent),
+    ] {
+        let r = Report::new(
+            ReportId {
+                finding: "F9".into(),
+                name: "planted".into(),
+                engine: "llama.cpp".into(),
+                build: build.into(),
+                build_detail: build.into(),
+            },
+            verdict,
+            "e",
+            vec![
+                Control::positive("p", true, ""),
+                Control::negative("n", true, ""),
+            ],
+        );
+        std::fs::write(dir.join(format!("planted.{build}.json")), r.to_json_text()).unwrap();
+    }
+    std::fs::write(
+        dir.join("runs-failed.tsv"),
+        "b4718\trepro-edges\terror: boom\n",
+    )
+    .unwrap();
+    let m = matrix::read::load(&dir).unwrap();
+    let text = matrix::ranges::ranges_text(&matrix::ranges::ranges(&m));
+    let line = text.lines().find(|l| l.contains("planted")).unwrap();
+    // Inconclusive where the controls did not run is no absence: the row says where.
+    assert!(
+        line.contains("never present where decided; inconclusive at b4240, b4524"),
+        "{text}"
+    );
+    assert!(
+        text.contains("repro-edges failed on b4718: error: boom"),
+        "{text}"
+    );
+    std::fs::write(dir.join("runs-failed.tsv"), "one field only\n").unwrap();
+    assert!(matrix::read::load(&dir).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
