@@ -621,7 +621,11 @@ mod tests {
         for (p, n) in [(false, true), (true, false), (false, false)] {
             for m in Verdict::ALL {
                 // A sampler the build lacks stays `not offered`: no control changes the API.
-                let want = if m == Verdict::NotOffered { m } else { Verdict::Inconclusive };
+                let want = if m == Verdict::NotOffered {
+                    m
+                } else {
+                    Verdict::Inconclusive
+                };
                 assert_eq!(judge(m, &both(p, n)), want, "{m}");
             }
         }
