@@ -10,6 +10,7 @@
 #   scripts/matrix.sh                 build what is missing, run every revision, write the table
 #   SHARD=i/N scripts/matrix.sh       only revisions i, i+N, ... (llama.cpp order, from 1); the
 #                                     table is written from whatever reports the folder holds
+#   REVISIONS="b4240 b10200" scripts/matrix.sh   only the revisions named
 #   scripts/matrix.sh --build-only    build (or check the cache of) every revision, run nothing
 #   scripts/matrix.sh --table-only    only the table, from the reports and status lines the folder
 #                                     holds (after copying the results/matrix/ of several shards
@@ -51,7 +52,8 @@ if [ "${1:-}" = --table-only ]; then
   exit 0
 fi
 
-names=$("$BUILDGEN" names ${SHARD:+--shard "$SHARD"})
+# REVISIONS="b4240 b10200 ..." runs only those (each still resolved and checked by buildgen).
+names=${REVISIONS:-$("$BUILDGEN" names ${SHARD:+--shard "$SHARD"})}
 
 first_error() {
   grep -m1 -E '^error' "$1" || tail -n1 "$1" || true
