@@ -258,7 +258,7 @@ pub fn ranges_text(r: &Ranges) -> String {
         ));
     }
     if !r.notes.is_empty() {
-        out.push_str("Files left out:\n");
+        out.push_str("Left out (files not read, findings that failed to run):\n");
         for n in &r.notes {
             out.push_str(&format!("  {n}\n"));
         }
