@@ -69,7 +69,8 @@ for name in $names; do
     continue
   fi
   crate=$(basename "$ws")
-  [ "$ws" = "$PWD" ] && crate=root
+  # The root workspace is the release its lockfile pins.
+  [ "$ws" = "$PWD" ] && crate=$(grep -A1 '^name = "llama-cpp-sys-2"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')
   args=()
   for b in "${BINS[@]}"; do args+=(--bin "$b"); done
   echo "matrix: building $name ($ws)" >&2
