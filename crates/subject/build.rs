@@ -36,7 +36,7 @@ fn run() -> Result<(), String> {
     let text =
         std::fs::read_to_string(&lock).map_err(|e| format!("reading {}: {e}", lock.display()))?;
     let (version, registry) =
-        locked(&text, SYS).ok_or_else(|| format!("{} pins no {SYS}", lock.display()))?;
+        builds::locked(&text, SYS).ok_or_else(|| format!("{} pins no {SYS}", lock.display()))?;
     println!("cargo:rerun-if-changed={}", lock.display());
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
 
@@ -107,26 +107,4 @@ fn run() -> Result<(), String> {
         println!("cargo:rustc-cfg={cfg}");
     }
     Ok(())
-}
-
-/// The version of the `[[package]]` named `name` in a lockfile, and whether it comes from a
-/// registry (a path package has no `source` line).
-fn locked(lock: &str, name: &str) -> Option<(String, bool)> {
-    let wanted = format!("name = \"{name}\"");
-    let mut lines = lock.lines();
-    while let Some(line) = lines.next() {
-        if line.trim() == wanted {
-            let version = lines
-                .next()?
-                .trim()
-                .strip_prefix("version = \"")?
-                .strip_suffix('"')?
-                .to_string();
-            let registry = lines
-                .next()
-                .is_some_and(|l| l.trim().starts_with("source = \"registry+"));
-            return Some((version, registry));
-        }
-    }
-    None
 }

@@ -60,22 +60,6 @@ pub fn parse_build(name: &str) -> Result<Build> {
     Ok(Build::Release(r.clone()))
 }
 
-/// The version of `name` pinned by a lockfile's text.
-pub fn locked_version(lock: &str, name: &str) -> Option<String> {
-    let wanted = format!("name = \"{name}\"");
-    let mut lines = lock.lines();
-    while let Some(line) = lines.next() {
-        if line.trim() == wanted {
-            let next = lines.next()?.trim();
-            return next
-                .strip_prefix("version = \"")
-                .and_then(|r| r.strip_suffix('"'))
-                .map(str::to_string);
-        }
-    }
-    None
-}
-
 fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
@@ -97,8 +81,9 @@ fn run(cmd: &mut Command, what: &str) -> Result<String> {
 /// Prepares the workspace of `build` under the root workspace `root` and checks its sources.
 pub fn prepare(root: &Path, build: &Build) -> Result<Workspace> {
     let lock = std::fs::read_to_string(root.join("Cargo.lock")).context("reading Cargo.lock")?;
-    let root_version =
-        locked_version(&lock, SYS).context("the root lockfile pins no llama-cpp-sys-2")?;
+    let root_version = builds::locked(&lock, SYS)
+        .map(|(v, _)| v)
+        .context("the root lockfile pins no llama-cpp-sys-2")?;
     let (dir, version) = match build {
         Build::Release(r) if r.crate_version == root_version => {
             let ws = Workspace {

@@ -87,6 +87,27 @@ pub fn registry_source(cargo_home: &Path, name: &str, version: &str) -> Option<P
         .find(|p| p.join("Cargo.toml").is_file())
 }
 
+/// The version of the `[[package]]` named `name` in a lockfile's text, and whether it comes
+/// from a registry (a path package has no `source` line).
+pub fn locked(lock: &str, name: &str) -> Option<(String, bool)> {
+    let wanted = format!("name = \"{name}\"");
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == wanted {
+            let version = lines
+                .next()?
+                .trim()
+                .strip_prefix("version = \"")?
+                .strip_suffix('"')?;
+            let registry = lines
+                .next()
+                .is_some_and(|l| l.trim().starts_with("source = \"registry+"));
+            return Some((version.to_string(), registry));
+        }
+    }
+    None
+}
+
 /// `$CARGO_HOME`, else `$HOME/.cargo` (cargo's own default).
 pub fn cargo_home() -> Option<PathBuf> {
     std::env::var_os("CARGO_HOME")
@@ -133,6 +154,14 @@ mod tests {
         assert!(sources_sha256(&missing)
             .unwrap_err()
             .contains("llama-sampler.cpp"));
+    }
+
+    #[test]
+    fn a_lockfile_names_the_version_and_whether_it_is_a_registry_crate() {
+        let lock = "[[package]]\nname = \"a\"\nversion = \"1.2.3\"\nsource = \"registry+https://x\"\n\n[[package]]\nname = \"b\"\nversion = \"0.1.0\"\n";
+        assert_eq!(locked(lock, "a"), Some(("1.2.3".into(), true)));
+        assert_eq!(locked(lock, "b"), Some(("0.1.0".into(), false)));
+        assert_eq!(locked(lock, "c"), None);
     }
 
     #[test]
