@@ -8,7 +8,9 @@
 //! registry; a release not unpacked there is said to be unavailable rather than failing the
 //! run, since a matrix folder can be read on a machine that built none of it.
 
-use crate::hunks::{changed_definitions, changed_lines, quote, samplers_in_row, ChangedLine};
+use crate::hunks::{
+    changed_definitions, changed_lines, quote, quote_all, samplers_in_row, ChangedLine,
+};
 use crate::read::{Column, Matrix, RowKey};
 use std::collections::BTreeMap;
 
@@ -18,6 +20,11 @@ pub const QUOTE_LIMIT: usize = 200;
 
 /// At most this many changed definitions are listed where none is the row's samplers'.
 pub const LIST_LIMIT: usize = 40;
+
+/// A row that names no sampler (a finding's headline row) gets every changed line quoted when
+/// the change is at most this long, so a small fix is seen whole; a longer one is listed by
+/// definition.
+pub const QUOTE_UNNAMED_LIMIT: usize = 60;
 
 /// The text of a revision's sampler source, or `None` when it is not at hand.
 pub type Sources<'a> = &'a dyn Fn(&Column) -> Option<String>;
@@ -60,6 +67,7 @@ pub fn transitions(m: &Matrix) -> Vec<Transition> {
     out
 }
 
+/// The header; `{unnamed}` stands for [`QUOTE_UNNAMED_LIMIT`].
 const HEADER: &str = "\
 State changes of each verdict row between consecutive revisions with data for it (a revision
 not built, not run or missing in between is skipped and named), with the lines of the sampler
@@ -70,7 +78,8 @@ penalties', llama_sampler_init_top_p is top_p's, and the longer name wins:
 llama_sampler_temp_ext_apply is temp_ext's, not temp's). Removed lines (-) are numbered in the
 older file, added lines (+) in the newer. When no line of the row's samplers changed, the
 change comes from elsewhere (a shared helper, another file, the build), and the definitions
-that did change are listed.
+that did change are listed. A row that names no sampler gets every changed line when at most
+{unnamed} changed, else the list of changed definitions.
 ";
 
 /// Caches the sources and their diffs across the rows that change between the same revisions.
@@ -182,11 +191,24 @@ fn describe(m: &Matrix, t: &Transition, diffs: &mut Diffs) -> String {
         return out;
     }
     if samplers.is_empty() {
-        out.push_str(&format!(
-            "  the row names no sampler; {} changed, in:\n",
-            plural(changes.len(), "line")
-        ));
-        out.push_str(&definitions(changes, "    "));
+        match quote_all(changes, QUOTE_UNNAMED_LIMIT) {
+            Some(quoted) => {
+                out.push_str(&format!(
+                    "  the row names no sampler; every changed line ({}):\n",
+                    plural(changes.len(), "line")
+                ));
+                for line in quoted.lines() {
+                    out.push_str(&format!("    {line}\n"));
+                }
+            }
+            None => {
+                out.push_str(&format!(
+                    "  the row names no sampler; {} changed, in:\n",
+                    plural(changes.len(), "line")
+                ));
+                out.push_str(&definitions(changes, "    "));
+            }
+        }
         return out;
     }
     out.push_str(&format!("  samplers: {}\n", samplers.join(", ")));
@@ -207,7 +229,7 @@ fn describe(m: &Matrix, t: &Transition, diffs: &mut Diffs) -> String {
 
 /// `changes.txt` for `m`, reading sources through `sources`.
 pub fn changes_text(m: &Matrix, sources: Sources) -> String {
-    let mut out = HEADER.to_string();
+    let mut out = HEADER.replace("{unnamed}", &QUOTE_UNNAMED_LIMIT.to_string());
     let all = transitions(m);
     if all.is_empty() {
         out.push_str("\nNo verdict row changes state between revisions with data.\n");

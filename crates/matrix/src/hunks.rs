@@ -189,6 +189,17 @@ pub fn quote(changes: &[ChangedLine], samplers: &[&str], limit: usize) -> String
         .iter()
         .filter(|c| is_samplers(c, samplers))
         .collect();
+    quote_lines(&kept, limit, "in these samplers' code")
+}
+
+/// Every changed line, in the form of [`quote`], where `changes` holds at most `limit`;
+/// `None` when it holds more (a listing of the definitions says more than a cut quote).
+pub fn quote_all(changes: &[ChangedLine], limit: usize) -> Option<String> {
+    let kept: Vec<&ChangedLine> = changes.iter().collect();
+    (kept.len() <= limit).then(|| quote_lines(&kept, limit, ""))
+}
+
+fn quote_lines(kept: &[&ChangedLine], limit: usize, whose: &str) -> String {
     let width = kept
         .iter()
         .map(|c| c.number.to_string().len())
@@ -197,7 +208,7 @@ pub fn quote(changes: &[ChangedLine], samplers: &[&str], limit: usize) -> String
     let mut out = String::new();
     let mut current: Option<&str> = None;
     for c in kept.iter().take(limit) {
-        let f = c.function.as_deref().unwrap_or("");
+        let f = c.function.as_deref().unwrap_or("(file level)");
         if current != Some(f) {
             out.push_str(&format!("in {f}:\n"));
             current = Some(f);
@@ -211,7 +222,7 @@ pub fn quote(changes: &[ChangedLine], samplers: &[&str], limit: usize) -> String
     }
     if kept.len() > limit {
         out.push_str(&format!(
-            "... and {} more changed lines in these samplers' code\n",
+            "... and {} more changed lines {whose}\n",
             kept.len() - limit
         ));
     }

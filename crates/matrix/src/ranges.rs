@@ -21,7 +21,8 @@ lacks it, and after `no data at` when one lies between a range and the revision 
 `A.. (still present at Z)`: present from A through Z, the newest revision with data.
 `A..B (V at C)`: the next revision with data, C, has verdict V (not offered, inconclusive,
 undecided), which is not a fix.
-`not offered: A..B`: the release's C API lacks the sampler from A through B, by the same rule.";
+`not offered: A..B`: the release's C API lacks the sampler from A through B, by the same rule.
+A run of one revision is written `A` alone.";
 
 /// A run of revisions in one state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -105,6 +106,15 @@ pub fn spans(states: &[State], wanted: State, columns: &[Column]) -> Vec<Span> {
     out
 }
 
+/// `A..B`, or `A` alone for a run of one revision.
+fn run_text(s: &Span) -> String {
+    if s.first == s.last {
+        s.first.clone()
+    } else {
+        format!("{}..{}", s.first, s.last)
+    }
+}
+
 fn present_text(s: &Span) -> String {
     let gap = if s.no_data_after.is_empty() {
         String::new()
@@ -116,8 +126,8 @@ fn present_text(s: &Span) -> String {
         }
     };
     match (&s.next, s.next_state.as_deref()) {
-        (Some(c), Some("absent")) => format!("{}..{} (first fixed: {c}{gap})", s.first, s.last),
-        (Some(c), Some(v)) => format!("{}..{} ({v} at {c}{gap})", s.first, s.last),
+        (Some(c), Some("absent")) => format!("{} (first fixed: {c}{gap})", run_text(s)),
+        (Some(c), Some(v)) => format!("{} ({v} at {c}{gap})", run_text(s)),
         _ => format!("{}.. (still present at {}{gap})", s.first, s.last),
     }
 }
@@ -155,10 +165,7 @@ fn summary(
         }
     }
     if !not_offered.is_empty() {
-        let runs: Vec<String> = not_offered
-            .iter()
-            .map(|s| format!("{}..{}", s.first, s.last))
-            .collect();
+        let runs: Vec<String> = not_offered.iter().map(run_text).collect();
         out.push_str(&format!("; not offered: {}", runs.join(", ")));
     }
     if !missing.is_empty() {

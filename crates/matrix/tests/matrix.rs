@@ -206,7 +206,7 @@ fn a_build_failed_where_the_fix_lands_leaves_the_fix_between_two_revisions() {
     let out = matrix::run(&dir.0, &no_sources).unwrap();
     assert_eq!(
         line_of(&out, "clone-incomplete-penalties"),
-        "b10200..b10200 (first fixed: b11074; no data at b10405)"
+        "b10200 (first fixed: b11074; no data at b10405)"
     );
     assert!(dir.read("changes.txt").contains(
         "F1 clone-incomplete-penalties: present at b10200 -> absent at b11074\n  no data between them: b10405 (not built)\n"
@@ -361,6 +361,41 @@ fn a_change_in_a_samplers_clone_is_quoted_for_its_row_and_not_for_another() {
          \x20 no line of these samplers' code changed: the change comes from elsewhere; 2 lines changed, in:\n\
          \x20   llama_sampler_penalties_clone (2 lines)"
     );
+}
+
+#[test]
+fn a_row_that_names_no_sampler_quotes_a_small_change_whole() {
+    let dir = Scratch::new("unnamed");
+    reports(
+        &dir,
+        &[
+            ("b10200", ["present", "absent", "absent"]),
+            ("b10405", ["absent", "absent", "absent"]),
+        ],
+    );
+    let new = new_c();
+    let sources = |c: &Column| match c.name.as_str() {
+        "b10200" => Some(OLD_C.to_string()),
+        "b10405" => Some(new.clone()),
+        _ => None,
+    };
+    matrix::run(&dir.0, &sources).unwrap();
+    let text = dir.read("changes.txt");
+    assert!(
+        text.contains(
+            "F1 clone-incomplete: present at b10200 -> absent at b10405\n\
+             \x20 src/llama-sampler.cpp, b10200 (llama-cpp-sys-2 0.1.154) -> b10405 (0.1.156)\n\
+             \x20 the row names no sampler; every changed line (2 lines):\n\
+             \x20   in llama_sampler_penalties_clone:\n\
+             \x20     + 10 |     auto * result_ctx = (llama_sampler_penalties *) result->ctx;\n\
+             \x20     + 11 |     result_ctx->token_count = ctx->token_count;\n"
+        ),
+        "{text}"
+    );
+    // Past the limit, the definitions are listed instead.
+    let changes = matrix::hunks::changed_lines(OLD_C, &new);
+    assert!(matrix::hunks::quote_all(&changes, 1).is_none());
+    assert!(matrix::hunks::quote_all(&changes, 2).is_some());
 }
 
 #[test]

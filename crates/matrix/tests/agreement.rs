@@ -1,0 +1,97 @@
+//! The committed release matrix against the committed full audit: on the builds `make audit`
+//! runs (every report of `results/` whose build is also a matrix column), every verdict row
+//! of every matrix report has the state the audit's report of the same finding gives it.
+//! The matrix runs some findings with smaller budgets (PREREG, the release-matrix addenda), so
+//! the evidence differs; the verdicts may not.
+
+use matrix::read::{read_report, RowKey, State};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn results() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results")
+}
+
+/// `<stem>.<build>.json` reports of `dir`, by (stem, build).
+fn reports(dir: &Path) -> BTreeMap<(String, String), PathBuf> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some(base) = name.strip_suffix(".json") else {
+            continue;
+        };
+        // Build names hold no dot except a crate version's (candle-0.11.1), so the stem ends
+        // at the first dot.
+        if let Some((stem, build)) = base.split_once('.') {
+            out.insert((stem.to_string(), build.to_string()), path);
+        }
+    }
+    out
+}
+
+fn rows(path: &Path) -> BTreeMap<RowKey, State> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let (_, rows) = read_report(&v).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+    rows.into_iter().collect()
+}
+
+#[test]
+fn every_matrix_verdict_on_an_audited_build_is_the_audits() {
+    let audit = reports(&results());
+    let matrix = reports(&results().join("matrix"));
+    let audited: Vec<&String> = {
+        let mut b: Vec<&String> = audit.keys().map(|k| &k.1).collect();
+        b.sort();
+        b.dedup();
+        b
+    };
+    let mut compared = 0usize;
+    let mut pairs = Vec::new();
+    let mut disagreements = Vec::new();
+    for ((stem, build), path) in &matrix {
+        if !audited.contains(&build) {
+            continue;
+        }
+        let theirs = audit
+            .get(&(stem.clone(), build.clone()))
+            .unwrap_or_else(|| panic!("the matrix has {stem} on {build}; the audit does not"));
+        let (m, a) = (rows(path), rows(theirs));
+        assert_eq!(
+            m.keys().collect::<Vec<_>>(),
+            a.keys().collect::<Vec<_>>(),
+            "{stem} on {build}: the matrix and the audit report different rows"
+        );
+        for (key, state) in &m {
+            compared += 1;
+            if a[key] != *state {
+                disagreements.push(format!(
+                    "{stem} on {build}: {} {} is {} in the matrix, {} in the audit",
+                    key.finding,
+                    key.name,
+                    state.as_str(),
+                    a[key].as_str()
+                ));
+            }
+        }
+        pairs.push(format!("{stem}.{build}"));
+    }
+    // The two builds the audit runs are matrix columns, each with its four findings' reports
+    // (F1's two, F2's two, F6's and F7's).
+    for build in ["b10200", "b11429"] {
+        let n = pairs
+            .iter()
+            .filter(|p| p.ends_with(&format!(".{build}")))
+            .count();
+        assert!(
+            n >= 6,
+            "{build}: only {n} matrix reports to compare: {pairs:?}"
+        );
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+    eprintln!("{compared} verdict rows agree over {}", pairs.join(", "));
+}
