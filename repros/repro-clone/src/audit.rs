@@ -4,7 +4,7 @@
 
 use crate::counts::{Counts, Defect, PenaltiesCounts, PlantedCounts};
 use crate::minimal::{self, CaseCounts, Scenario};
-use crate::sweep::{self, Checks, Stats, SweepSlice};
+use crate::sweep::{self, Checks, Stats, SweepBudget, SweepSlice};
 use anyhow::{Context, Result};
 use ledger::SamplerKind;
 use oracle::penalty::CountProbe;
@@ -117,7 +117,7 @@ pub struct Audit {
 /// How many workers the sweep uses. Fixed, so runs are comparable; results do not depend on it.
 pub const THREADS: usize = 2;
 
-pub fn run(cp: CountProbe, kind: SamplerKind) -> Result<Audit> {
+pub fn run(cp: CountProbe, kind: SamplerKind, budget: SweepBudget) -> Result<Audit> {
     let published = minimal::published();
     let minimal = minimal::run(&published, cp, kind).context("published case")?;
     let minimal_controls = minimal::controls(&published, &minimal)?;
@@ -139,7 +139,7 @@ pub fn run(cp: CountProbe, kind: SamplerKind) -> Result<Audit> {
             Ok(DetectorControl::new(defect, stats))
         })
         .collect::<Result<Vec<_>>>()?;
-    let domain = sweep::full_domain();
+    let domain = sweep::domain(budget);
     let make = |ids: &[TokenId], n: WindowLen| PenaltiesCounts::new(ids, n, cp, kind);
     // Two timed passes over the same sequences: the accept path alone (comparable with the
     // published sweep), then clone equivalence.

@@ -1,6 +1,7 @@
 //! Command-line parsing and the three modes: the minimal case (default), `--stateful` (one
 //! clone-incomplete row per stateful sampler) and `--audit` (everything, written to results/).
 
+use crate::sweep::SweepBudget;
 use crate::{audit, minimal, stateful};
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -40,6 +41,16 @@ pub struct Args {
     /// Internal: the child side of the memcheck probe (runs only under valgrind).
     #[arg(long, hide = true)]
     pub memcheck_probe: Option<String>,
+    /// With --audit: the sweep's domain is every sequence of length L over alphabets 2 to
+    /// --sweep-max-alphabet with a^L <= 2^BITS (4 to 17; the audit's 17 is at least the
+    /// published sweep's size).
+    #[arg(long, requires = "audit", default_value_t = SweepBudget::AUDIT.bits,
+          value_parser = clap::value_parser!(u32).range(4..=17))]
+    pub sweep_bits: u32,
+    /// With --audit: the largest alphabet of the sweep (2 to 5).
+    #[arg(long, requires = "audit", default_value_t = SweepBudget::AUDIT.max_alphabet,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=5))]
+    pub sweep_max_alphabet: usize,
     /// Which penalties stage to audit: llama.cpp's own (builtin) or ledger-penalties (ledger).
     #[arg(long, default_value = "builtin", value_parser = ["builtin", "ledger"])]
     pub sampler: String,
@@ -175,7 +186,11 @@ fn run(args: &Args, scenario: &minimal::Scenario, build: &subject::BuildInfo) ->
         SamplerKind::Builtin => "clone",
         SamplerKind::LedgerPenalties => "clone-ledger",
     };
-    let audit = match offered(audit::run(cp, kind))? {
+    let budget = SweepBudget {
+        bits: args.sweep_bits,
+        max_alphabet: args.sweep_max_alphabet,
+    };
+    let audit = match offered(audit::run(cp, kind, budget))? {
         Ok(audit) => audit,
         // No sweep ran, so there is no timing to write either.
         Err(why) => {

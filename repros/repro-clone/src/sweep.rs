@@ -47,27 +47,48 @@ impl Serialize for SweepSlice {
 /// Windows the published audit used.
 pub const WINDOWS: [usize; 5] = [1, 2, 3, 4, 8];
 
-/// The per-alphabet budget: the longest length `L` with `a^L <= 2^17`.
-fn budget_len(alphabet: usize) -> usize {
-    let fits = |len: u32| (alphabet as u64).pow(len) <= 1 << 17;
-    (1..).take_while(|&len| fits(len)).count()
+/// The size of the sweep's domain: alphabets `2..=max_alphabet`, and for each the longest
+/// length `L` with `a^L <= 2^bits` (at least `n + 1`, so every window is filled and evicted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SweepBudget {
+    pub bits: u32,
+    pub max_alphabet: usize,
 }
 
-/// The full domain: alphabets 2..=5, windows {1,2,3,4,8}, and for each the longer of the
-/// budget length and `n + 1` (so every window is at least filled and evicted once; short
-/// windows are filled and evicted many times: a=2 runs 17 accepts through every window).
-pub fn full_domain() -> Vec<SweepSlice> {
+impl SweepBudget {
+    /// The audit's domain, at least the published sweep's size: alphabets 2 to 5, `2^17`.
+    pub const AUDIT: SweepBudget = SweepBudget {
+        bits: 17,
+        max_alphabet: 5,
+    };
+
+    /// The longest length `L` with `alphabet^L <= 2^bits`.
+    fn len(&self, alphabet: usize) -> usize {
+        let fits = |len: u32| (alphabet as u64).pow(len) <= 1 << self.bits;
+        (1..).take_while(|&len| fits(len)).count()
+    }
+}
+
+/// The domain of `budget`: windows {1,2,3,4,8} for each alphabet, each at the longer of the
+/// budget length and `n + 1` (short windows are filled and evicted many times: at the audit's
+/// budget a=2 runs 17 accepts through every window).
+pub fn domain(budget: SweepBudget) -> Vec<SweepSlice> {
     let mut cases = Vec::new();
-    for alphabet in 2..=5 {
+    for alphabet in 2..=budget.max_alphabet {
         for n in WINDOWS {
             cases.push(SweepSlice {
                 alphabet,
                 last_n: WindowLen(n),
-                len: budget_len(alphabet).max(n + 1),
+                len: budget.len(alphabet).max(n + 1),
             });
         }
     }
     cases
+}
+
+/// The audit's domain ([`SweepBudget::AUDIT`]).
+pub fn full_domain() -> Vec<SweepSlice> {
+    domain(SweepBudget::AUDIT)
 }
 
 /// A smaller domain with the same windows, used by the controls.
@@ -384,6 +405,30 @@ mod tests {
         for case in full_domain() {
             assert!(case.len > case.last_n.0, "{case:?} never evicts");
         }
+    }
+
+    #[test]
+    fn a_smaller_budget_keeps_every_window_and_evicts() {
+        let small = domain(SweepBudget {
+            bits: 12,
+            max_alphabet: 3,
+        });
+        let labels: Vec<String> = small.iter().map(SweepSlice::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "a=2 n=1 L=12",
+                "a=2 n=2 L=12",
+                "a=2 n=3 L=12",
+                "a=2 n=4 L=12",
+                "a=2 n=8 L=12",
+                "a=3 n=1 L=7",
+                "a=3 n=2 L=7",
+                "a=3 n=3 L=7",
+                "a=3 n=4 L=7",
+                "a=3 n=8 L=9",
+            ]
+        );
     }
 
     #[test]

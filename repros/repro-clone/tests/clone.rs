@@ -10,6 +10,7 @@ use oracle::TokenId;
 use report::{Header, Verdict};
 use repro_clone::counts::{Counts, Defect, PlantedCounts};
 use repro_clone::stateful::{self, Memcheck};
+use repro_clone::sweep::SweepBudget;
 use repro_clone::{audit, minimal};
 use subject::BuildInfo;
 use test_support::{assert_refused, json_report, run_bin};
@@ -137,7 +138,7 @@ fn clone_matches_the_mechanism_on_random_scenarios() {
 
 #[test]
 fn full_audit() {
-    let a = audit::run(CP, SamplerKind::Builtin).unwrap();
+    let a = audit::run(CP, SamplerKind::Builtin, SweepBudget::AUDIT).unwrap();
     assert!(a.controls_passed(), "{}", a.controls_text());
     assert!(a.sweep.sequences >= 3_010_612);
     let r = a.report();
@@ -210,7 +211,7 @@ fn memcheck_probe_flags_a_planted_read_past_the_end() {
 fn ledger_penalties_pass_the_whole_audit() {
     // The fix in place of the built-in: the same sweep, clone equivalence and controls, with
     // 0 mismatches on every build (b10200's built-in clone fails this).
-    let a = audit::run(CP, SamplerKind::LedgerPenalties).unwrap();
+    let a = audit::run(CP, SamplerKind::LedgerPenalties, SweepBudget::AUDIT).unwrap();
     assert!(a.controls_passed(), "{}", a.controls_text());
     assert!(a.ledger_exact(), "{}", a.sweep_text());
     assert!(!a.clone_defect_present(), "{}", a.sweep_text());
