@@ -134,7 +134,7 @@ bench: deps check-builds models
 # results/matrix/ with the affected-range table and plot. SHARD=i/N takes every N-th revision
 # from the i-th, so N machines split it; copy their results/matrix/ folders into one and run
 # `make matrix-table`. Not part of `make test` or `make audit`.
-matrix: deps models
+matrix: deps
 	@SHARD=$(SHARD) scripts/matrix.sh
 
 matrix-table:

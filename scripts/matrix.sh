@@ -19,25 +19,37 @@
 # A revision that buildgen refuses or that does not compile gets a status line with the first
 # error line, and the matrix goes on. Builds are cached under target/builds/<crate version>/, so
 # a rerun only compiles what changed. JOBS (default 2) revisions run their findings at once.
+#
+# Runs are cached too. Every finding is deterministic (the same binary with the same arguments
+# writes the same bytes), so a finding whose binary and arguments hash as they did at its last
+# run, and whose reports are still there with the bytes that run wrote, is not run again:
+# $STATUS/<revision>.<finding>.key holds the input hash and each report's sha256. FORCE=1
+# runs every finding again regardless.
 
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 OUT=${RESULTS:-results}/matrix
 STATUS=$OUT/status
+# Seconds per build and per run, one file per revision (git-ignored: they depend on the machine
+# and its load, and the reports must not).
+TIMING=$OUT/timing
 LOGS=target/matrix
 JOBS=${JOBS:-2}
 BUILDGEN=target/release/buildgen
 BINS=(repro-clone repro-sortpoison repro-edges repro-engines)
-# Arguments beyond --audit, per finding: F2's fuzzer with a tenth of the audit's chains, as
-# the matrix runs it on every revision (PREREG, the release-matrix addendum, states its power).
+# Arguments beyond --audit, per finding, as the matrix runs it on every revision (PREREG, the
+# release-matrix addenda, state each one's power): F1's sweep over alphabets 2 to 4 with
+# a^L <= 2^14 (455,527 sequences; the audit's is 3,740,518), F2's fuzzer with a tenth of the
+# audit's chains.
 extra_args() {
   case $1 in
+    repro-clone) echo "--sweep-bits 14 --sweep-max-alphabet 4" ;;
     repro-sortpoison) echo "--fuzz-chains 10000" ;;
   esac
 }
 
-mkdir -p "$OUT" "$STATUS" "$LOGS"
+mkdir -p "$OUT" "$STATUS" "$TIMING" "$LOGS"
 cargo build --release --locked --quiet -p buildgen >&2
 
 table() {
@@ -74,16 +86,19 @@ for name in $names; do
   args=()
   for b in "${BINS[@]}"; do args+=(--bin "$b"); done
   echo "matrix: building $name ($ws)" >&2
+  started=$SECONDS
   if ! cargo build --release --locked --manifest-path "$ws/Cargo.toml" "${args[@]}" > "$log" 2>&1; then
     printf '%s\t%s\tbuild-failed\t%s\n' "$name" "$crate" "$(first_error "$log")" > "$STATUS/$name.build.tsv"
     echo "matrix: $name does not build: $(first_error "$log")" >&2
     continue
   fi
   printf '%s\t%s\tok\t\n' "$name" "$crate" > "$STATUS/$name.build.tsv"
+  printf 'build\t%s\n' $((SECONDS - started)) > "$TIMING/$name.tsv"
   built+=("$name=$ws/target/release")
 done
 
 if [ "${1:-}" = --build-only ]; then
+  echo "matrix: ${#built[@]} revisions built in $SECONDS s (seconds per build: $TIMING/)" >&2
   exit 0
 fi
 
@@ -91,21 +106,46 @@ fi
 # in the revision's status line; its report is then missing and the table says so.
 run_revision() {
   local name=${1%%=*} bin=${1#*=} b
-  # A revision's reports are its run's only: an older report never stands in for a failed run.
-  rm -f "$OUT"/*."$name".json "$OUT"/*."$name".txt "$STATUS/$name.runs.tsv"
+  # A revision's reports are its runs' only: an older report never stands in for a failed run.
+  # With no run key at all (a first run), every report of the revision goes.
+  if ! ls "$STATUS/$name".*.key > /dev/null 2>&1; then
+    rm -f "$OUT"/*."$name".json "$OUT"/*."$name".txt
+  fi
+  rm -f "$STATUS/$name.runs.tsv"
+  sed -i '/^run\t/d' "$TIMING/$name.tsv" 2>/dev/null || true
   for b in $BINS_LIST; do
+    local started=$SECONDS key=$PWD/$STATUS/$name.$b.key marker=$PWD/$LOGS/run.$name.$b.started input
+    input=$( { sha256sum < "$bin/$b"; extra_args "$b"; } | sha256sum | cut -d' ' -f1)
+    if [ -z "${FORCE:-}" ] && [ -f "$key" ] && [ "$(head -n1 "$key")" = "input $input" ] \
+       && (cd "$OUT" && tail -n +2 "$key" | sha256sum --check --status); then
+      printf 'run\t%s\tcached\n' "$b" >> "$TIMING/$name.tsv"
+      continue
+    fi
+    # The reports of this finding's last run go before it runs again.
+    if [ -f "$key" ]; then
+      tail -n +2 "$key" | cut -d' ' -f3- | (cd "$OUT" && xargs -r rm -f)
+      rm -f "$key"
+    fi
+    touch "$marker"
     # shellcheck disable=SC2046
-    if ! "$bin/$b" --audit --results "$OUT" $(extra_args "$b") > "$LOGS/run.$name.$b.out" 2> "$LOGS/run.$name.$b.err"; then
+    if "$bin/$b" --audit --results "$OUT" $(extra_args "$b") > "$LOGS/run.$name.$b.out" 2> "$LOGS/run.$name.$b.err"; then
+      { echo "input $input"
+        (cd "$OUT" && find . -maxdepth 1 -newer "$marker" -type f \( -name "*.$name.json" -o -name "*.$name.txt" \) \
+           | sed 's|^\./||' | sort | xargs -r sha256sum)
+      } > "$key"
+    else
       echo "matrix: $b failed on $name: $(first_error "$LOGS/run.$name.$b.err")" >&2
       printf '%s\t%s\t%s\n' "$name" "$b" "$(first_error "$LOGS/run.$name.$b.err")" >> "$STATUS/$name.runs.tsv"
     fi
+    printf 'run\t%s\t%s\n' "$b" $((SECONDS - started)) >> "$TIMING/$name.tsv"
   done
   echo "matrix: ran $name" >&2
 }
 export -f run_revision first_error extra_args
-export OUT LOGS STATUS
+export OUT LOGS STATUS TIMING
 export BINS_LIST="${BINS[*]}"
 printf '%s\n' "${built[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_revision "$1"' _ {}
 
 # Phase 3: the table, from every status line and report the folder holds.
 table
+echo "matrix: ${#built[@]} revisions built and run in $SECONDS s (seconds per step: $TIMING/)" >&2
