@@ -52,8 +52,20 @@ extra_args() {
 mkdir -p "$OUT" "$STATUS" "$TIMING" "$LOGS"
 cargo build --release --locked --quiet -p buildgen >&2
 
+# changes.txt quotes each revision's vendored sampler file from cargo's registry; a revision
+# run on another machine (a shard) or in an earlier session may not be unpacked here, so its
+# crate is fetched (a download, nothing compiled) before the table is written.
+fetch_sources() {
+  local name ws
+  for name in $("$BUILDGEN" names); do
+    ws=$("$BUILDGEN" workspace "$name" 2> /dev/null) || continue
+    cargo fetch --locked --quiet --manifest-path "$ws/Cargo.toml" >&2 || echo "matrix: could not fetch the sources of $name" >&2
+  done
+}
+
 table() {
   cargo build --release --locked --quiet -p matrix >&2
+  fetch_sources
   cat "$STATUS"/*.build.tsv 2>/dev/null | sort > "$OUT/builds.tsv" || true
   cat "$STATUS"/*.runs.tsv 2>/dev/null | sort > "$OUT/runs-failed.tsv" || true
   target/release/matrix "$OUT"
