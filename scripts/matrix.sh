@@ -23,8 +23,8 @@
 # Runs are cached too. Every finding is deterministic (the same binary with the same arguments
 # writes the same bytes), so a finding whose binary and arguments hash as they did at its last
 # run, and whose reports are still there with the bytes that run wrote, is not run again:
-# $STATUS/<revision>.<finding>.key holds the input hash and each report's sha256. FORCE=1
-# runs every finding again regardless.
+# $STATUS/<revision>.<finding>.key holds the input hash (binary, arguments, valgrind's version)
+# and each report's sha256. FORCE=1 runs every finding again regardless.
 
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,11 +53,12 @@ mkdir -p "$OUT" "$STATUS" "$TIMING" "$LOGS"
 cargo build --release --locked --quiet -p buildgen >&2
 
 # changes.txt quotes each revision's vendored sampler file from cargo's registry; a revision
-# run on another machine (a shard) or in an earlier session may not be unpacked here, so its
-# crate is fetched (a download, nothing compiled) before the table is written.
+# built on another machine (a shard) or in an earlier session may not be unpacked here, so the
+# crates of every revision with a build status of ok are fetched (downloads, nothing compiled)
+# before the table is written.
 fetch_sources() {
   local name ws
-  for name in $("$BUILDGEN" names); do
+  for name in $(cut -f1,3 "$STATUS"/*.build.tsv 2>/dev/null | awk '$2 == "ok" {print $1}'); do
     ws=$("$BUILDGEN" workspace "$name" 2> /dev/null) || continue
     cargo fetch --locked --quiet --manifest-path "$ws/Cargo.toml" >&2 || echo "matrix: could not fetch the sources of $name" >&2
   done
@@ -116,44 +117,67 @@ fi
 
 # Phase 2: the findings, JOBS revisions at a time. A finding that exits non-zero is recorded
 # in the revision's status line; its report is then missing and the table says so.
+# The reports each finding writes, by stem: <stem>.<revision>.{json,txt}.
+stems_of() {
+  case $1 in
+    repro-clone) echo "clone clone-stateful" ;;
+    repro-sortpoison) echo "sortpoison sortpoison-guard" ;;
+    repro-edges) echo "edges" ;;
+    repro-engines) echo "engines" ;;
+  esac
+}
+
+# The files of `stems_of $1` for revision $2 that exist, relative to $OUT.
+reports_of() {
+  local stem ext
+  for stem in $(stems_of "$1"); do
+    for ext in json txt; do
+      [ -f "$OUT/$stem.$2.$ext" ] && echo "$stem.$2.$ext"
+    done
+  done
+  return 0
+}
+
 run_revision() {
   local name=${1%%=*} bin=${1#*=} b
-  # A revision's reports are its runs' only: an older report never stands in for a failed run.
-  # With no run key at all (a first run), every report of the revision goes.
-  if ! ls "$STATUS/$name".*.key > /dev/null 2>&1; then
-    rm -f "$OUT"/*."$name".json "$OUT"/*."$name".txt
-  fi
+  local status_dir
+  status_dir=$(realpath -m "$STATUS")
   rm -f "$STATUS/$name.runs.tsv"
   sed -i '/^run\t/d' "$TIMING/$name.tsv" 2>/dev/null || true
   for b in $BINS_LIST; do
-    local started=$SECONDS key=$PWD/$STATUS/$name.$b.key marker=$PWD/$LOGS/run.$name.$b.started input
-    input=$( { sha256sum < "$bin/$b"; extra_args "$b"; } | sha256sum | cut -d' ' -f1)
-    if [ -z "${FORCE:-}" ] && [ -f "$key" ] && [ "$(head -n1 "$key")" = "input $input" ] \
+    local started=$SECONDS key=$status_dir/$name.$b.key input
+    # What the reports depend on: the binary, its arguments, and valgrind (F1's memcheck
+    # probe reports differently where valgrind is missing).
+    input=$( { sha256sum < "$bin/$b"; extra_args "$b"; valgrind --version 2>/dev/null || echo "no valgrind"; } \
+      | sha256sum | cut -d' ' -f1)
+    if [ "${FORCE:-0}" = 0 ] && [ -f "$key" ] && [ "$(head -n1 "$key")" = "input $input" ] \
+       && [ "$(tail -n +2 "$key" | wc -l)" -gt 0 ] \
        && (cd "$OUT" && tail -n +2 "$key" | sha256sum --check --status); then
       printf 'run\t%s\tcached\n' "$b" >> "$TIMING/$name.tsv"
       continue
     fi
-    # The reports of this finding's last run go before it runs again.
-    if [ -f "$key" ]; then
-      tail -n +2 "$key" | cut -d' ' -f3- | (cd "$OUT" && xargs -r rm -f)
-      rm -f "$key"
-    fi
-    touch "$marker"
+    # A report is its last run's or absent: this finding's reports go before it runs again.
+    rm -f "$key"
+    reports_of "$b" "$name" | (cd "$OUT" && xargs -r rm -f)
     # shellcheck disable=SC2046
     if "$bin/$b" --audit --results "$OUT" $(extra_args "$b") > "$LOGS/run.$name.$b.out" 2> "$LOGS/run.$name.$b.err"; then
-      { echo "input $input"
-        (cd "$OUT" && find . -maxdepth 1 -newer "$marker" -type f \( -name "*.$name.json" -o -name "*.$name.txt" \) \
-           | sed 's|^\./||' | sort | xargs -r sha256sum)
-      } > "$key"
+      if [ -n "$(reports_of "$b" "$name")" ]; then
+        { echo "input $input"; reports_of "$b" "$name" | (cd "$OUT" && xargs sha256sum); } > "$key"
+      else
+        echo "matrix: $b on $name wrote no report under its name" >&2
+        printf '%s\t%s\t%s\n' "$name" "$b" "exit 0 but no report named $name" >> "$STATUS/$name.runs.tsv"
+      fi
     else
       echo "matrix: $b failed on $name: $(first_error "$LOGS/run.$name.$b.err")" >&2
       printf '%s\t%s\t%s\n' "$name" "$b" "$(first_error "$LOGS/run.$name.$b.err")" >> "$STATUS/$name.runs.tsv"
+      # A failed run's partial reports are no data.
+      reports_of "$b" "$name" | (cd "$OUT" && xargs -r rm -f)
     fi
     printf 'run\t%s\t%s\n' "$b" $((SECONDS - started)) >> "$TIMING/$name.tsv"
   done
   echo "matrix: ran $name" >&2
 }
-export -f run_revision first_error extra_args
+export -f run_revision first_error extra_args stems_of reports_of
 export OUT LOGS STATUS TIMING
 export BINS_LIST="${BINS[*]}"
 printf '%s\n' "${built[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_revision "$1"' _ {}

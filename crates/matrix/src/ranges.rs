@@ -22,7 +22,7 @@ lacks it, and after `no data at` when one lies between a range and the revision 
 `A..B (V at C)`: the next revision with data, C, has verdict V (not offered, inconclusive,
 undecided), which is not a fix.
 `not offered: A..B`: the release's C API lacks the sampler from A through B, by the same rule.
-A run of one revision is written `A` alone.";
+A closed run of one revision is written `A` alone.";
 
 /// A run of revisions in one state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

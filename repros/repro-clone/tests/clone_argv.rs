@@ -17,13 +17,30 @@ fn doors_hold() {
         quiet: &["", "--json", "--help", "--sampler ledger"],
         check_only_ok: &[
             "--audit --results $RESULTS",
+            "--audit --results $RESULTS --sweep-bits 4 --sweep-max-alphabet 2",
+            "--audit --results $RESULTS --sweep-bits 17 --sweep-max-alphabet 5",
             "--stateful --json",
             "--last-n 4096 --history 262143 --then 0",
             &format!("--last-n 4096 --history {most} --then {most}"),
         ],
-        check_only_refused: &["--last-n -1", "--audit --history 1"],
+        check_only_refused: &[
+            "--last-n -1",
+            "--audit --history 1",
+            "--sweep-bits 14",
+            "--sweep-max-alphabet 4",
+            "--audit --sweep-bits 3",
+            "--audit --sweep-bits 18",
+            "--audit --sweep-max-alphabet 1",
+            "--audit --sweep-max-alphabet 6",
+        ],
         not_utf8: &[b"--history 1,\xff", b"--\xff"],
-        help_states: &["0 to 4096", "1 to 4096 ids", "0 to 262143"],
+        help_states: &[
+            "0 to 4096",
+            "1 to 4096 ids",
+            "0 to 262143",
+            "4 to 17",
+            "2 to 5",
+        ],
         refused: &[
             "--last-n 4097",
             &format!("--history {many}"),
@@ -51,6 +68,8 @@ fn argv_fuzz() {
             &["adaptive_p", "penalties", "planted-reads-past-end"],
         ),
         Flag::value("--sampler", &["builtin", "ledger"]),
+        Flag::value("--sweep-bits", &["14", "4", "17"]),
+        Flag::value("--sweep-max-alphabet", &["4", "2", "5"]),
     ];
     let fuzz = Fuzz::new(BIN, flags, 0xc10e);
     argv_fuzz::assert_in_process(&fuzz, repro_clone::cli::check, &[], true);
