@@ -305,6 +305,21 @@ fn new_c() -> String {
     )
 }
 
+/// `changes.txt` of a folder with b10200's and b10405's rows as given, where the sampler
+/// source goes from `OLD_C` to `new_c()` (the penalties clone starts copying its counts).
+fn changes_across_the_clone_fix(name: &str, b10200: [&str; 3], b10405: [&str; 3]) -> String {
+    let dir = Scratch::new(name);
+    reports(&dir, &[("b10200", b10200), ("b10405", b10405)]);
+    let new = new_c();
+    let sources = |c: &Column| match c.name.as_str() {
+        "b10200" => Some(OLD_C.to_string()),
+        "b10405" => Some(new.clone()),
+        _ => None,
+    };
+    matrix::run(&dir.0, &sources).unwrap();
+    dir.read("changes.txt")
+}
+
 #[test]
 fn a_change_in_a_samplers_clone_is_quoted_for_its_row_and_not_for_another() {
     let changes = matrix::hunks::changed_lines(OLD_C, &new_c());
@@ -318,22 +333,11 @@ fn a_change_in_a_samplers_clone_is_quoted_for_its_row_and_not_for_another() {
     assert_eq!(matrix::hunks::quote(&changes, &["top_k"], 100), "");
 
     // The same through changes.txt: penalties is fixed and top_k turns present between the two.
-    let dir = Scratch::new("hunks");
-    reports(
-        &dir,
-        &[
-            ("b10200", ["present", "absent", "absent"]),
-            ("b10405", ["absent", "absent", "present"]),
-        ],
+    let text = changes_across_the_clone_fix(
+        "hunks",
+        ["present", "absent", "absent"],
+        ["absent", "absent", "present"],
     );
-    let new = new_c();
-    let sources = |c: &Column| match c.name.as_str() {
-        "b10200" => Some(OLD_C.to_string()),
-        "b10405" => Some(new.clone()),
-        _ => None,
-    };
-    matrix::run(&dir.0, &sources).unwrap();
-    let text = dir.read("changes.txt");
     let entry = |row: &str| {
         let start = text
             .find(&format!("F1 {row}: "))
@@ -365,22 +369,11 @@ fn a_change_in_a_samplers_clone_is_quoted_for_its_row_and_not_for_another() {
 
 #[test]
 fn a_row_that_names_no_sampler_quotes_a_small_change_whole() {
-    let dir = Scratch::new("unnamed");
-    reports(
-        &dir,
-        &[
-            ("b10200", ["present", "absent", "absent"]),
-            ("b10405", ["absent", "absent", "absent"]),
-        ],
+    let text = changes_across_the_clone_fix(
+        "unnamed",
+        ["present", "absent", "absent"],
+        ["absent", "absent", "absent"],
     );
-    let new = new_c();
-    let sources = |c: &Column| match c.name.as_str() {
-        "b10200" => Some(OLD_C.to_string()),
-        "b10405" => Some(new.clone()),
-        _ => None,
-    };
-    matrix::run(&dir.0, &sources).unwrap();
-    let text = dir.read("changes.txt");
     assert!(
         text.contains(
             "F1 clone-incomplete: present at b10200 -> absent at b10405\n\
@@ -393,7 +386,7 @@ fn a_row_that_names_no_sampler_quotes_a_small_change_whole() {
         "{text}"
     );
     // Past the limit, the definitions are listed instead.
-    let changes = matrix::hunks::changed_lines(OLD_C, &new);
+    let changes = matrix::hunks::changed_lines(OLD_C, &new_c());
     assert!(matrix::hunks::quote_all(&changes, 1).is_none());
     assert!(matrix::hunks::quote_all(&changes, 2).is_some());
 }
