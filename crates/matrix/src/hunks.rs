@@ -195,8 +195,7 @@ pub fn quote(changes: &[ChangedLine], samplers: &[&str], limit: usize) -> String
 /// Every changed line, in the form of [`quote`], where `changes` holds at most `limit`;
 /// `None` when it holds more (a listing of the definitions says more than a cut quote).
 pub fn quote_all(changes: &[ChangedLine], limit: usize) -> Option<String> {
-    let kept: Vec<&ChangedLine> = changes.iter().collect();
-    (kept.len() <= limit).then(|| quote_lines(&kept, limit, ""))
+    (changes.len() <= limit).then(|| quote_lines(&changes.iter().collect::<Vec<_>>(), limit, ""))
 }
 
 fn quote_lines(kept: &[&ChangedLine], limit: usize, whose: &str) -> String {

@@ -86,11 +86,6 @@ pub fn domain(budget: SweepBudget) -> Vec<SweepSlice> {
     cases
 }
 
-/// The audit's domain ([`SweepBudget::AUDIT`]).
-pub fn full_domain() -> Vec<SweepSlice> {
-    domain(SweepBudget::AUDIT)
-}
-
 /// A smaller domain with the same windows, used by the controls.
 pub fn control_domain() -> Vec<SweepSlice> {
     WINDOWS
@@ -400,9 +395,12 @@ mod tests {
 
     #[test]
     fn domain_meets_the_published_size() {
-        let total: u64 = full_domain().iter().map(SweepSlice::sequences).sum();
+        let total: u64 = domain(SweepBudget::AUDIT)
+            .iter()
+            .map(SweepSlice::sequences)
+            .sum();
         assert!(total >= 3_010_612, "{total}");
-        for case in full_domain() {
+        for case in domain(SweepBudget::AUDIT) {
             assert!(case.len > case.last_n.0, "{case:?} never evicts");
         }
     }
