@@ -163,6 +163,11 @@ pub enum Ended {
 }
 
 impl Ended {
+    /// Whether a `SIGABRT` ended it: `abort()`, which is how `GGML_ASSERT` fails.
+    pub fn aborted(&self) -> bool {
+        matches!(self, Ended::Signal(s) if *s == libc::SIGABRT)
+    }
+
     /// `exits 0`, `aborts: SIGABRT`, `times out after 10 s`: the words the reports use.
     pub fn describe(&self) -> String {
         match self {
@@ -189,6 +194,21 @@ impl ChildOutcome {
             .rev()
             .find(|l| !l.trim().is_empty())
             .unwrap_or("")
+    }
+
+    /// [`ChildOutcome::last_stderr_line`] with a leading source path cut to its file name
+    /// (`/home/x/.cargo/.../llama-sampler.cpp:42: GGML_ASSERT(...) failed` becomes
+    /// `llama-sampler.cpp:42: GGML_ASSERT(...) failed`), so the line reads the same on every
+    /// machine.
+    pub fn last_words(&self) -> String {
+        let line = self.last_stderr_line();
+        match line.split_once(": ") {
+            Some((place, rest)) if place.contains('/') => {
+                let file = place.rsplit('/').next().unwrap_or(place);
+                format!("{file}: {rest}")
+            }
+            _ => line.to_string(),
+        }
     }
 }
 

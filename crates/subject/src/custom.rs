@@ -13,6 +13,7 @@ use crate::compat as sys;
 use crate::sampler::Sampler;
 use anyhow::Result;
 use oracle::TokenId;
+use std::any::Any;
 use std::ffi::CStr;
 use std::os::raw::c_char;
 #[cfg(llama_fn = "llama_sampler_init")]
@@ -20,7 +21,7 @@ use std::os::raw::c_void;
 use std::sync::OnceLock;
 
 /// A sampler implemented in Rust. Each method is called from llama.cpp's dispatch.
-pub trait CustomSampler: Send + 'static {
+pub trait CustomSampler: Any + Send {
     /// The name `llama_sampler_name` reports.
     fn name(&self) -> &'static CStr;
     /// Transforms the candidate array in place.
@@ -31,6 +32,14 @@ pub trait CustomSampler: Send + 'static {
     fn reset(&mut self) {}
     /// What `llama_sampler_clone` returns. A planted control may forget state here on purpose.
     fn clone_sampler(&self) -> Box<dyn CustomSampler>;
+    /// What `llama_sampler_copy(src, self)` does (b10405 on): make this sampler's state
+    /// `src`'s, keeping its configuration, and return true. `src` is whatever custom sampler
+    /// the caller named, so an implementation downcasts it. The default returns false, and
+    /// the sampler then becomes `src`'s clone, which is what llama.cpp does for a sampler
+    /// without `copy_state`. A planted control may copy too little or too much here.
+    fn copy_state(&mut self, _src: &dyn Any) -> bool {
+        false
+    }
 }
 
 /// The `llama_token_data_array` a custom sampler's `apply` works on.
@@ -152,6 +161,18 @@ unsafe extern "C" fn clone_cb(smpl: *const sys::llama_sampler) -> *mut sys::llam
     no_unwind(|| raw_custom(unsafe { inner(smpl) }.clone_sampler()).unwrap_or(std::ptr::null_mut()))
 }
 
+#[cfg(llama_fn = "llama_sampler_copy")]
+unsafe extern "C" fn copy_state_cb(src: *const sys::llama_sampler, dst: *mut sys::llama_sampler) {
+    // SAFETY: llama.cpp calls copy_state with two live samplers of this iface (it asserts
+    // that their ifaces are equal), so both contexts are `Boxed`; src != dst (checked there).
+    no_unwind(|| unsafe {
+        let from: &dyn Any = &**inner(src);
+        if !inner(dst).copy_state(from) {
+            *inner(dst) = inner(src).clone_sampler();
+        }
+    })
+}
+
 unsafe extern "C" fn free_cb(smpl: *mut sys::llama_sampler) {
     // SAFETY: free is called once per sampler, so the leaked Box is reclaimed exactly once.
     no_unwind(|| drop(unsafe { Box::from_raw((*smpl).ctx as *mut Boxed) }))
@@ -169,6 +190,10 @@ fn iface() -> *mut sys::llama_sampler_i {
         i.reset = Some(reset_cb);
         i.clone = Some(clone_cb);
         i.free = Some(free_cb);
+        #[cfg(llama_fn = "llama_sampler_copy")]
+        {
+            i.copy_state = Some(copy_state_cb);
+        }
         i
     });
     // llama.cpp never writes through the iface pointer.

@@ -17,6 +17,7 @@ pub mod promise;
 mod build;
 mod candidates;
 mod compat;
+mod copy;
 mod custom;
 mod edge;
 mod logs;
@@ -30,6 +31,7 @@ mod vocab;
 
 pub use build::BuildInfo;
 pub use candidates::{Candidate, Candidates};
+pub use copy::copy_offered;
 pub use custom::{ArrayView, CustomSampler};
 pub use edge::{RawEntry, RawResult};
 pub use model::{Attention, Context, Message, Model, Weights};

@@ -260,9 +260,24 @@ impl Sampler {
     pub fn n_vocab(&self) -> Option<i32> {
         self.n_vocab
     }
+
+    /// The live handle, for calls that take the sampler itself (it stays owned here).
+    pub(crate) fn raw_ptr(&self) -> *mut sys::llama_sampler {
+        self.raw.as_ptr()
+    }
+
+    /// The vocabularies this sampler's stages point into.
+    pub(crate) fn vocabs_held(&self) -> &[Arc<Vocab>] {
+        &self.vocabs
+    }
+
+    /// Keeps `more` alive as long as this sampler (a copy may now point into them).
+    pub(crate) fn hold_vocabs(&mut self, more: Vec<Arc<Vocab>>) {
+        self.vocabs.extend(more);
+    }
 }
 
-fn clonable(raw: *mut sys::llama_sampler) -> bool {
+pub(crate) fn clonable(raw: *mut sys::llama_sampler) -> bool {
     // SAFETY: `raw` is live; iface is a static table; chain_n and chain_get are only called on
     // a chain (its iface is the chain table) with in-range indices.
     unsafe {
@@ -281,7 +296,7 @@ fn clonable(raw: *mut sys::llama_sampler) -> bool {
 /// The interface table every chain shares. Asked of a chain made for the purpose, because
 /// before b10200 `llama_sampler_chain_get` reads any sampler's context as a chain's, so it
 /// cannot tell a chain apart.
-fn chain_iface() -> *const sys::llama_sampler_i {
+pub(crate) fn chain_iface() -> *const sys::llama_sampler_i {
     static IFACE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *IFACE.get_or_init(|| {
         // SAFETY: a fresh chain, read once and freed; the table it points to is static.

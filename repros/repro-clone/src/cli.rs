@@ -156,7 +156,7 @@ pub fn check(args: Args) -> Result<CheckedArgs, cmdline::Failure> {
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run_checked(argv, check, |config| match config {
         CheckedArgs::Probe(target) => {
-            cmdline::refuse(stateful::probe_main(&target))?;
+            cmdline::refuse(stateful::probe_main(&target, stateful::Duplicate::Clone))?;
             Ok(String::new())
         }
         CheckedArgs::Run(c) => cmdline::fail(run(&c.args, &c.scenario, &c.build)),

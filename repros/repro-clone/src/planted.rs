@@ -3,16 +3,33 @@
 //! None of these is a subject; each exists only as a control.
 
 use oracle::TokenId;
+use std::any::Any;
 use std::ffi::CStr;
 use subject::{ArrayView, CustomSampler};
 
 /// A stateful sampler: every accept of an id lowers that id's logit by 1/4 from then on.
 /// With `complete_clone` its clone copies the counts (known-good); without, the clone starts
 /// from zero counts (known-bad, the same shape as llama.cpp b10200's penalties clone).
+///
+/// With a [`TallyCopy`] it also has its own `copy_state` (`llama_sampler_copy`, b10405 on);
+/// without, a copy onto it gets its clone, as for llama.cpp's samplers without one.
 #[derive(Debug, Clone)]
 pub struct Tally {
     counts: Vec<u32>,
     complete_clone: bool,
+    copy: Option<TallyCopy>,
+}
+
+/// What a planted tally's `copy_state` does with the source's counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TallyCopy {
+    /// Takes them in place of its own (known-good).
+    Complete,
+    /// Ignores them, keeping its own (known-bad: an incomplete copy).
+    Nothing,
+    /// Adds them to its own (known-bad: the destination's old state leaks into the copy;
+    /// onto a fresh tally it is complete).
+    Adds,
 }
 
 impl Tally {
@@ -20,16 +37,27 @@ impl Tally {
         Tally {
             counts: vec![0; n_vocab],
             complete_clone,
+            copy: None,
+        }
+    }
+
+    /// A tally whose clone is complete and whose `copy_state` does `copy`.
+    pub fn with_copy(n_vocab: usize, copy: TallyCopy) -> Tally {
+        Tally {
+            copy: Some(copy),
+            ..Tally::new(n_vocab, true)
         }
     }
 }
 
 impl CustomSampler for Tally {
     fn name(&self) -> &'static CStr {
-        if self.complete_clone {
-            c"planted-tally-complete-clone"
-        } else {
-            c"planted-tally-forgetful-clone"
+        match (self.copy, self.complete_clone) {
+            (Some(TallyCopy::Complete), _) => c"planted-tally-complete-copy",
+            (Some(TallyCopy::Nothing), _) => c"planted-tally-forgetful-copy",
+            (Some(TallyCopy::Adds), _) => c"planted-tally-leaky-copy",
+            (None, true) => c"planted-tally-complete-clone",
+            (None, false) => c"planted-tally-forgetful-clone",
         }
     }
 
@@ -57,6 +85,37 @@ impl CustomSampler for Tally {
         } else {
             Box::new(Tally::new(self.counts.len(), false))
         }
+    }
+
+    fn copy_state(&mut self, src: &dyn Any) -> bool {
+        let Some(mode) = self.copy else {
+            return false;
+        };
+        // Another custom sampler shares this iface, so llama.cpp's type assertion lets it
+        // through: taking nothing from it and returning is the planted copy a caller's
+        // mistake passes unrefused.
+        let Some(src) = src.downcast_ref::<Tally>() else {
+            return true;
+        };
+        // The planted refusal: a tally of another size is another configuration.
+        if src.counts.len() != self.counts.len() {
+            eprintln!(
+                "planted copy_state: cannot copy a tally of {} ids onto one of {}",
+                src.counts.len(),
+                self.counts.len()
+            );
+            std::process::abort();
+        }
+        match mode {
+            TallyCopy::Complete => self.counts.clone_from(&src.counts),
+            TallyCopy::Nothing => {}
+            TallyCopy::Adds => {
+                for (d, s) in self.counts.iter_mut().zip(&src.counts) {
+                    *d += s;
+                }
+            }
+        }
+        true
     }
 }
 

@@ -154,7 +154,7 @@ fn full_audit() {
 #[test]
 fn stateful_detector_flags_the_forgetful_planted_clone() {
     let [forgetful, complete] = stateful::planted();
-    match stateful::check(&forgetful).unwrap() {
+    match stateful::check(&forgetful, stateful::Duplicate::Clone).unwrap() {
         stateful::Equivalence::Differs {
             step, like_fresh, ..
         } => {
@@ -164,7 +164,7 @@ fn stateful_detector_flags_the_forgetful_planted_clone() {
         other => panic!("the forgetful clone was not flagged: {other:?}"),
     }
     assert_eq!(
-        stateful::check(&complete).unwrap(),
+        stateful::check(&complete, stateful::Duplicate::Clone).unwrap(),
         stateful::Equivalence::Equivalent
     );
 }

@@ -38,20 +38,8 @@ pub fn run(sampler: &str, input: &str, timeout: Duration) -> Result<Observed> {
                 .with_context(|| format!("reading the probe of {sampler} on {input}"))?,
         ),
         Ended::Exited(_) => Observed::Failed(out.last_stderr_line().to_string()),
-        crashed => Observed::Crashed(crashed, last_words(out.last_stderr_line())),
+        crashed => Observed::Crashed(crashed, out.last_words()),
     })
-}
-
-/// `/home/x/.cargo/.../llama-sampling.cpp:42: GGML_ASSERT(...) failed` without the folders,
-/// so the line reads the same on every machine.
-fn last_words(line: &str) -> String {
-    match line.split_once(": ") {
-        Some((place, rest)) if place.contains('/') => {
-            let file = place.rsplit('/').next().unwrap_or(place);
-            format!("{file}: {rest}")
-        }
-        _ => line.to_string(),
-    }
 }
 
 /// The child: `<sampler> <input>`; prints the result, or one line and exit 3.

@@ -1,7 +1,7 @@
 //! The clone-incomplete family on the linked build: one row per stateful sampler, the planted
 //! controls through the same comparison and probe, and the report.
 
-use super::equivalence::{check, Equivalence};
+use super::equivalence::{check, Duplicate, Equivalence};
 use super::memcheck::{memcheck, Memcheck};
 use super::samplers::{planted, subjects};
 use super::{CONTINUE, FAMILY, HISTORY, SEED, VOCAB};
@@ -132,7 +132,10 @@ const CLEAN: &str = "memcheck probe on the planted complete clone";
 /// Runs every row and control; `exe` is the `repro-clone` binary the memcheck probe starts.
 pub fn run(exe: &Path) -> Result<Audit> {
     let [forgetful, complete] = planted();
-    let planted_eq = match (offered(check(&forgetful))?, offered(check(&complete))?) {
+    let planted_eq = match (
+        offered(check(&forgetful, Duplicate::Clone))?,
+        offered(check(&complete, Duplicate::Clone))?,
+    ) {
         (Ok(f), Ok(c)) => Ok((f, c)),
         (Err(why), _) | (_, Err(why)) => Err(why),
     };
@@ -153,7 +156,7 @@ pub fn run(exe: &Path) -> Result<Audit> {
     let rows = subjects()
         .iter()
         .map(|s| {
-            Ok(match offered(check(s))? {
+            Ok(match offered(check(s, Duplicate::Clone))? {
                 Ok(equivalence) => SamplerRow {
                     sampler: s.name,
                     equivalence: Ok(equivalence),

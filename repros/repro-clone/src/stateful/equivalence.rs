@@ -1,13 +1,36 @@
-//! The clone-then-continue comparison: an original and its clone fed the same input must give
-//! bit-identical output; for a clone that differs, whether only the draw differs and whether
-//! it behaves like a freshly built sampler.
+//! The duplicate-then-continue comparison: an original and its duplicate (a clone, or a state
+//! copy onto another sampler of the same recipe) fed the same input must give bit-identical
+//! output; for a duplicate that differs, whether only the draw differs and whether it behaves
+//! like a freshly built sampler.
 
-use super::inputs::{step, with_history};
+use super::inputs::{step, with_history, with_other_history};
 use super::samplers::SamplerRecipe;
 use super::{CONTINUE, HISTORY};
 use anyhow::Result;
 use serde::Serialize;
-use subject::Candidates;
+use subject::{Candidates, Sampler};
+
+/// How the second sampler of a comparison is made from the first, after its history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Duplicate {
+    /// `llama_sampler_clone`.
+    Clone,
+    /// `llama_sampler_copy` onto a sampler of the same recipe that has not run.
+    CopyOntoFresh,
+    /// `llama_sampler_copy` onto a sampler of the same recipe that ran a history of its own.
+    CopyOntoUsed,
+}
+
+/// `original`'s duplicate, made as `how` says.
+pub fn duplicate(original: &Sampler, recipe: &SamplerRecipe, how: Duplicate) -> Result<Sampler> {
+    let mut dst = match how {
+        Duplicate::Clone => return original.try_clone(),
+        Duplicate::CopyOntoFresh => recipe.build()?,
+        Duplicate::CopyOntoUsed => with_other_history(recipe.build()?)?,
+    };
+    dst.copy_from(original)?;
+    Ok(dst)
+}
 
 /// The first way two outputs of the same step differ, in words.
 fn difference(a: &Candidates, b: &Candidates) -> Option<String> {
@@ -78,11 +101,17 @@ impl Equivalence {
         }
     }
 
-    /// What the comparison shows, in one line.
+    /// What the comparison of a clone with its original shows, in one line.
     pub fn summary(&self) -> String {
+        self.describe("clone", "the original")
+    }
+
+    /// What the comparison shows, in one line, naming the two samplers compared (`copy`,
+    /// `the original`); `detail` names them as the original and the clone.
+    pub fn describe(&self, duplicate: &str, reference: &str) -> String {
         match self {
             Equivalence::Equivalent => {
-                format!("clone equals the original for all {CONTINUE} continuation steps")
+                format!("{duplicate} equals {reference} for all {CONTINUE} continuation steps")
             }
             Equivalence::Differs {
                 step,
@@ -90,12 +119,12 @@ impl Equivalence {
                 draw_only,
                 like_fresh,
             } => {
-                let mut s = format!("clone differs at continuation step {step} ({detail})");
+                let mut s = format!("{duplicate} differs at continuation step {step} ({detail})");
                 if *draw_only {
                     s += "; there every candidate's logit and p are bit-identical and only the draw differs, so the RNG state was not copied";
                 }
                 if *like_fresh {
-                    s += &format!("; for all {CONTINUE} steps the clone behaves exactly like a freshly built sampler, so none of its state was copied");
+                    s += &format!("; for all {CONTINUE} steps the {duplicate} behaves exactly like a freshly built sampler, so none of its state was copied");
                 }
                 s
             }
@@ -103,10 +132,43 @@ impl Equivalence {
     }
 }
 
-/// Runs the clone-then-continue check on one subject.
-pub fn check(subject: &SamplerRecipe) -> Result<Equivalence> {
-    let mut original = with_history(subject.build()?)?;
-    let mut clone = original.try_clone()?;
+/// Runs the duplicate-then-continue check on one subject: the original after its history
+/// against its duplicate.
+pub fn check(subject: &SamplerRecipe, how: Duplicate) -> Result<Equivalence> {
+    let original = with_history(subject.build()?)?;
+    let clone = duplicate(&original, subject, how)?;
+    continue_both(subject, original, clone)
+}
+
+/// Whether a copy depends on what its destination held: a copy onto a fresh sampler against
+/// a copy of the same original onto a sampler that ran a history of its own. Any difference
+/// is the destination's old state leaking into the copy, whether or not the copy is
+/// complete.
+pub fn check_leak(subject: &SamplerRecipe) -> Result<Equivalence> {
+    let original = with_history(subject.build()?)?;
+    let onto_fresh = duplicate(&original, subject, Duplicate::CopyOntoFresh)?;
+    let onto_used = duplicate(&original, subject, Duplicate::CopyOntoUsed)?;
+    continue_both(subject, onto_fresh, onto_used)
+}
+
+/// A copy between two recipes, unchecked: `src` after its history copied onto a fresh `dst`,
+/// then both continued. For pairs llama.cpp may refuse by aborting, so it runs only in a
+/// contained child.
+pub fn check_across(src: &SamplerRecipe, dst: &SamplerRecipe) -> Result<Equivalence> {
+    let original = with_history(src.build()?)?;
+    let mut copy = dst.build()?;
+    copy.copy_unchecked(&original)?;
+    continue_both(dst, original, copy)
+}
+
+/// `CONTINUE` steps of identical input to `original` and `clone` (the tokens `original`
+/// chooses), compared step by step; where they differ, whether `clone` behaves like a fresh
+/// sampler of `subject`'s recipe.
+fn continue_both(
+    subject: &SamplerRecipe,
+    mut original: Sampler,
+    mut clone: Sampler,
+) -> Result<Equivalence> {
     let mut tokens = Vec::with_capacity(CONTINUE);
     let mut clone_out = Vec::with_capacity(CONTINUE);
     let mut first: Option<(usize, String, bool)> = None;

@@ -53,3 +53,16 @@ pub(super) fn with_history(mut s: Sampler) -> Result<Sampler> {
     }
     Ok(s)
 }
+
+/// Where the history of a sampler that a copy overwrites starts: steps far from the ones
+/// [`with_history`] and the continuation use, so its state differs from the original's.
+const OTHER_HISTORY_START: usize = 10_000;
+
+/// `s` after `HISTORY` steps of a history of its own, unlike the original's.
+pub(super) fn with_other_history(mut s: Sampler) -> Result<Sampler> {
+    for t in OTHER_HISTORY_START..OTHER_HISTORY_START + HISTORY {
+        let (_, token) = step(&mut s, t)?;
+        s.accept(token)?;
+    }
+    Ok(s)
+}

@@ -1,9 +1,10 @@
-//! The memcheck probe: a clone accepts a token before any apply, in a child process under
-//! valgrind memcheck (never natively: llama.cpp's adaptive-p reads a cache its clone does not
-//! copy), and the parent reads valgrind's report.
+//! The memcheck probe: a duplicate (a clone, or a state copy) accepts a token before any
+//! apply, in a child process under valgrind memcheck (never natively: llama.cpp's adaptive-p
+//! reads a cache its clone does not copy), and the parent reads valgrind's report.
 
+use super::equivalence::{duplicate, Duplicate};
 use super::inputs::{step, with_history};
-use super::samplers::{planted, subjects, SamplerRecipe};
+use super::samplers::{planted, planted_copy, subjects, SamplerRecipe};
 use super::HISTORY;
 use crate::planted::ReadsPastEnd;
 use anyhow::{bail, Context, Result};
@@ -12,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 use subject::Sampler;
 
-/// What valgrind memcheck saw when a clone accepted a token before any apply.
+/// What valgrind memcheck saw when a duplicate accepted a token before any apply.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "memcheck", rename_all = "lowercase")]
 pub enum Memcheck {
@@ -60,7 +61,7 @@ pub const PROBE_ENV: &str = "SAMPLER_AUDIT_MEMCHECK_PROBE";
 /// planted read past the end.
 pub struct ProbeTarget(SamplerRecipe);
 
-/// Checks the child side of the memcheck probe (`repro-clone --memcheck-probe NAME`) before it
+/// Checks the child side of the memcheck probe (`<repro> --memcheck-probe NAME`) before it
 /// runs: it refuses unless started by [`memcheck`] under valgrind, and `name` must be a sampler
 /// it knows.
 pub fn probe_target(name: &str) -> Result<ProbeTarget> {
@@ -77,23 +78,24 @@ pub fn probe_target(name: &str) -> Result<ProbeTarget> {
     subjects()
         .into_iter()
         .chain(planted())
+        .chain(planted_copy())
         .find(|s| s.name == name)
         .map(ProbeTarget)
         .with_context(|| format!("no stateful sampler named '{name}'"))
 }
 
-/// The child side of the memcheck probe: history, one apply on the original, clone, then the
-/// clone accepts the original's token without applying first.
-pub fn probe_main(target: &ProbeTarget) -> Result<()> {
+/// The child side of the memcheck probe: history, one apply on the original, duplicate it
+/// as `how` says, then the duplicate accepts the original's token without applying first.
+pub fn probe_main(target: &ProbeTarget, how: Duplicate) -> Result<()> {
     let mut original = with_history(target.0.build()?)?;
     let (_, token) = step(&mut original, HISTORY)?;
-    let mut clone = original.try_clone()?;
-    clone.accept(token)?;
+    let mut dup = duplicate(&original, &target.0, how)?;
+    dup.accept(token)?;
     Ok(())
 }
 
-/// Runs the probe for `name` in a child process under valgrind memcheck; `exe` is the
-/// `repro-clone` binary (whose `--memcheck-probe` mode is the child).
+/// Runs the probe for `name` in a child process under valgrind memcheck; `exe` is the repro
+/// binary (whose `--memcheck-probe` mode is the child, duplicating as that repro does).
 pub fn memcheck(exe: &Path, name: &str) -> Memcheck {
     let out = Command::new("valgrind")
         .args(["--tool=memcheck", "--error-exitcode=99", "--quiet"])

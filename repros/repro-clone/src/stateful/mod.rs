@@ -30,18 +30,18 @@ mod memcheck;
 mod samplers;
 
 pub use audit::{run, Audit, SamplerRow};
-pub use equivalence::{check, Equivalence};
+pub use equivalence::{check, check_across, check_leak, duplicate, Duplicate, Equivalence};
 pub use memcheck::{memcheck, probe_main, probe_target, Memcheck, ProbeTarget, PROBE_ENV};
-pub use samplers::{planted, subjects, SamplerRecipe};
+pub use samplers::{penalties_over, planted, planted_copy, subjects, SamplerRecipe};
 
 /// Candidate ids per step: every step offers ids `0..VOCAB`.
 pub const VOCAB: i32 = 32;
-/// Steps every sampler runs before it is cloned.
+/// Steps every sampler runs before it is cloned (or copied).
 pub const HISTORY: usize = 24;
 /// Steps the original and the clone then run on the same input.
 pub const CONTINUE: usize = 24;
 /// The seed of every seeded sampler (so a fresh sampler and a clone can be compared).
-const SEED: u32 = 20_261_129;
+pub const SEED: u32 = 20_261_129;
 
 /// The verdict family's name; each row is `clone-incomplete-<sampler>`.
 pub const FAMILY: &str = "clone-incomplete";

@@ -2,7 +2,7 @@
 //! and two chains of them) and the planted samplers the controls run instead.
 
 use super::{SEED, VOCAB};
-use crate::planted::Tally;
+use crate::planted::{Tally, TallyCopy};
 use anyhow::{Context, Result};
 use oracle::penalty::PenaltyParams;
 use oracle::stage::Stage;
@@ -16,7 +16,8 @@ pub struct SamplerRecipe {
 }
 
 impl SamplerRecipe {
-    fn from_specs(name: &'static str, stages: Vec<SamplerSpec>) -> SamplerRecipe {
+    /// The sampler `stages` make: the one stage, or a chain of them.
+    pub fn from_specs(name: &'static str, stages: Vec<SamplerSpec>) -> SamplerRecipe {
         SamplerRecipe {
             name,
             build: Box::new(move || {
@@ -29,18 +30,31 @@ impl SamplerRecipe {
         }
     }
 
+    /// A recipe `build` makes afresh on every call.
+    pub fn new(name: &'static str, build: impl Fn() -> Result<Sampler> + 'static) -> SamplerRecipe {
+        SamplerRecipe {
+            name,
+            build: Box::new(build),
+        }
+    }
+
     pub fn build(&self) -> Result<Sampler> {
         (self.build)().with_context(|| format!("building {}", self.name))
     }
 }
 
 fn penalties() -> SamplerSpec {
+    penalties_over(WindowLen(8))
+}
+
+/// The penalties stage of [`subjects`] with a window of `last_n` tokens.
+pub fn penalties_over(last_n: WindowLen) -> SamplerSpec {
     let params = PenaltyParams {
         repeat: 1.3,
         freq: 0.25,
         present: 0.5,
     };
-    SamplerSpec::penalties(VOCAB, WindowLen(8), params)
+    SamplerSpec::penalties(VOCAB, last_n, params)
 }
 
 fn dry() -> SamplerSpec {
@@ -122,5 +136,20 @@ pub fn planted() -> [SamplerRecipe; 2] {
     [
         tally("planted-tally-forgetful-clone", false),
         tally("planted-tally-complete-clone", true),
+    ]
+}
+
+/// The planted controls of a state copy: one that copies nothing, one that copies completely,
+/// and one that adds the source's counts to its own (complete onto a fresh sampler, leaky
+/// onto a used one).
+pub fn planted_copy() -> [SamplerRecipe; 3] {
+    let tally = |name, copy| SamplerRecipe {
+        name,
+        build: Box::new(move || Sampler::custom(Tally::with_copy(VOCAB as usize, copy))),
+    };
+    [
+        tally("planted-tally-forgetful-copy", TallyCopy::Nothing),
+        tally("planted-tally-complete-copy", TallyCopy::Complete),
+        tally("planted-tally-leaky-copy", TallyCopy::Adds),
     ]
 }
