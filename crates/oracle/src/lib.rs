@@ -1,5 +1,5 @@
 //! Exact reference semantics for the samplers under audit: `window` and `penalty` serve F1;
-//! `stage`, `truncation` and `draw` F2; `scope` F3; `gauge` and `stats` F4; `fit` F7; `rng`
+//! `stage`, `truncation` and `draw` F2; `scope` F3; `gauge` and `stats` F4; `fit` and `power` F7; `rng`
 //! the seeded cases of F2, F4 and F5.
 //!
 //! Plain Rust with no FFI and no dependency: every function is a from-scratch statement of
@@ -10,6 +10,7 @@ pub mod draw;
 pub mod fit;
 pub mod gauge;
 pub mod penalty;
+pub mod power;
 pub mod rng;
 pub mod scope;
 pub mod stage;
