@@ -56,25 +56,31 @@ pub fn noncentral_chi_square_sf(x: f64, df: usize, lambda: f64) -> f64 {
         return chi_square_sf(x, df);
     }
     let half = lambda / 2.0;
-    // ln of the Poisson(λ/2) weight of j, by ln j! summed as j grows.
-    let ln_weight = |j: usize| -> f64 {
-        let ln_fact: f64 = (1..=j).map(|k| (k as f64).ln()).sum();
-        -half + j as f64 * half.ln() - ln_fact
-    };
     let mode = half.floor() as usize;
-    let term = |j: usize| ln_weight(j).exp() * chi_square_sf(x, df + 2 * j);
-    let mut sum = term(mode);
+    // ln of the Poisson(λ/2) weight of the mode, by ln j! summed once; the neighbours follow
+    // from w(j+1) = w(j)·(λ/2)/(j+1), in log space.
+    let ln_fact: f64 = (1..=mode).map(|k| (k as f64).ln()).sum();
+    let ln_mode = -half + mode as f64 * half.ln() - ln_fact;
+    let term = |j: usize, ln_w: f64| ln_w.exp() * chi_square_sf(x, df + 2 * j);
+    let mut sum = term(mode, ln_mode);
     // Outwards from the mode, where the weights fall monotonically on both sides.
-    let mut j = mode + 1;
-    while ln_weight(j).exp() > 1e-17 {
-        sum += term(j);
+    let (mut j, mut ln_w) = (mode, ln_mode);
+    loop {
         j += 1;
-    }
-    for j in (0..mode).rev() {
-        if ln_weight(j).exp() < 1e-17 {
+        ln_w += half.ln() - (j as f64).ln();
+        if ln_w.exp() <= 1e-17 {
             break;
         }
-        sum += term(j);
+        sum += term(j, ln_w);
+    }
+    let (mut j, mut ln_w) = (mode, ln_mode);
+    while j > 0 {
+        ln_w -= half.ln() - (j as f64).ln();
+        j -= 1;
+        if ln_w.exp() < 1e-17 {
+            break;
+        }
+        sum += term(j, ln_w);
     }
     sum.clamp(0.0, 1.0)
 }
@@ -199,6 +205,9 @@ mod tests {
             (1.0, 1, 0.25, 0.375_344_739_994_845),
             (11.344_866_730_144_373, 3, 10.0, 0.541_929_898_970_500_7),
             (20.0, 3, 30.0, 0.886_525_913_825_027_9),
+            (3.841_458_820_694_124, 1, 16.0, 0.979_326_631_902_575_7),
+            (6.634_896_601_021_214, 1, 100.0, 0.999_999_999_999_943_3),
+            (3.841_458_820_694_124, 1, 2_500.0, 1.0),
         ];
         for (x, df, lambda, want) in cases {
             close(

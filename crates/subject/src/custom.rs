@@ -32,14 +32,18 @@ pub trait CustomSampler: Any + Send {
     fn reset(&mut self) {}
     /// What `llama_sampler_clone` returns. A planted control may forget state here on purpose.
     fn clone_sampler(&self) -> Box<dyn CustomSampler>;
-    /// What `llama_sampler_copy(src, self)` does (b10405 on): make this sampler's state
-    /// `src`'s, keeping its configuration, and return true. `src` is whatever custom sampler
-    /// the caller named, so an implementation downcasts it. The default returns false, and
-    /// the sampler then becomes `src`'s clone, which is what llama.cpp does for a sampler
-    /// without `copy_state`. A planted control may copy too little or too much here.
-    fn copy_state(&mut self, _src: &dyn Any) -> bool {
+    /// Whether this sampler has its own `copy_state` ([`CustomSampler::copy_state`]). Read
+    /// once, when the sampler is made. Without one, `llama_sampler_copy` onto it frees its
+    /// state and puts in a clone of the source (llama.cpp's fallback). Two Rust samplers are
+    /// one type to llama.cpp's type check exactly when they agree here.
+    fn has_copy_state(&self) -> bool {
         false
     }
+    /// What `llama_sampler_copy(src, self)` does (b10405 on) for a sampler whose
+    /// [`CustomSampler::has_copy_state`] is true: make this sampler's state `src`'s, keeping
+    /// its configuration. `src` is whatever Rust sampler of this iface the caller named, so an
+    /// implementation downcasts it. A planted control may copy too little or too much here.
+    fn copy_state(&mut self, _src: &dyn Any) {}
 }
 
 /// The `llama_token_data_array` a custom sampler's `apply` works on.
@@ -127,6 +131,15 @@ unsafe fn inner<'a>(smpl: *const sys::llama_sampler) -> &'a mut Boxed {
     unsafe { &mut *((*smpl).ctx as *mut Boxed) }
 }
 
+/// [`inner`] for a sampler that is only read.
+///
+/// # Safety
+/// As for [`inner`].
+unsafe fn inner_ref<'a>(smpl: *const sys::llama_sampler) -> &'a Boxed {
+    // SAFETY: the caller promises `smpl` is live and its ctx is the `Boxed` we leaked.
+    unsafe { &*((*smpl).ctx as *const Boxed) }
+}
+
 unsafe extern "C" fn name_cb(smpl: *const sys::llama_sampler) -> *const c_char {
     // SAFETY: llama.cpp calls back only with the live sampler this iface belongs to.
     no_unwind(|| unsafe { inner(smpl) }.name().as_ptr())
@@ -166,10 +179,8 @@ unsafe extern "C" fn copy_state_cb(src: *const sys::llama_sampler, dst: *mut sys
     // SAFETY: llama.cpp calls copy_state with two live samplers of this iface (it asserts
     // that their ifaces are equal), so both contexts are `Boxed`; src != dst (checked there).
     no_unwind(|| unsafe {
-        let from: &dyn Any = &**inner(src);
-        if !inner(dst).copy_state(from) {
-            *inner(dst) = inner(src).clone_sampler();
-        }
+        let from: &dyn Any = &**inner_ref(src);
+        inner(dst).copy_state(from)
     })
 }
 
@@ -178,26 +189,33 @@ unsafe extern "C" fn free_cb(smpl: *mut sys::llama_sampler) {
     no_unwind(|| drop(unsafe { Box::from_raw((*smpl).ctx as *mut Boxed) }))
 }
 
-fn iface() -> *mut sys::llama_sampler_i {
-    static IFACE: OnceLock<sys::llama_sampler_i> = OnceLock::new();
-    let i = IFACE.get_or_init(|| {
-        // SAFETY: every field is an Option of a function pointer; all-zero is all None, which
-        // is how llama.cpp spells "not implemented" (the two releases have different fields).
-        let mut i: sys::llama_sampler_i = unsafe { std::mem::zeroed() };
-        i.name = Some(name_cb);
-        i.accept = Some(accept_cb);
-        i.apply = Some(apply_cb);
-        i.reset = Some(reset_cb);
-        i.clone = Some(clone_cb);
-        i.free = Some(free_cb);
-        #[cfg(llama_fn = "llama_sampler_copy")]
-        {
-            i.copy_state = Some(copy_state_cb);
-        }
-        i
+/// The iface of every Rust sampler: two tables, one with `copy_state` (b10405 on) for samplers
+/// that say they have one, one without, so `llama_sampler_copy` takes llama.cpp's own
+/// fallback (clone, free, transplant) for the others, as for its built-ins without one.
+fn iface(own_copy_state: bool) -> *mut sys::llama_sampler_i {
+    static TABLES: OnceLock<[sys::llama_sampler_i; 2]> = OnceLock::new();
+    let tables = TABLES.get_or_init(|| {
+        let table = |copy: bool| {
+            // SAFETY: every field is an Option of a function pointer; all-zero is all None,
+            // which is how llama.cpp spells "not implemented" (releases have different fields).
+            let mut i: sys::llama_sampler_i = unsafe { std::mem::zeroed() };
+            i.name = Some(name_cb);
+            i.accept = Some(accept_cb);
+            i.apply = Some(apply_cb);
+            i.reset = Some(reset_cb);
+            i.clone = Some(clone_cb);
+            i.free = Some(free_cb);
+            #[cfg(llama_fn = "llama_sampler_copy")]
+            if copy {
+                i.copy_state = Some(copy_state_cb);
+            }
+            let _ = copy;
+            i
+        };
+        [table(false), table(true)]
     });
     // llama.cpp never writes through the iface pointer.
-    i as *const sys::llama_sampler_i as *mut sys::llama_sampler_i
+    &tables[usize::from(own_copy_state)] as *const sys::llama_sampler_i as *mut sys::llama_sampler_i
 }
 
 /// A llama.cpp sampler around `s`. Before b4718 the C API has no `llama_sampler_init`: a
@@ -205,13 +223,14 @@ fn iface() -> *mut sys::llama_sampler_i {
 fn raw_custom(s: Boxed) -> Result<*mut sys::llama_sampler> {
     #[cfg(llama_fn = "llama_sampler_init")]
     {
+        let table = iface(s.has_copy_state());
         let ctx = Box::into_raw(Box::new(s)) as *mut c_void;
         // SAFETY: a static iface whose free callback reclaims exactly this ctx.
-        Ok(unsafe { ffi!(sys::llama_sampler_init(iface(), ctx)) })
+        Ok(unsafe { ffi!(sys::llama_sampler_init(table, ctx)) })
     }
     #[cfg(not(llama_fn = "llama_sampler_init"))]
     {
-        let _ = (s, iface());
+        let _ = (s, iface(false));
         Err(crate::NotOffered {
             what: "a sampler written in Rust (llama_sampler_init)",
         }

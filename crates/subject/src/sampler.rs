@@ -271,9 +271,14 @@ impl Sampler {
         &self.vocabs
     }
 
-    /// Keeps `more` alive as long as this sampler (a copy may now point into them).
+    /// Keeps `more` alive as long as this sampler (a copy may now point into them); each
+    /// vocabulary is held once, however often it is copied in.
     pub(crate) fn hold_vocabs(&mut self, more: Vec<Arc<Vocab>>) {
-        self.vocabs.extend(more);
+        for v in more {
+            if !self.vocabs.iter().any(|h| Arc::ptr_eq(h, &v)) {
+                self.vocabs.push(v);
+            }
+        }
     }
 }
 

@@ -87,20 +87,25 @@ impl CustomSampler for Tally {
         }
     }
 
-    fn copy_state(&mut self, src: &dyn Any) -> bool {
+    fn has_copy_state(&self) -> bool {
+        self.copy.is_some()
+    }
+
+    fn copy_state(&mut self, src: &dyn Any) {
         let Some(mode) = self.copy else {
-            return false;
+            return;
         };
-        // Another custom sampler shares this iface, so llama.cpp's type assertion lets it
-        // through: taking nothing from it and returning is the planted copy a caller's
-        // mistake passes unrefused.
+        // Another Rust sampler with a copy_state shares this iface, so llama.cpp's type
+        // assertion lets it through: taking nothing from it and returning is the planted copy
+        // a caller's mistake passes unrefused.
         let Some(src) = src.downcast_ref::<Tally>() else {
-            return true;
+            return;
         };
-        // The planted refusal: a tally of another size is another configuration.
+        // The planted refusal, worded as llama.cpp's assertions are: a tally of another size
+        // is another configuration.
         if src.counts.len() != self.counts.len() {
             eprintln!(
-                "planted copy_state: cannot copy a tally of {} ids onto one of {}",
+                "planted.rs: GGML_ASSERT(src tally of {} ids == dst tally of {} ids) failed",
                 src.counts.len(),
                 self.counts.len()
             );
@@ -115,20 +120,26 @@ impl CustomSampler for Tally {
                 }
             }
         }
-        true
     }
 }
 
 /// A sampler whose `accept` reads the 4 bytes just past the end of a heap buffer: the positive control
 /// for the memcheck probe. It is built only by the probe, which runs only under valgrind.
+///
+/// Only its duplicates read past the end: the sampler made by [`ReadsPastEnd::new`] accepts
+/// cleanly, so the probe's error can only come from the clone (or the copy) it checks.
 #[derive(Debug, Clone)]
 pub struct ReadsPastEnd {
     buf: Vec<u32>,
+    armed: bool,
 }
 
 impl ReadsPastEnd {
     pub fn new() -> ReadsPastEnd {
-        ReadsPastEnd { buf: vec![7; 4] }
+        ReadsPastEnd {
+            buf: vec![7; 4],
+            armed: false,
+        }
     }
 }
 
@@ -146,6 +157,9 @@ impl CustomSampler for ReadsPastEnd {
     fn apply(&mut self, _view: &mut ArrayView<'_>) {}
 
     fn accept(&mut self, _id: TokenId) {
+        if !self.armed {
+            return;
+        }
         // SAFETY: none; this is the planted out-of-bounds read the memcheck probe must report.
         // It runs only in a child process under valgrind (see `stateful::probe_main`).
         let x = unsafe { std::ptr::read_volatile(self.buf.as_ptr().add(self.buf.len())) };
@@ -153,6 +167,9 @@ impl CustomSampler for ReadsPastEnd {
     }
 
     fn clone_sampler(&self) -> Box<dyn CustomSampler> {
-        Box::new(self.clone())
+        Box::new(ReadsPastEnd {
+            armed: true,
+            ..self.clone()
+        })
     }
 }

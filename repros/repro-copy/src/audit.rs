@@ -6,8 +6,8 @@ use crate::refusal::{self, CopyOutcome, Pair, PLANTED_REFUSED, PLANTED_UNREFUSED
 use anyhow::Result;
 use report::{Control, ControlKind, Report, Table, Verdict};
 use repro_clone::stateful::{
-    check, check_leak, memcheck, planted_copy, subjects, Duplicate, Equivalence, Memcheck,
-    SamplerRecipe, CONTINUE, HISTORY, SEED, VOCAB,
+    check, check_leak, leak_visible, memcheck, planted, planted_copy, subjects, Duplicate,
+    Equivalence, Memcheck, SamplerRecipe, CONTINUE, HISTORY, OTHER_HISTORY, SEED, VOCAB,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -32,6 +32,9 @@ pub struct SamplerRow {
     pub incomplete: Equivalence,
     /// The copy onto a used sampler against the copy onto a fresh one.
     pub leak: Equivalence,
+    /// Whether that comparison could show a leak: the used sampler, before the copy, behaves
+    /// differently from the original.
+    pub leak_visible: bool,
     /// The copy accepts a token before any apply, under valgrind memcheck.
     pub accept_before_apply: Memcheck,
 }
@@ -48,6 +51,11 @@ pub struct PairRow {
 /// The planted controls' results, each through the path of the rows it guards.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Planted {
+    /// llama.cpp's own fallback path (no copy_state: clone, free, transplant) on a Rust
+    /// sampler whose clone forgets its counts (must differ).
+    pub fallback_forgetful: Equivalence,
+    /// The same path on one whose clone copies them (must be equivalent).
+    pub fallback_complete: Equivalence,
     /// A copy_state that copies nothing, onto a fresh tally (must differ).
     pub forgetful: Equivalence,
     /// A complete copy_state, onto a fresh tally (must be equivalent).
@@ -100,7 +108,10 @@ pub fn run(exe: &Path) -> Result<Audit> {
         }
     };
     let [forgetful, complete, leaky] = planted_copy();
+    let [forgetful_clone, complete_clone] = planted();
     let planted = Planted {
+        fallback_forgetful: check(&forgetful_clone, Duplicate::CopyOntoFresh)?,
+        fallback_complete: check(&complete_clone, Duplicate::CopyOntoFresh)?,
         forgetful: check(&forgetful, Duplicate::CopyOntoFresh)?,
         complete: check(&complete, Duplicate::CopyOntoFresh)?,
         leaky: check_leak(&leaky)?,
@@ -143,10 +154,15 @@ fn measure(s: &SamplerRecipe, probe: &dyn Fn(&str) -> Memcheck) -> Result<Sample
         copy_paths: s.build()?.copy_paths(),
         incomplete: check(s, Duplicate::CopyOntoFresh)?,
         leak: check_leak(s)?,
+        leak_visible: leak_visible(s)?,
         accept_before_apply: probe(s.name),
     })
 }
 
+const FALLBACK_FORGETFUL: &str =
+    "planted sampler without copy_state whose clone forgets its counts, copied by llama.cpp's fallback";
+const FALLBACK_COMPLETE: &str =
+    "planted sampler without copy_state whose clone copies its counts, copied by llama.cpp's fallback";
 const FORGETFUL: &str = "planted copy_state that copies nothing";
 const COMPLETE: &str = "planted copy_state that copies the counts";
 const LEAKY: &str = "planted copy_state that adds the counts to the destination's";
@@ -181,8 +197,22 @@ impl SamplerRow {
     }
 
     fn leak_evidence(&self) -> String {
-        self.leak
-            .describe("copy onto a used sampler", "the copy onto a fresh one")
+        let e = self
+            .leak
+            .describe("copy onto a used sampler", "the copy onto a fresh one");
+        if self.leak_visible {
+            e
+        } else {
+            format!("{e}; but the used sampler already behaved like the original before the copy, so this comparison cannot show a leak")
+        }
+    }
+
+    fn leak_verdict(&self) -> Verdict {
+        if self.leak_visible {
+            Verdict::found(self.leak.differs())
+        } else {
+            Verdict::Inconclusive
+        }
     }
 }
 
@@ -212,6 +242,7 @@ struct PairData<'a> {
 struct Protocol {
     vocabulary: i32,
     history_steps: usize,
+    other_history_steps: usize,
     continuation_steps: usize,
     seed: u32,
 }
@@ -223,6 +254,8 @@ impl Audit {
             Ok(m) => &m.planted,
             Err(why) => {
                 let names = [
+                    (Positive, FALLBACK_FORGETFUL),
+                    (Negative, FALLBACK_COMPLETE),
                     (Positive, FORGETFUL),
                     (Negative, COMPLETE),
                     (Positive, LEAKY),
@@ -238,7 +271,18 @@ impl Audit {
         };
         let leak =
             |e: &Equivalence| e.describe("copy onto a used tally", "the copy onto a fresh one");
+        let same = |e: &Equivalence| e.describe("copy", "the original");
         let mut c = vec![
+            Control::positive(
+                FALLBACK_FORGETFUL,
+                m.fallback_forgetful.differs(),
+                same(&m.fallback_forgetful),
+            ),
+            Control::negative(
+                FALLBACK_COMPLETE,
+                !m.fallback_complete.differs(),
+                same(&m.fallback_complete),
+            ),
             Control::positive(
                 FORGETFUL,
                 m.forgetful.differs(),
@@ -270,7 +314,7 @@ impl Audit {
         }
         c.push(Control::positive(
             GOES_THROUGH,
-            m.unrefused.unrefused(),
+            matches!(m.unrefused, CopyOutcome::Copied(_)),
             m.unrefused.summary(),
         ));
         c.push(Control::negative(
@@ -365,7 +409,7 @@ impl Audit {
             );
             r.add_row(
                 format!("{LEAKS}-{}", row.sampler),
-                Verdict::found(row.leak.differs()),
+                row.leak_verdict(),
                 row.leak_evidence(),
                 data(&row.leak, None, Vec::new()),
             );
@@ -440,6 +484,7 @@ fn protocol() -> Protocol {
     Protocol {
         vocabulary: VOCAB,
         history_steps: HISTORY,
+        other_history_steps: OTHER_HISTORY,
         continuation_steps: CONTINUE,
         seed: SEED,
     }
@@ -447,7 +492,7 @@ fn protocol() -> Protocol {
 
 fn text(m: &Measured, note: &str) -> String {
     let mut out = format!(
-        "copy-then-continue: {HISTORY} steps of history on pseudo-random logits over {VOCAB} ids, llama_sampler_copy onto a fresh sampler of the same recipe (and onto one that ran {HISTORY} steps of its own), then {CONTINUE} steps of identical input\n"
+        "copy-then-continue: {HISTORY} steps of history on pseudo-random logits over {VOCAB} ids, llama_sampler_copy onto a fresh sampler of the same recipe (and onto one that ran {OTHER_HISTORY} steps of its own), then {CONTINUE} steps of identical input\n"
     );
     let mut table = Table::new()
         .left("  ", 38)
@@ -469,7 +514,11 @@ fn text(m: &Measured, note: &str) -> String {
             Ok(r) => table.row([
                 r.sampler.to_string(),
                 outcome(&r.incomplete),
-                outcome(&r.leak),
+                if r.leak_visible {
+                    outcome(&r.leak)
+                } else {
+                    "cannot show a leak".to_string()
+                },
                 match r.stages_cloned() {
                     v if v.is_empty() => "-".to_string(),
                     v => v.join(", "),

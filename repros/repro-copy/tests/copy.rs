@@ -89,3 +89,21 @@ fn json_is_the_report_and_runs_print_the_same_bytes() {
     assert_eq!(header.subject.finding, "F9");
     assert!(v["protocol"]["history_steps"].as_u64().is_some());
 }
+
+/// What llama.cpp would abort on is refused before it reaches C, in process: a copy between
+/// types, between chains of different lengths and between chains whose members differ.
+#[test]
+fn copy_from_refuses_what_llama_cpp_asserts_on() {
+    if copy_offered().is_err() {
+        return;
+    }
+    for p in refusal::refused_pairs() {
+        let src = p.src.build().unwrap();
+        let mut dst = p.dst.build().unwrap();
+        let e = dst.copy_from(&src).unwrap_err().to_string();
+        assert!(e.contains("llama.cpp would abort"), "{}: {e}", p.name);
+    }
+    let same = refusal::configuration_pair();
+    let mut dst = same.dst.build().unwrap();
+    dst.copy_from(&same.src.build().unwrap()).unwrap();
+}

@@ -151,13 +151,31 @@ pub fn check_leak(subject: &SamplerRecipe) -> Result<Equivalence> {
     continue_both(subject, onto_fresh, onto_used)
 }
 
+/// Whether [`check_leak`] can see a leak on `subject` at all: a sampler after the other
+/// history must behave differently from the original, or a copy that kept the destination's
+/// state would be indistinguishable from a complete one.
+pub fn leak_visible(subject: &SamplerRecipe) -> Result<bool> {
+    let original = with_history(subject.build()?)?;
+    let used = with_other_history(subject.build()?)?;
+    Ok(continue_both(subject, original, used)?.differs())
+}
+
 /// A copy between two recipes, unchecked: `src` after its history copied onto a fresh `dst`,
 /// then both continued. For pairs llama.cpp may refuse by aborting, so it runs only in a
 /// contained child.
-pub fn check_across(src: &SamplerRecipe, dst: &SamplerRecipe) -> Result<Equivalence> {
+/// `before` and `after` run just around the copy call (a child marks it on stderr, so an
+/// abort can be placed inside the call or outside it).
+pub fn check_across(
+    src: &SamplerRecipe,
+    dst: &SamplerRecipe,
+    before: impl FnOnce(),
+    after: impl FnOnce(),
+) -> Result<Equivalence> {
     let original = with_history(src.build()?)?;
     let mut copy = dst.build()?;
+    before();
     copy.copy_unchecked(&original)?;
+    after();
     continue_both(dst, original, copy)
 }
 

@@ -58,9 +58,13 @@ pub(super) fn with_history(mut s: Sampler) -> Result<Sampler> {
 /// [`with_history`] and the continuation use, so its state differs from the original's.
 const OTHER_HISTORY_START: usize = 10_000;
 
-/// `s` after `HISTORY` steps of a history of its own, unlike the original's.
+/// Steps of that history: not `HISTORY`, so a sampler whose state only counts its steps (a
+/// seeded RNG drawn once per apply) still ends up in another state than the original's.
+pub const OTHER_HISTORY: usize = HISTORY + 7;
+
+/// `s` after `OTHER_HISTORY` steps of a history of its own, unlike the original's.
 pub(super) fn with_other_history(mut s: Sampler) -> Result<Sampler> {
-    for t in OTHER_HISTORY_START..OTHER_HISTORY_START + HISTORY {
+    for t in OTHER_HISTORY_START..OTHER_HISTORY_START + OTHER_HISTORY {
         let (_, token) = step(&mut s, t)?;
         s.accept(token)?;
     }

@@ -30,7 +30,10 @@ mod memcheck;
 mod samplers;
 
 pub use audit::{run, Audit, SamplerRow};
-pub use equivalence::{check, check_across, check_leak, duplicate, Duplicate, Equivalence};
+pub use equivalence::{
+    check, check_across, check_leak, duplicate, leak_visible, Duplicate, Equivalence,
+};
+pub use inputs::OTHER_HISTORY;
 pub use memcheck::{memcheck, probe_main, probe_target, Memcheck, ProbeTarget, PROBE_ENV};
 pub use samplers::{penalties_over, planted, planted_copy, subjects, SamplerRecipe};
 
