@@ -6,8 +6,8 @@ use crate::refusal::{self, CopyOutcome, Pair, PLANTED_REFUSED, PLANTED_UNREFUSED
 use anyhow::Result;
 use report::{Control, ControlKind, Report, Table, Verdict};
 use repro_clone::stateful::{
-    check, check_leak, leak_visible, memcheck, planted, planted_copy, subjects, Duplicate,
-    Equivalence, Memcheck, SamplerRecipe, CONTINUE, HISTORY, OTHER_HISTORY, SEED, VOCAB,
+    check, check_leak, leak_visible, memcheck, memcheck_controls, planted, planted_copy, subjects,
+    Duplicate, Equivalence, Memcheck, SamplerRecipe, CONTINUE, HISTORY, OTHER_HISTORY, SEED, VOCAB,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -301,16 +301,7 @@ impl Audit {
             ),
         ];
         if let Some((past_end, clean)) = &m.memcheck {
-            c.push(Control::positive(
-                PAST_END,
-                matches!(past_end, Memcheck::Error { .. }),
-                past_end.summary(),
-            ));
-            c.push(Control::negative(
-                CLEAN,
-                *clean == Memcheck::Clean,
-                clean.summary(),
-            ));
+            c.extend(memcheck_controls(PAST_END, past_end, CLEAN, clean));
         }
         c.push(Control::positive(
             GOES_THROUGH,

@@ -196,16 +196,7 @@ impl Audit {
         };
         match &self.planted_memcheck {
             Some(Ok((past_end, clean))) => {
-                c.push(Control::positive(
-                    PAST_END,
-                    matches!(past_end, Memcheck::Error { .. }),
-                    past_end.summary(),
-                ));
-                c.push(Control::negative(
-                    CLEAN,
-                    *clean == Memcheck::Clean,
-                    clean.summary(),
-                ));
+                c.extend(super::memcheck::controls(PAST_END, past_end, CLEAN, clean));
             }
             Some(Err(why)) => {
                 c.push(Control::not_run(Positive, PAST_END, why));

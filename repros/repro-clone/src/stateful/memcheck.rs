@@ -8,6 +8,7 @@ use super::samplers::{planted, planted_copy, subjects, SamplerRecipe};
 use super::HISTORY;
 use crate::planted::ReadsPastEnd;
 use anyhow::{bail, Context, Result};
+use report::Control;
 use serde::Serialize;
 use std::path::Path;
 use std::process::Command;
@@ -52,6 +53,24 @@ impl Memcheck {
             Memcheck::NotRun { why } => format!("not checked ({why})"),
         }
     }
+}
+
+/// The probe's two controls: `past_end` (the planted read past a heap buffer) must be a
+/// memcheck error, `clean` (a planted complete duplicate) must be clean.
+pub fn controls(
+    past_end_name: &str,
+    past_end: &Memcheck,
+    clean_name: &str,
+    clean: &Memcheck,
+) -> [Control; 2] {
+    [
+        Control::positive(
+            past_end_name,
+            matches!(past_end, Memcheck::Error { .. }),
+            past_end.summary(),
+        ),
+        Control::negative(clean_name, *clean == Memcheck::Clean, clean.summary()),
+    ]
 }
 
 /// The environment variable the parent sets for the probe child; the probe refuses without it.

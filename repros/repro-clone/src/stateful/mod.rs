@@ -34,7 +34,10 @@ pub use equivalence::{
     check, check_across, check_leak, duplicate, leak_visible, Duplicate, Equivalence,
 };
 pub use inputs::OTHER_HISTORY;
-pub use memcheck::{memcheck, probe_main, probe_target, Memcheck, ProbeTarget, PROBE_ENV};
+pub use memcheck::{
+    controls as memcheck_controls, memcheck, probe_main, probe_target, Memcheck, ProbeTarget,
+    PROBE_ENV,
+};
 pub use samplers::{penalties_over, planted, planted_copy, subjects, SamplerRecipe};
 
 /// Candidate ids per step: every step offers ids `0..VOCAB`.
