@@ -23,7 +23,7 @@ SHELL := /bin/bash
 # crates/builds/releases.tsv lists every release; buildgen turns a name into a checked
 # workspace (the root one for the newest release, a generated one under target/builds/ else).
 BUILDS   := b11429 b10200
-FINDINGS := clone copy sortpoison scope gauge edges engines
+FINDINGS := clone copy ingraph sortpoison scope gauge edges engines
 # The second engine, candle 0.11.1, linked on the default build only: F7's draws, F3 on both
 # models and F4's sign slot (SmolLM2, the first 2 prompts; PREREG, F3/F4 addenda and F7).
 CANDLE_BUILD := b11429

@@ -40,6 +40,18 @@ impl Candidates {
         }
     }
 
+    /// Ids, logits and probabilities in the given order, `sorted = false`, nothing selected.
+    pub fn with_probs(items: impl IntoIterator<Item = (TokenId, f32, f32)>) -> Candidates {
+        Candidates {
+            entries: items
+                .into_iter()
+                .map(|(id, logit, p)| Candidate { id, logit, p })
+                .collect(),
+            sorted: false,
+            selected: -1,
+        }
+    }
+
     /// Ids `0..logits.len()` in id order (the layout llama.cpp builds from a logits row).
     pub fn from_logits(logits: &[f32]) -> Candidates {
         Candidates::new(

@@ -10,6 +10,7 @@
 //! A panic inside a callback aborts the process instead of unwinding into C.
 
 use crate::compat as sys;
+use crate::graph::GraphOps;
 use crate::sampler::Sampler;
 use anyhow::Result;
 use oracle::TokenId;
@@ -44,6 +45,18 @@ pub trait CustomSampler: Any + Send {
     /// its configuration. `src` is whatever Rust sampler of this iface the caller named, so an
     /// implementation downcasts it. A planted control may copy too little or too much here.
     fn copy_state(&mut self, _src: &dyn Any) {}
+    /// Whether this sampler runs in the compute graph when it is in the backend-capable
+    /// prefix of a context's chain (b7709 on; llama.cpp's `backend_init`, called once). If
+    /// it says yes, llama.cpp calls [`CustomSampler::graph_apply`] on every graph build and
+    /// skips `apply` for it. Read once, when the sampler is made, as with `has_copy_state`.
+    fn in_graph(&self) -> bool {
+        false
+    }
+    /// Told that llama.cpp set this sampler up to run in the graph (so its name can say so,
+    /// as llama.cpp's own stages' names gain a `+`).
+    fn placed_in_graph(&mut self) {}
+    /// Adds this sampler's ops to the sampling graph (`backend_apply`).
+    fn graph_apply(&mut self, _g: &mut GraphOps) {}
 }
 
 /// The `llama_token_data_array` a custom sampler's `apply` works on.
@@ -184,6 +197,40 @@ unsafe extern "C" fn copy_state_cb(src: *const sys::llama_sampler, dst: *mut sys
     })
 }
 
+#[cfg(llama_fn = "llama_get_sampled_token_ith")]
+unsafe extern "C" fn backend_init_cb(
+    smpl: *mut sys::llama_sampler,
+    _buft: sys::ggml_backend_buffer_type_t,
+    _n_outputs_max_per_seq: u32,
+) -> bool {
+    // SAFETY: llama.cpp calls back only with the live sampler this iface belongs to.
+    no_unwind(|| {
+        let s = unsafe { inner(smpl) };
+        s.placed_in_graph();
+        true
+    })
+}
+
+#[cfg(llama_fn = "llama_get_sampled_token_ith")]
+unsafe extern "C" fn backend_apply_cb(
+    smpl: *mut sys::llama_sampler,
+    ctx: *mut sys::ggml_context,
+    _gf: *mut sys::ggml_cgraph,
+    data: *mut sys::llama_sampler_data,
+) {
+    // SAFETY: llama.cpp passes the live sampler, the graph's context and its live data.
+    no_unwind(|| unsafe {
+        let data = &mut *data;
+        let mut g = GraphOps {
+            ctx,
+            logits: data.logits,
+            candidates: data.candidates,
+        };
+        inner(smpl).graph_apply(&mut g);
+        data.logits = g.logits;
+    })
+}
+
 unsafe extern "C" fn free_cb(smpl: *mut sys::llama_sampler) {
     // SAFETY: free is called once per sampler, so the leaked Box is reclaimed exactly once.
     no_unwind(|| drop(unsafe { Box::from_raw((*smpl).ctx as *mut Boxed) }))
@@ -192,10 +239,11 @@ unsafe extern "C" fn free_cb(smpl: *mut sys::llama_sampler) {
 /// The iface of every Rust sampler: two tables, one with `copy_state` (b10405 on) for samplers
 /// that say they have one, one without, so `llama_sampler_copy` takes llama.cpp's own
 /// fallback (clone, free, transplant) for the others, as for its built-ins without one.
-fn iface(own_copy_state: bool) -> *mut sys::llama_sampler_i {
-    static TABLES: OnceLock<[sys::llama_sampler_i; 2]> = OnceLock::new();
+/// Two more, with the graph callbacks, for samplers that run in the graph.
+fn iface(own_copy_state: bool, in_graph: bool) -> *mut sys::llama_sampler_i {
+    static TABLES: OnceLock<[sys::llama_sampler_i; 4]> = OnceLock::new();
     let tables = TABLES.get_or_init(|| {
-        let table = |copy: bool| {
+        let table = |copy: bool, graph: bool| {
             // SAFETY: every field is an Option of a function pointer; all-zero is all None,
             // which is how llama.cpp spells "not implemented" (releases have different fields).
             let mut i: sys::llama_sampler_i = unsafe { std::mem::zeroed() };
@@ -209,13 +257,24 @@ fn iface(own_copy_state: bool) -> *mut sys::llama_sampler_i {
             if copy {
                 i.copy_state = Some(copy_state_cb);
             }
-            let _ = copy;
+            #[cfg(llama_fn = "llama_get_sampled_token_ith")]
+            if graph {
+                i.backend_init = Some(backend_init_cb);
+                i.backend_apply = Some(backend_apply_cb);
+            }
+            let _ = (copy, graph);
             i
         };
-        [table(false), table(true)]
+        [
+            table(false, false),
+            table(true, false),
+            table(false, true),
+            table(true, true),
+        ]
     });
+    let k = usize::from(own_copy_state) + 2 * usize::from(in_graph);
     // llama.cpp never writes through the iface pointer.
-    &tables[usize::from(own_copy_state)] as *const sys::llama_sampler_i as *mut sys::llama_sampler_i
+    &tables[k] as *const sys::llama_sampler_i as *mut sys::llama_sampler_i
 }
 
 /// A llama.cpp sampler around `s`. Before b4718 the C API has no `llama_sampler_init`: a
@@ -223,14 +282,14 @@ fn iface(own_copy_state: bool) -> *mut sys::llama_sampler_i {
 fn raw_custom(s: Boxed) -> Result<*mut sys::llama_sampler> {
     #[cfg(llama_fn = "llama_sampler_init")]
     {
-        let table = iface(s.has_copy_state());
+        let table = iface(s.has_copy_state(), s.in_graph());
         let ctx = Box::into_raw(Box::new(s)) as *mut c_void;
         // SAFETY: a static iface whose free callback reclaims exactly this ctx.
         Ok(unsafe { ffi!(sys::llama_sampler_init(table, ctx)) })
     }
     #[cfg(not(llama_fn = "llama_sampler_init"))]
     {
-        let _ = (s, iface(false));
+        let _ = (s, iface(false, false));
         Err(crate::NotOffered {
             what: "a sampler written in Rust (llama_sampler_init)",
         }

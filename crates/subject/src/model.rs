@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// Owns a loaded `llama_model` and frees it once, on drop.
 #[derive(Debug)]
 pub struct Model {
-    raw: NonNull<sys::llama_model>,
+    pub(crate) raw: NonNull<sys::llama_model>,
     weights: Weights,
 }
 
@@ -269,7 +269,7 @@ pub(crate) fn init_context(
 /// Owns a `llama_context` and the model it was made from.
 #[derive(Debug)]
 pub(crate) struct RawContext {
-    raw: NonNull<sys::llama_context>,
+    pub(crate) raw: NonNull<sys::llama_context>,
     pub(crate) model: Arc<Model>,
 }
 

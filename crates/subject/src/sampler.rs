@@ -261,6 +261,37 @@ impl Sampler {
         self.n_vocab
     }
 
+    /// Whether this is a `llama_sampler_chain`.
+    pub fn is_chain(&self) -> bool {
+        // SAFETY: live handle; its iface is a static table.
+        std::ptr::eq(unsafe { (*self.raw.as_ptr()).iface }, chain_iface())
+    }
+
+    /// Each member's name as llama.cpp reports it now (the sampler's own name if it is no
+    /// chain).
+    pub fn member_names(&self) -> Vec<String> {
+        let raw = self.raw.as_ptr();
+        // SAFETY: live handle; chain calls on a chain only, with in-range indices; names are
+        // static or owned by their sampler, copied at once.
+        unsafe {
+            let name = |s: *mut sys::llama_sampler| {
+                let p = ffi!(sys::llama_sampler_name(s));
+                if p.is_null() {
+                    String::new()
+                } else {
+                    CStr::from_ptr(p).to_string_lossy().into_owned()
+                }
+            };
+            if !self.is_chain() {
+                return vec![name(raw)];
+            }
+            let n = ffi!(sys::llama_sampler_chain_n(raw));
+            (0..n)
+                .map(|i| name(ffi!(sys::llama_sampler_chain_get(raw, i))))
+                .collect()
+        }
+    }
+
     /// The live handle, for calls that take the sampler itself (it stays owned here).
     pub(crate) fn raw_ptr(&self) -> *mut sys::llama_sampler {
         self.raw.as_ptr()

@@ -1,0 +1,468 @@
+//! Sampling inside the compute graph (llama.cpp b7709 on, marked `[EXPERIMENTAL]` in llama.h):
+//! a context made with a sampler chain for a sequence runs the chain's backend-capable prefix
+//! as ggml ops after the model's output, and hands back the sampled token, candidates,
+//! probabilities and logits through `llama_get_sampled_*_ith`. The rest of the chain runs on
+//! the CPU over what came back ([`GraphContext::finish`]).
+//!
+//! The raw logits a CPU chain would start from are not handed back by such a context (its
+//! logits row holds what the graph left), so a comparison decodes the same tokens in a plain
+//! [`crate::Context`] of the same shape as well. That the two rows are the same bits is
+//! checked, not assumed: a chain of `greedy` alone leaves the graph's logits untouched, and
+//! they must equal the plain context's.
+//!
+//! Not done here: one output row in two sequences, one with a chain and one without, to get
+//! both from one decode. On b11429 that row's raw logits came back holding what the graph
+//! left, or the chain did not run at all, depending on the order of the two sequence ids.
+
+use crate::compat as sys;
+use crate::model::{Model, RawContext};
+use crate::sampler::Sampler;
+use crate::{Candidates, NotOffered};
+use anyhow::{ensure, Context as _, Result};
+use oracle::TokenId;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// Whether the linked build samples in the graph, or what it lacks.
+pub fn graph_offered() -> std::result::Result<(), NotOffered> {
+    if cfg!(llama_fn = "llama_get_sampled_token_ith") {
+        Ok(())
+    } else {
+        Err(NotOffered {
+            what: "sampling in the compute graph (llama_context_params.samplers)",
+        })
+    }
+}
+
+/// Where one stage of a context's chain runs, as llama.cpp names it after the chain was set
+/// up: `+name` in the graph, `-name` on the CPU because the backend lacks an op, a bare name
+/// on the CPU because an earlier stage (or the stage itself) cannot run in the graph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagePlace {
+    pub name: String,
+    pub in_graph: bool,
+}
+
+/// What one output row of the last decode holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphOutput {
+    /// The token the graph selected, if a selecting stage ran there.
+    pub sampled: Option<TokenId>,
+    /// The ids the rows below refer to, in their order (the whole vocabulary, in id order,
+    /// when no stage in the graph narrowed or reordered them).
+    pub candidates: Vec<TokenId>,
+    /// The logits the graph left, one per candidate, if it left any.
+    pub logits: Option<Vec<f32>>,
+    /// The probabilities the graph computed, one per candidate, if it computed any.
+    pub probs: Option<Vec<f32>>,
+}
+
+/// Owns a two-sequence `llama_batch` and frees it once.
+struct Batch {
+    raw: sys::llama_batch,
+    capacity: usize,
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from llama_batch_init and is freed only here.
+        unsafe { ffi!(sys::llama_batch_free(self.raw)) }
+    }
+}
+
+/// A context whose sequence 0 samples with `chain` in the graph (see the module docs).
+pub struct GraphContext {
+    /// Declared first, so the context (which points at the chain) is freed before it.
+    ctx: RawContext,
+    chain: Sampler,
+    batch: Batch,
+    n_ctx: usize,
+    n_past: usize,
+    /// Tokens decoded so far, to decode the last one again.
+    tokens: Vec<TokenId>,
+}
+
+impl GraphContext {
+    /// A context of `n_ctx` cells over `model` whose sequence 0 runs `chain` (a chain, as
+    /// llama.cpp requires) with at most `outputs_per_seq` outputs per sequence and decode.
+    pub fn new(
+        model: &Arc<Model>,
+        n_ctx: u32,
+        chain: Sampler,
+        outputs_per_seq: u32,
+        threads: i32,
+    ) -> Result<GraphContext> {
+        graph_offered()?;
+        ensure!(n_ctx >= 8, "context size must be at least 8, got {n_ctx}");
+        ensure!(
+            (1..=n_ctx).contains(&outputs_per_seq),
+            "outputs per sequence must be in 1..={n_ctx}, got {outputs_per_seq}"
+        );
+        ensure!(
+            threads >= 1,
+            "thread count must be at least 1, got {threads}"
+        );
+        ensure!(
+            chain.is_chain(),
+            "a context's sampler must be a chain (llama.cpp throws otherwise)"
+        );
+        let raw = open(model, n_ctx, &chain, outputs_per_seq, threads)?;
+        // SAFETY: plain allocation for n_ctx tokens with one sequence id each.
+        let batch = unsafe { ffi!(sys::llama_batch_init(n_ctx as i32, 0, 1)) };
+        Ok(GraphContext {
+            ctx: RawContext {
+                raw,
+                model: Arc::clone(model),
+            },
+            chain,
+            batch: Batch {
+                raw: batch,
+                capacity: n_ctx as usize,
+            },
+            n_ctx: n_ctx as usize,
+            n_past: 0,
+            tokens: Vec::new(),
+        })
+    }
+
+    /// Where each stage of the chain runs.
+    pub fn places(&self) -> Vec<StagePlace> {
+        self.chain
+            .member_names()
+            .into_iter()
+            .map(|name| match name.strip_prefix('+') {
+                Some(bare) => StagePlace {
+                    name: bare.to_string(),
+                    in_graph: true,
+                },
+                None => StagePlace {
+                    name: name.trim_start_matches('-').to_string(),
+                    in_graph: false,
+                },
+            })
+            .collect()
+    }
+
+    /// Decodes `tokens` after what is already there; the last one is the output row.
+    pub fn decode(&mut self, tokens: &[TokenId]) -> Result<()> {
+        ensure!(!tokens.is_empty(), "nothing to decode");
+        ensure!(
+            self.n_past + tokens.len() <= self.n_ctx && tokens.len() <= self.batch.capacity,
+            "the sequence would exceed the context of {} tokens",
+            self.n_ctx
+        );
+        let n_vocab = self.ctx.model.n_vocab();
+        for (i, t) in tokens.iter().enumerate() {
+            ensure!(
+                t.0 >= 0 && t.0 < n_vocab,
+                "token id {t} is outside the vocabulary"
+            );
+            // SAFETY: `i` < capacity (checked above); llama_batch_init allocated every array
+            // for `capacity` tokens and one sequence id each.
+            unsafe {
+                *self.batch.raw.token.add(i) = t.0;
+                *self.batch.raw.pos.add(i) = (self.n_past + i) as i32;
+                *self.batch.raw.n_seq_id.add(i) = 1;
+                **self.batch.raw.seq_id.add(i) = 0;
+                *self.batch.raw.logits.add(i) = (i + 1 == tokens.len()) as i8;
+            }
+        }
+        self.batch.raw.n_tokens = tokens.len() as i32;
+        // SAFETY: live context; the batch is filled for n_tokens entries.
+        let rc = unsafe { ffi!(sys::llama_decode(self.ctx.ptr(), self.batch.raw)) };
+        ensure!(rc == 0, "llama_decode failed with code {rc}");
+        self.n_past += tokens.len();
+        self.tokens.extend_from_slice(tokens);
+        Ok(())
+    }
+
+    /// Forgets the last token and decodes it again: the same model output, and a fresh pass of
+    /// the chain through the graph (a new draw for `dist`).
+    pub fn redecode_last(&mut self) -> Result<()> {
+        let last = *self.tokens.last().context("nothing decoded yet")?;
+        let p0 = (self.n_past - 1) as i32;
+        #[cfg(llama_fn = "llama_get_sampled_token_ith")]
+        {
+            // SAFETY: live context and memory handle; -1 names every sequence.
+            let removed = unsafe {
+                let mem = ffi!(sys::llama_get_memory(self.ctx.ptr()));
+                ffi!(sys::llama_memory_seq_rm(mem, -1, p0, -1))
+            };
+            ensure!(removed, "llama.cpp could not remove the last position");
+        }
+        #[cfg(not(llama_fn = "llama_get_sampled_token_ith"))]
+        let _ = p0;
+        self.n_past -= 1;
+        self.tokens.pop();
+        self.decode(&[last])
+    }
+
+    /// The output row of the last decode.
+    pub fn output(&self) -> Result<GraphOutput> {
+        ensure!(self.n_past > 0, "nothing decoded yet");
+        graph_offered()?;
+        self.read_output()
+    }
+
+    #[cfg(not(llama_fn = "llama_get_sampled_token_ith"))]
+    fn read_output(&self) -> Result<GraphOutput> {
+        unreachable!("no GraphContext exists on a build without graph sampling")
+    }
+
+    #[cfg(llama_fn = "llama_get_sampled_token_ith")]
+    fn read_output(&self) -> Result<GraphOutput> {
+        let n = self.ctx.model.n_vocab() as usize;
+        let idx = self.batch.raw.n_tokens - 1;
+        let ctx = self.ctx.ptr();
+        // SAFETY: `idx` is the batch index of the last decode's only output row; each row
+        // llama.cpp returns holds the count it reports (at most n_vocab), copied at once.
+        unsafe {
+            let token = ffi!(sys::llama_get_sampled_token_ith(ctx, idx));
+            let rows = |p: *const f32, count: u32| -> Result<Option<Vec<f32>>> {
+                if p.is_null() {
+                    return Ok(None);
+                }
+                ensure!(
+                    count as usize <= n,
+                    "a row of {count} exceeds the vocabulary"
+                );
+                Ok(Some(std::slice::from_raw_parts(p, count as usize).to_vec()))
+            };
+            let logits = rows(
+                ffi!(sys::llama_get_sampled_logits_ith(ctx, idx)),
+                ffi!(sys::llama_get_sampled_logits_count_ith(ctx, idx)),
+            )?;
+            let probs = rows(
+                ffi!(sys::llama_get_sampled_probs_ith(ctx, idx)),
+                ffi!(sys::llama_get_sampled_probs_count_ith(ctx, idx)),
+            )?;
+            let ids = ffi!(sys::llama_get_sampled_candidates_ith(ctx, idx));
+            let count = ffi!(sys::llama_get_sampled_candidates_count_ith(ctx, idx)) as usize;
+            // Without a narrowing stage llama.cpp reports no count and hands back its
+            // full-vocabulary id list.
+            let count = if count == 0 { n } else { count };
+            ensure!(count <= n, "{count} candidates exceed the vocabulary");
+            ensure!(!ids.is_null(), "llama.cpp returned no candidate ids");
+            let candidates = std::slice::from_raw_parts(ids, count)
+                .iter()
+                .map(|&i| TokenId(i))
+                .collect();
+            Ok(GraphOutput {
+                // LLAMA_TOKEN_NULL is -1 (a macro, so not in the bindings).
+                sampled: (token != -1).then_some(TokenId(token)),
+                candidates,
+                logits,
+                probs,
+            })
+        }
+    }
+
+    /// What `llama_sampler_sample` does with `out`: the token the graph selected, or else the
+    /// chain's CPU tail run over the array built from what the graph returned (probabilities,
+    /// else logits, else the context's logits row), and a selected token accepted into the
+    /// chain.
+    /// Returns the array the CPU tail left (`None` when the graph selected) and the token (none
+    /// when no stage selects).
+    pub fn finish(&mut self, out: &GraphOutput) -> Result<(Option<Candidates>, Option<TokenId>)> {
+        if let Some(t) = out.sampled {
+            self.chain.accept(t)?;
+            return Ok((None, Some(t)));
+        }
+        let mut cands = match (&out.probs, &out.logits) {
+            (Some(p), Some(l)) => Candidates::with_probs(
+                (out.candidates.iter().zip(l).zip(p)).map(|((&i, &l), &p)| (i, l, p)),
+            ),
+            (_, Some(l)) => Candidates::new(out.candidates.iter().copied().zip(l.iter().copied())),
+            _ => Candidates::from_logits(&self.logits_row()?),
+        };
+        // llama.cpp's chain skips the stages that ran in the graph.
+        self.chain.apply(&mut cands)?;
+        let t = cands.selected_id();
+        if let Some(t) = t {
+            self.chain.accept(t)?;
+        }
+        Ok((Some(cands), t))
+    }
+}
+
+impl GraphContext {
+    /// The context's logits row for the last output (`llama_get_logits_ith`).
+    fn logits_row(&self) -> Result<Vec<f32>> {
+        let n = self.ctx.model.n_vocab() as usize;
+        // SAFETY: the last decode's last token is an output row of n_vocab floats.
+        let row = unsafe {
+            ffi!(sys::llama_get_logits_ith(
+                self.ctx.ptr(),
+                self.batch.raw.n_tokens - 1
+            ))
+        };
+        ensure!(!row.is_null(), "llama.cpp returned no logits row");
+        Ok(unsafe { std::slice::from_raw_parts(row, n) }.to_vec())
+    }
+}
+
+/// `llama_init_from_model` with `chain` on sequence 0.
+fn open(
+    model: &Arc<Model>,
+    n_ctx: u32,
+    chain: &Sampler,
+    outputs_per_seq: u32,
+    threads: i32,
+) -> Result<NonNull<sys::llama_context>> {
+    #[cfg(llama_fn = "llama_get_sampled_token_ith")]
+    {
+        let mut seqs = [sys::llama_sampler_seq_config {
+            seq_id: 0,
+            sampler: chain.raw_ptr(),
+        }];
+        // SAFETY: params by value; live model; `seqs` outlives the call (llama.cpp keeps only
+        // the sampler pointer, which `GraphContext` keeps alive longer than the context).
+        // NULL means failure (exceptions are caught).
+        let raw = unsafe {
+            let mut p = ffi!(sys::llama_context_default_params());
+            p.n_ctx = n_ctx;
+            p.n_batch = n_ctx;
+            p.n_ubatch = n_ctx;
+            p.n_seq_max = 1;
+            p.n_threads = threads;
+            p.n_threads_batch = threads;
+            p.no_perf = true;
+            #[cfg(llama_field = "llama_context_params.n_outputs_max_per_seq")]
+            {
+                p.n_outputs_max_per_seq = outputs_per_seq;
+            }
+            p.samplers = seqs.as_mut_ptr();
+            p.n_samplers = 1;
+            ffi!(sys::llama_init_from_model(model.raw.as_ptr(), p))
+        };
+        NonNull::new(raw).context("llama.cpp could not create a context with a sampler chain")
+    }
+    #[cfg(not(llama_fn = "llama_get_sampled_token_ith"))]
+    {
+        let _ = (model, n_ctx, chain, outputs_per_seq, threads);
+        Err(graph_offered().unwrap_err().into())
+    }
+}
+
+/// A ggml tensor of the sampling graph being built (valid only inside
+/// [`CustomSampler::graph_apply`](crate::CustomSampler::graph_apply)).
+#[derive(Debug, Clone, Copy)]
+pub struct Tensor(*mut sys::ggml_tensor);
+
+/// The sampling graph a Rust sampler adds its ops to, and the tensors it works on: llama.cpp's
+/// `llama_sampler_data` (the logits, and the candidate ids they map to once a stage narrowed
+/// or reordered them). Each method adds one ggml op. ggml aborts on shapes that do not fit,
+/// so only the planted stages written in this workspace, whose shapes are fixed, use it.
+pub struct GraphOps {
+    pub(crate) ctx: *mut sys::ggml_context,
+    pub(crate) logits: *mut sys::ggml_tensor,
+    pub(crate) candidates: *mut sys::ggml_tensor,
+}
+
+impl GraphOps {
+    fn op(&self, f: impl FnOnce(*mut sys::ggml_context) -> *mut sys::ggml_tensor) -> Tensor {
+        Tensor(f(self.ctx))
+    }
+
+    /// The logits as they reach this stage, flattened to one row.
+    pub fn logits(&self) -> Tensor {
+        // SAFETY: live graph context and tensor, inside backend_apply.
+        self.op(|c| unsafe {
+            ffi!(sys::ggml_reshape_1d(
+                c,
+                self.logits,
+                ffi!(sys::ggml_nelements(self.logits))
+            ))
+        })
+    }
+
+    /// The logits this stage leaves (same length as it was given: masking, not truncating).
+    pub fn set_logits(&mut self, t: Tensor) {
+        self.logits = t.0;
+    }
+
+    /// Whether an earlier stage narrowed or reordered the ids (then `logits[i]` belongs to
+    /// candidate `i`, not to id `i`).
+    pub fn has_candidates(&self) -> bool {
+        !self.candidates.is_null()
+    }
+
+    /// Number of elements of `t`.
+    pub fn len(&self, t: Tensor) -> i64 {
+        // SAFETY: a live tensor of this graph.
+        unsafe { ffi!(sys::ggml_nelements(t.0)) }
+    }
+
+    /// Index of the largest element (ties: the first).
+    pub fn argmax(&self, t: Tensor) -> Tensor {
+        // SAFETY: as for every op here: a live graph context and tensors of this graph.
+        self.op(|c| unsafe { ffi!(sys::ggml_argmax(c, t.0)) })
+    }
+
+    /// Indices of the `k` largest elements (in no promised order).
+    pub fn top_k(&self, t: Tensor, k: i32) -> Tensor {
+        self.op(|c| unsafe { ffi!(sys::ggml_top_k(c, t.0, k)) })
+    }
+
+    /// Indices that sort `t` ascending.
+    pub fn argsort_ascending(&self, t: Tensor) -> Tensor {
+        self.op(|c| unsafe { ffi!(sys::ggml_argsort(c, t.0, sys::GGML_SORT_ORDER_ASC)) })
+    }
+
+    /// The first `n` elements of `t` (a view).
+    pub fn head(&self, t: Tensor, n: i64) -> Tensor {
+        self.op(|c| unsafe { ffi!(sys::ggml_view_1d(c, t.0, n, 0)) })
+    }
+
+    /// `values[idx[j]]` for each j, as one flat row.
+    pub fn gather(&self, values: Tensor, idx: Tensor) -> Tensor {
+        let n = self.len(values);
+        let m = self.len(idx);
+        self.op(|c| unsafe {
+            let rows = ffi!(sys::ggml_reshape_2d(c, values.0, 1, n));
+            ffi!(sys::ggml_reshape_1d(
+                c,
+                ffi!(sys::ggml_get_rows(c, rows, idx.0)),
+                m
+            ))
+        })
+    }
+
+    /// `a * s + b`, elementwise.
+    pub fn scale_bias(&self, a: Tensor, s: f32, b: f32) -> Tensor {
+        #[cfg(llama_fn = "ggml_scale_bias")]
+        {
+            self.op(|c| unsafe { ffi!(sys::ggml_scale_bias(c, a.0, s, b)) })
+        }
+        #[cfg(not(llama_fn = "ggml_scale_bias"))]
+        {
+            let _ = (a, s, b);
+            unreachable!("GraphOps exists only on builds that sample in the graph")
+        }
+    }
+
+    /// `a - b`, `b` broadcast over `a`.
+    pub fn sub(&self, a: Tensor, b: Tensor) -> Tensor {
+        self.op(|c| unsafe { ffi!(sys::ggml_sub(c, a.0, b.0)) })
+    }
+
+    /// `a + b`, `b` broadcast over `a`.
+    pub fn add(&self, a: Tensor, b: Tensor) -> Tensor {
+        self.op(|c| unsafe { ffi!(sys::ggml_add(c, a.0, b.0)) })
+    }
+
+    /// `max(a, 0)`, elementwise.
+    pub fn relu(&self, a: Tensor) -> Tensor {
+        self.op(|c| unsafe { ffi!(sys::ggml_relu(c, a.0)) })
+    }
+
+    /// 1 where `a > 0`, else 0.
+    pub fn step(&self, a: Tensor) -> Tensor {
+        self.op(|c| unsafe { ffi!(sys::ggml_step(c, a.0)) })
+    }
+
+    /// Natural log, elementwise (`log 0 = -inf`: how llama.cpp's own stages mask).
+    pub fn log(&self, a: Tensor) -> Tensor {
+        self.op(|c| unsafe { ffi!(sys::ggml_log(c, a.0)) })
+    }
+}

@@ -1,0 +1,373 @@
+//! One case on both paths and the oracle: the chain in the graph (and its CPU tail, if any),
+//! the same chain on the CPU over the raw logits of the same prompt decoded by a plain
+//! context of the same shape, and the oracle's composition of the same stages over those
+//! logits. That the plain context's row is the row the graph started from is a checked
+//! precondition ([`raw_logits`]), not an assumption.
+
+use crate::case::Case;
+use anyhow::{ensure, Result};
+use oracle::stage::Stage;
+use oracle::truncation::{compose, Pool};
+use oracle::TokenId;
+use report::Verdict;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use subject::SamplerSpec;
+use subject::{Attention, Candidates, Context, GraphContext, Model, Sampler, StagePlace};
+
+/// What one path left: the ids it kept (logit above `-inf`), their logits, and its choice.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Side {
+    /// Kept ids, ascending.
+    #[serde(serialize_with = "detector::ids")]
+    pub survivors: Vec<TokenId>,
+    #[serde(skip)]
+    pub logits: BTreeMap<TokenId, f32>,
+    #[serde(serialize_with = "opt_id")]
+    pub selected: Option<TokenId>,
+}
+
+impl Side {
+    fn from_pairs(
+        pairs: impl IntoIterator<Item = (TokenId, f32)>,
+        selected: Option<TokenId>,
+    ) -> Side {
+        let logits: BTreeMap<TokenId, f32> = pairs
+            .into_iter()
+            .filter(|(_, l)| *l > f32::NEG_INFINITY)
+            .collect();
+        Side {
+            survivors: logits.keys().copied().collect(),
+            logits,
+            selected,
+        }
+    }
+
+    fn from_candidates(c: &Candidates) -> Side {
+        Side::from_pairs(c.entries.iter().map(|e| (e.id, e.logit)), c.selected_id())
+    }
+}
+
+/// The oracle's answer for the case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OracleSide {
+    #[serde(serialize_with = "detector::ids")]
+    pub survivors: Vec<TokenId>,
+    #[serde(serialize_with = "opt_id")]
+    pub selected: Option<TokenId>,
+    /// Why its answer rests on a tie or a rounding margin, if it does.
+    pub undecided: Option<String>,
+}
+
+/// Everything measured on one case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    pub case: String,
+    pub chain: String,
+    /// Whether the chain draws (then its token is a draw: it must be a survivor, and the two
+    /// paths' tokens are compared as a note).
+    pub draws: bool,
+    /// Where each stage ran (`in_graph`), as llama.cpp named it after setting up the chain.
+    pub places: Vec<Place>,
+    pub graph: Side,
+    pub cpu: Side,
+    pub oracle: OracleSide,
+    /// Entries the graph returned, and how many of them it masked with `-inf` instead of
+    /// dropping.
+    pub graph_returned: usize,
+    pub graph_masked: usize,
+    /// The largest distance, in units in the last place, between a survivor's logit on the two
+    /// paths, over the survivors both kept; and the allowed one.
+    pub max_ulps: u32,
+    pub allowed_ulps: u32,
+    /// The probabilities the graph returned, against the oracle's softmax of its survivors.
+    pub probs: Option<Probs>,
+    /// How many entries the stage alone keeps before `min_keep` tops it up (cases with a
+    /// `min_keep` above 1 only; the case shows the parameter only if this is below it).
+    pub kept_without_min_keep: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Place {
+    pub stage: String,
+    pub in_graph: bool,
+}
+
+impl From<StagePlace> for Place {
+    fn from(p: StagePlace) -> Place {
+        Place {
+            stage: p.name,
+            in_graph: p.in_graph,
+        }
+    }
+}
+
+/// The graph's probabilities against the oracle's, and the tolerance (f32 softmax over `n`
+/// entries: `8 (n + 2) eps` absolute, the oracle's own slack for an f32 probability sum).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Probs {
+    pub count: usize,
+    /// Entries with probability 0 (masked), and whether every one of them was masked.
+    pub zero: usize,
+    pub max_abs_difference: f64,
+    pub tolerance: f64,
+}
+
+impl Outcome {
+    /// The graph kept a different set from the oracle's.
+    pub fn survivors_differ(&self) -> bool {
+        self.graph.survivors != self.oracle.survivors
+    }
+
+    /// A survivor's logit is further from the CPU's than the case allows.
+    pub fn values_differ(&self) -> bool {
+        self.max_ulps > self.allowed_ulps
+    }
+
+    /// A deterministic choice (greedy) differs from the oracle's, or a draw lies outside the
+    /// oracle's survivors.
+    pub fn choice_wrong(&self) -> bool {
+        match (self.draws, self.graph.selected) {
+            (true, Some(t)) => !self.oracle.survivors.contains(&t),
+            (false, Some(t)) => self.oracle.selected.is_some_and(|o| o != t),
+            (_, None) => false,
+        }
+    }
+
+    pub fn probs_differ(&self) -> bool {
+        self.probs
+            .as_ref()
+            .is_some_and(|p| p.max_abs_difference > p.tolerance)
+    }
+
+    /// The row's verdict: `present` on any difference, `undecided` when the oracle's answer
+    /// rests on a tie or margin and something differs.
+    pub fn verdict(&self) -> Verdict {
+        let differs = self.survivors_differ()
+            || self.values_differ()
+            || self.choice_wrong()
+            || self.probs_differ();
+        match (differs, &self.oracle.undecided) {
+            (true, Some(_)) => Verdict::Undecided,
+            (d, _) => Verdict::found(d),
+        }
+    }
+
+    pub fn evidence(&self) -> String {
+        let graph_places: Vec<&str> = (self.places.iter())
+            .filter(|p| p.in_graph)
+            .map(|p| p.stage.as_str())
+            .collect();
+        let mut e = format!(
+            "{}: in the graph: {}; the graph returned {} entries ({} masked with -inf), keeps {} against the oracle's {}{}; the CPU keeps {}; survivor logits up to {} ulp from the CPU's (allowed {})",
+            self.chain,
+            if graph_places.is_empty() { "nothing".to_string() } else { graph_places.join(", ") },
+            self.graph_returned,
+            self.graph_masked,
+            self.graph.survivors.len(),
+            self.oracle.survivors.len(),
+            if self.survivors_differ() { " (a different set)" } else { " (the same set)" },
+            self.cpu.survivors.len(),
+            self.max_ulps,
+            self.allowed_ulps,
+        );
+        if let Some(k) = self.kept_without_min_keep {
+            e += &format!("; without min_keep the stage would keep {k}");
+        }
+        if let Some(t) = self.graph.selected {
+            e += &format!(
+                "; the graph chose {t}, the CPU {}{}",
+                self.cpu
+                    .selected
+                    .map_or("nothing".to_string(), |c| c.to_string()),
+                if self.draws {
+                    " (a draw each, same seed: a note, not the verdict; the draw must be a survivor)"
+                } else {
+                    ""
+                }
+            );
+        }
+        if let Some(p) = &self.probs {
+            e += &format!(
+                "; its {} probabilities ({} zero) are up to {:.2e} from the oracle's softmax (tolerance {:.2e})",
+                p.count, p.zero, p.max_abs_difference, p.tolerance
+            );
+        }
+        if let Some(u) = &self.oracle.undecided {
+            e += &format!("; the oracle is undecided: {u}");
+        }
+        e
+    }
+}
+
+fn opt_id<S: serde::Serializer>(id: &Option<TokenId>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&id.map(|t| t.0), s)
+}
+
+/// Units in the last place between two finite f32 values of any sign.
+pub fn ulps(a: f32, b: f32) -> u32 {
+    let key = |x: f32| {
+        let i = x.to_bits() as i32;
+        if i < 0 {
+            i32::MIN.wrapping_sub(i)
+        } else {
+            i
+        }
+    };
+    key(a).wrapping_sub(key(b)).unsigned_abs()
+}
+
+/// The context size every case uses for `prompt`.
+fn n_ctx(prompt: &[TokenId]) -> u32 {
+    (prompt.len() as u32 + 8).max(64)
+}
+
+/// The raw logits after `prompt` from a plain context of the graph contexts' shape, checked
+/// against what a graph context whose chain is `greedy` alone hands back (greedy leaves the
+/// logits as they came): they must be the same bits, or no comparison here would mean
+/// anything, and the run stops.
+pub fn raw_logits(model: &Arc<Model>, prompt: &[TokenId], threads: i32) -> Result<Vec<f32>> {
+    let mut plain = Context::with_attention(model, n_ctx(prompt), Attention::Auto, threads)?;
+    plain.decode(prompt)?;
+    let raw = plain.logits()?;
+    let greedy = Sampler::chain(vec![SamplerSpec::from(Stage::Greedy).build()?])?;
+    let mut g = GraphContext::new(model, n_ctx(prompt), greedy, 1, threads)?;
+    g.decode(prompt)?;
+    let out = g.output()?;
+    let same = out.logits.as_ref().is_some_and(|l| {
+        l.len() == raw.len()
+            && out
+                .candidates
+                .iter()
+                .zip(l)
+                .all(|(id, x)| raw[id.0 as usize].to_bits() == x.to_bits())
+    });
+    ensure!(
+        same,
+        "a graph context's logits for the prompt are not the plain context's bit for bit, so the two paths would not start from the same row"
+    );
+    Ok(raw)
+}
+
+/// Runs `case` on `model` after `prompt`, whose raw logits are `raw` ([`raw_logits`]).
+pub fn run(
+    model: &Arc<Model>,
+    prompt: &[TokenId],
+    raw: &[f32],
+    case: &Case,
+    threads: i32,
+) -> Result<Outcome> {
+    let n_vocab = model.n_vocab();
+    let mut ctx = GraphContext::new(model, n_ctx(prompt), case.build(n_vocab)?, 1, threads)?;
+    ctx.decode(prompt)?;
+    let out = ctx.output()?;
+    let places: Vec<Place> = ctx.places().into_iter().map(Place::from).collect();
+    let returned: Vec<(TokenId, f32)> = match &out.logits {
+        Some(l) => out
+            .candidates
+            .iter()
+            .copied()
+            .zip(l.iter().copied())
+            .collect(),
+        None => (raw.iter().enumerate())
+            .map(|(i, &l)| (TokenId(i as i32), l))
+            .collect(),
+    };
+    let graph_masked = returned
+        .iter()
+        .filter(|(_, l)| *l == f32::NEG_INFINITY)
+        .count();
+    let (tail, token) = ctx.finish(&out)?;
+    let graph = match &tail {
+        Some(c) => Side::from_candidates(c),
+        None => Side::from_pairs(returned.iter().copied(), token),
+    };
+    let graph = Side {
+        selected: token,
+        ..graph
+    };
+
+    let mut cpu_chain = case.build(n_vocab)?;
+    let mut cands = Candidates::from_logits(raw);
+    cpu_chain.apply(&mut cands)?;
+    let cpu = Side::from_candidates(&cands);
+
+    let stages = case.oracle_stages();
+    let pool = Pool::from_logits(raw);
+    let comp = compose(&stages, &pool, &[]);
+    let oracle = OracleSide {
+        survivors: comp.pool.survivors(),
+        selected: comp.selected,
+        undecided: (!comp.edges.is_empty()).then(|| {
+            (comp.edges.iter())
+                .map(|(i, e)| format!("stage {}: {}", i + 1, e.0))
+                .collect::<Vec<_>>()
+                .join("; ")
+        }),
+    };
+
+    let max_ulps = (graph.logits.iter())
+        .filter_map(|(id, &g)| cpu.logits.get(id).map(|&c| ulps(g, c)))
+        .max()
+        .unwrap_or(0);
+    let probs = out.probs.as_ref().map(|p| {
+        let exact: BTreeMap<TokenId, f64> = comp
+            .pool
+            .entries()
+            .iter()
+            .map(|e| e.id)
+            .zip(comp.pool.probabilities())
+            .collect();
+        let max_abs_difference = (out.candidates.iter().zip(p))
+            .map(|(id, &q)| (q as f64 - exact.get(id).copied().unwrap_or(0.0)).abs())
+            .fold(0.0, f64::max);
+        Probs {
+            count: p.len(),
+            zero: p.iter().filter(|&&q| q == 0.0).count(),
+            max_abs_difference,
+            tolerance: 8.0 * (p.len() as f64 + 2.0) * f32::EPSILON as f64,
+        }
+    });
+    let kept_without_min_keep = min_keep_shown(&stages, &pool);
+    Ok(Outcome {
+        case: case.name.clone(),
+        chain: case.describe(),
+        draws: case.draws(),
+        places,
+        graph_returned: returned.len(),
+        graph_masked,
+        graph,
+        cpu,
+        oracle,
+        max_ulps,
+        allowed_ulps: case.ulps,
+        probs,
+        kept_without_min_keep,
+    })
+}
+
+/// For a single top_p or min_p stage with `min_keep > 1`: what it keeps with `min_keep = 1`.
+fn min_keep_shown(stages: &[oracle::stage::Stage], pool: &Pool) -> Option<usize> {
+    use oracle::stage::Stage;
+    let one = match stages {
+        [Stage::TopP { p, min_keep }] if *min_keep > 1 => Stage::TopP { p: *p, min_keep: 1 },
+        [Stage::MinP { p, min_keep }] if *min_keep > 1 => Stage::MinP { p: *p, min_keep: 1 },
+        _ => return None,
+    };
+    Some(compose(&[one], pool, &[]).pool.survivors().len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ulps;
+
+    #[test]
+    fn ulps_count_across_zero_and_between_neighbours() {
+        assert_eq!(ulps(1.0, 1.0), 0);
+        assert_eq!(ulps(1.0, f32::from_bits(1.0f32.to_bits() + 1)), 1);
+        assert_eq!(ulps(-1.0, f32::from_bits((-1.0f32).to_bits() + 2)), 2);
+        assert_eq!(ulps(0.0, -0.0), 0);
+        assert_eq!(ulps(f32::from_bits(1), -f32::from_bits(1)), 2);
+    }
+}
