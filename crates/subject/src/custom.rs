@@ -56,7 +56,7 @@ pub trait CustomSampler: Any + Send {
     /// as llama.cpp's own stages' names gain a `+`).
     fn placed_in_graph(&mut self) {}
     /// Adds this sampler's ops to the sampling graph (`backend_apply`).
-    fn graph_apply(&mut self, _g: &mut GraphOps) {}
+    fn graph_apply(&mut self, _g: &GraphOps) {}
 }
 
 /// The `llama_token_data_array` a custom sampler's `apply` works on.
@@ -197,18 +197,39 @@ unsafe extern "C" fn copy_state_cb(src: *const sys::llama_sampler, dst: *mut sys
     })
 }
 
+/// `backend_init`: the sampler runs in the graph (it was put on a graph table only if it
+/// said so); the buffer type is not asked, so a planted stage claims every backend.
 #[cfg(llama_fn = "llama_get_sampled_token_ith")]
+fn backend_init(smpl: *mut sys::llama_sampler) -> bool {
+    // SAFETY: llama.cpp calls back only with the live sampler this iface belongs to.
+    no_unwind(|| {
+        unsafe { inner(smpl) }.placed_in_graph();
+        true
+    })
+}
+
+// The callback gained its third parameter with `n_outputs_max_per_seq` (after b10200).
+#[cfg(all(
+    llama_fn = "llama_get_sampled_token_ith",
+    llama_field = "llama_context_params.n_outputs_max_per_seq"
+))]
 unsafe extern "C" fn backend_init_cb(
     smpl: *mut sys::llama_sampler,
     _buft: sys::ggml_backend_buffer_type_t,
     _n_outputs_max_per_seq: u32,
 ) -> bool {
-    // SAFETY: llama.cpp calls back only with the live sampler this iface belongs to.
-    no_unwind(|| {
-        let s = unsafe { inner(smpl) };
-        s.placed_in_graph();
-        true
-    })
+    backend_init(smpl)
+}
+
+#[cfg(all(
+    llama_fn = "llama_get_sampled_token_ith",
+    not(llama_field = "llama_context_params.n_outputs_max_per_seq")
+))]
+unsafe extern "C" fn backend_init_cb(
+    smpl: *mut sys::llama_sampler,
+    _buft: sys::ggml_backend_buffer_type_t,
+) -> bool {
+    backend_init(smpl)
 }
 
 #[cfg(llama_fn = "llama_get_sampled_token_ith")]
@@ -221,13 +242,13 @@ unsafe extern "C" fn backend_apply_cb(
     // SAFETY: llama.cpp passes the live sampler, the graph's context and its live data.
     no_unwind(|| unsafe {
         let data = &mut *data;
-        let mut g = GraphOps {
+        let g = GraphOps {
             ctx,
-            logits: data.logits,
+            logits: std::cell::Cell::new(data.logits),
             candidates: data.candidates,
         };
-        inner(smpl).graph_apply(&mut g);
-        data.logits = g.logits;
+        inner(smpl).graph_apply(&g);
+        data.logits = g.logits.get();
     })
 }
 

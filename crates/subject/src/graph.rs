@@ -20,6 +20,8 @@ use crate::sampler::Sampler;
 use crate::{Candidates, NotOffered};
 use anyhow::{ensure, Context as _, Result};
 use oracle::TokenId;
+use std::cell::Cell;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -331,6 +333,8 @@ fn open(
             {
                 p.n_outputs_max_per_seq = outputs_per_seq;
             }
+            #[cfg(not(llama_field = "llama_context_params.n_outputs_max_per_seq"))]
+            let _ = outputs_per_seq;
             p.samplers = seqs.as_mut_ptr();
             p.n_samplers = 1;
             ffi!(sys::llama_init_from_model(model.raw.as_ptr(), p))
@@ -344,10 +348,11 @@ fn open(
     }
 }
 
-/// A ggml tensor of the sampling graph being built (valid only inside
-/// [`CustomSampler::graph_apply`](crate::CustomSampler::graph_apply)).
+/// A ggml tensor of the sampling graph being built, valid only while the [`GraphOps`] it came
+/// from is (inside [`CustomSampler::graph_apply`](crate::CustomSampler::graph_apply)): the
+/// lifetime keeps a sampler from holding one across graph builds.
 #[derive(Debug, Clone, Copy)]
-pub struct Tensor(*mut sys::ggml_tensor);
+pub struct Tensor<'g>(*mut sys::ggml_tensor, PhantomData<&'g GraphOps>);
 
 /// The sampling graph a Rust sampler adds its ops to, and the tensors it works on: llama.cpp's
 /// `llama_sampler_data` (the logits, and the candidate ids they map to once a stage narrowed
@@ -355,30 +360,31 @@ pub struct Tensor(*mut sys::ggml_tensor);
 /// so only the planted stages written in this workspace, whose shapes are fixed, use it.
 pub struct GraphOps {
     pub(crate) ctx: *mut sys::ggml_context,
-    pub(crate) logits: *mut sys::ggml_tensor,
+    pub(crate) logits: Cell<*mut sys::ggml_tensor>,
     pub(crate) candidates: *mut sys::ggml_tensor,
 }
 
 impl GraphOps {
-    fn op(&self, f: impl FnOnce(*mut sys::ggml_context) -> *mut sys::ggml_tensor) -> Tensor {
-        Tensor(f(self.ctx))
+    fn op(&self, f: impl FnOnce(*mut sys::ggml_context) -> *mut sys::ggml_tensor) -> Tensor<'_> {
+        Tensor(f(self.ctx), PhantomData)
     }
 
     /// The logits as they reach this stage, flattened to one row.
-    pub fn logits(&self) -> Tensor {
+    pub fn logits(&self) -> Tensor<'_> {
+        let l = self.logits.get();
         // SAFETY: live graph context and tensor, inside backend_apply.
-        self.op(|c| unsafe {
-            ffi!(sys::ggml_reshape_1d(
-                c,
-                self.logits,
-                ffi!(sys::ggml_nelements(self.logits))
-            ))
-        })
+        self.op(|c| unsafe { ffi!(sys::ggml_reshape_1d(c, l, ffi!(sys::ggml_nelements(l)))) })
     }
 
-    /// The logits this stage leaves (same length as it was given: masking, not truncating).
-    pub fn set_logits(&mut self, t: Tensor) {
-        self.logits = t.0;
+    /// The logits this stage leaves: as many as it was given (masking, not truncating).
+    pub fn set_logits(&self, t: Tensor<'_>) {
+        let (now, new) = (self.logits(), t);
+        assert_eq!(
+            self.len(now),
+            self.len(new),
+            "a stage here masks; it must not change the length"
+        );
+        self.logits.set(t.0);
     }
 
     /// Whether an earlier stage narrowed or reordered the ids (then `logits[i]` belongs to
@@ -388,34 +394,34 @@ impl GraphOps {
     }
 
     /// Number of elements of `t`.
-    pub fn len(&self, t: Tensor) -> i64 {
+    pub fn len(&self, t: Tensor<'_>) -> i64 {
         // SAFETY: a live tensor of this graph.
         unsafe { ffi!(sys::ggml_nelements(t.0)) }
     }
 
     /// Index of the largest element (ties: the first).
-    pub fn argmax(&self, t: Tensor) -> Tensor {
+    pub fn argmax(&self, t: Tensor<'_>) -> Tensor<'_> {
         // SAFETY: as for every op here: a live graph context and tensors of this graph.
         self.op(|c| unsafe { ffi!(sys::ggml_argmax(c, t.0)) })
     }
 
     /// Indices of the `k` largest elements (in no promised order).
-    pub fn top_k(&self, t: Tensor, k: i32) -> Tensor {
+    pub fn top_k(&self, t: Tensor<'_>, k: i32) -> Tensor<'_> {
         self.op(|c| unsafe { ffi!(sys::ggml_top_k(c, t.0, k)) })
     }
 
     /// Indices that sort `t` ascending.
-    pub fn argsort_ascending(&self, t: Tensor) -> Tensor {
+    pub fn argsort_ascending(&self, t: Tensor<'_>) -> Tensor<'_> {
         self.op(|c| unsafe { ffi!(sys::ggml_argsort(c, t.0, sys::GGML_SORT_ORDER_ASC)) })
     }
 
     /// The first `n` elements of `t` (a view).
-    pub fn head(&self, t: Tensor, n: i64) -> Tensor {
+    pub fn head(&self, t: Tensor<'_>, n: i64) -> Tensor<'_> {
         self.op(|c| unsafe { ffi!(sys::ggml_view_1d(c, t.0, n, 0)) })
     }
 
     /// `values[idx[j]]` for each j, as one flat row.
-    pub fn gather(&self, values: Tensor, idx: Tensor) -> Tensor {
+    pub fn gather(&self, values: Tensor, idx: Tensor<'_>) -> Tensor<'_> {
         let n = self.len(values);
         let m = self.len(idx);
         self.op(|c| unsafe {
@@ -429,7 +435,7 @@ impl GraphOps {
     }
 
     /// `a * s + b`, elementwise.
-    pub fn scale_bias(&self, a: Tensor, s: f32, b: f32) -> Tensor {
+    pub fn scale_bias(&self, a: Tensor<'_>, s: f32, b: f32) -> Tensor<'_> {
         #[cfg(llama_fn = "ggml_scale_bias")]
         {
             self.op(|c| unsafe { ffi!(sys::ggml_scale_bias(c, a.0, s, b)) })
@@ -442,27 +448,27 @@ impl GraphOps {
     }
 
     /// `a - b`, `b` broadcast over `a`.
-    pub fn sub(&self, a: Tensor, b: Tensor) -> Tensor {
+    pub fn sub(&self, a: Tensor, b: Tensor<'_>) -> Tensor<'_> {
         self.op(|c| unsafe { ffi!(sys::ggml_sub(c, a.0, b.0)) })
     }
 
     /// `a + b`, `b` broadcast over `a`.
-    pub fn add(&self, a: Tensor, b: Tensor) -> Tensor {
+    pub fn add(&self, a: Tensor, b: Tensor<'_>) -> Tensor<'_> {
         self.op(|c| unsafe { ffi!(sys::ggml_add(c, a.0, b.0)) })
     }
 
     /// `max(a, 0)`, elementwise.
-    pub fn relu(&self, a: Tensor) -> Tensor {
+    pub fn relu(&self, a: Tensor<'_>) -> Tensor<'_> {
         self.op(|c| unsafe { ffi!(sys::ggml_relu(c, a.0)) })
     }
 
     /// 1 where `a > 0`, else 0.
-    pub fn step(&self, a: Tensor) -> Tensor {
+    pub fn step(&self, a: Tensor<'_>) -> Tensor<'_> {
         self.op(|c| unsafe { ffi!(sys::ggml_step(c, a.0)) })
     }
 
     /// Natural log, elementwise (`log 0 = -inf`: how llama.cpp's own stages mask).
-    pub fn log(&self, a: Tensor) -> Tensor {
+    pub fn log(&self, a: Tensor<'_>) -> Tensor<'_> {
         self.op(|c| unsafe { ffi!(sys::ggml_log(c, a.0)) })
     }
 }

@@ -68,6 +68,11 @@ pub struct Outcome {
     /// Whether the chain draws (then its token is a draw: it must be a survivor, and the two
     /// paths' tokens are compared as a note).
     pub draws: bool,
+    /// Whether the chain ends by choosing a token (then choosing none is a difference).
+    pub selects: bool,
+    /// Whether some stage ran in the graph and the graph handed anything back; without it the
+    /// row compares the CPU with itself and cannot show an in-graph defect.
+    pub ran_in_graph: bool,
     /// Where each stage ran (`in_graph`), as llama.cpp named it after setting up the chain.
     pub places: Vec<Place>,
     pub graph: Side,
@@ -131,7 +136,7 @@ impl Outcome {
         match (self.draws, self.graph.selected) {
             (true, Some(t)) => !self.oracle.survivors.contains(&t),
             (false, Some(t)) => self.oracle.selected.is_some_and(|o| o != t),
-            (_, None) => false,
+            (_, None) => self.selects,
         }
     }
 
@@ -142,8 +147,12 @@ impl Outcome {
     }
 
     /// The row's verdict: `present` on any difference, `undecided` when the oracle's answer
-    /// rests on a tie or margin and something differs.
+    /// rests on a tie or margin and something differs, `inconclusive` when nothing ran in the
+    /// graph.
     pub fn verdict(&self) -> Verdict {
+        if !self.ran_in_graph {
+            return Verdict::Inconclusive;
+        }
         let differs = self.survivors_differ()
             || self.values_differ()
             || self.choice_wrong()
@@ -193,6 +202,9 @@ impl Outcome {
                 "; its {} probabilities ({} zero) are up to {:.2e} from the oracle's softmax (tolerance {:.2e})",
                 p.count, p.zero, p.max_abs_difference, p.tolerance
             );
+        }
+        if !self.ran_in_graph {
+            e += "; nothing ran in the graph, so this row cannot show an in-graph defect";
         }
         if let Some(u) = &self.oracle.undecided {
             e += &format!("; the oracle is undecided: {u}");
@@ -334,6 +346,9 @@ pub fn run(
         case: case.name.clone(),
         chain: case.describe(),
         draws: case.draws(),
+        selects: case.selects(),
+        ran_in_graph: places.iter().any(|p| p.in_graph)
+            && (out.logits.is_some() || out.sampled.is_some() || out.probs.is_some()),
         places,
         graph_returned: returned.len(),
         graph_masked,

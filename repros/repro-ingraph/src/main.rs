@@ -1,11 +1,13 @@
 //! F8, `ingraph-<case>`: since b7709 a llama.cpp context can run a sampler chain's
 //! backend-capable prefix (greedy, dist, top_k, top_p, min_p, temp, temp_ext, logit_bias,
 //! penalties) as ggml ops after the model's output. Those ops are separate implementations of
-//! the same samplers; on the CPU backend every op is supported, so they run on this machine.
+//! the same samplers; llama.cpp counts every op as supported on a CPU backend, so they run on
+//! this machine (each row prints which stages did).
 //!
-//! Mechanism: one decode whose output row belongs to two sequences, one with the chain and
-//! one without, yields both the in-graph result and the raw logits it came from. The same
-//! chain then runs on the CPU over those raw logits, and the oracle composes the same stages.
+//! Mechanism: each chain runs in a context that samples in the graph (and its CPU tail, if
+//! any, through `llama_sampler_sample`'s steps); the same chain runs on the CPU over the raw
+//! logits of the same prompt from a plain context of the same shape, checked first to be the
+//! graph's starting row bit for bit; and the oracle composes the same stages over them.
 //! Each case is a verdict row: `present` when the graph keeps a different set from the
 //! oracle's, a survivor's logit is further from the CPU's than the case allows, a greedy
 //! choice differs, a draw falls outside the survivors, or the graph's probabilities are off

@@ -93,7 +93,7 @@ impl CustomSampler for PlantedMinP {
 
     /// The same rule as ggml ops: `threshold = max + ln p`, lowered to the `min_keep`-th
     /// largest logit when keeping `min_keep`; entries below it get `log 0 = -inf` added.
-    fn graph_apply(&mut self, g: &mut GraphOps) {
+    fn graph_apply(&mut self, g: &GraphOps) {
         let l = g.logits();
         let max = g.gather(l, g.argmax(l));
         let mut threshold = g.scale_bias(max, 1.0, self.p.ln());
