@@ -246,9 +246,13 @@ unsafe extern "C" fn backend_apply_cb(
             ctx,
             logits: std::cell::Cell::new(data.logits),
             candidates: data.candidates,
+            sampled: std::cell::Cell::new(data.sampled),
+            probs: std::cell::Cell::new(data.probs),
         };
         inner(smpl).graph_apply(&g);
         data.logits = g.logits.get();
+        data.sampled = g.sampled.get();
+        data.probs = g.probs.get();
     })
 }
 

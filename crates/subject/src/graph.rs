@@ -362,6 +362,9 @@ pub struct GraphOps {
     pub(crate) ctx: *mut sys::ggml_context,
     pub(crate) logits: Cell<*mut sys::ggml_tensor>,
     pub(crate) candidates: *mut sys::ggml_tensor,
+    /// What a selecting stage chose (an id, not an index), and the probabilities it used.
+    pub(crate) sampled: Cell<*mut sys::ggml_tensor>,
+    pub(crate) probs: Cell<*mut sys::ggml_tensor>,
 }
 
 impl GraphOps {
@@ -387,10 +390,38 @@ impl GraphOps {
         self.logits.set(t.0);
     }
 
-    /// Whether an earlier stage narrowed or reordered the ids (then `logits[i]` belongs to
-    /// candidate `i`, not to id `i`).
-    pub fn has_candidates(&self) -> bool {
-        !self.candidates.is_null()
+    /// The ids the logits belong to, if an earlier stage narrowed or reordered them (then
+    /// `logits[i]` belongs to candidate `i`, not to id `i`).
+    pub fn candidates(&self) -> Option<Tensor<'_>> {
+        let c = self.candidates;
+        // SAFETY: a live tensor of this graph.
+        (!c.is_null()).then(|| {
+            self.op(|ctx| unsafe {
+                ffi!(sys::ggml_reshape_1d(ctx, c, ffi!(sys::ggml_nelements(c))))
+            })
+        })
+    }
+
+    /// The token this stage chose: a one-element tensor holding an id.
+    pub fn set_sampled(&self, t: Tensor<'_>) {
+        assert_eq!(self.len(t), 1, "a choice is one id");
+        self.sampled.set(t.0);
+    }
+
+    /// The probabilities this stage computed, one per logit.
+    pub fn set_probs(&self, t: Tensor<'_>) {
+        assert_eq!(
+            self.len(t),
+            self.len(self.logits()),
+            "one probability per logit"
+        );
+        self.probs.set(t.0);
+    }
+
+    /// `softmax(a)`.
+    pub fn soft_max(&self, a: Tensor<'_>) -> Tensor<'_> {
+        // SAFETY: as for every op here.
+        self.op(|c| unsafe { ffi!(sys::ggml_soft_max(c, a.0)) })
     }
 
     /// Number of elements of `t`.

@@ -2,7 +2,7 @@
 //! controls through the same comparison, and the report.
 
 use crate::case::{self, Case, MIN_KEEP};
-use crate::compare::{self, Outcome};
+use crate::compare::{self, Check, Outcome};
 use anyhow::Result;
 use harness::LoadedModel;
 use report::{Control, ControlKind, Report, Table, Verdict};
@@ -24,8 +24,8 @@ pub struct Measured {
     pub prompt: String,
     pub prompt_tokens: usize,
     pub rows: Vec<Outcome>,
-    /// The planted exact stage and the one that ignores min_keep in the graph.
-    pub planted: [Outcome; 2],
+    /// Each planted pair: (exact, wrong), in [`case::planted`]'s order.
+    pub planted: Vec<[Outcome; 2]>,
 }
 
 /// The finding on the linked build.
@@ -47,8 +47,9 @@ pub fn run(m: &LoadedModel, prompt: &str, cases: &[Case], threads: i32) -> Resul
     let raw = compare::raw_logits(&m.model, &ids, threads)?;
     let go = |c: &Case| compare::run(&m.model, &ids, &raw, c, threads);
     let rows = cases.iter().map(go).collect::<Result<Vec<_>>>()?;
-    let [exact, ignores] = case::planted();
-    let planted = [go(&exact)?, go(&ignores)?];
+    let planted = (case::planted().iter())
+        .map(|[exact, wrong]| Ok([go(exact)?, go(wrong)?]))
+        .collect::<Result<Vec<_>>>()?;
     Ok(Audit {
         build,
         measured: Ok(Measured {
@@ -61,12 +62,43 @@ pub fn run(m: &LoadedModel, prompt: &str, cases: &[Case], threads: i32) -> Resul
     })
 }
 
-const EXACT: &str = "planted min_p=0.5:8 in the graph, exact";
-const IGNORES: &str = "planted min_p=0.5:8 in the graph, ignoring min_keep there";
-
-/// The planted rows' protocol: the graph path must be taken, min_keep must bind.
+/// Whether a planted row exercised what it plants: its stage added ops to the decode's graph,
+/// every stage of the chain ran there, and (for min_p) min_keep binds.
 fn planted_ran(o: &Outcome) -> bool {
-    o.places.iter().all(|p| p.in_graph) && o.kept_without_min_keep.is_some_and(|k| k < MIN_KEEP)
+    o.planted_graph_builds.is_some_and(|n| n > 0)
+        && o.places.iter().all(|p| p.in_graph)
+        && o.kept_without_min_keep.is_none_or(|k| k < MIN_KEEP)
+}
+
+/// The control's name: what is planted and which check must (or must not) fire.
+fn control_name(o: &Outcome, exact: bool) -> String {
+    if exact {
+        format!("{}: an exact in-graph stage passes every check", o.chain)
+    } else {
+        format!(
+            "{}: the wrong in-graph stage trips the {} check",
+            o.chain,
+            target_of(o)
+        )
+    }
+}
+
+fn target_of(o: &Outcome) -> &'static str {
+    match planted_target(o) {
+        Check::Survivors => "survivor-set",
+        Check::Values => "value",
+        Check::Choice => "choice",
+        Check::Probs => "probability",
+    }
+}
+
+/// The check a planted row's wrong version targets, from its case.
+fn planted_target(o: &Outcome) -> Check {
+    (case::planted().iter())
+        .flat_map(|p| p.iter())
+        .find(|c| c.name == o.case)
+        .and_then(|c| c.planted().map(|p| p.target()))
+        .expect("a planted outcome comes from a planted case")
 }
 
 #[derive(Serialize)]
@@ -84,25 +116,31 @@ impl Audit {
         let m = match &self.measured {
             Ok(m) => m,
             Err(why) => {
-                return vec![
-                    Control::not_run(ControlKind::Positive, IGNORES, why),
-                    Control::not_run(ControlKind::Negative, EXACT, why),
-                ]
+                return (case::planted().iter())
+                    .flat_map(|[exact, wrong]| {
+                        [
+                            Control::not_run(ControlKind::Positive, wrong.describe(), why),
+                            Control::not_run(ControlKind::Negative, exact.describe(), why),
+                        ]
+                    })
+                    .collect()
             }
         };
-        let [exact, ignores] = &m.planted;
-        vec![
-            Control::positive(
-                IGNORES,
-                planted_ran(ignores) && ignores.verdict() == Verdict::Present,
-                ignores.evidence(),
-            ),
-            Control::negative(
-                EXACT,
+        let mut out = Vec::new();
+        for [exact, wrong] in &m.planted {
+            // The wrong stage must trip exactly its own check.
+            out.push(Control::positive(
+                control_name(wrong, false),
+                planted_ran(wrong) && wrong.flags() == vec![planted_target(wrong)],
+                wrong.evidence(),
+            ));
+            out.push(Control::negative(
+                control_name(exact, true),
                 planted_ran(exact) && exact.verdict() == Verdict::Absent,
                 exact.evidence(),
-            ),
-        ]
+            ));
+        }
+        out
     }
 
     pub fn report(&self) -> Report {
@@ -213,7 +251,7 @@ fn text(m: &Measured, rows: &[(&Outcome, Verdict)]) -> String {
     for (o, v) in rows
         .iter()
         .copied()
-        .chain(m.planted.iter().map(|o| (o, o.verdict())))
+        .chain(m.planted.iter().flatten().map(|o| (o, o.verdict())))
     {
         let places: Vec<String> = (o.places.iter())
             .map(|p| {

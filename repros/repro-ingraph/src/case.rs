@@ -2,18 +2,27 @@
 //! alone, chains that run wholly in the graph, chains whose graph prefix hands over to a CPU
 //! tail, and the planted controls.
 
-use crate::planted::PlantedMinP;
+use crate::planted::{Kind, Planted};
 use anyhow::{Context, Result};
 use oracle::stage::Stage;
 use subject::{Sampler, SamplerSpec};
 
-/// What a case's chain is made of.
+/// One stage of a case's chain.
 #[derive(Debug, Clone)]
-pub enum Links {
-    /// llama.cpp's own stages, in order.
-    Stages(Vec<Stage>),
-    /// One planted stage (see [`crate::planted`]), judged against its oracle stage.
-    Planted(PlantedMinP),
+pub enum Link {
+    /// One of llama.cpp's own stages.
+    Llama(Stage),
+    /// A stage written here (see [`crate::planted`]), judged against its oracle stage.
+    Planted(Planted),
+}
+
+impl Link {
+    fn stage(&self) -> Stage {
+        match self {
+            Link::Llama(s) => s.clone(),
+            Link::Planted(p) => p.stage(),
+        }
+    }
 }
 
 /// One chain and how closely its two paths must agree.
@@ -21,7 +30,7 @@ pub enum Links {
 pub struct Case {
     /// The row's name: `ingraph-<name>`.
     pub name: String,
-    pub links: Links,
+    pub links: Vec<Link>,
     /// How many units in the last place a survivor's logit may differ between the graph and
     /// the CPU: 0 where both paths copy, mask or add exactly; 1 where the graph multiplies by
     /// `fl(1/t)` and the CPU divides by `t` (both faithful, so at most one ulp apart).
@@ -29,13 +38,17 @@ pub struct Case {
 }
 
 impl Case {
-    pub fn stages(name: &str, text: &str) -> Case {
-        let stages = parse(text).expect("registered cases parse");
+    fn of(name: &str, links: Vec<Link>) -> Case {
         Case {
             name: name.to_string(),
-            ulps: u32::from(stages.iter().any(needs_ulp)),
-            links: Links::Stages(stages),
+            ulps: u32::from(links.iter().any(|l| needs_ulp(&l.stage()))),
+            links,
         }
+    }
+
+    pub fn stages(name: &str, text: &str) -> Case {
+        let stages = parse(text).expect("registered cases parse");
+        Case::of(name, stages.into_iter().map(Link::Llama).collect())
     }
 
     /// A case from the command line: `--stage` texts in order.
@@ -48,44 +61,46 @@ impl Case {
             })
             .collect::<Result<Vec<_>>>()?;
         anyhow::ensure!(!stages.is_empty(), "give at least one --stage");
-        Ok(Case {
-            name: texts.join(","),
-            ulps: u32::from(stages.iter().any(needs_ulp)),
-            links: Links::Stages(stages),
-        })
+        Ok(Case::of(
+            &texts.join(","),
+            stages.into_iter().map(Link::Llama).collect(),
+        ))
     }
 
     /// The oracle's description of the chain.
     pub fn oracle_stages(&self) -> Vec<Stage> {
-        match &self.links {
-            Links::Stages(s) => s.clone(),
-            Links::Planted(p) => vec![p.stage()],
-        }
+        self.links.iter().map(Link::stage).collect()
+    }
+
+    /// The planted stage of the chain, if it has one.
+    pub fn planted(&self) -> Option<&Planted> {
+        self.links.iter().find_map(|l| match l {
+            Link::Planted(p) => Some(p),
+            Link::Llama(_) => None,
+        })
     }
 
     /// A fresh chain of this case for a vocabulary of `n_vocab` ids.
     pub fn build(&self, n_vocab: i32) -> Result<Sampler> {
-        let members = match &self.links {
-            Links::Stages(stages) => stages
-                .iter()
-                .map(|s| SamplerSpec::from(s.clone()).with_vocab(n_vocab).build())
-                .collect::<Result<Vec<_>>>()
-                .with_context(|| format!("building case {}", self.name))?,
-            Links::Planted(p) => vec![p.build()?],
-        };
+        let members = (self.links.iter())
+            .map(|l| match l {
+                Link::Llama(s) => SamplerSpec::from(s.clone()).with_vocab(n_vocab).build(),
+                Link::Planted(p) => p.build(),
+            })
+            .collect::<Result<Vec<_>>>()
+            .with_context(|| format!("building case {}", self.name))?;
         Sampler::chain(members)
     }
 
-    /// The chain's text, as `--stage` takes it.
+    /// The chain's text, as `--stage` takes it (a planted stage by its name and oracle stage).
     pub fn describe(&self) -> String {
-        match &self.links {
-            Links::Stages(s) => s
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-            Links::Planted(p) => format!("{} ({})", p.name(), p.stage()),
-        }
+        (self.links.iter())
+            .map(|l| match l {
+                Link::Llama(s) => s.to_string(),
+                Link::Planted(p) => format!("{} ({})", p.name(), p.stage()),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// Whether the chain ends by choosing a token.
@@ -129,7 +144,6 @@ fn parse(text: &str) -> Result<Vec<Stage>> {
 /// The min_keep that the min_keep cases and the planted controls use, and their p values:
 /// small enough that the stage alone keeps fewer than `MIN_KEEP` entries on the prompt.
 pub const MIN_KEEP: usize = 8;
-pub const MIN_KEEP_TOP_P: f32 = 0.1;
 pub const MIN_KEEP_MIN_P: f32 = 0.5;
 
 /// Every registered case, in report order.
@@ -160,17 +174,31 @@ pub fn registered() -> Vec<Case> {
     ]
 }
 
-/// The planted controls: (exact, ignores min_keep in the graph).
-pub fn planted() -> [Case; 2] {
-    let case = |keeps: bool| {
-        let p = PlantedMinP::new(MIN_KEEP_MIN_P, MIN_KEEP, keeps);
-        Case {
-            name: p.name().to_string(),
-            links: Links::Planted(p),
-            ulps: 0,
-        }
+/// The planted controls, each as (exact, wrong), in the order their checks are listed in
+/// [`crate::planted`].
+pub fn planted() -> Vec<[Case; 2]> {
+    let top_k = |k| Link::Llama(Stage::TopK { k });
+    let pair = |kind: Kind, before: Vec<Link>| {
+        [true, false].map(|exact| {
+            let p = Planted::new(kind, exact);
+            let mut links = before.clone();
+            let name = p.name();
+            links.push(Link::Planted(p));
+            Case::of(&name, links)
+        })
     };
-    [case(true), case(false)]
+    vec![
+        pair(
+            Kind::MinP {
+                p: MIN_KEEP_MIN_P,
+                min_keep: MIN_KEEP,
+            },
+            vec![],
+        ),
+        pair(Kind::Temp { t: 0.5 }, vec![top_k(40)]),
+        pair(Kind::Greedy, vec![top_k(40)]),
+        pair(Kind::SoftmaxGreedy, vec![top_k(8)]),
+    ]
 }
 
 #[cfg(test)]

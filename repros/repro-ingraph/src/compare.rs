@@ -16,6 +16,21 @@ use std::sync::Arc;
 use subject::SamplerSpec;
 use subject::{Attention, Candidates, Context, GraphContext, Model, Sampler, StagePlace};
 
+/// The four checks a row's verdict is made of (see [`Outcome::verdict`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Check {
+    /// The graph kept another set than the oracle's.
+    Survivors,
+    /// A survivor's logit is further from the CPU's than the case allows.
+    Values,
+    /// A greedy choice differs from the oracle's, a draw is no survivor, or no token was chosen
+    /// by a chain that chooses.
+    Choice,
+    /// The graph's probabilities are off the oracle's softmax.
+    Probs,
+}
+
 /// What one path left: the ids it kept (logit above `-inf`), their logits, and its choice.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Side {
@@ -73,6 +88,9 @@ pub struct Outcome {
     /// Whether some stage ran in the graph and the graph handed anything back; without it the
     /// row compares the CPU with itself and cannot show an in-graph defect.
     pub ran_in_graph: bool,
+    /// For a chain with a planted stage: how many sampling graphs of the decode it added its
+    /// ops to (the graph llama.cpp builds once at set-up to probe a chain is not counted).
+    pub planted_graph_builds: Option<usize>,
     /// Where each stage ran (`in_graph`), as llama.cpp named it after setting up the chain.
     pub places: Vec<Place>,
     pub graph: Side,
@@ -146,6 +164,19 @@ impl Outcome {
             .is_some_and(|p| p.max_abs_difference > p.tolerance)
     }
 
+    /// The checks that found a difference.
+    pub fn flags(&self) -> Vec<Check> {
+        [
+            (Check::Survivors, self.survivors_differ()),
+            (Check::Values, self.values_differ()),
+            (Check::Choice, self.choice_wrong()),
+            (Check::Probs, self.probs_differ()),
+        ]
+        .into_iter()
+        .filter_map(|(c, f)| f.then_some(c))
+        .collect()
+    }
+
     /// The row's verdict: `present` on any difference, `undecided` when the oracle's answer
     /// rests on a tie or margin and something differs, `inconclusive` when nothing ran in the
     /// graph.
@@ -153,10 +184,7 @@ impl Outcome {
         if !self.ran_in_graph {
             return Verdict::Inconclusive;
         }
-        let differs = self.survivors_differ()
-            || self.values_differ()
-            || self.choice_wrong()
-            || self.probs_differ();
+        let differs = !self.flags().is_empty();
         match (differs, &self.oracle.undecided) {
             (true, Some(_)) => Verdict::Undecided,
             (d, _) => Verdict::found(d),
@@ -272,7 +300,10 @@ pub fn run(
 ) -> Result<Outcome> {
     let n_vocab = model.n_vocab();
     let mut ctx = GraphContext::new(model, n_ctx(prompt), case.build(n_vocab)?, 1, threads)?;
+    let builds_before = case.planted().map(|p| p.graph_builds());
     ctx.decode(prompt)?;
+    let planted_graph_builds =
+        (case.planted().zip(builds_before)).map(|(p, b)| p.graph_builds() - b);
     let out = ctx.output()?;
     let places: Vec<Place> = ctx.places().into_iter().map(Place::from).collect();
     let returned: Vec<(TokenId, f32)> = match &out.logits {
@@ -350,6 +381,7 @@ pub fn run(
         ran_in_graph: places.iter().any(|p| p.in_graph)
             && (out.logits.is_some() || out.sampled.is_some() || out.probs.is_some()),
         places,
+        planted_graph_builds,
         graph_returned: returned.len(),
         graph_masked,
         graph,

@@ -1,86 +1,178 @@
-//! The planted controls: a `min_p` written here that runs in the graph, once exact and once
-//! ignoring `min_keep` in the graph (as llama.cpp's own `min_p` and `top_p` graph ops do).
-//! Both keep `min_keep` on the CPU, so only the graph path can be wrong, and both go through
-//! the same context, comparison and oracle as llama.cpp's stages.
+//! The planted controls: stages written here that run in the graph through llama.cpp's public
+//! `backend_init`/`backend_apply`, each once exact and once wrong in the one way a check of
+//! the comparison exists to catch. Their CPU side is always right, so only the graph path can
+//! be wrong, and each goes through the same context, comparison and oracle as llama.cpp's own
+//! stages.
+//!
+//! - `min_p(0.5, 8)`, ignoring `min_keep` in the graph: the survivor-set check.
+//! - `temp(0.5)`, multiplying by a factor 4 ulp above 2 in the graph: the value check.
+//! - `greedy` after a narrowing stage, returning the top candidate's index instead of its id
+//!   in the graph: the choice check.
+//! - `greedy` that also hands back probabilities, a softmax at temperature 1/1.05 in the graph:
+//!   the probability check.
 
+use crate::compare::Check;
+use anyhow::Result;
 use oracle::stage::Stage;
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use subject::{ArrayView, CustomSampler, GraphOps, Sampler};
 
-/// A `min_p(p, min_keep)` that masks (sets dropped logits to `-inf`) on both paths.
-#[derive(Debug, Clone, Copy)]
-pub struct PlantedMinP {
-    pub p: f32,
-    pub min_keep: usize,
-    /// Whether the graph path keeps the `min_keep` top entries too.
-    pub graph_keeps_min_keep: bool,
-    placed: bool,
+/// What a planted stage does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    MinP { p: f32, min_keep: usize },
+    Temp { t: f32 },
+    Greedy,
+    SoftmaxGreedy,
 }
 
-impl PlantedMinP {
-    pub fn new(p: f32, min_keep: usize, graph_keeps_min_keep: bool) -> PlantedMinP {
-        PlantedMinP {
-            p,
-            min_keep,
-            graph_keeps_min_keep,
-            placed: false,
+/// One planted stage: its kind, whether its graph path is right, and a count of the graph
+/// builds it added its ops to (shared by its clones, so the run can read it).
+#[derive(Debug, Clone)]
+pub struct Planted {
+    pub kind: Kind,
+    pub exact: bool,
+    applied: Arc<AtomicUsize>,
+}
+
+impl Planted {
+    pub fn new(kind: Kind, exact: bool) -> Planted {
+        Planted {
+            kind,
+            exact,
+            applied: Arc::new(AtomicUsize::new(0)),
         }
     }
 
     /// The oracle stage this sampler must agree with.
     pub fn stage(&self) -> Stage {
-        Stage::MinP {
-            p: self.p,
-            min_keep: self.min_keep,
+        match self.kind {
+            Kind::MinP { p, min_keep } => Stage::MinP { p, min_keep },
+            Kind::Temp { t } => Stage::Temp { t },
+            Kind::Greedy | Kind::SoftmaxGreedy => Stage::Greedy,
         }
     }
 
-    pub fn name(&self) -> &'static str {
-        if self.graph_keeps_min_keep {
-            "planted-min_p-exact"
-        } else {
-            "planted-min_p-ignores-min_keep"
+    /// The check of the comparison its wrong version exists to trip.
+    pub fn target(&self) -> Check {
+        match self.kind {
+            Kind::MinP { .. } => Check::Survivors,
+            Kind::Temp { .. } => Check::Values,
+            Kind::Greedy => Check::Choice,
+            Kind::SoftmaxGreedy => Check::Probs,
         }
     }
 
-    pub fn build(self) -> anyhow::Result<Sampler> {
-        Sampler::custom(self)
+    pub fn name(&self) -> String {
+        let what = match self.kind {
+            Kind::MinP { .. } => "min_p",
+            Kind::Temp { .. } => "temp",
+            Kind::Greedy => "greedy",
+            Kind::SoftmaxGreedy => "softmax-greedy",
+        };
+        format!(
+            "planted-{what}-{}",
+            if self.exact { "exact" } else { "wrong" }
+        )
+    }
+
+    /// How many sampling graphs it has added its ops to so far.
+    pub fn graph_builds(&self) -> usize {
+        self.applied.load(Ordering::SeqCst)
+    }
+
+    pub fn build(&self) -> Result<Sampler> {
+        Sampler::custom(Stage_ {
+            planted: self.clone(),
+            placed: false,
+        })
     }
 }
 
-impl CustomSampler for PlantedMinP {
-    fn name(&self) -> &'static CStr {
-        // A `+` once placed in the graph, as llama.cpp names its own stages there.
-        match (self.placed, self.graph_keeps_min_keep) {
-            (false, true) => c"planted-min_p-exact",
-            (true, true) => c"+planted-min_p-exact",
-            (false, false) => c"planted-min_p-ignores-min_keep",
-            (true, false) => c"+planted-min_p-ignores-min_keep",
+/// The sampler llama.cpp calls (a [`Planted`] and whether it was placed in the graph).
+struct Stage_ {
+    planted: Planted,
+    placed: bool,
+}
+
+/// Its name, with a `+` once placed in the graph, as llama.cpp names its own stages there.
+fn name_of(kind: Kind, exact: bool, placed: bool) -> &'static CStr {
+    match (kind, exact, placed) {
+        (Kind::MinP { .. }, true, false) => c"planted-min_p-exact",
+        (Kind::MinP { .. }, true, true) => c"+planted-min_p-exact",
+        (Kind::MinP { .. }, false, false) => c"planted-min_p-wrong",
+        (Kind::MinP { .. }, false, true) => c"+planted-min_p-wrong",
+        (Kind::Temp { .. }, true, false) => c"planted-temp-exact",
+        (Kind::Temp { .. }, true, true) => c"+planted-temp-exact",
+        (Kind::Temp { .. }, false, false) => c"planted-temp-wrong",
+        (Kind::Temp { .. }, false, true) => c"+planted-temp-wrong",
+        (Kind::Greedy, true, false) => c"planted-greedy-exact",
+        (Kind::Greedy, true, true) => c"+planted-greedy-exact",
+        (Kind::Greedy, false, false) => c"planted-greedy-wrong",
+        (Kind::Greedy, false, true) => c"+planted-greedy-wrong",
+        (Kind::SoftmaxGreedy, true, false) => c"planted-softmax-greedy-exact",
+        (Kind::SoftmaxGreedy, true, true) => c"+planted-softmax-greedy-exact",
+        (Kind::SoftmaxGreedy, false, false) => c"planted-softmax-greedy-wrong",
+        (Kind::SoftmaxGreedy, false, true) => c"+planted-softmax-greedy-wrong",
+    }
+}
+
+/// The index of the largest logit (the first of equals).
+fn top(view: &ArrayView<'_>) -> usize {
+    (0..view.len()).fold(0, |best, i| {
+        if view.logit(i) > view.logit(best) {
+            i
+        } else {
+            best
         }
+    })
+}
+
+impl CustomSampler for Stage_ {
+    fn name(&self) -> &'static CStr {
+        name_of(self.planted.kind, self.planted.exact, self.placed)
     }
 
-    /// llama.cpp's CPU rule: keep `logit >= max + ln p`, topped up to the `min_keep` top
-    /// entries; the rest become `-inf`.
+    /// llama.cpp's CPU rules, which both versions share.
     fn apply(&mut self, view: &mut ArrayView<'_>) {
         let n = view.len();
         if n == 0 {
             return;
         }
-        let max = (0..n)
-            .map(|i| view.logit(i))
-            .fold(f32::NEG_INFINITY, f32::max);
-        let threshold = max + self.p.ln();
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by(|&a, &b| view.logit(b).total_cmp(&view.logit(a)));
-        for (rank, &i) in order.iter().enumerate() {
-            if rank >= self.min_keep && view.logit(i) < threshold {
-                view.set_logit(i, f32::NEG_INFINITY);
+        match self.planted.kind {
+            // Keep `logit >= max + ln p`, topped up to the `min_keep` top entries.
+            Kind::MinP { p, min_keep } => {
+                let max = (0..n)
+                    .map(|i| view.logit(i))
+                    .fold(f32::NEG_INFINITY, f32::max);
+                let threshold = max + p.ln();
+                let mut order: Vec<usize> = (0..n).collect();
+                order.sort_by(|&a, &b| view.logit(b).total_cmp(&view.logit(a)));
+                for (rank, &i) in order.iter().enumerate() {
+                    if rank >= min_keep && view.logit(i) < threshold {
+                        view.set_logit(i, f32::NEG_INFINITY);
+                    }
+                }
+            }
+            Kind::Temp { t } => {
+                for i in 0..n {
+                    view.set_logit(i, view.logit(i) / t);
+                }
+            }
+            Kind::Greedy | Kind::SoftmaxGreedy => {
+                let i = top(view);
+                view.set_selected(i);
             }
         }
     }
 
     fn clone_sampler(&self) -> Box<dyn CustomSampler> {
-        Box::new(*self)
+        Box::new(Stage_ {
+            planted: self.planted.clone(),
+            placed: self.placed,
+        })
     }
 
     fn in_graph(&self) -> bool {
@@ -91,23 +183,52 @@ impl CustomSampler for PlantedMinP {
         self.placed = true;
     }
 
-    /// The same rule as ggml ops: `threshold = max + ln p`, lowered to the `min_keep`-th
-    /// largest logit when keeping `min_keep`; entries below it get `log 0 = -inf` added.
     fn graph_apply(&mut self, g: &GraphOps) {
+        self.planted.applied.fetch_add(1, Ordering::SeqCst);
+        let exact = self.planted.exact;
         let l = g.logits();
-        let max = g.gather(l, g.argmax(l));
-        let mut threshold = g.scale_bias(max, 1.0, self.p.ln());
-        let k = (self.min_keep as i64).min(g.len(l));
-        if self.graph_keeps_min_keep && k > 0 {
-            let top = g.gather(l, g.top_k(l, k as i32));
-            let kth = g.gather(top, g.head(g.argsort_ascending(top), 1));
-            // min(threshold, kth) = threshold - max(threshold - kth, 0)
-            threshold = g.sub(threshold, g.relu(g.sub(threshold, kth)));
+        match self.planted.kind {
+            // threshold = max + ln p, lowered to the min_keep-th largest logit when exact;
+            // entries below it get log 0 = -inf added.
+            Kind::MinP { p, min_keep } => {
+                let max = g.gather(l, g.argmax(l));
+                let mut threshold = g.scale_bias(max, 1.0, p.ln());
+                let k = (min_keep as i64).min(g.len(l));
+                if exact && k > 0 {
+                    let top = g.gather(l, g.top_k(l, k as i32));
+                    let kth = g.gather(top, g.head(g.argsort_ascending(top), 1));
+                    // min(threshold, kth) = threshold - max(threshold - kth, 0)
+                    threshold = g.sub(threshold, g.relu(g.sub(threshold, kth)));
+                }
+                // 1 where l >= threshold: 1 - step(threshold - l).
+                let below = g.step(g.scale_bias(g.sub(l, threshold), -1.0, 0.0));
+                let keep = g.scale_bias(below, -1.0, 1.0);
+                g.set_logits(g.add(l, g.log(keep)));
+            }
+            // 1/t is exact for t = 0.5; the wrong version multiplies by a factor 4 ulp above.
+            Kind::Temp { t } => {
+                let factor = if exact {
+                    1.0 / t
+                } else {
+                    f32::from_bits((1.0 / t).to_bits() + 4)
+                };
+                g.set_logits(g.scale_bias(l, factor, 0.0));
+            }
+            Kind::Greedy | Kind::SoftmaxGreedy => {
+                let idx = g.argmax(l);
+                let id = match g.candidates() {
+                    // The wrong greedy hands back the index, as if no stage had narrowed.
+                    Some(c) if exact || self.planted.kind == Kind::SoftmaxGreedy => {
+                        g.gather(c, idx)
+                    }
+                    _ => idx,
+                };
+                g.set_sampled(id);
+                if self.planted.kind == Kind::SoftmaxGreedy {
+                    let scaled = if exact { l } else { g.scale_bias(l, 1.05, 0.0) };
+                    g.set_probs(g.soft_max(scaled));
+                }
+            }
         }
-        // 1 where l >= threshold: 1 - step(threshold - l).
-        let below = g.step(g.scale_bias(g.sub(l, threshold), -1.0, 0.0));
-        let keep = g.scale_bias(below, -1.0, 1.0);
-        let masked = g.add(l, g.log(keep));
-        g.set_logits(masked);
     }
 }
