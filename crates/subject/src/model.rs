@@ -52,7 +52,8 @@ pub enum Weights {
 }
 
 impl Model {
-    /// Loads all weights of the GGUF file at `path` on the CPU, repacked where llama.cpp can.
+    /// Loads all weights of the GGUF file at `path` on the CPU (on the GPU in a build with the
+    /// `cuda` feature), repacked where llama.cpp can.
     pub fn load(path: &Path) -> Result<Arc<Model>> {
         Model::load_with(path, Weights::Repacked)
     }
@@ -69,7 +70,8 @@ impl Model {
             .into());
         }
         let raw = load_raw(path, true, " (not a GGUF model?)", |params| {
-            params.n_gpu_layers = 0;
+            // Every layer on the GPU in a CUDA build (999: llama.cpp's "all"), none otherwise.
+            params.n_gpu_layers = if cfg!(feature = "cuda") { 999 } else { 0 };
             // Repacking is a switch from b6097; before it, weights are always repacked where
             // the CPU backend can (AsStored is refused above).
             #[cfg(llama_field = "llama_model_params.use_extra_bufts")]

@@ -126,10 +126,15 @@ pub fn build_suffix() -> String {
     subject::BuildInfo::current().slug()
 }
 
-/// The committed `results/` folder. Found from this crate's own folder, which is the same on
+/// The repository's top folder. Found from this crate's own folder, which is the same on
 /// every build: a test compiled by a generated workspace has its manifest folder elsewhere.
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The committed `results/` folder (see [`repo_root`]).
 pub fn results_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results")
+    repo_root().join("results")
 }
 
 /// Runs `f` with insta's snapshot suffix set to [`build_suffix`], so a snapshot named `census`

@@ -3,6 +3,7 @@
 
 use crate::case::{self, Case, MIN_KEEP};
 use crate::compare::{self, Check, Outcome};
+use crate::draws::{self, DrawRow};
 use anyhow::Result;
 use harness::LoadedModel;
 use report::{Control, ControlKind, Report, Table, Verdict};
@@ -26,6 +27,18 @@ pub struct Measured {
     pub rows: Vec<Outcome>,
     /// Each planted pair: (exact, wrong), in [`case::planted`]'s order.
     pub planted: Vec<[Outcome; 2]>,
+    /// Draws through the graph's dist (the registered run only), its controls (exact,
+    /// skewed) and the detector's power, stated before the verdicts.
+    pub draws: Option<Draws>,
+    /// [`case::stepped`] over [`case::STEPS`] steps (the registered run only).
+    pub steps: Option<Vec<Outcome>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draws {
+    pub row: DrawRow,
+    pub planted: [DrawRow; 2],
+    pub power: draws::Power,
 }
 
 /// The finding on the linked build.
@@ -34,8 +47,15 @@ pub struct Audit {
     pub measured: Result<Measured, NotOffered>,
 }
 
-/// Runs `cases` (and the planted controls) on `m` after `prompt`.
-pub fn run(m: &LoadedModel, prompt: &str, cases: &[Case], threads: i32) -> Result<Audit> {
+/// Runs `cases` (and the planted controls) on `m` after `prompt`; with `draws`, also the draw
+/// row and its controls at that many draws each.
+pub fn run(
+    m: &LoadedModel,
+    prompt: &str,
+    cases: &[Case],
+    draws: Option<usize>,
+    threads: i32,
+) -> Result<Audit> {
     let build = BuildInfo::current();
     if let Err(why) = graph_offered() {
         return Ok(Audit {
@@ -50,6 +70,28 @@ pub fn run(m: &LoadedModel, prompt: &str, cases: &[Case], threads: i32) -> Resul
     let planted = (case::planted().iter())
         .map(|[exact, wrong]| Ok([go(exact)?, go(wrong)?]))
         .collect::<Result<Vec<_>>>()?;
+    let draws = match draws {
+        None => None,
+        Some(n) => {
+            let go = |c: &Case| draws::run(&m.model, &ids, &raw, c, n, threads);
+            let [exact, skewed] = draws::planted_cases();
+            Some(Draws {
+                power: draws::power(&raw, n),
+                row: go(&draws::subject_case())?,
+                planted: [go(&exact)?, go(&skewed)?],
+            })
+        }
+    };
+    let steps = match draws {
+        None => None,
+        Some(_) => Some(compare::run_steps(
+            &m.model,
+            &ids,
+            &case::stepped(),
+            case::STEPS,
+            threads,
+        )?),
+    };
     Ok(Audit {
         build,
         measured: Ok(Measured {
@@ -58,8 +100,52 @@ pub fn run(m: &LoadedModel, prompt: &str, cases: &[Case], threads: i32) -> Resul
             prompt_tokens: ids.len(),
             rows,
             planted,
+            draws,
+            steps,
         }),
     })
+}
+
+/// The stepped row's name.
+const STEPPED: &str = "penalties-steps";
+
+/// One step of the stepped row, as its JSON lists it.
+#[derive(Serialize)]
+struct StepData {
+    step: usize,
+    graph_chose: Option<i32>,
+    cpu_chose: Option<i32>,
+    max_ulps: u32,
+    flags: Vec<Check>,
+    undecided: Option<String>,
+}
+
+/// `inconclusive` if a step ran nothing in the graph, else `present` if a decided step
+/// differs, else `undecided` if any step differs, else `absent`.
+fn stepped_verdict(steps: &[Outcome]) -> Verdict {
+    let v: Vec<Verdict> = steps.iter().map(|o| o.verdict()).collect();
+    [Verdict::Inconclusive, Verdict::Present, Verdict::Undecided]
+        .into_iter()
+        .find(|x| v.contains(x))
+        .unwrap_or(Verdict::Absent)
+}
+
+fn stepped_evidence(steps: &[Outcome]) -> String {
+    let chain = steps.first().map_or(String::new(), |o| o.chain.clone());
+    let tokens: Vec<String> = (steps.iter())
+        .map(|o| o.graph.selected.map_or("-".to_string(), |t| t.to_string()))
+        .collect();
+    let first = steps.iter().position(|o| !o.flags().is_empty());
+    let mut e = format!(
+        "{chain}: {} decode steps, each compared with the CPU chain and the oracle after the choices so far; the graph chose {}; ",
+        steps.len(),
+        tokens.join(" ")
+    );
+    e += &match first {
+        None => "every step agrees (survivors, values to 0 ulp, choices)".to_string(),
+        Some(i) => format!("step {i} differs first: {}", steps[i].evidence()),
+    };
+    e
 }
 
 /// Whether a planted row exercised what it plants: its stage added ops to the decode's graph,
@@ -127,6 +213,26 @@ impl Audit {
             }
         };
         let mut out = Vec::new();
+        if let Some(d) = &m.draws {
+            let [exact, skewed] = &d.planted;
+            out.push(Control::positive(
+                format!(
+                    "{}: the draw detector flags a planted skew of {} before dist",
+                    skewed.chain,
+                    draws::SKEW
+                ),
+                skewed.ran_in_graph && skewed.detector_verdict == Verdict::Present,
+                skewed.evidence(),
+            ));
+            out.push(Control::negative(
+                format!(
+                    "{}: the draw detector passes an exact draw of our own",
+                    exact.chain
+                ),
+                exact.ran_in_graph && exact.detector_verdict == Verdict::Absent,
+                exact.evidence(),
+            ));
+        }
         for [exact, wrong] in &m.planted {
             // The wrong stage must trip exactly its own check.
             out.push(Control::positive(
@@ -167,10 +273,19 @@ impl Audit {
         };
         let verdicts: Vec<(&Outcome, Verdict)> =
             (m.rows.iter()).map(|o| (o, o.verdict())).collect();
+        let all: Vec<(&str, Verdict)> = (verdicts.iter())
+            .map(|(o, v)| (o.case.as_str(), *v))
+            .chain(
+                m.draws
+                    .iter()
+                    .map(|d| (d.row.case.as_str(), d.row.verdict())),
+            )
+            .chain(m.steps.iter().map(|s| (STEPPED, stepped_verdict(s))))
+            .collect();
         let named = |v: Verdict| -> Vec<&str> {
-            (verdicts.iter())
+            (all.iter())
                 .filter(|(_, x)| *x == v)
-                .map(|(o, _)| o.case.as_str())
+                .map(|(c, _)| *c)
                 .collect()
         };
         let list = |v: Vec<&str>| {
@@ -191,7 +306,7 @@ impl Audit {
         };
         let evidence = format!(
             "{} chains on {} after a {}-token prompt, in the graph against the same chain on the CPU and the oracle: {} differ ({}), {} undecided ({})",
-            m.rows.len(),
+            all.len(),
             m.model,
             m.prompt_tokens,
             present.len(),
@@ -202,6 +317,32 @@ impl Audit {
         let mut r = Report::new(subject, overall, evidence, self.controls());
         for (o, v) in &verdicts {
             r.add_row(format!("{ROW}-{}", o.case), *v, o.evidence(), o);
+        }
+        if let Some(d) = &m.draws {
+            r.add_row(
+                format!("{ROW}-{}", d.row.case),
+                d.row.verdict(),
+                d.row.evidence(),
+                &d.row,
+            );
+        }
+        if let Some(s) = &m.steps {
+            let data: Vec<StepData> = (s.iter().enumerate())
+                .map(|(i, o)| StepData {
+                    step: i,
+                    graph_chose: o.graph.selected.map(|t| t.0),
+                    cpu_chose: o.cpu.selected.map(|t| t.0),
+                    max_ulps: o.max_ulps,
+                    flags: o.flags(),
+                    undecided: o.oracle.undecided.clone(),
+                })
+                .collect();
+            r.add_row(
+                format!("{ROW}-{STEPPED}"),
+                stepped_verdict(s),
+                stepped_evidence(s),
+                BTreeMap::from([("steps", data)]),
+            );
         }
         let body = BTreeMap::from([(
             "protocol",
@@ -275,5 +416,44 @@ fn text(m: &Measured, rows: &[(&Outcome, Verdict)]) -> String {
         ]);
     }
     out += &table.render();
+    if let Some(d) = &m.draws {
+        let p = &d.power;
+        out += &format!(
+            "\ndraws through the graph's dist, each from its own decode, against the oracle (F7's detector, level {}); power of {} draws, stated before the verdicts: {:.3} against the planted skew, {:.3} against one point moved from the top survivor to the second\n",
+            p.alpha, p.draws, p.against_planted_skew, p.against_one_point_shift
+        );
+        let mut t = Table::new()
+            .left("  ", 36)
+            .left(" ", 12)
+            .right(" ", 10)
+            .right(" ", 8)
+            .right(" ", 12)
+            .left(" ", 0);
+        t.row(
+            [
+                "case",
+                "verdict",
+                "p",
+                "outside",
+                "cpu agrees",
+                "counts (id drawn/expected)",
+            ]
+            .map(String::from),
+        );
+        for r in std::iter::once(&d.row).chain(d.planted.iter()) {
+            let counts: Vec<String> = (r.counts.iter())
+                .map(|(id, n, e)| format!("{id} {n}/{e:.0}"))
+                .collect();
+            t.row([
+                r.case.clone(),
+                r.verdict().as_str().to_string(),
+                r.p_value.map_or("-".to_string(), |p| format!("{p:.2e}")),
+                r.outside.to_string(),
+                format!("{}/{}", r.cpu_same_seed_agree, r.draws),
+                counts.join(", "),
+            ]);
+        }
+        out += &t.render();
+    }
     out
 }

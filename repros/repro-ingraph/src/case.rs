@@ -35,6 +35,8 @@ pub struct Case {
     /// the CPU: 0 where both paths copy, mask or add exactly; 1 where the graph multiplies by
     /// `fl(1/t)` and the CPU divides by `t` (both faithful, so at most one ulp apart).
     pub ulps: u32,
+    /// The context's `n_outputs_max_per_seq` (above 1, some stages refuse the graph).
+    pub outputs_per_seq: u32,
 }
 
 impl Case {
@@ -43,7 +45,14 @@ impl Case {
             name: name.to_string(),
             ulps: u32::from(links.iter().any(|l| needs_ulp(&l.stage()))),
             links,
+            outputs_per_seq: 1,
         }
+    }
+
+    /// The same case in a context that allows `n` outputs per sequence.
+    pub fn with_outputs_per_seq(mut self, n: u32) -> Case {
+        self.outputs_per_seq = n;
+        self
     }
 
     pub fn stages(name: &str, text: &str) -> Case {
@@ -171,22 +180,43 @@ pub fn registered() -> Vec<Case> {
         ),
         Case::stages("tail-typical-greedy", "top_k=40,typical=0.9,greedy"),
         Case::stages("tail-top_n_sigma-dist", "top_k=40,top_n_sigma=1,dist=1234"),
+        // Two outputs per sequence: penalties refuses the graph then, so the chain's graph
+        // prefix ends before it.
+        Case::stages("two-outputs-top_k-greedy", "top_k=40,greedy").with_outputs_per_seq(2),
+        Case::stages(
+            "two-outputs-top_k-penalties-greedy",
+            "top_k=40,penalties=16:2:0.5:0.25,greedy",
+        )
+        .with_outputs_per_seq(2),
     ]
+}
+
+/// The penalties case run over several decode steps (PREREG, F8's penalties addendum): dyadic
+/// parameters, so both paths' arithmetic is exact and no ulp is allowed.
+pub fn stepped() -> Case {
+    Case::stages("penalties-steps", "penalties=16:2:0.5:0.25,greedy")
+}
+
+/// Decode steps of [`stepped`].
+pub const STEPS: usize = 24;
+
+/// An exact and a wrong planted `kind` between `before` and `after`, named `<prefix><name>`.
+pub fn planted_pair(prefix: &str, kind: Kind, before: Vec<Link>, after: Vec<Link>) -> [Case; 2] {
+    [true, false].map(|exact| {
+        let p = Planted::new(kind, exact);
+        let name = format!("{prefix}{}", p.name());
+        let mut links = before.clone();
+        links.push(Link::Planted(p));
+        links.extend(after.iter().cloned());
+        Case::of(&name, links)
+    })
 }
 
 /// The planted controls, each as (exact, wrong), in the order their checks are listed in
 /// [`crate::planted`].
 pub fn planted() -> Vec<[Case; 2]> {
     let top_k = |k| Link::Llama(Stage::TopK { k });
-    let pair = |kind: Kind, before: Vec<Link>| {
-        [true, false].map(|exact| {
-            let p = Planted::new(kind, exact);
-            let mut links = before.clone();
-            let name = p.name();
-            links.push(Link::Planted(p));
-            Case::of(&name, links)
-        })
-    };
+    let pair = |kind: Kind, before: Vec<Link>| planted_pair("", kind, before, vec![]);
     vec![
         pair(
             Kind::MinP {
@@ -195,7 +225,13 @@ pub fn planted() -> Vec<[Case; 2]> {
             },
             vec![],
         ),
-        pair(Kind::Temp { t: 0.5 }, vec![top_k(40)]),
+        pair(
+            Kind::Temp {
+                t: 0.5,
+                skew: f32::from_bits(1.0f32.to_bits() + 4),
+            },
+            vec![top_k(40)],
+        ),
         pair(Kind::Greedy, vec![top_k(40)]),
         pair(Kind::SoftmaxGreedy, vec![top_k(8)]),
     ]

@@ -28,6 +28,10 @@ pub struct Args {
     /// Also write results/ingraph.<build>.{json,txt} (the registered chains only).
     #[arg(long)]
     pub audit: bool,
+    /// Draws through the graph's dist for the draw row and each of its controls (registered
+    /// chains only), 1 to 100000.
+    #[arg(long, default_value_t = crate::draws::DRAWS as i64, allow_negative_numbers = true)]
+    pub draws: i64,
 }
 
 fn stage_help() -> String {
@@ -49,6 +53,12 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
     if args.audit && !args.stages.is_empty() {
         return Err(cmdline::Failure::BadInput(anyhow::anyhow!(
             "--audit runs the registered chains; drop --stage"
+        )));
+    }
+    if !(1..=100_000).contains(&args.draws) {
+        return Err(cmdline::Failure::BadInput(anyhow::anyhow!(
+            "--draws must be in 1..=100000, got {}",
+            args.draws
         )));
     }
     let cases = if args.stages.is_empty() {
@@ -75,7 +85,8 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
 }
 
 fn execute(c: &Config, m: &LoadedModel) -> Result<String> {
-    let a = audit::run(m, &c.args.prompt, &c.cases, c.threads)?;
+    let draws = c.args.stages.is_empty().then_some(c.args.draws as usize);
+    let a = audit::run(m, &c.args.prompt, &c.cases, draws, c.threads)?;
     if c.args.audit {
         a.write(&c.args.out.results)?;
     }

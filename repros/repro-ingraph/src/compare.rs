@@ -5,7 +5,7 @@
 //! precondition ([`raw_logits`]), not an assumption.
 
 use crate::case::Case;
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context as _, Result};
 use oracle::stage::Stage;
 use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
@@ -299,11 +299,74 @@ pub fn run(
     threads: i32,
 ) -> Result<Outcome> {
     let n_vocab = model.n_vocab();
-    let mut ctx = GraphContext::new(model, n_ctx(prompt), case.build(n_vocab)?, 1, threads)?;
+    let mut ctx = GraphContext::new(
+        model,
+        n_ctx(prompt),
+        case.build(n_vocab)?,
+        case.outputs_per_seq,
+        threads,
+    )?;
     let builds_before = case.planted().map(|p| p.graph_builds());
     ctx.decode(prompt)?;
-    let planted_graph_builds =
-        (case.planted().zip(builds_before)).map(|(p, b)| p.graph_builds() - b);
+    let builds = (case.planted().zip(builds_before)).map(|(p, b)| p.graph_builds() - b);
+    let mut cpu_chain = case.build(n_vocab)?;
+    let (outcome, _) = step(case, &mut ctx, builds, raw, &mut cpu_chain, &[])?;
+    Ok(outcome)
+}
+
+/// `case` over `steps` decode steps after `prompt`: at each step both paths are compared as
+/// in [`run`], the graph's choice is accepted once into each chain (the graph's by
+/// `finish`, the CPU's by `accept`) and decoded in both contexts, and the oracle is given
+/// the choices so far as the history its stages count. One outcome per step.
+pub fn run_steps(
+    model: &Arc<Model>,
+    prompt: &[TokenId],
+    case: &Case,
+    steps: usize,
+    threads: i32,
+) -> Result<Vec<Outcome>> {
+    let n_vocab = model.n_vocab();
+    let n_ctx = n_ctx(prompt) + steps as u32;
+    let mut ctx = GraphContext::new(
+        model,
+        n_ctx,
+        case.build(n_vocab)?,
+        case.outputs_per_seq,
+        threads,
+    )?;
+    let mut plain = Context::with_attention(model, n_ctx, Attention::Auto, threads)?;
+    ctx.decode(prompt)?;
+    plain.decode(prompt)?;
+    let mut cpu_chain = case.build(n_vocab)?;
+    let mut history = Vec::new();
+    let mut out = Vec::with_capacity(steps);
+    for i in 0..steps {
+        let raw = plain.logits()?;
+        let (o, token) = step(case, &mut ctx, None, &raw, &mut cpu_chain, &history)?;
+        out.push(o);
+        if i + 1 == steps {
+            break;
+        }
+        let t = token.context("a stepped chain must choose a token")?;
+        cpu_chain.accept(t)?;
+        history.push(t);
+        ctx.decode(&[t])?;
+        plain.decode(&[t])?;
+    }
+    Ok(out)
+}
+
+/// One comparison on the row the last decode left: the graph's output and CPU tail (which
+/// accepts its choice into the graph's chain), `cpu_chain` over `raw` (not accepting), and the
+/// oracle after `history`. Returns the outcome and the graph's choice.
+fn step(
+    case: &Case,
+    ctx: &mut GraphContext,
+    planted_graph_builds: Option<usize>,
+    raw: &[f32],
+    cpu_chain: &mut Sampler,
+    history: &[TokenId],
+) -> Result<(Outcome, Option<TokenId>)> {
     let out = ctx.output()?;
     let places: Vec<Place> = ctx.places().into_iter().map(Place::from).collect();
     let returned: Vec<(TokenId, f32)> = match &out.logits {
@@ -331,14 +394,13 @@ pub fn run(
         ..graph
     };
 
-    let mut cpu_chain = case.build(n_vocab)?;
     let mut cands = Candidates::from_logits(raw);
     cpu_chain.apply(&mut cands)?;
     let cpu = Side::from_candidates(&cands);
 
     let stages = case.oracle_stages();
     let pool = Pool::from_logits(raw);
-    let comp = compose(&stages, &pool, &[]);
+    let comp = compose(&stages, &pool, history);
     let oracle = OracleSide {
         survivors: comp.pool.survivors(),
         selected: comp.selected,
@@ -373,7 +435,7 @@ pub fn run(
         }
     });
     let kept_without_min_keep = min_keep_shown(&stages, &pool);
-    Ok(Outcome {
+    let outcome = Outcome {
         case: case.name.clone(),
         chain: case.describe(),
         draws: case.draws(),
@@ -391,7 +453,8 @@ pub fn run(
         allowed_ulps: case.ulps,
         probs,
         kept_without_min_keep,
-    })
+    };
+    Ok((outcome, token))
 }
 
 /// For a single top_p or min_p stage with `min_keep > 1`: what it keeps with `min_keep = 1`.

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod case;
 pub mod cli;
 pub mod compare;
+pub mod draws;
 pub mod planted;
 
 /// The finding these reports belong to.

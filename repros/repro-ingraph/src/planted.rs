@@ -5,11 +5,14 @@
 //! stages.
 //!
 //! - `min_p(0.5, 8)`, ignoring `min_keep` in the graph: the survivor-set check.
-//! - `temp(0.5)`, multiplying by a factor 4 ulp above 2 in the graph: the value check.
+//! - `temp(0.5)`, multiplying by a factor 4 ulp above 2 in the graph: the value check; and
+//!   `temp(1)` multiplying by 1.25 there, before llama.cpp's `dist`: the draw detector.
 //! - `greedy` after a narrowing stage, returning the top candidate's index instead of its id
 //!   in the graph: the choice check.
 //! - `greedy` that also hands back probabilities, a softmax at temperature 1/1.05 in the graph:
 //!   the probability check.
+//! - a draw of our own on the CPU tail, after llama.cpp's `top_k` in the graph: the draw
+//!   detector's exact control, independent of llama.cpp's `dist`.
 
 use crate::compare::Check;
 use anyhow::Result;
@@ -22,10 +25,23 @@ use subject::{ArrayView, CustomSampler, GraphOps, Sampler};
 /// What a planted stage does.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Kind {
-    MinP { p: f32, min_keep: usize },
-    Temp { t: f32 },
+    MinP {
+        p: f32,
+        min_keep: usize,
+    },
+    /// `temp(t)`; the wrong version's graph factor is `skew / t`.
+    Temp {
+        t: f32,
+        skew: f32,
+    },
     Greedy,
     SoftmaxGreedy,
+    /// A draw on the CPU (never in the graph) from the softmax of the array, by inverse CDF
+    /// in f64 with this workspace's own generator: the draw detector's exact control, which
+    /// shares no code with llama.cpp's `dist`.
+    CpuDist {
+        seed: u64,
+    },
 }
 
 /// One planted stage: its kind, whether its graph path is right, and a count of the graph
@@ -50,8 +66,9 @@ impl Planted {
     pub fn stage(&self) -> Stage {
         match self.kind {
             Kind::MinP { p, min_keep } => Stage::MinP { p, min_keep },
-            Kind::Temp { t } => Stage::Temp { t },
+            Kind::Temp { t, .. } => Stage::Temp { t },
             Kind::Greedy | Kind::SoftmaxGreedy => Stage::Greedy,
+            Kind::CpuDist { seed } => Stage::Dist { seed: seed as u32 },
         }
     }
 
@@ -62,6 +79,7 @@ impl Planted {
             Kind::Temp { .. } => Check::Values,
             Kind::Greedy => Check::Choice,
             Kind::SoftmaxGreedy => Check::Probs,
+            Kind::CpuDist { .. } => Check::Choice,
         }
     }
 
@@ -71,6 +89,7 @@ impl Planted {
             Kind::Temp { .. } => "temp",
             Kind::Greedy => "greedy",
             Kind::SoftmaxGreedy => "softmax-greedy",
+            Kind::CpuDist { .. } => "cpu-dist",
         };
         format!(
             "planted-{what}-{}",
@@ -87,6 +106,10 @@ impl Planted {
         Sampler::custom(Stage_ {
             planted: self.clone(),
             placed: false,
+            rng: match self.kind {
+                Kind::CpuDist { seed } => Some(oracle::rng::Rng::new(seed)),
+                _ => None,
+            },
         })
     }
 }
@@ -95,6 +118,7 @@ impl Planted {
 struct Stage_ {
     planted: Planted,
     placed: bool,
+    rng: Option<oracle::rng::Rng>,
 }
 
 /// Its name, with a `+` once placed in the graph, as llama.cpp names its own stages there.
@@ -116,6 +140,8 @@ fn name_of(kind: Kind, exact: bool, placed: bool) -> &'static CStr {
         (Kind::SoftmaxGreedy, true, true) => c"+planted-softmax-greedy-exact",
         (Kind::SoftmaxGreedy, false, false) => c"planted-softmax-greedy-wrong",
         (Kind::SoftmaxGreedy, false, true) => c"+planted-softmax-greedy-wrong",
+        (Kind::CpuDist { .. }, true, _) => c"planted-cpu-dist-exact",
+        (Kind::CpuDist { .. }, false, _) => c"planted-cpu-dist-wrong",
     }
 }
 
@@ -156,7 +182,7 @@ impl CustomSampler for Stage_ {
                     }
                 }
             }
-            Kind::Temp { t } => {
+            Kind::Temp { t, .. } => {
                 for i in 0..n {
                     view.set_logit(i, view.logit(i) / t);
                 }
@@ -165,6 +191,24 @@ impl CustomSampler for Stage_ {
                 let i = top(view);
                 view.set_selected(i);
             }
+            Kind::CpuDist { .. } => {
+                let max = view.logit(top(view)) as f64;
+                let w: Vec<f64> = (0..n).map(|i| (view.logit(i) as f64 - max).exp()).collect();
+                let total: f64 = w.iter().sum();
+                let rng = self.rng.as_mut().expect("a planted draw has a generator");
+                // 53 random bits: a uniform in [0, 1).
+                let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * total;
+                let mut acc = 0.0;
+                let mut pick = n - 1;
+                for (i, x) in w.iter().enumerate() {
+                    acc += x;
+                    if u < acc {
+                        pick = i;
+                        break;
+                    }
+                }
+                view.set_selected(pick);
+            }
         }
     }
 
@@ -172,11 +216,12 @@ impl CustomSampler for Stage_ {
         Box::new(Stage_ {
             planted: self.planted.clone(),
             placed: self.placed,
+            rng: self.rng.clone(),
         })
     }
 
     fn in_graph(&self) -> bool {
-        true
+        !matches!(self.planted.kind, Kind::CpuDist { .. })
     }
 
     fn placed_in_graph(&mut self) {
@@ -205,15 +250,12 @@ impl CustomSampler for Stage_ {
                 let keep = g.scale_bias(below, -1.0, 1.0);
                 g.set_logits(g.add(l, g.log(keep)));
             }
-            // 1/t is exact for t = 0.5; the wrong version multiplies by a factor 4 ulp above.
-            Kind::Temp { t } => {
-                let factor = if exact {
-                    1.0 / t
-                } else {
-                    f32::from_bits((1.0 / t).to_bits() + 4)
-                };
+            // 1/t is exact for the t used here (0.5, 1); the wrong version skews it.
+            Kind::Temp { t, skew } => {
+                let factor = if exact { 1.0 / t } else { skew / t };
                 g.set_logits(g.scale_bias(l, factor, 0.0));
             }
+            Kind::CpuDist { .. } => unreachable!("a planted CPU draw is never placed in the graph"),
             Kind::Greedy | Kind::SoftmaxGreedy => {
                 let idx = g.argmax(l);
                 let id = match g.candidates() {

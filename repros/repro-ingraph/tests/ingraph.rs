@@ -8,13 +8,26 @@ use test_support::{assert_same_bytes_twice, run_bin};
 
 const BIN: &str = env!("CARGO_BIN_EXE_repro-ingraph");
 
-/// The planted controls' verdicts are read from the same report as the rows: the stage that
-/// ignores min_keep in the graph must be flagged, the exact one must pass, and every
-/// registered case must have its row.
+/// Draws per draw row here: fewer than the audit's, with the planted skew's power still 1.000
+/// at this count (printed in the report).
+const TEST_DRAWS: &str = "300";
+
+/// The planted controls' verdicts are read from the same report as the rows: every wrong
+/// planted stage must be flagged, every exact one must pass, and every registered case, the
+/// draw row and the stepped row must be there.
 #[test]
 fn the_report_keeps_the_contract_and_is_pinned() {
     let dir = std::env::temp_dir().join(format!("ingraph-test-{}", std::process::id()));
-    let (code, stdout, err) = run_bin(BIN, &["--audit", "--results", dir.to_str().unwrap()]);
+    let (code, stdout, err) = run_bin(
+        BIN,
+        &[
+            "--audit",
+            "--draws",
+            TEST_DRAWS,
+            "--results",
+            dir.to_str().unwrap(),
+        ],
+    );
     assert_eq!(code, 0, "{err}");
     let build = subject::BuildInfo::current().tag().to_string();
     let text = std::fs::read_to_string(dir.join(format!("ingraph.{build}.txt"))).unwrap();
@@ -22,13 +35,16 @@ fn the_report_keeps_the_contract_and_is_pinned() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(stdout, text, "stdout repeats the written report");
     let header = report::Header::from_json(&serde_json::from_str(&json).unwrap()).unwrap();
-    assert_eq!(header.rows.len(), case::registered().len());
     if subject::graph_offered().is_err() {
+        assert_eq!(header.rows.len(), case::registered().len());
         assert!(header
             .rows
             .iter()
             .all(|(_, v, _)| *v == Verdict::NotOffered));
     } else {
+        // The registered cases, the draw row and the stepped row.
+        assert_eq!(header.rows.len(), case::registered().len() + 2);
+        assert_eq!(header.controls.len(), 2 * case::planted().len() + 2);
         assert!(header.controls.iter().all(|c| c.passed), "{text}");
         assert!(header
             .rows
@@ -64,6 +80,7 @@ fn bad_stages_are_refused_in_one_line() {
         &["--stage", "nope=1"][..],
         &["--stage", "top_p=2"],
         &["--audit", "--stage", "top_k=4"],
+        &["--draws", "0"],
     ] {
         let (code, out, err) = run_bin(BIN, args);
         assert_eq!(code, 2, "{args:?}: {err}");
