@@ -2,7 +2,8 @@
 //! controls through the same comparison, and the report.
 
 use crate::case::{self, Case, MIN_KEEP};
-use crate::compare::{self, Check, Outcome};
+use crate::check::Check;
+use crate::compare::{self, Outcome};
 use crate::draws::{self, DrawRow};
 use anyhow::Result;
 use harness::LoadedModel;

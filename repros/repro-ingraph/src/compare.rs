@@ -5,6 +5,7 @@
 //! precondition ([`raw_logits`]), not an assumption.
 
 use crate::case::Case;
+use crate::check::Check;
 use anyhow::{ensure, Context as _, Result};
 use oracle::stage::Stage;
 use oracle::truncation::{compose, Pool};
@@ -15,21 +16,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use subject::SamplerSpec;
 use subject::{Attention, Candidates, Context, GraphContext, Model, Sampler, StagePlace};
-
-/// The four checks a row's verdict is made of (see [`Outcome::verdict`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Check {
-    /// The graph kept another set than the oracle's.
-    Survivors,
-    /// A survivor's logit is further from the CPU's than the case allows.
-    Values,
-    /// A greedy choice differs from the oracle's, a draw is no survivor, or no token was chosen
-    /// by a chain that chooses.
-    Choice,
-    /// The graph's probabilities are off the oracle's softmax.
-    Probs,
-}
 
 /// What one path left: the ids it kept (logit above `-inf`), their logits, and its choice.
 #[derive(Debug, Clone, PartialEq, Serialize)]

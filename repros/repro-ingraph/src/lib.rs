@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod case;
+pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod draws;

@@ -14,7 +14,7 @@
 //! - a draw of our own on the CPU tail, after llama.cpp's `top_k` in the graph: the draw
 //!   detector's exact control, independent of llama.cpp's `dist`.
 
-use crate::compare::Check;
+use crate::check::Check;
 use anyhow::Result;
 use oracle::stage::Stage;
 use std::ffi::CStr;
