@@ -127,22 +127,28 @@ impl GraphContext {
         })
     }
 
-    /// Where each stage of the chain runs.
+    /// Where each stage of the chain runs: in the graph while every stage before it does and
+    /// llama.cpp names it with a `+` (its chain runs only a prefix there; some releases also
+    /// mark a stage after a CPU stage, which then still runs on the CPU), else on the CPU.
     pub fn places(&self) -> Vec<StagePlace> {
+        let mut prefix = true;
         self.chain
             .member_names()
             .into_iter()
-            .map(|name| match name.strip_prefix('+') {
-                Some(bare) => StagePlace {
-                    name: bare.to_string(),
-                    in_graph: true,
-                },
-                None => StagePlace {
-                    name: name.trim_start_matches('-').to_string(),
-                    in_graph: false,
-                },
+            .map(|name| {
+                let marked = name.starts_with('+');
+                prefix &= marked;
+                StagePlace {
+                    name: name.trim_start_matches(['+', '-']).to_string(),
+                    in_graph: prefix,
+                }
             })
             .collect()
+    }
+
+    /// Feeds `id` to the chain, as if it had been chosen (a history before the first step).
+    pub fn accept(&mut self, id: TokenId) -> Result<()> {
+        self.chain.accept(id)
     }
 
     /// Decodes `tokens` after what is already there; the last one is the output row.

@@ -267,6 +267,27 @@ impl Sampler {
         std::ptr::eq(unsafe { (*self.raw.as_ptr()).iface }, chain_iface())
     }
 
+    /// Whether this sampler has an in-graph implementation (`backend_init` in its iface; a
+    /// chain: every member). Without one it always runs on the CPU.
+    pub fn has_graph_implementation(&self) -> bool {
+        #[cfg(llama_fn = "llama_get_sampled_token_ith")]
+        {
+            let raw = self.raw.as_ptr();
+            // SAFETY: live handle; ifaces are static tables; chain calls on a chain only, with
+            // in-range indices.
+            unsafe {
+                let has = |s: *mut sys::llama_sampler| (*(*s).iface).backend_init.is_some();
+                if !self.is_chain() {
+                    return has(raw);
+                }
+                let n = ffi!(sys::llama_sampler_chain_n(raw));
+                (0..n).all(|i| has(ffi!(sys::llama_sampler_chain_get(raw, i))))
+            }
+        }
+        #[cfg(not(llama_fn = "llama_get_sampled_token_ith"))]
+        false
+    }
+
     /// Each member's name as llama.cpp reports it now (the sampler's own name if it is no
     /// chain).
     pub fn member_names(&self) -> Vec<String> {

@@ -31,8 +31,9 @@ pub struct Measured {
     /// Draws through the graph's dist (the registered run only), its controls (exact,
     /// skewed) and the detector's power, stated before the verdicts.
     pub draws: Option<Draws>,
-    /// [`case::stepped`] over [`case::STEPS`] steps (the registered run only).
-    pub steps: Option<Vec<Outcome>>,
+    /// [`case::stepped`] over [`case::STEPS`] steps (the registered run only), or why the
+    /// build cannot run it in the graph.
+    pub steps: Option<Result<Vec<Outcome>, NotOffered>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -85,13 +86,24 @@ pub fn run(
     };
     let steps = match draws {
         None => None,
-        Some(_) => Some(compare::run_steps(
-            &m.model,
-            &ids,
-            &case::stepped(),
-            case::STEPS,
-            threads,
-        )?),
+        Some(_) => {
+            let stepped = case::stepped();
+            Some(
+                if stepped.build(m.model.n_vocab())?.has_graph_implementation() {
+                    Ok(compare::run_steps(
+                        &m.model,
+                        &ids,
+                        &stepped,
+                        case::STEPS,
+                        threads,
+                    )?)
+                } else {
+                    Err(NotOffered {
+                        what: "penalties in the compute graph (no backend_init in this release)",
+                    })
+                },
+            )
+        }
     };
     Ok(Audit {
         build,
@@ -116,9 +128,24 @@ struct StepData {
     step: usize,
     graph_chose: Option<i32>,
     cpu_chose: Option<i32>,
+    in_graph: Vec<String>,
+    graph_returned: usize,
     max_ulps: u32,
+    max_ulps_oracle: u32,
     flags: Vec<Check>,
     undecided: Option<String>,
+}
+
+/// The primed history, as the evidence prints it (from the run's stored outcomes: the oracle
+/// was given it, so it is read back from there rather than recomputed).
+fn primed_text(steps: &[Outcome]) -> String {
+    steps.first().map_or("nothing".to_string(), |o| {
+        o.history
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
 }
 
 /// `inconclusive` if a step ran nothing in the graph, else `present` if a decided step
@@ -138,12 +165,18 @@ fn stepped_evidence(steps: &[Outcome]) -> String {
         .collect();
     let first = steps.iter().position(|o| !o.flags().is_empty());
     let mut e = format!(
-        "{chain}: {} decode steps, each compared with the CPU chain and the oracle after the choices so far; the graph chose {}; ",
+        "{chain}: both chains first accept {}; then {} decode steps, each compared with the CPU chain and with the oracle's logits after the history so far; in the graph: {}; the graph chose {}; ",
+        primed_text(steps),
         steps.len(),
+        (steps.first().map(|o| {
+            let g: Vec<&str> = (o.places.iter()).filter(|p| p.in_graph).map(|p| p.stage.as_str()).collect();
+            if g.is_empty() { "nothing".to_string() } else { g.join(", ") }
+        }))
+        .unwrap_or_default(),
         tokens.join(" ")
     );
     e += &match first {
-        None => "every step agrees (survivors, values to 0 ulp, choices)".to_string(),
+        None => "every step agrees (survivors, logits to 0 ulp from the CPU's and the oracle's, choices)".to_string(),
         Some(i) => format!("step {i} differs first: {}", steps[i].evidence()),
     };
     e
@@ -281,7 +314,13 @@ impl Audit {
                     .iter()
                     .map(|d| (d.row.case.as_str(), d.row.verdict())),
             )
-            .chain(m.steps.iter().map(|s| (STEPPED, stepped_verdict(s))))
+            .chain(m.steps.iter().map(|s| {
+                (
+                    STEPPED,
+                    s.as_ref()
+                        .map_or(Verdict::NotOffered, |s| stepped_verdict(s)),
+                )
+            }))
             .collect();
         let named = |v: Verdict| -> Vec<&str> {
             (all.iter())
@@ -327,13 +366,27 @@ impl Audit {
                 &d.row,
             );
         }
-        if let Some(s) = &m.steps {
+        if let Some(Err(why)) = &m.steps {
+            r.add_row(
+                format!("{ROW}-{STEPPED}"),
+                Verdict::NotOffered,
+                why.to_string(),
+                BTreeMap::from([("not_offered", why.to_string())]),
+            );
+        }
+        if let Some(Ok(s)) = &m.steps {
             let data: Vec<StepData> = (s.iter().enumerate())
                 .map(|(i, o)| StepData {
                     step: i,
                     graph_chose: o.graph.selected.map(|t| t.0),
                     cpu_chose: o.cpu.selected.map(|t| t.0),
+                    in_graph: (o.places.iter())
+                        .filter(|p| p.in_graph)
+                        .map(|p| p.stage.clone())
+                        .collect(),
+                    graph_returned: o.graph_returned,
                     max_ulps: o.max_ulps,
+                    max_ulps_oracle: o.max_ulps_oracle,
                     flags: o.flags(),
                     undecided: o.oracle.undecided.clone(),
                 })

@@ -37,6 +37,9 @@ pub struct Case {
     pub ulps: u32,
     /// The context's `n_outputs_max_per_seq` (above 1, some stages refuse the graph).
     pub outputs_per_seq: u32,
+    /// Whether the graph's logits are also judged against the oracle's (where the oracle
+    /// computes them in f32 as llama.cpp does: penalties).
+    pub values_against_oracle: bool,
 }
 
 impl Case {
@@ -46,6 +49,7 @@ impl Case {
             ulps: u32::from(links.iter().any(|l| needs_ulp(&l.stage()))),
             links,
             outputs_per_seq: 1,
+            values_against_oracle: false,
         }
     }
 
@@ -194,7 +198,10 @@ pub fn registered() -> Vec<Case> {
 /// The penalties case run over several decode steps (PREREG, F8's penalties addendum): dyadic
 /// parameters, so both paths' arithmetic is exact and no ulp is allowed.
 pub fn stepped() -> Case {
-    Case::stages("penalties-steps", "penalties=16:2:0.5:0.25,greedy")
+    Case {
+        values_against_oracle: true,
+        ..Case::stages("penalties-steps", "penalties=16:2:0.5:0.25,greedy")
+    }
 }
 
 /// Decode steps of [`stepped`].

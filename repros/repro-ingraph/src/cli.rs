@@ -29,7 +29,8 @@ pub struct Args {
     #[arg(long)]
     pub audit: bool,
     /// Draws through the graph's dist for the draw row and each of its controls (registered
-    /// chains only), 1 to 100000.
+    /// chains only), 300 to 100000 (below 300 the detector pools bins and the stated power
+    /// would not be its own).
     #[arg(long, default_value_t = crate::draws::DRAWS as i64, allow_negative_numbers = true)]
     pub draws: i64,
 }
@@ -55,9 +56,10 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
             "--audit runs the registered chains; drop --stage"
         )));
     }
-    if !(1..=100_000).contains(&args.draws) {
+    if !(crate::draws::MIN_DRAWS as i64..=100_000).contains(&args.draws) {
         return Err(cmdline::Failure::BadInput(anyhow::anyhow!(
-            "--draws must be in 1..=100000, got {}",
+            "--draws must be in {}..=100000, got {}",
+            crate::draws::MIN_DRAWS,
             args.draws
         )));
     }

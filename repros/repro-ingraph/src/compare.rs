@@ -90,6 +90,16 @@ pub struct Outcome {
     /// paths, over the survivors both kept; and the allowed one.
     pub max_ulps: u32,
     pub allowed_ulps: u32,
+    /// The same distance to the oracle's logits for the same ids; judged only where the case
+    /// says the oracle computes them as llama.cpp does (`values_against_oracle`).
+    pub max_ulps_oracle: u32,
+    pub values_against_oracle: bool,
+    /// The ids the chains had accepted before this row (the oracle's history).
+    #[serde(
+        serialize_with = "detector::ids",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub history: Vec<TokenId>,
     /// The probabilities the graph returned, against the oracle's softmax of its survivors.
     pub probs: Option<Probs>,
     /// How many entries the stage alone keeps before `min_keep` tops it up (cases with a
@@ -132,6 +142,7 @@ impl Outcome {
     /// A survivor's logit is further from the CPU's than the case allows.
     pub fn values_differ(&self) -> bool {
         self.max_ulps > self.allowed_ulps
+            || (self.values_against_oracle && self.max_ulps_oracle > self.allowed_ulps)
     }
 
     /// A deterministic choice (greedy) differs from the oracle's, or a draw lies outside the
@@ -303,7 +314,9 @@ pub fn run(
 /// `case` over `steps` decode steps after `prompt`: at each step both paths are compared as
 /// in [`run`], the graph's choice is accepted once into each chain (the graph's by
 /// `finish`, the CPU's by `accept`) and decoded in both contexts, and the oracle is given
-/// the choices so far as the history its stages count. One outcome per step.
+/// the history so far. Before the first step both chains accept [`primed`] of the first row
+/// (the top three ids, three, two and one times), so counts above one are in the window from
+/// the start. One outcome per step.
 pub fn run_steps(
     model: &Arc<Model>,
     prompt: &[TokenId],
@@ -321,10 +334,16 @@ pub fn run_steps(
         threads,
     )?;
     let mut plain = Context::with_attention(model, n_ctx, Attention::Auto, threads)?;
-    ctx.decode(prompt)?;
     plain.decode(prompt)?;
     let mut cpu_chain = case.build(n_vocab)?;
-    let mut history = Vec::new();
+    let mut history = primed(&plain.logits()?);
+    // Before the graph's decode: its chain runs when the row is computed, so the history it
+    // counts is the one accepted by then.
+    for &t in &history {
+        ctx.accept(t)?;
+        cpu_chain.accept(t)?;
+    }
+    ctx.decode(prompt)?;
     let mut out = Vec::with_capacity(steps);
     for i in 0..steps {
         let raw = plain.logits()?;
@@ -340,6 +359,17 @@ pub fn run_steps(
         plain.decode(&[t])?;
     }
     Ok(out)
+}
+
+/// The history both chains accept before a stepped run: the three top ids of `raw`, three,
+/// two and one times.
+pub fn primed(raw: &[f32]) -> Vec<TokenId> {
+    let top = Pool::from_logits(raw);
+    let ids: Vec<TokenId> = top.entries().iter().take(3).map(|e| e.id).collect();
+    ids.iter()
+        .zip([3, 2, 1])
+        .flat_map(|(&id, n)| std::iter::repeat_n(id, n))
+        .collect()
 }
 
 /// One comparison on the row the last decode left: the graph's output and CPU tail (which
@@ -402,6 +432,16 @@ fn step(
         .filter_map(|(id, &g)| cpu.logits.get(id).map(|&c| ulps(g, c)))
         .max()
         .unwrap_or(0);
+    let oracle_logits: BTreeMap<TokenId, f32> = comp
+        .pool
+        .entries()
+        .iter()
+        .map(|e| (e.id, e.logit))
+        .collect();
+    let max_ulps_oracle = (graph.logits.iter())
+        .filter_map(|(id, &g)| oracle_logits.get(id).map(|&o| ulps(g, o)))
+        .max()
+        .unwrap_or(0);
     let probs = out.probs.as_ref().map(|p| {
         let exact: BTreeMap<TokenId, f64> = comp
             .pool
@@ -436,6 +476,9 @@ fn step(
         cpu,
         oracle,
         max_ulps,
+        max_ulps_oracle,
+        values_against_oracle: case.values_against_oracle,
+        history: history.to_vec(),
         allowed_ulps: case.ulps,
         probs,
         kept_without_min_keep,

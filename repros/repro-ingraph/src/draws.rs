@@ -6,6 +6,7 @@
 //! the next token of a generation.
 
 use crate::case::{planted_pair, Case, Link};
+use crate::compare::Place;
 use crate::planted::Kind;
 use anyhow::{Context, Result};
 use detector::{Class, Expectation};
@@ -20,6 +21,10 @@ use subject::{Candidates, GraphContext, Model};
 
 /// Draws per row (PREREG, F8's draw addendum).
 pub const DRAWS: usize = 4000;
+/// The fewest draws a run takes: at 300 every survivor expects at least 5 draws on the
+/// audit's prompt, so the detector pools no bin and the power stated (over unpooled bins)
+/// is the detector's.
+pub const MIN_DRAWS: usize = 300;
 /// The seed of every `dist` here.
 pub const SEED: u32 = 20261202;
 /// Each draw test's level.
@@ -61,6 +66,12 @@ pub struct DrawRow {
     pub case: String,
     pub chain: String,
     pub draws: usize,
+    /// Where each stage ran.
+    pub places: Vec<Place>,
+    /// Whether the draw ran where the case puts it: llama.cpp's dist in the graph, a token
+    /// handed back by every decode (and a planted stage's ops added to the decodes' graph,
+    /// which llama.cpp builds once and reuses); or, for the
+    /// draw of our own on the CPU tail, top_k in the graph and its logits handed back.
     pub ran_in_graph: bool,
     /// The detector's verdict and the rule that decided.
     pub detector_verdict: Verdict,
@@ -134,16 +145,27 @@ pub fn run(
     let n_ctx = (prompt.len() as u32 + 8).max(64);
     let mut ctx = GraphContext::new(model, n_ctx, case.build(n_vocab)?, 1, threads)?;
     ctx.decode(prompt)?;
-    let places = ctx.places();
+    let places: Vec<Place> = ctx.places().into_iter().map(Place::from).collect();
     let mut graph = Vec::with_capacity(draws);
     let builds_before = case.planted().map(|p| p.graph_builds());
-    let mut ran = places.iter().any(|p| p.in_graph);
+    let own_draw = case
+        .planted()
+        .is_some_and(|p| matches!(p.kind, Kind::CpuDist { .. }));
+    let mut ran = if own_draw {
+        places.first().is_some_and(|p| p.in_graph)
+    } else {
+        places.last().is_some_and(|p| p.in_graph)
+    };
     for i in 0..draws {
         if i > 0 {
             ctx.redecode_last()?;
         }
         let out = ctx.output()?;
-        ran &= out.sampled.is_some() || out.logits.is_some();
+        ran &= if own_draw {
+            out.logits.is_some()
+        } else {
+            out.sampled.is_some()
+        };
         let (_, t) = ctx.finish(&out)?;
         graph.push(t.context("a chain ending in dist chose no token")?);
     }
@@ -158,7 +180,7 @@ pub fn run(
     }
     // A planted stage that runs in the graph must have added its ops to the decodes' graphs.
     if let (Some(p), Some(before)) = (case.planted(), builds_before) {
-        if !matches!(p.kind, Kind::CpuDist { .. }) {
+        if !own_draw {
             ran &= p.graph_builds() > before;
         }
     }
@@ -175,6 +197,7 @@ pub fn run(
         case: case.name.clone(),
         chain: case.describe(),
         draws,
+        places,
         ran_in_graph: ran,
         detector_verdict: outcome.verdict,
         why: outcome.why.clone(),

@@ -6,7 +6,8 @@
 //!
 //! - `min_p(0.5, 8)`, ignoring `min_keep` in the graph: the survivor-set check.
 //! - `temp(0.5)`, multiplying by a factor 4 ulp above 2 in the graph: the value check; and
-//!   `temp(1)` multiplying by 1.25 there, before llama.cpp's `dist`: the draw detector.
+//!   `temp(1)` multiplying by `draws::SKEW` there, before llama.cpp's `dist`: the draw
+//!   detector.
 //! - `greedy` after a narrowing stage, returning the top candidate's index instead of its id
 //!   in the graph: the choice check.
 //! - `greedy` that also hands back probabilities, a softmax at temperature 1/1.05 in the graph:

@@ -44,35 +44,73 @@ fn bad_arguments_are_refused_in_one_line() {
     assert!(out.starts_with("usage: scripts/ingraph-gpu.sh OUTDIR"));
 }
 
-/// On a machine with no CUDA toolkit or no GPU the script must stop at once, in one line,
-/// without building or creating its folder. (On a machine with both this test says nothing.)
+/// Where nvcc or the GPU is missing the script must stop at once, in one line, without
+/// building or creating its folder. Each refusal is reached with stand-ins for `nvcc` and
+/// `nvidia-smi` on a PATH of their own (so this runs the same on a machine with a GPU).
 #[test]
-fn without_a_gpu_it_stops_before_building() {
-    let have_gpu = Command::new("nvcc").arg("--version").output().is_ok()
-        && Command::new("nvidia-smi")
+fn each_missing_piece_stops_it_before_building() {
+    let stub = std::env::temp_dir().join(format!("gpu-script-stub-{}", std::process::id()));
+    let bin = stub.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let put = |name: &str, body: Option<&str>| {
+        let p = bin.join(name);
+        let _ = std::fs::remove_file(&p);
+        if let Some(body) = body {
+            std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+            let mut perm = std::fs::metadata(&p).unwrap().permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+            std::fs::set_permissions(&p, perm).unwrap();
+        }
+    };
+    let system_path = "/usr/bin:/bin";
+    let out_dir = stub.join("out");
+    for (nvcc, smi, says) in [
+        (None, None, "no CUDA toolkit"),
+        (Some("exit 0"), None, "no NVIDIA driver"),
+        (Some("exit 0"), Some("exit 9"), "found no GPU"),
+        (Some("exit 0"), Some("exit 0"), "lists no GPU"),
+    ] {
+        put("nvcc", nvcc);
+        put("nvidia-smi", smi);
+        let t = Instant::now();
+        let out = Command::new(root().join("scripts/ingraph-gpu.sh"))
+            .arg(&out_dir)
+            .env("PATH", format!("{}:{system_path}", bin.display()))
             .output()
-            .is_ok_and(|o| o.status.success());
-    if have_gpu {
-        return;
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{says}: {err}");
+        assert!(out.stdout.is_empty(), "{says}");
+        assert_eq!(err.lines().count(), 1, "{says}: {err}");
+        assert!(err.contains(says), "expected {says:?}: {err}");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "{says}: took {:?}",
+            t.elapsed()
+        );
+        assert!(
+            !out_dir.exists(),
+            "{says}: the folder was created before the refusal"
+        );
     }
-    let dir = std::env::temp_dir().join(format!("gpu-script-out-{}", std::process::id()));
-    let (code, out, err, took) = script(&[dir.to_str().unwrap()]);
-    assert_eq!(code, 1, "{err}");
-    assert!(out.is_empty());
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("no CUDA toolkit") || err.contains("GPU") || err.contains("driver"),
-        "{err}"
-    );
-    assert!(took < Duration::from_secs(30), "took {took:?}");
-    assert!(!dir.exists(), "the folder was created before the refusal");
+    std::fs::remove_dir_all(&stub).unwrap();
 }
 
 /// The features the script builds with reach llama-cpp-sys-2's `cuda` for both binaries.
 #[test]
 fn its_build_turns_on_the_cuda_backend() {
     let text = std::fs::read_to_string(root().join("scripts/ingraph-gpu.sh")).unwrap();
-    assert!(text.contains("-p repro-ingraph -p repro-engines --features subject/cuda"));
+    // The build command itself, not a comment: its lines joined, spaces collapsed.
+    let code: Vec<String> = (text.lines())
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("\\\n", " ")
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    let build = "cargo build --release --locked --target-dir target/cuda -p repro-ingraph -p repro-engines --features subject/cuda >&2";
+    assert!(code.iter().any(|l| l == build), "{code:?}");
     let out = Command::new(env!("CARGO"))
         .current_dir(root())
         .args([

@@ -80,7 +80,7 @@ fn bad_stages_are_refused_in_one_line() {
         &["--stage", "nope=1"][..],
         &["--stage", "top_p=2"],
         &["--audit", "--stage", "top_k=4"],
-        &["--draws", "0"],
+        &["--draws", "299"],
     ] {
         let (code, out, err) = run_bin(BIN, args);
         assert_eq!(code, 2, "{args:?}: {err}");
