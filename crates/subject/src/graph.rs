@@ -16,6 +16,7 @@
 
 use crate::compat as sys;
 use crate::model::{Model, RawContext};
+use crate::multi::Batch;
 use crate::sampler::Sampler;
 use crate::{Candidates, NotOffered};
 use anyhow::{ensure, Context as _, Result};
@@ -59,19 +60,6 @@ pub struct GraphOutput {
     pub probs: Option<Vec<f32>>,
 }
 
-/// Owns a two-sequence `llama_batch` and frees it once.
-struct Batch {
-    raw: sys::llama_batch,
-    capacity: usize,
-}
-
-impl Drop for Batch {
-    fn drop(&mut self) {
-        // SAFETY: `raw` came from llama_batch_init and is freed only here.
-        unsafe { ffi!(sys::llama_batch_free(self.raw)) }
-    }
-}
-
 /// A context whose sequence 0 samples with `chain` in the graph (see the module docs).
 pub struct GraphContext {
     /// Declared first, so the context (which points at the chain) is freed before it.
@@ -109,18 +97,13 @@ impl GraphContext {
             "a context's sampler must be a chain (llama.cpp throws otherwise)"
         );
         let raw = open(model, n_ctx, &chain, outputs_per_seq, threads)?;
-        // SAFETY: plain allocation for n_ctx tokens with one sequence id each.
-        let batch = unsafe { ffi!(sys::llama_batch_init(n_ctx as i32, 0, 1)) };
         Ok(GraphContext {
             ctx: RawContext {
                 raw,
                 model: Arc::clone(model),
             },
             chain,
-            batch: Batch {
-                raw: batch,
-                capacity: n_ctx as usize,
-            },
+            batch: Batch::new(n_ctx as usize),
             n_ctx: n_ctx as usize,
             n_past: 0,
             tokens: Vec::new(),

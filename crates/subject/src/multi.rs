@@ -36,14 +36,14 @@ pub struct Append {
     pub logits: bool,
 }
 
-/// Owns a `llama_batch` from `llama_batch_init` and frees it once.
-struct Batch {
-    raw: sys::llama_batch,
-    capacity: usize,
+/// Owns a `llama_batch` from `llama_batch_init` (one sequence id per token) and frees it once.
+pub(crate) struct Batch {
+    pub(crate) raw: sys::llama_batch,
+    pub(crate) capacity: usize,
 }
 
 impl Batch {
-    fn new(capacity: usize) -> Batch {
+    pub(crate) fn new(capacity: usize) -> Batch {
         // SAFETY: plain allocation; one sequence id per token; freed in Drop.
         let raw = unsafe { ffi!(sys::llama_batch_init(capacity as i32, 0, 1)) };
         Batch { raw, capacity }
