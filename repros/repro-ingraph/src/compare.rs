@@ -21,7 +21,7 @@ use subject::{Attention, Candidates, Context, GraphContext, Model, Sampler, Stag
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Side {
     /// Kept ids, ascending.
-    #[serde(serialize_with = "detector::ids")]
+    #[serde(serialize_with = "capped_ids")]
     pub survivors: Vec<TokenId>,
     #[serde(skip)]
     pub logits: BTreeMap<TokenId, f32>,
@@ -53,7 +53,7 @@ impl Side {
 /// The oracle's answer for the case.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OracleSide {
-    #[serde(serialize_with = "detector::ids")]
+    #[serde(serialize_with = "capped_ids")]
     pub survivors: Vec<TokenId>,
     #[serde(serialize_with = "opt_id")]
     pub selected: Option<TokenId>,
@@ -82,6 +82,11 @@ pub struct Outcome {
     pub graph: Side,
     pub cpu: Side,
     pub oracle: OracleSide,
+    /// Ids the graph kept and the oracle did not, and the other way round (all of them).
+    #[serde(serialize_with = "detector::ids")]
+    pub graph_only: Vec<TokenId>,
+    #[serde(serialize_with = "detector::ids")]
+    pub oracle_only: Vec<TokenId>,
     /// Entries the graph returned, and how many of them it masked with `-inf` instead of
     /// dropping.
     pub graph_returned: usize,
@@ -238,8 +243,36 @@ impl Outcome {
     }
 }
 
+/// Most ids a survivor list prints; a full-vocabulary set would otherwise write 49,152 ids per
+/// side and row. The disagreement itself is listed in full ([`Outcome`]'s `graph_only` and
+/// `oracle_only`).
+const JSON_IDS: usize = 64;
+
+/// A survivor set as JSON: its size and its first [`JSON_IDS`] ids.
+fn capped_ids<S: serde::Serializer>(ids: &[TokenId], s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Capped<'a> {
+        count: usize,
+        #[serde(serialize_with = "detector::ids")]
+        first: &'a [TokenId],
+    }
+    Capped {
+        count: ids.len(),
+        first: &ids[..ids.len().min(JSON_IDS)],
+    }
+    .serialize(s)
+}
+
 fn opt_id<S: serde::Serializer>(id: &Option<TokenId>, s: S) -> Result<S::Ok, S::Error> {
     serde::Serialize::serialize(&id.map(|t| t.0), s)
+}
+
+/// The ids of `a` not in `b` (both ascending).
+fn difference(a: &[TokenId], b: &[TokenId]) -> Vec<TokenId> {
+    a.iter()
+        .filter(|id| b.binary_search(id).is_err())
+        .copied()
+        .collect()
 }
 
 /// Units in the last place between two finite f32 values of any sign.
@@ -472,6 +505,8 @@ fn step(
         planted_graph_builds,
         graph_returned: returned.len(),
         graph_masked,
+        graph_only: difference(&graph.survivors, &oracle.survivors),
+        oracle_only: difference(&oracle.survivors, &graph.survivors),
         graph,
         cpu,
         oracle,
