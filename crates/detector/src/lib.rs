@@ -8,6 +8,8 @@
 //! of the counts against the renormalized probabilities (categories expecting fewer than 5
 //! draws pooled, `oracle::fit`): `present` when p < the per-test level, else `absent`.
 
+pub mod power;
+
 use oracle::fit::{goodness_of_fit, GoodnessOfFit};
 use oracle::TokenId;
 use report::Verdict;

@@ -6,6 +6,7 @@ use crate::planted::{self, Defect};
 use crate::vectors::{self, GridRow};
 use crate::{oracle_check, FINDING, NAME};
 use anyhow::{Context, Result};
+use detector::power::{simulate, Power};
 use detector::{judge, Expectation, Outcome};
 use engine::{Engine, EngineInfo, Sampling};
 use oracle::fit::bonferroni;
@@ -125,6 +126,7 @@ impl Serialize for CaseRun {
 struct AuditBody<'a> {
     alpha_family: f64,
     alpha_each: f64,
+    planted: &'a [PlantedRun],
     cases: &'a [CaseRun],
 }
 
@@ -134,6 +136,7 @@ struct CaseBody<'a> {
     #[serde(flatten)]
     run: &'a CaseRun,
     alpha_family: f64,
+    planted: &'a [PlantedRun],
 }
 
 /// Runs `case` through `draw` and the detector at level `alpha`.
@@ -156,34 +159,103 @@ fn planted_outcome(case: &Case, alpha: f64, defect: Defect) -> Result<Outcome> {
 
 type Draws = Result<Vec<oracle::TokenId>>;
 
-/// The rows the positive controls must be flagged on: (defect, grid vector, configuration).
-pub const PLANTED_ROWS: [(Defect, &str, &str); 4] = [
+/// Every planted sampler with a defect and the input it runs on: (defect, vector,
+/// configuration). An input that is a grid row keeps that row's draws and seed; any other
+/// takes [`vectors::DRAWS`] draws and seed [`PLANTED_SEED_BASE`] plus its position here.
+pub const PLANTED_ROWS: [(Defect, &str, &str); 9] = [
     (Defect::KeepsOneExtra, "published", "top_k=3"),
     (Defect::SkipsRenormalization, "published", "top_k=2"),
     (Defect::TopPOnFullMass, "published", "top_k=3,top_p=0.9"),
     (Defect::KeepsWholeTie, "ties", "top_k=2"),
+    (Defect::ShiftsMass { points: 1 }, "published", "all"),
+    (Defect::ShiftsMass { points: 2 }, "published", "all"),
+    (Defect::ShiftsMass { points: 1 }, "published", "top_k=2"),
+    (Defect::ShiftsMass { points: 2 }, "published", "top_k=2"),
+    (Defect::TempAfterTruncation, "published", "top_p=0.9,temp=2"),
 ];
+pub const PLANTED_SEED_BASE: u64 = 100;
 
-/// The controls: the oracle's hand cases; each planted defect on its row, which must be
-/// flagged at the subject's level `alpha`; the exact Rust sampler on `negative_cases` (and on
-/// the planted rows), which must pass every one the oracle decides, each at ALPHA divided by
-/// their number.
-pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<Vec<Control>> {
-    let mut out = oracle_check::run();
+/// The detector's power against a planted sampler is simulated with this many runs of the
+/// input's draw count, from this seed, at the subject's level (PREREG, F7).
+pub const POWER_REPS: usize = 400;
+pub const POWER_SEED: u64 = 20_261_202;
+
+/// A planted sampler is a positive control, which must be flagged, where the simulated power
+/// against it is at least this; below it, its outcome is reported beside its power and
+/// decides nothing (a detector may miss what it has little power against).
+pub const CONTROL_POWER: f64 = 0.99;
+
+/// One planted sampler: its input, the power stated before its draws, and what the detector
+/// read from them.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlantedRun {
+    pub sampler: String,
+    pub input: String,
+    pub power: Power,
+    pub is_control: bool,
+    pub verdict: Verdict,
+    pub why: String,
+}
+
+fn planted_case(index: usize, vector: &str, sampling: &str) -> Case {
     let grid = vectors::grid();
+    match (grid.iter()).position(|r| r.vector == vector && r.sampling.to_string() == sampling) {
+        Some(row) => Case::of(&grid[row], row),
+        None => Case {
+            vector: vector.to_string(),
+            logits: vectors::by_name(vector)
+                .expect("planted rows name known vectors")
+                .logits,
+            sampling: Sampling::parse(sampling).expect("planted rows parse"),
+            draws: vectors::DRAWS,
+            seed: PLANTED_SEED_BASE + index as u64,
+        },
+    }
+}
+
+/// The controls: the oracle's hand cases; each planted defect on its row, its power first,
+/// then its draws at the subject's level `alpha` (a control where the power is at least
+/// [`CONTROL_POWER`]); the exact Rust sampler on `negative_cases` and on the planted rows,
+/// which must pass every one the oracle decides, each at ALPHA divided by their number.
+pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<(Vec<Control>, Vec<PlantedRun>)> {
+    let mut out = oracle_check::run();
+    let mut planted_runs = Vec::new();
     let mut exact_cases: Vec<Case> = negative_cases.to_vec();
-    for (defect, vector, sampling) in PLANTED_ROWS {
-        let index = grid
-            .iter()
-            .position(|r| r.vector == vector && r.sampling.to_string() == sampling)
-            .expect("planted rows are grid rows");
-        let case = Case::of(&grid[index], index);
+    for (index, (defect, vector, sampling)) in PLANTED_ROWS.into_iter().enumerate() {
+        let case = planted_case(index, vector, sampling);
+        let exp = expect::of(&case.logits, &case.sampling)?;
+        let alternative = planted::distribution(&case.logits, &case.sampling, defect)?;
+        let power = simulate(
+            &exp,
+            &alternative,
+            case.draws,
+            alpha,
+            POWER_REPS,
+            POWER_SEED,
+        );
         let o = planted_outcome(&case, alpha, defect)?;
-        out.push(Control::positive(
-            format!("{} ({} {})", defect.label(), vector, sampling),
-            o.verdict == Verdict::Present,
-            format!("{}: {}", o.describe_support(8), o.why),
-        ));
+        let name = format!("{} ({} {})", defect.label(), vector, sampling);
+        let is_control = power.rate >= CONTROL_POWER;
+        if is_control {
+            out.push(Control::positive(
+                name.clone(),
+                o.verdict == Verdict::Present,
+                format!(
+                    "power {}; {}: {}",
+                    power.describe(),
+                    o.describe_support(8),
+                    o.why
+                ),
+            ));
+        }
+        planted_runs.push(PlantedRun {
+            sampler: name,
+            input: case.input(),
+            power,
+            is_control,
+            verdict: o.verdict,
+            why: o.why.clone(),
+        });
         if !exact_cases.iter().any(|c| c.row_name() == case.row_name()) {
             exact_cases.push(case);
         }
@@ -217,13 +289,14 @@ pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<Vec<Control>> {
             format!("flagged: {}", failures.join("; "))
         },
     ));
-    Ok(out)
+    Ok((out, planted_runs))
 }
 
 pub struct Audit {
     pub engine: EngineInfo,
     pub runs: Vec<CaseRun>,
     pub controls: Vec<Control>,
+    pub planted: Vec<PlantedRun>,
     /// The per-test level: `ALPHA / (number of offered cases)`.
     pub alpha: f64,
     pub audit_mode: bool,
@@ -245,11 +318,12 @@ pub fn run(e: &dyn Engine, cases: &[Case], audit_mode: bool) -> Result<Audit> {
             }),
         })
         .collect::<Result<Vec<_>>>()?;
-    let controls = controls(cases, alpha)?;
+    let (controls, planted) = controls(cases, alpha)?;
     Ok(Audit {
         engine: e.info(),
         runs,
         controls,
+        planted,
         alpha,
         audit_mode,
     })
@@ -328,19 +402,50 @@ impl Audit {
             r.with_body(AuditBody {
                 alpha_family: ALPHA,
                 alpha_each: self.alpha,
+                planted: &self.planted,
                 cases: &self.runs,
             })
         } else {
             r.with_body(CaseBody {
                 run: &self.runs[0],
                 alpha_family: ALPHA,
+                planted: &self.planted,
             })
         };
         r.with_text(self.to_text())
     }
 
-    pub fn to_text(&self) -> String {
+    /// Each planted sampler's power, as simulated before its draws, and what the detector read.
+    fn planted_text(&self) -> String {
         let mut out = format!(
+            "Power against each planted sampler ({POWER_REPS} simulated runs through the detector, seed {POWER_SEED}, each test at {:.1e}; a control where it is at least {CONTROL_POWER}):\n",
+            self.alpha
+        );
+        for p in &self.planted {
+            out.push_str(&format!(
+                "  {}\n    {}\n    power {} -> {} ({}): {}\n",
+                p.sampler,
+                p.input,
+                p.power.describe(),
+                if p.verdict == Verdict::Present {
+                    "caught"
+                } else {
+                    "missed"
+                },
+                if p.is_control {
+                    "control"
+                } else {
+                    "reported only"
+                },
+                p.why
+            ));
+        }
+        out
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut out = self.planted_text();
+        out += &format!(
             "{} draws judged against the oracle (family level {ALPHA}, each test at {:.1e})\n",
             self.engine.name.label(),
             self.alpha
@@ -373,5 +478,23 @@ impl Audit {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The power PREREG states for each planted sampler at the grid's level on llama.cpp
+    /// (17 tests), computed before any subject drew on the planted inputs.
+    #[test]
+    fn planted_power_is_what_prereg_states() {
+        let alpha = bonferroni(ALPHA, vectors::grid().len());
+        let (_, planted) = controls(&[], alpha).unwrap();
+        let caught: Vec<usize> = planted.iter().map(|p| p.power.caught).collect();
+        assert_eq!(caught, [400, 400, 400, 400, 400, 400, 182, 400, 400]);
+        let controls: Vec<bool> = planted.iter().map(|p| p.is_control).collect();
+        assert_eq!(controls.iter().filter(|&&c| !c).count(), 1);
+        assert!(!controls[6]);
     }
 }

@@ -1,5 +1,6 @@
 //! Samplers written here, in plain Rust, run through the same detector as the engines: an
-//! exact one (the negative control) and four with a planted defect (the positive controls).
+//! exact one (the negative control) and six with a planted defect, four gross and two small
+//! (the positive controls, where the detector's power against them is high enough).
 //!
 //! The exact sampler does not call the oracle: it states the seam's semantics again in f64
 //! (sort by logit, then id; temperature; top-k; top-p on the renormalized remainder; min-p;
@@ -8,6 +9,7 @@
 
 use crate::expect::{modelled, Modelled};
 use anyhow::{ensure, Result};
+use detector::power::sample;
 use engine::Sampling;
 use oracle::rng::Rng;
 use oracle::TokenId;
@@ -26,24 +28,38 @@ pub enum Defect {
     TopPOnFullMass,
     /// A cut inside equal logits keeps every one of them.
     KeepsWholeTie,
+    /// Moves `points` hundredths of probability from the most probable survivor to the least
+    /// probable one; the set is right.
+    ShiftsMass { points: u8 },
+    /// Applies the temperature after the truncating stages instead of before them, so the
+    /// cuts see the untempered distribution.
+    TempAfterTruncation,
 }
 
 impl Defect {
-    pub fn label(self) -> &'static str {
-        match self {
+    pub fn label(self) -> String {
+        let fixed = match self {
             Defect::Exact => "exact Rust sampler",
             Defect::KeepsOneExtra => "planted: keeps one extra token",
             Defect::SkipsRenormalization => "planted: skips renormalization",
             Defect::TopPOnFullMass => "planted: top-p on the full-vocabulary mass after top-k",
             Defect::KeepsWholeTie => "planted: keeps the whole tie at a cut",
-        }
+            Defect::ShiftsMass { points } => {
+                return format!(
+                    "planted: {points} point{} of probability moved from the first survivor to the last",
+                    if points == 1 { "" } else { "s" }
+                )
+            }
+            Defect::TempAfterTruncation => "planted: temperature after truncation",
+        };
+        fixed.to_string()
     }
 }
 
 /// The survivors (best first) and their weights: renormalized probabilities, or for
 /// [`Defect::SkipsRenormalization`] the full-vocabulary ones. The stages run in the list's
 /// order; this sampler states temp, top_k, top_p and min_p and refuses the others.
-fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Result<Vec<(TokenId, f64)>> {
+pub fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Result<Vec<(TokenId, f64)>> {
     let mut order: Vec<(TokenId, f64)> = logits
         .iter()
         .enumerate()
@@ -60,11 +76,16 @@ fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Result<Vec<(Tok
         w.into_iter().map(|x| x / z).collect()
     };
     let mut keep = order.len();
+    let mut t_after = 1.0;
     for stage in s.stages() {
         match modelled(stage)? {
             Modelled::Temp { t } => {
                 ensure!(t > 0.0, "the exact sampler takes a positive temperature");
                 let t = f64::from(t);
+                if defect == Defect::TempAfterTruncation {
+                    t_after *= t;
+                    continue;
+                }
                 for (_, x) in &mut order {
                     *x /= t;
                 }
@@ -108,11 +129,24 @@ fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Result<Vec<(Tok
             keep += 1;
         }
     }
+    // A positive temperature keeps the order, so tempering the kept ones now cuts nothing.
+    for (_, x) in &mut order {
+        *x /= t_after;
+    }
     let kept = &order[..keep];
-    let weights = match defect {
+    let mut weights = match defect {
         Defect::SkipsRenormalization => softmax(&order),
         _ => softmax(kept),
     };
+    if let Defect::ShiftsMass { points } = defect {
+        let moved = f64::from(points) / 100.0;
+        ensure!(
+            weights.len() >= 2 && weights[0] >= moved,
+            "moving {points} points needs two survivors and that much mass on the first"
+        );
+        weights[0] -= moved;
+        *weights.last_mut().expect("two survivors") += moved;
+    }
     Ok(kept.iter().map(|(id, _)| *id).zip(weights).collect())
 }
 
@@ -129,21 +163,7 @@ pub fn draw(
         "at least one logit must be finite"
     );
     let dist = distribution(logits, s, defect)?;
-    let cdf: Vec<f64> = (dist.iter())
-        .scan(0.0, |cum, (_, w)| {
-            *cum += w;
-            Some(*cum)
-        })
-        .collect();
-    let mut rng = Rng::new(seed);
-    Ok((0..draws)
-        .map(|_| {
-            // 53 random bits: a uniform number in [0, 1).
-            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-            let i = cdf.partition_point(|&c| c <= u).min(dist.len() - 1);
-            dist[i].0
-        })
-        .collect())
+    Ok(sample(&dist, draws, &mut Rng::new(seed)))
 }
 
 #[cfg(test)]
@@ -161,5 +181,14 @@ mod tests {
         assert!(raw[0].1 + raw[1].1 < 0.95);
         // The same top-k then top-p example as the interface: the renormalized cut keeps 2.
         assert_eq!(of("top_k=3,top_p=0.9", Defect::Exact).unwrap().len(), 2);
+        // Tempered first, top_p=0.9 keeps all four; at temperature 1 it keeps three.
+        let s = "top_p=0.9,temp=2";
+        assert_eq!(of(s, Defect::Exact).unwrap().len(), 4);
+        assert_eq!(of(s, Defect::TempAfterTruncation).unwrap().len(), 3);
+        let shifted = of("all", Defect::ShiftsMass { points: 2 }).unwrap();
+        let exact = of("all", Defect::Exact).unwrap();
+        assert!((exact[0].1 - shifted[0].1 - 0.02).abs() < 1e-15);
+        assert!((shifted[3].1 - exact[3].1 - 0.02).abs() < 1e-15);
+        assert_eq!(exact[1..3], shifted[1..3]);
     }
 }
