@@ -446,7 +446,7 @@ impl Audit {
     pub fn to_text(&self) -> String {
         let mut out = self.planted_text();
         out += &format!(
-            "{} draws judged against the oracle (family level {ALPHA}, each test at {:.1e})\n",
+            "\n{} draws judged against the oracle (family level {ALPHA}, each test at {:.1e})\n",
             self.engine.name.label(),
             self.alpha
         );

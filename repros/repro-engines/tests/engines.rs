@@ -39,6 +39,25 @@ fn check_audit(json: &serde_json::Value, text: &str, engine_label: &str) {
     assert!(header.controls.iter().all(|c| c.passed), "{text}");
     let cases = json["cases"].as_array().unwrap();
     assert_eq!(cases.len(), repro_engines::vectors::grid().len());
+    // Each planted sampler's power is stated and, where it makes the sampler a control, the
+    // sampler was caught; the 1-point shift onto the smallest survivor is among those.
+    let planted = json["planted"].as_array().unwrap();
+    assert_eq!(planted.len(), repro_engines::audit::PLANTED_ROWS.len());
+    for p in planted {
+        let rate = p["power"]["rate"].as_f64().unwrap();
+        let control = p["is_control"].as_bool().unwrap();
+        assert_eq!(control, rate >= repro_engines::audit::CONTROL_POWER, "{p}");
+        if control {
+            assert_eq!(p["verdict"], "present", "{p}");
+        }
+    }
+    assert!(planted.iter().any(|p| p["input"]
+        == "--vector published --sampling all --draws 20000 --seed 1"
+        && p["sampler"]
+            .as_str()
+            .unwrap()
+            .starts_with("planted: 1 point")
+        && p["verdict"] == "present"));
     // Every row names its input, and a present row either drew outside the oracle's set or
     // failed the test at the stated level.
     for (name, verdict, evidence) in &header.rows {
