@@ -3,13 +3,17 @@
 //! engine, every planted sampler and F2's chains that end in `dist`.
 //!
 //! Rule (PREREG, F7): if the survivor set rests on a rounding margin, `undecided`. Otherwise
-//! a draw outside the oracle's possible set, or more distinct ids drawn from a tie class than
-//! the class keeps, is a definite defect (`present`). Otherwise Pearson's chi-square test
-//! of the counts against the renormalized probabilities (categories expecting fewer than 5
-//! draws pooled, `oracle::fit`): `present` when p < the per-test level, else `absent`.
+//! a draw outside the oracle's possible set is a definite defect (`present`), and so is a tie
+//! class that keeps the wrong number of ids: judged per call where the sampler shows what
+//! each call kept (every call must keep exactly the class's count and draw only from what it
+//! kept), else across calls (more distinct ids drawn from the class than it keeps). Otherwise
+//! Pearson's chi-square test of the counts against the renormalized probabilities
+//! (categories expecting fewer than 5 draws pooled into bands of the tail, with a Monte Carlo
+//! p-value there, `oracle::fit`): `present` when p < the per-test level, else `absent`.
 
 pub mod power;
 
+pub use engine::Call;
 use oracle::fit::{goodness_of_fit, GoodnessOfFit};
 use oracle::TokenId;
 use report::Verdict;
@@ -77,6 +81,17 @@ impl Expectation {
             .collect()
     }
 
+    /// The ids of every split class: those whose survival in each call the per-call tie rule
+    /// needs to see.
+    pub fn watch(&self) -> Vec<TokenId> {
+        let mut ids: Vec<TokenId> = (self.classes.iter())
+            .filter(|c| c.is_split())
+            .flat_map(|c| c.ids.iter().copied())
+            .collect();
+        ids.sort();
+        ids
+    }
+
     /// Number of survivors.
     pub fn kept(&self) -> usize {
         self.classes.iter().map(|c| c.kept).sum()
@@ -112,12 +127,46 @@ pub struct Overfull {
     pub kept: usize,
 }
 
+/// How a split tie class was judged: per call, from what each call kept, or across calls,
+/// from the distinct ids drawn (where the sampler shows only its draws).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TieRule {
+    PerCall,
+    AcrossCalls,
+}
+
+/// The first call that kept the wrong number of a tie class, or drew an id of the class that
+/// it did not keep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallBreach {
+    /// Position of the call, from 0.
+    pub call: usize,
+    #[serde(serialize_with = "ids")]
+    pub class: Vec<TokenId>,
+    #[serde(serialize_with = "ids")]
+    pub kept_in_call: Vec<TokenId>,
+    pub kept: usize,
+    #[serde(serialize_with = "id")]
+    pub drawn: TokenId,
+}
+
+/// A token id as JSON: its number.
+fn id<S: Serializer>(id: &TokenId, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_i32(id.0)
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     /// Drawn ids the oracle never keeps.
     pub outside: Vec<TokenId>,
-    /// Tie classes with more distinct ids drawn than they keep.
+    /// Tie classes with more distinct ids drawn than they keep (the across-calls rule).
     pub overfull: Vec<Overfull>,
+    /// The rule split tie classes were judged by; `None` where no class is split.
+    pub tie_rule: Option<TieRule>,
+    /// Calls that broke a split class's count (the per-call rule), and the first of them.
+    pub call_breaches: usize,
+    pub first_breach: Option<CallBreach>,
     /// How often each id was drawn.
     pub support: BTreeMap<TokenId, u64>,
     pub fit: Option<GoodnessOfFit>,
@@ -172,34 +221,85 @@ fn bins(exp: &Expectation, support: &BTreeMap<TokenId, u64>) -> (Vec<String>, Ve
     (labels, observed, p)
 }
 
-pub fn judge(draws: &[TokenId], exp: &Expectation, alpha: f64) -> Outcome {
-    let support = count(draws);
+/// The per-call rule over `calls`, each of which shows what it kept: how many calls kept a
+/// split class's ids in another number than the class keeps, or drew one of its ids that the
+/// call did not keep; and the first such call.
+fn call_breaches(calls: &[Call], split: &[&Class]) -> (usize, Option<CallBreach>) {
+    let mut first = None;
+    let mut count = 0;
+    for (i, call) in calls.iter().enumerate() {
+        let kept = call.kept.as_deref().unwrap_or_default();
+        let breach = split.iter().find_map(|c| {
+            let in_call: Vec<TokenId> = (kept.iter())
+                .copied()
+                .filter(|id| c.ids.contains(id))
+                .collect();
+            let drew_unkept = c.ids.contains(&call.drawn) && !in_call.contains(&call.drawn);
+            (in_call.len() != c.kept || drew_unkept).then(|| CallBreach {
+                call: i,
+                class: c.ids.clone(),
+                kept_in_call: in_call,
+                kept: c.kept,
+                drawn: call.drawn,
+            })
+        });
+        if let Some(b) = breach {
+            count += 1;
+            first.get_or_insert(b);
+        }
+    }
+    (count, first)
+}
+
+/// Judges `calls` against `exp` at level `alpha` (the rule at the top of this crate).
+pub fn judge(calls: &[Call], exp: &Expectation, alpha: f64) -> Outcome {
+    let draws: Vec<TokenId> = calls.iter().map(|c| c.drawn).collect();
+    let support = count(&draws);
     let possible = exp.possible();
     let outside: Vec<TokenId> = support
         .keys()
         .copied()
         .filter(|id| !possible.contains(id))
         .collect();
-    let overfull: Vec<Overfull> = (exp.classes.iter().filter(|c| c.is_split()))
-        .filter_map(|c| {
-            let drawn = c.ids.iter().filter(|id| support.contains_key(id)).count();
-            (drawn > c.kept).then(|| Overfull {
-                ids: c.ids.clone(),
-                drawn,
-                kept: c.kept,
+    let split: Vec<&Class> = exp.classes.iter().filter(|c| c.is_split()).collect();
+    let tie_rule = match () {
+        _ if split.is_empty() => None,
+        _ if calls.iter().all(|c| c.kept.is_some()) => Some(TieRule::PerCall),
+        _ => Some(TieRule::AcrossCalls),
+    };
+    let overfull: Vec<Overfull> = if tie_rule == Some(TieRule::AcrossCalls) {
+        (split.iter())
+            .filter_map(|c| {
+                let drawn = c.ids.iter().filter(|id| support.contains_key(id)).count();
+                (drawn > c.kept).then(|| Overfull {
+                    ids: c.ids.clone(),
+                    drawn,
+                    kept: c.kept,
+                })
             })
-        })
-        .collect();
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let (breaches, first_breach) = if tie_rule == Some(TieRule::PerCall) {
+        call_breaches(calls, &split)
+    } else {
+        (0, None)
+    };
     let mut out = Outcome {
         support,
         outside,
         overfull,
+        tie_rule,
+        call_breaches: breaches,
+        first_breach,
         fit: None,
         alpha,
         verdict: Verdict::Absent,
         why: String::new(),
     };
-    let definite_defect = !out.outside.is_empty() || !out.overfull.is_empty();
+    let definite_defect =
+        !out.outside.is_empty() || !out.overfull.is_empty() || out.call_breaches > 0;
     // A set that rests on a rounding margin decides nothing, not even where it ends: a draw
     // just past the cut may be the engine rounding the other way.
     (out.verdict, out.why) = if let Some(edge) = &exp.undecided {
@@ -224,10 +324,14 @@ pub fn judge(draws: &[TokenId], exp: &Expectation, alpha: f64) -> Outcome {
                         .to_string()
                 } else {
                     format!(
-                        "chi-square {:.3} on {} df, p = {:.3e} {} {:.1e}",
+                        "chi-square {:.3} on {} df, p = {:.3e}{} {} {:.1e}",
                         fit.statistic,
                         fit.df,
                         fit.p_value,
+                        match fit.monte_carlo {
+                            Some(reps) => format!(" (Monte Carlo, {reps} replicates)"),
+                            None => String::new(),
+                        },
                         if reject { "<" } else { ">=" },
                         alpha
                     )
@@ -257,6 +361,21 @@ fn definite(o: &Outcome) -> String {
         parts.push(format!(
             "{drawn} distinct ids drawn from the tie class {}, which keeps {kept}",
             id_set(ids)
+        ));
+    }
+    if let Some(b) = &o.first_breach {
+        let what = if b.kept_in_call.len() != b.kept {
+            format!("kept {} of the tie class", id_set(&b.kept_in_call))
+        } else {
+            format!("drew {}, which it did not keep of the tie class", b.drawn)
+        };
+        parts.push(format!(
+            "call {} {what} {}, which keeps {} ({} of {} calls break the class's count)",
+            b.call,
+            id_set(&b.class),
+            b.kept,
+            o.call_breaches,
+            o.support.values().sum::<u64>()
         ));
     }
     parts.join("; ")
@@ -296,10 +415,18 @@ impl Serialize for Outcome {
             #[serde(serialize_with = "ids")]
             outside: &'a [TokenId],
             overfull: &'a [Overfull],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            tie_rule: Option<TieRule>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            first_call_breach: Option<&'a CallBreach>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            call_breaches: Option<usize>,
             statistic: Option<f64>,
             df: Option<usize>,
             p_value: Option<f64>,
             pooled_categories: Option<usize>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            monte_carlo_replicates: Option<usize>,
             alpha: f64,
             row_verdict: Verdict,
             why: &'a str,
@@ -312,10 +439,14 @@ impl Serialize for Outcome {
             support: &self.support,
             outside: &self.outside,
             overfull: &self.overfull,
+            tie_rule: self.tie_rule,
+            first_call_breach: self.first_breach.as_ref(),
+            call_breaches: (self.tie_rule == Some(TieRule::PerCall)).then_some(self.call_breaches),
             statistic,
             df,
             p_value: self.p_value(),
             pooled_categories,
+            monte_carlo_replicates: self.fit.as_ref().and_then(|f| f.monte_carlo),
             alpha: self.alpha,
             row_verdict: self.verdict,
             why: &self.why,
@@ -366,9 +497,67 @@ mod tests {
             (&fair, None, Verdict::Absent, "chi-square"),
             (&skewed, None, Verdict::Present, "chi-square"),
         ] {
-            let o = judge(&ids(draws), &two_classes(margin), 0.01);
+            let o = judge(
+                &Call::all_drawn_only(&ids(draws)),
+                &two_classes(margin),
+                0.01,
+            );
             assert_eq!(o.verdict, verdict, "{}", o.why);
             assert!(o.why.contains(why), "{}", o.why);
         }
+    }
+
+    /// A call that drew `drawn` and kept `kept` of the watched ids.
+    fn call(drawn: i32, kept: &[i32]) -> Call {
+        Call {
+            drawn: TokenId(drawn),
+            kept: Some(ids(kept)),
+        }
+    }
+
+    #[test]
+    fn ties_are_judged_per_call_where_calls_show_what_they_kept() {
+        let exp = two_classes(None);
+        // Each call keeps one of {1, 2}, afresh: the across-calls rule would flag the two
+        // distinct ids drawn from the class; per call, each kept exactly one.
+        let fresh: Vec<Call> = (0..1000)
+            .map(|i| match i % 4 {
+                0 | 2 => call(0, &[1 + (i / 4 % 2)]),
+                1 => call(1, &[1]),
+                _ => call(2, &[2]),
+            })
+            .collect();
+        let o = judge(&fresh, &exp, 0.01);
+        assert_eq!(o.tie_rule, Some(TieRule::PerCall));
+        assert_eq!(o.verdict, Verdict::Absent, "{}", o.why);
+        let drawn_only: Vec<Call> = fresh.iter().map(|c| Call::drawn_only(c.drawn)).collect();
+        let o = judge(&drawn_only, &exp, 0.01);
+        assert_eq!(o.tie_rule, Some(TieRule::AcrossCalls));
+        assert_eq!(o.verdict, Verdict::Present, "{}", o.why);
+        // A call that keeps both, and one that draws an id it did not keep.
+        for (bad, why) in [
+            (
+                call(1, &[1, 2]),
+                "call 3 kept {1,2} of the tie class {1,2}, which keeps 1 (1 of",
+            ),
+            (
+                call(2, &[1]),
+                "call 3 drew 2, which it did not keep of the tie class {1,2}",
+            ),
+        ] {
+            let mut calls = fresh.clone();
+            calls[3] = bad;
+            let o = judge(&calls, &exp, 0.01);
+            assert_eq!(o.verdict, Verdict::Present, "{}", o.why);
+            assert_eq!(o.call_breaches, 1);
+            assert!(o.why.contains(why), "{}", o.why);
+        }
+        // A margin still decides nothing.
+        let mut calls = fresh.clone();
+        calls[3] = call(1, &[1, 2]);
+        assert_eq!(
+            judge(&calls, &two_classes(Some("m")), 0.01).verdict,
+            Verdict::Undecided
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! simulated draws: pooling, the tie-class rule and the level are then the ones a real run
 //! meets, which a closed form for the chi-square alone would not capture.
 
-use crate::{judge, Expectation};
+use crate::{judge, Call, Expectation};
 use oracle::rng::Rng;
 use oracle::TokenId;
 use report::Verdict;
@@ -39,9 +39,31 @@ pub fn sample(dist: &[(TokenId, f64)], draws: usize, rng: &mut Rng) -> Vec<Token
         .collect();
     (0..draws)
         .map(|_| {
-            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            let u = rng.unit();
             let i = cdf.partition_point(|&c| c <= u).min(dist.len() - 1);
             dist[i].0
+        })
+        .collect()
+}
+
+/// [`sample`]'s draws as calls of a sampler whose survivors are `dist`'s ids, each call
+/// showing which of `exp`'s split-class ids it kept (as the planted samplers' calls do).
+pub fn sample_calls(
+    exp: &Expectation,
+    dist: &[(TokenId, f64)],
+    draws: usize,
+    rng: &mut Rng,
+) -> Vec<Call> {
+    let watch = exp.watch();
+    let mut kept: Vec<TokenId> = (dist.iter())
+        .map(|(id, _)| *id)
+        .filter(|id| watch.contains(id))
+        .collect();
+    kept.sort();
+    (sample(dist, draws, rng).into_iter())
+        .map(|drawn| Call {
+            drawn,
+            kept: Some(kept.clone()),
         })
         .collect()
 }
@@ -59,7 +81,8 @@ pub fn simulate(
     let mut rng = Rng::new(seed);
     let caught = (0..reps)
         .filter(|_| {
-            judge(&sample(alternative, draws, &mut rng), exp, alpha).verdict == Verdict::Present
+            let calls = sample_calls(exp, alternative, draws, &mut rng);
+            judge(&calls, exp, alpha).verdict == Verdict::Present
         })
         .count();
     let (low, high) = wilson(caught, reps);

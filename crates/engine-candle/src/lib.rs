@@ -12,7 +12,7 @@ use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling as CandleSampling};
 use candle_transformers::models::{quantized_gemma3, quantized_llama};
-use engine::{Engine, EngineInfo, EngineName, Logits, Sampling};
+use engine::{Call, Engine, EngineInfo, EngineName, Logits, Sampling};
 use oracle::stage::Stage;
 use oracle::TokenId;
 use std::path::Path;
@@ -121,14 +121,22 @@ impl Engine for Candle {
         candle_sampling(sampling).map(|_| ())
     }
 
-    fn draw(&self, logits: &[f32], s: &Sampling, seed: u64, n: usize) -> Result<Vec<TokenId>> {
+    /// `LogitsProcessor::sample` returns the id alone: no call shows its survivors.
+    fn draw(
+        &self,
+        logits: &[f32],
+        s: &Sampling,
+        seed: u64,
+        n: usize,
+        _watch: &[TokenId],
+    ) -> Result<Vec<Call>> {
         ensure!(!logits.is_empty(), "no logits to draw from");
         let mut p = LogitsProcessor::from_sampling(seed, candle_sampling(s)?);
         let t = tensor(logits)?;
         (0..n)
             .map(|_| {
                 let id = p.sample(&t).context("candle: LogitsProcessor::sample")?;
-                Ok(TokenId(id as i32))
+                Ok(Call::drawn_only(TokenId(id as i32)))
             })
             .collect()
     }
@@ -290,7 +298,11 @@ mod tests {
         let out = Candle.repeat_penalty(&[3.0, 2.0, -1.0, 0.0], 2.0, &context);
         assert_eq!(out.unwrap(), vec![1.5, 2.0, -2.0, 0.0]);
         let s = Sampling::parse("top_k=3,top_p=0.9").unwrap();
-        let draws = Candle.draw(&[3.0, 2.0, 1.0, 0.0], &s, 1, 2000).unwrap();
+        let calls = Candle
+            .draw(&[3.0, 2.0, 1.0, 0.0], &s, 1, 2000, &[])
+            .unwrap();
+        assert!(calls.iter().all(|c| c.kept.is_none()));
+        let draws: Vec<TokenId> = calls.iter().map(|c| c.drawn).collect();
         assert!(draws.contains(&TokenId(2)));
         assert!(!draws.contains(&TokenId(3)));
         let refused = Candle.supports(&Sampling::parse("top_k=3,min_p=0.1").unwrap());

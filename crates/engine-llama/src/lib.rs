@@ -6,7 +6,7 @@
 //! never on a repro or on `harness`, so the registry (`harness::engines`) can hold both.
 
 use anyhow::{ensure, Context as _, Result};
-use engine::{Engine, EngineInfo, EngineName, Logits, Sampling};
+use engine::{Call, Engine, EngineInfo, EngineName, Logits, Sampling};
 use oracle::penalty::PenaltyParams;
 use oracle::stage::Stage;
 use oracle::window::WindowLen;
@@ -76,14 +76,30 @@ impl Engine for Llama {
         draw_chain(sampling, 0).map(|_| ())
     }
 
-    fn draw(&self, logits: &[f32], s: &Sampling, seed: u64, n: usize) -> Result<Vec<TokenId>> {
+    fn draw(
+        &self,
+        logits: &[f32],
+        s: &Sampling,
+        seed: u64,
+        n: usize,
+        watch: &[TokenId],
+    ) -> Result<Vec<Call>> {
         ensure!(!logits.is_empty(), "no logits to draw from");
         let mut chain = draw_chain(s, seed32(seed)?)?;
         (0..n)
             .map(|_| {
                 let mut c = Candidates::from_logits(logits);
                 chain.apply(&mut c)?;
-                c.selected_id().context("dist selected nothing")
+                // The array dist drew from is what the truncating stages left: its entries.
+                let mut kept: Vec<TokenId> = (c.entries.iter())
+                    .map(|e| e.id)
+                    .filter(|id| watch.contains(id))
+                    .collect();
+                kept.sort();
+                Ok(Call {
+                    drawn: c.selected_id().context("dist selected nothing")?,
+                    kept: Some(kept),
+                })
             })
             .collect()
     }
@@ -186,12 +202,20 @@ mod tests {
     fn the_adapter_runs_llama_cpp_chains() {
         let s = Sampling::parse("top_k=2").unwrap();
         Llama.supports(&s).unwrap();
-        let draws = Llama.draw(&[3.0, 2.0, 1.0, 0.0], &s, 1, 2000).unwrap();
+        let watch = [TokenId(1), TokenId(2)];
+        let calls = Llama
+            .draw(&[3.0, 2.0, 1.0, 0.0], &s, 1, 2000, &watch)
+            .unwrap();
+        let draws: Vec<TokenId> = calls.iter().map(|c| c.drawn).collect();
         assert!(draws.contains(&TokenId(0)) && draws.contains(&TokenId(1)));
         assert!(draws.iter().all(|t| t.0 < 2));
+        // Every call shows what top_k left of the watched ids: id 1, never id 2.
+        assert!(calls.iter().all(|c| c.kept == Some(vec![TokenId(1)])));
         assert_eq!(
-            draws,
-            Llama.draw(&[3.0, 2.0, 1.0, 0.0], &s, 1, 2000).unwrap()
+            calls,
+            Llama
+                .draw(&[3.0, 2.0, 1.0, 0.0], &s, 1, 2000, &watch)
+                .unwrap()
         );
         assert!(seed32(1 << 32).is_err());
         assert_eq!(Llama.greedy(&[1.0, 3.0, 3.0]).unwrap().0, 1);

@@ -214,6 +214,28 @@ impl std::fmt::Display for Sampling {
     }
 }
 
+/// One call of a draw: the id drawn and, where the sampler shows its survivors, which of the
+/// watched ids survived the truncating stages in this call (ascending). `None` where the
+/// sampler returns only the id (candle's `LogitsProcessor`); a detector then sees the calls'
+/// draws, not their sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub drawn: TokenId,
+    pub kept: Option<Vec<TokenId>>,
+}
+
+impl Call {
+    /// A call that shows only its draw.
+    pub fn drawn_only(drawn: TokenId) -> Call {
+        Call { drawn, kept: None }
+    }
+
+    /// Calls that show only their draws.
+    pub fn all_drawn_only(draws: &[TokenId]) -> Vec<Call> {
+        draws.iter().copied().map(Call::drawn_only).collect()
+    }
+}
+
 /// A loaded model: raw next-token logits for a token sequence.
 pub trait Logits {
     /// One readable line: architecture, size, weight type.
@@ -238,8 +260,17 @@ pub trait Engine: Send + Sync {
     /// `Ok` if the engine runs this list of stages before a draw, else why not (one line).
     fn supports(&self, sampling: &Sampling) -> Result<()>;
     /// `n` draws from `logits` under `s`, from one sampler seeded with `seed` and used `n`
-    /// times in a row (as a decoding loop would).
-    fn draw(&self, logits: &[f32], s: &Sampling, seed: u64, n: usize) -> Result<Vec<TokenId>>;
+    /// times in a row (as a decoding loop would). Each [`Call`] holds the id drawn and, where
+    /// the engine shows what its truncating stages left in that call, which ids of `watch`
+    /// survived it.
+    fn draw(
+        &self,
+        logits: &[f32],
+        s: &Sampling,
+        seed: u64,
+        n: usize,
+        watch: &[TokenId],
+    ) -> Result<Vec<Call>>;
     /// Loads a GGUF file on the CPU with `threads` threads, for sequences of a prompt and at
     /// most `room` generated tokens.
     fn load(&self, path: &Path, threads: usize, room: usize) -> Result<Box<dyn Logits>>;

@@ -14,8 +14,17 @@ use std::f64::consts::PI;
 /// chi-square approximation to Pearson's statistic is no longer trustworthy).
 pub const MIN_EXPECTED: f64 = 5.0;
 
-/// Label of the bin that gathers the categories expected fewer than [`MIN_EXPECTED`] times.
+/// Label of the bin that gathers the categories expected fewer than [`MIN_EXPECTED`] times;
+/// where they fill several bins, `pooled 1`, `pooled 2`, ...
 pub const POOLED_LABEL: &str = "pooled";
+
+/// Replicates of the Monte Carlo p-value (taken where a category expects fewer than
+/// [`MIN_EXPECTED`] draws): its smallest value is 1 / (R + 1) = 1e-5, below every per-test
+/// level in the suite, and its standard error at p = 4e-4 is about 6e-5.
+pub const MONTE_CARLO_REPLICATES: usize = 99_999;
+
+/// Seed of the Monte Carlo replicates: the p-value depends only on the bins and the statistic.
+pub const MONTE_CARLO_SEED: u64 = 20_261_203;
 
 /// How far the probabilities handed to [`goodness_of_fit`] may sum from 1.
 pub const SUM_TOLERANCE: f64 = 1e-9;
@@ -41,22 +50,33 @@ pub struct GoodnessOfFit {
     /// The bins the statistic was computed over, in the order described at
     /// [`goodness_of_fit`].
     pub bins: Vec<Bin>,
-    /// How many categories went into the pooled bin (0 when none did).
+    /// How many categories went into pooled bins (0 when none did).
     pub pooled: usize,
+    /// The number of replicates where the p-value is a Monte Carlo one (some category expected
+    /// fewer than [`MIN_EXPECTED`] draws); `None` where it is chi-square's.
+    pub monte_carlo: Option<usize>,
 }
 
 /// Pearson's chi-square test of `observed` counts against probabilities `expected_p` (one
 /// per label, summing to 1 within [`SUM_TOLERANCE`]); with n the total, category i expects
 /// n·p_i. Binning:
 /// 1. Categories expected at least [`MIN_EXPECTED`] times get a bin each, in input order.
-/// 2. The rest (Cochran's rule) are pooled into one bin labelled [`POOLED_LABEL`], placed last.
-/// 3. If that pooled bin itself expects fewer than [`MIN_EXPECTED`], it is merged into the
-///    bin of step 1 with the smallest expected count (the first on ties), labelled
-///    `"<label>+pooled"`, which leaves the most informative bins untouched. If step 1 made no
-///    bin, the pooled bin stays on its own.
+/// 2. The rest (Cochran's rule), in input order, fill pooled bins placed last: each takes
+///    categories until it expects at least [`MIN_EXPECTED`]. Callers list categories from
+///    the most probable down, so each pooled bin is a band of the tail, and a long tail keeps
+///    its shape in several bins instead of one. One pooled bin is labelled [`POOLED_LABEL`];
+///    several are `pooled 1`, `pooled 2`, ....
+/// 3. A last pooled bin that expects fewer than [`MIN_EXPECTED`] joins the pooled bin before
+///    it. If it is the only one, it is merged into the bin of step 1 with the smallest
+///    expected count (the first on ties), labelled `"<label>+pooled"`, which leaves the most
+///    informative bins untouched; if step 1 made no bin, it stays on its own.
 ///
 /// Categories with probability 0 never observed are left out. `df` is bins - 1; with fewer
 /// than 2 bins there is nothing to test: statistic 0, df 0, p-value 1.
+///
+/// The p-value is chi-square's upper tail, except where a category expected fewer than
+/// [`MIN_EXPECTED`] draws: there the pooled bins may still be few and uneven, and the p-value
+/// is a Monte Carlo one ([`monte_carlo_sf`]) over the same bins and statistic.
 ///
 /// Errors (one line): lengths that differ, a probability negative or not finite, a sum that
 /// is not 1, and a count on a category of probability 0 (a definite defect of the sampler,
@@ -68,11 +88,16 @@ pub fn goodness_of_fit(
 ) -> Result<GoodnessOfFit, String> {
     check_inputs(labels, observed, expected_p)?;
     let (bins, pooled) = bin(labels, observed, expected_p);
-    let (statistic, df, p_value) = match bins.len() {
-        0 | 1 => (0.0, 0, 1.0),
+    let (statistic, df, p_value, monte_carlo) = match bins.len() {
+        0 | 1 => (0.0, 0, 1.0, None),
+        n if pooled > 0 => {
+            let statistic = pearson(&bins);
+            let p = monte_carlo_sf(&bins, statistic, MONTE_CARLO_REPLICATES, MONTE_CARLO_SEED);
+            (statistic, n - 1, p, Some(MONTE_CARLO_REPLICATES))
+        }
         n => {
             let statistic = pearson(&bins);
-            (statistic, n - 1, chi_square_sf(statistic, n - 1))
+            (statistic, n - 1, chi_square_sf(statistic, n - 1), None)
         }
     };
     Ok(GoodnessOfFit {
@@ -81,7 +106,48 @@ pub fn goodness_of_fit(
         p_value,
         bins,
         pooled,
+        monte_carlo,
     })
+}
+
+/// P(T >= `statistic`) for Pearson's statistic T of a multinomial sample of the bins' total
+/// over the bins' expected shares, estimated from `reps` samples drawn from a generator
+/// seeded with `seed`: (1 + #{T* >= statistic}) / (reps + 1), the estimate that counts the
+/// observed sample as one of the replicates, so it is never 0 and a test at level a that
+/// rejects when it is below a keeps its level (Davison and Hinkley, Bootstrap Methods and
+/// their Application, 1997, section 4.2). A replicate's statistic within a relative 1e-12 of
+/// `statistic` counts as reaching it, so rounding in the sum never decides.
+pub fn monte_carlo_sf(bins: &[Bin], statistic: f64, reps: usize, seed: u64) -> f64 {
+    let n: u64 = bins.iter().map(|b| b.observed).sum();
+    let total: f64 = bins.iter().map(|b| b.expected).sum();
+    let cdf: Vec<f64> = (bins.iter())
+        .scan(0.0, |cum, b| {
+            *cum += b.expected / total;
+            Some(*cum)
+        })
+        .collect();
+    let mut rng = crate::rng::Rng::new(seed);
+    let mut counts = vec![0u64; bins.len()];
+    let reach = statistic * (1.0 - 1e-12);
+    let mut at_least = 0usize;
+    for _ in 0..reps {
+        counts.iter_mut().for_each(|c| *c = 0);
+        for _ in 0..n {
+            let u = rng.unit();
+            let i = cdf.partition_point(|&c| c <= u).min(bins.len() - 1);
+            counts[i] += 1;
+        }
+        let t: f64 = (bins.iter().zip(&counts))
+            .map(|(b, &o)| {
+                let d = o as f64 - b.expected;
+                d * d / b.expected
+            })
+            .sum();
+        if t >= reach {
+            at_least += 1;
+        }
+    }
+    (1 + at_least) as f64 / (reps + 1) as f64
 }
 
 /// The per-test level that keeps the family-wise error rate at `alpha` over `tests` tests
@@ -152,42 +218,58 @@ fn check_inputs(labels: &[String], observed: &[u64], expected_p: &[f64]) -> Resu
 fn bin(labels: &[String], observed: &[u64], expected_p: &[f64]) -> (Vec<Bin>, usize) {
     let n = observed.iter().sum::<u64>() as f64;
     let mut bins = Vec::new();
-    let mut small = Bin {
-        label: POOLED_LABEL.to_string(),
-        observed: 0,
-        expected: 0.0,
-    };
+    // The pooled bins, in order; the last one is still taking categories.
+    let mut tail: Vec<Bin> = Vec::new();
     let mut pooled = 0;
     for ((label, &o), &p) in labels.iter().zip(observed).zip(expected_p) {
         if p == 0.0 {
             continue;
         }
         let expected = n * p;
-        if expected < MIN_EXPECTED {
-            small.observed += o;
-            small.expected += expected;
-            pooled += 1;
-        } else {
+        if expected >= MIN_EXPECTED {
             bins.push(Bin {
                 label: label.clone(),
                 observed: o,
                 expected,
             });
+            continue;
+        }
+        pooled += 1;
+        match tail.last_mut() {
+            Some(open) if open.expected < MIN_EXPECTED => {
+                open.observed += o;
+                open.expected += expected;
+            }
+            _ => tail.push(Bin {
+                label: String::new(),
+                observed: o,
+                expected,
+            }),
         }
     }
-    if pooled == 0 {
-        return (bins, 0);
+    if tail.len() >= 2 && tail.last().is_some_and(|b| b.expected < MIN_EXPECTED) {
+        let short = tail.pop().expect("two pooled bins");
+        let before = tail.last_mut().expect("one left");
+        before.observed += short.observed;
+        before.expected += short.expected;
+    }
+    match tail.len() {
+        0 => return (bins, 0),
+        1 => tail[0].label = POOLED_LABEL.to_string(),
+        _ => (tail.iter_mut().enumerate()).for_each(|(i, b)| {
+            b.label = format!("{POOLED_LABEL} {}", i + 1);
+        }),
     }
     let smallest = bins
         .iter_mut()
         .min_by(|a, b| a.expected.total_cmp(&b.expected));
     match smallest {
-        Some(host) if small.expected < MIN_EXPECTED => {
+        Some(host) if tail.len() == 1 && tail[0].expected < MIN_EXPECTED => {
             host.label = format!("{}+{POOLED_LABEL}", host.label);
-            host.observed += small.observed;
-            host.expected += small.expected;
+            host.observed += tail[0].observed;
+            host.expected += tail[0].expected;
         }
-        _ => bins.push(small),
+        _ => bins.extend(tail),
     }
     (bins, pooled)
 }
@@ -520,7 +602,55 @@ mod tests {
         assert_close(fit.bins[3].expected, 10.0, 1e-12, "pooled expected");
         assert_eq!(fit.df, 3);
         assert_close(fit.statistic, 1.25, 1e-12, "statistic");
-        assert_close(fit.p_value, 0.741_038_888_816_529_4, 1e-12, "p");
+        assert_close(chi_square_sf(1.25, 3), 0.741_038_888_816_529_4, 1e-12, "Q");
+        // Four categories expected fewer than 5 draws: the p-value is a Monte Carlo one, which
+        // on bins this full lands within 0.005 (3.5 standard errors) of chi-square's.
+        assert_eq!(fit.monte_carlo, Some(MONTE_CARLO_REPLICATES));
+        assert!((fit.p_value - 0.741).abs() < 0.005, "{}", fit.p_value);
+    }
+
+    #[test]
+    fn a_long_tail_fills_several_pooled_bins_in_order() {
+        // n = 100: a stands alone (60); the tail 4, 3 | 2, 2, 2 | 4, 3 | 2 closes a bin at 7,
+        // 6 and 7; the last (2) is short and joins the third.
+        let p = [0.6, 0.04, 0.03, 0.02, 0.02, 0.02, 0.04, 0.03, 0.02, 0.18];
+        let o = [60, 4, 3, 2, 2, 2, 4, 3, 2, 18];
+        let fit = fit("a b c d e f g h i j", &o, &p).unwrap();
+        assert_eq!(
+            bin_labels(&fit),
+            ["a", "j", "pooled 1", "pooled 2", "pooled 3"]
+        );
+        let expected: Vec<f64> = fit.bins.iter().map(|b| b.expected).collect();
+        for (got, want) in expected.iter().zip([60.0, 18.0, 7.0, 6.0, 9.0]) {
+            assert_close(*got, want, 1e-12, "expected");
+        }
+        assert_eq!(fit.pooled, 8);
+        assert_eq!(fit.df, 4);
+    }
+
+    #[test]
+    fn the_monte_carlo_p_value_matches_an_exact_binomial_tail() {
+        // Two bins of n = 10 at 1/2 each: T = (o - 5)² · 2/5, so T >= 3.6 is |o - 5| >= 3,
+        // whose probability is 2 · (45 + 10 + 1) / 1024 = 0.109375 exactly; 99,999 replicates
+        // have a standard error of 0.001.
+        let bins = |o: u64| {
+            [("x", o), ("y", 10 - o)].map(|(label, observed)| Bin {
+                label: label.to_string(),
+                observed,
+                expected: 5.0,
+            })
+        };
+        let p = monte_carlo_sf(&bins(8), 3.6, MONTE_CARLO_REPLICATES, MONTE_CARLO_SEED);
+        assert!((p - 0.109_375).abs() < 0.004, "{p}");
+        assert_eq!(
+            p,
+            monte_carlo_sf(&bins(8), 3.6, MONTE_CARLO_REPLICATES, MONTE_CARLO_SEED)
+        );
+        // A statistic no replicate reaches gives the smallest value, never 0.
+        let p = monte_carlo_sf(&bins(10), 1e9, 999, 1);
+        assert_eq!(p, 1.0 / 1000.0);
+        // The perfect fit: every replicate reaches T = 0.
+        assert_eq!(monte_carlo_sf(&bins(5), 0.0, 999, 1), 1.0);
     }
 
     #[test]
@@ -541,8 +671,8 @@ mod tests {
 
     #[test]
     fn fewer_than_two_bins_leave_nothing_to_test() {
-        // n = 10 over four equal categories: everything pools into one bin.
-        let one = fit("a b c d", &[7, 1, 1, 1], &[0.25; 4]).unwrap();
+        // n = 4 over four equal categories: everything pools into one bin, still short of 5.
+        let one = fit("a b c d", &[2, 1, 1, 0], &[0.25; 4]).unwrap();
         assert_eq!(
             (one.statistic, one.df, one.p_value, one.pooled),
             (0.0, 0, 1.0, 4)

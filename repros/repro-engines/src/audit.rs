@@ -8,8 +8,9 @@ use crate::{oracle_check, FINDING, NAME};
 use anyhow::{Context, Result};
 use detector::power::{simulate, Power};
 use detector::{judge, Expectation, Outcome};
-use engine::{Engine, EngineInfo, Sampling};
+use engine::{Call, Engine, EngineInfo, Sampling};
 use oracle::fit::bonferroni;
+use oracle::TokenId;
 use report::{Control, Report, Verdict};
 use serde::Serialize;
 
@@ -139,12 +140,14 @@ struct CaseBody<'a> {
     planted: &'a [PlantedRun],
 }
 
-/// Runs `case` through `draw` and the detector at level `alpha`.
-fn judged(case: &Case, alpha: f64, draw: impl Fn(&Case) -> Draws) -> Result<CaseRun> {
+/// Runs `case` through `draw` (given the ids whose survival each call should show: those of
+/// the oracle's split tie classes) and the detector at level `alpha`.
+fn judged(case: &Case, alpha: f64, draw: impl Fn(&Case, &[TokenId]) -> Calls) -> Result<CaseRun> {
     let expectation = expect::of(&case.logits, &case.sampling)?;
-    let draws = draw(case).with_context(|| format!("drawing for {}", case.row_name()))?;
+    let calls = (draw(case, &expectation.watch()))
+        .with_context(|| format!("drawing for {}", case.row_name()))?;
     Ok(CaseRun {
-        outcome: Ok(judge(&draws, &expectation, alpha)),
+        outcome: Ok(judge(&calls, &expectation, alpha)),
         case: case.clone(),
         expectation,
     })
@@ -152,12 +155,22 @@ fn judged(case: &Case, alpha: f64, draw: impl Fn(&Case) -> Draws) -> Result<Case
 
 /// A planted sampler's outcome on `case` (planted samplers offer every configuration).
 fn planted_outcome(case: &Case, alpha: f64, defect: Defect) -> Result<Outcome> {
-    let draw = |c: &Case| planted::draw(&c.logits, &c.sampling, c.seed, c.draws, defect);
+    let draw = |c: &Case, watch: &[TokenId]| {
+        planted::draw(&c.logits, &c.sampling, c.seed, c.draws, defect, watch)
+    };
     let run = judged(case, alpha, draw)?;
     run.outcome.map_err(anyhow::Error::msg)
 }
 
-type Draws = Result<Vec<oracle::TokenId>>;
+type Calls = Result<Vec<Call>>;
+
+/// The inputs of the planted sampler that breaks ties afresh on every call (a negative
+/// control of the per-call tie rule): every grid row that cuts inside a tie.
+pub const FRESH_TIE_ROWS: [(&str, &str); 3] = [
+    ("ties", "top_k=2"),
+    ("ties", "top_p=0.5"),
+    ("ties", "top_k=4"),
+];
 
 /// Every planted sampler with a defect and the input it runs on: (defect, vector,
 /// configuration). An input that is a grid row keeps that row's draws and seed; any other
@@ -197,10 +210,17 @@ pub struct PlantedRun {
     pub why: String,
 }
 
-fn planted_case(index: usize, vector: &str, sampling: &str) -> Case {
+/// The grid's case for `vector` under `sampling`, with its draws and seed, if it is a row.
+fn grid_case(vector: &str, sampling: &str) -> Option<Case> {
     let grid = vectors::grid();
-    match (grid.iter()).position(|r| r.vector == vector && r.sampling.to_string() == sampling) {
-        Some(row) => Case::of(&grid[row], row),
+    let row =
+        (grid.iter()).position(|r| r.vector == vector && r.sampling.to_string() == sampling)?;
+    Some(Case::of(&grid[row], row))
+}
+
+fn planted_case(index: usize, vector: &str, sampling: &str) -> Case {
+    match grid_case(vector, sampling) {
+        Some(case) => case,
         None => Case {
             vector: vector.to_string(),
             logits: vectors::by_name(vector)
@@ -260,6 +280,46 @@ pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<(Vec<Control>, Ve
             exact_cases.push(case);
         }
     }
+    // The fresh tie-break keeps each tie's count in every call: per call it must pass, each
+    // input at ALPHA / (their number); its why names the rule that judged it.
+    let fresh_alpha = bonferroni(ALPHA, FRESH_TIE_ROWS.len());
+    let mut fresh = Vec::new();
+    for (vector, sampling) in FRESH_TIE_ROWS {
+        let case = grid_case(vector, sampling).expect("the fresh-tie inputs are grid rows");
+        let o = planted_outcome(&case, fresh_alpha, Defect::FreshTieBreak)?;
+        fresh.push((case, o));
+    }
+    let flagged: Vec<String> = (fresh.iter())
+        .filter(|(_, o)| o.verdict != Verdict::Absent)
+        .map(|(c, o)| format!("{}: {}", c.row_name(), o.why))
+        .collect();
+    out.push(Control::negative(
+        format!(
+            "{} on {} inputs",
+            Defect::FreshTieBreak.label(),
+            FRESH_TIE_ROWS.len()
+        ),
+        flagged.is_empty(),
+        if flagged.is_empty() {
+            let each: Vec<String> = (fresh.iter())
+                .map(|(c, o)| {
+                    format!(
+                        "{} {}: {}, {}",
+                        c.vector,
+                        c.sampling,
+                        o.describe_support(6),
+                        o.why
+                    )
+                })
+                .collect();
+            format!(
+                "judged per call, absent on each (level {fresh_alpha:.1e}): {}",
+                each.join("; ")
+            )
+        } else {
+            format!("flagged: {}", flagged.join("; "))
+        },
+    ));
     // The exact sampler's tests are a family of their own: each at ALPHA / (their number), so
     // a correct sampler fails this control with probability at most ALPHA.
     let exact_alpha = bonferroni(ALPHA, exact_cases.len());
@@ -308,8 +368,8 @@ pub fn run(e: &dyn Engine, cases: &[Case], audit_mode: bool) -> Result<Audit> {
     let alpha = bonferroni(ALPHA, offered.count().max(1));
     let runs = (cases.iter())
         .map(|c| match e.supports(&c.sampling) {
-            Ok(()) => judged(c, alpha, |c| {
-                e.draw(&c.logits, &c.sampling, c.seed, c.draws)
+            Ok(()) => judged(c, alpha, |c, watch| {
+                e.draw(&c.logits, &c.sampling, c.seed, c.draws, watch)
             }),
             Err(why) => Ok(CaseRun {
                 case: c.clone(),
@@ -486,13 +546,13 @@ mod tests {
     use super::*;
 
     /// The power PREREG states for each planted sampler at the grid's level on llama.cpp
-    /// (17 tests), computed before any subject drew on the planted inputs.
+    /// (24 tests), computed before any subject drew on the planted inputs.
     #[test]
     fn planted_power_is_what_prereg_states() {
         let alpha = bonferroni(ALPHA, vectors::grid().len());
         let (_, planted) = controls(&[], alpha).unwrap();
         let caught: Vec<usize> = planted.iter().map(|p| p.power.caught).collect();
-        assert_eq!(caught, [400, 400, 400, 400, 400, 400, 182, 400, 400]);
+        assert_eq!(caught, [400, 400, 400, 400, 400, 400, 168, 400, 400]);
         let controls: Vec<bool> = planted.iter().map(|p| p.is_control).collect();
         assert_eq!(controls.iter().filter(|&&c| !c).count(), 1);
         assert!(!controls[6]);

@@ -1,6 +1,7 @@
 //! Samplers written here, in plain Rust, run through the same detector as the engines: an
-//! exact one (the negative control) and six with a planted defect, four gross and two small
-//! (the positive controls, where the detector's power against them is high enough).
+//! exact one and one that breaks ties afresh on every call (the negative controls), and six
+//! with a planted defect, four gross and two small (the positive controls, where the
+//! detector's power against them is high enough).
 //!
 //! The exact sampler does not call the oracle: it states the seam's semantics again in f64
 //! (sort by logit, then id; temperature; top-k; top-p on the renormalized remainder; min-p;
@@ -10,7 +11,7 @@
 use crate::expect::{modelled, Modelled};
 use anyhow::{ensure, Result};
 use detector::power::sample;
-use engine::Sampling;
+use engine::{Call, Sampling};
 use oracle::rng::Rng;
 use oracle::TokenId;
 
@@ -34,6 +35,11 @@ pub enum Defect {
     /// Applies the temperature after the truncating stages instead of before them, so the
     /// cuts see the untempered distribution.
     TempAfterTruncation,
+    /// Exact, except that equal logits are ordered afresh, at random, in every call, so which
+    /// ids of a tie survive a cut changes from call to call while how many never does. Not a
+    /// defect: the seam promises a count per tie, not which ids (a negative control of the
+    /// per-call tie rule).
+    FreshTieBreak,
 }
 
 impl Defect {
@@ -51,6 +57,7 @@ impl Defect {
                 )
             }
             Defect::TempAfterTruncation => "planted: temperature after truncation",
+            Defect::FreshTieBreak => "planted: breaks each tie afresh on every call, keeping the count",
         };
         fixed.to_string()
     }
@@ -58,16 +65,29 @@ impl Defect {
 
 /// The survivors (best first) and their weights: renormalized probabilities, or for
 /// [`Defect::SkipsRenormalization`] the full-vocabulary ones. The stages run in the list's
-/// order; this sampler states temp, top_k, top_p and min_p and refuses the others.
+/// order; this sampler states temp, top_k, top_p and min_p and refuses the others. Equal
+/// logits are ordered by id.
 pub fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Result<Vec<(TokenId, f64)>> {
+    ordered_distribution(logits, s, defect, None)
+}
+
+/// [`distribution`], with equal logits ordered by `rank[id]` where a rank is given.
+fn ordered_distribution(
+    logits: &[f32],
+    s: &Sampling,
+    defect: Defect,
+    rank: Option<&[usize]>,
+) -> Result<Vec<(TokenId, f64)>> {
     let mut order: Vec<(TokenId, f64)> = logits
         .iter()
         .enumerate()
         .filter(|(_, x)| **x > f32::NEG_INFINITY)
         .map(|(i, &x)| (TokenId(i as i32), f64::from(x)))
         .collect();
-    let sort =
-        |xs: &mut Vec<(TokenId, f64)>| xs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let key = |id: TokenId| rank.map_or(id.0 as usize, |r| r[id.0 as usize]);
+    let sort = |xs: &mut Vec<(TokenId, f64)>| {
+        xs.sort_by(|a, b| b.1.total_cmp(&a.1).then(key(a.0).cmp(&key(b.0))))
+    };
     sort(&mut order);
     let softmax = |xs: &[(TokenId, f64)]| -> Vec<f64> {
         let m = xs[0].1;
@@ -150,21 +170,57 @@ pub fn distribution(logits: &[f32], s: &Sampling, defect: Defect) -> Result<Vec<
     Ok(kept.iter().map(|(id, _)| *id).zip(weights).collect())
 }
 
-/// `draws` draws from the Rust sampler with `defect`, seeded with `seed`.
+/// `draws` calls of the Rust sampler with `defect`, seeded with `seed`, each showing which
+/// ids of `watch` it kept. [`Defect::FreshTieBreak`] orders ties from a second generator,
+/// seeded with `seed` plus [`TIE_SEED_OFFSET`], so its draws use the same stream as the others.
 pub fn draw(
     logits: &[f32],
     s: &Sampling,
     seed: u64,
     draws: usize,
     defect: Defect,
-) -> Result<Vec<TokenId>> {
+    watch: &[TokenId],
+) -> Result<Vec<Call>> {
     ensure!(
         logits.iter().any(|x| x.is_finite()),
         "at least one logit must be finite"
     );
-    let dist = distribution(logits, s, defect)?;
-    Ok(sample(&dist, draws, &mut Rng::new(seed)))
+    let kept_of = |dist: &[(TokenId, f64)]| {
+        let mut kept: Vec<TokenId> = (dist.iter())
+            .map(|(id, _)| *id)
+            .filter(|id| watch.contains(id))
+            .collect();
+        kept.sort();
+        kept
+    };
+    let mut rng = Rng::new(seed);
+    if defect != Defect::FreshTieBreak {
+        let dist = distribution(logits, s, defect)?;
+        let kept = kept_of(&dist);
+        let drawn = sample(&dist, draws, &mut rng).into_iter();
+        return Ok(drawn
+            .map(|drawn| Call {
+                drawn,
+                kept: Some(kept.clone()),
+            })
+            .collect());
+    }
+    let mut ties = Rng::new(seed.wrapping_add(TIE_SEED_OFFSET));
+    let mut rank: Vec<usize> = (0..logits.len()).collect();
+    (0..draws)
+        .map(|_| {
+            ties.shuffle(&mut rank);
+            let dist = ordered_distribution(logits, s, Defect::Exact, Some(&rank))?;
+            Ok(Call {
+                drawn: sample(&dist, 1, &mut rng)[0],
+                kept: Some(kept_of(&dist)),
+            })
+        })
+        .collect()
 }
+
+/// Added to a seed for the generator that orders ties afresh ([`Defect::FreshTieBreak`]).
+pub const TIE_SEED_OFFSET: u64 = 1 << 32;
 
 #[cfg(test)]
 mod tests {
@@ -190,5 +246,25 @@ mod tests {
         assert!((exact[0].1 - shifted[0].1 - 0.02).abs() < 1e-15);
         assert!((shifted[3].1 - exact[3].1 - 0.02).abs() < 1e-15);
         assert_eq!(exact[1..3], shifted[1..3]);
+    }
+
+    #[test]
+    fn the_fresh_tie_break_keeps_the_count_but_not_the_ids() {
+        let ties = [1.0, 1.0, 1.0, 0.0, 0.0, -1.0];
+        let s = Sampling::parse("top_k=2").unwrap();
+        let watch = [0, 1, 2].map(TokenId);
+        let calls = draw(&ties, &s, 8, 300, Defect::FreshTieBreak, &watch).unwrap();
+        let sets: std::collections::BTreeSet<Vec<TokenId>> =
+            calls.iter().map(|c| c.kept.clone().unwrap()).collect();
+        // All three pairs of {0, 1, 2} occur, each call keeps two and draws from them.
+        assert_eq!(sets.len(), 3);
+        assert!(calls.iter().all(|c| {
+            let kept = c.kept.as_ref().unwrap();
+            kept.len() == 2 && kept.contains(&c.drawn)
+        }));
+        let exact = draw(&ties, &s, 8, 300, Defect::Exact, &watch).unwrap();
+        assert!(exact
+            .iter()
+            .all(|c| c.kept == Some(vec![TokenId(0), TokenId(1)])));
     }
 }

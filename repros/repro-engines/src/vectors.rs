@@ -72,9 +72,10 @@ pub struct GridRow {
 pub const DRAWS: usize = 20_000;
 pub const DRAWS_VOCAB: usize = 1_000;
 
-/// The audit grid, in a fixed order (PREREG, F7).
+/// The audit grid, in a fixed order (PREREG, F7). Rows added later come last, so every row
+/// keeps its seed (its position plus one).
 pub fn grid() -> Vec<GridRow> {
-    let rows: [(&str, &str); 17] = [
+    let rows: [(&str, &str); 24] = [
         ("published", "all"),
         ("published", "top_k=3"),
         ("published", "top_k=2"),
@@ -92,6 +93,16 @@ pub fn grid() -> Vec<GridRow> {
         ("vocab262k", "all"),
         ("vocab262k", "top_k=40"),
         ("vocab262k", "top_k=40,top_p=0.9"),
+        // Temperatures other than 1 before each truncating stage: at 2, top_p=0.9 and
+        // min_p=0.1 keep all four ids, where the untempered cuts keep three.
+        ("published", "top_k=3,temp=0.5"),
+        ("published", "top_p=0.9,temp=0.5"),
+        ("published", "min_p=0.1,temp=0.5"),
+        ("published", "top_k=3,temp=2"),
+        ("published", "top_p=0.9,temp=2"),
+        ("published", "min_p=0.1,temp=2"),
+        // A split tie below a whole one: three ids of logit 1 kept, one of the two of logit 0.
+        ("ties", "top_k=4"),
     ];
     rows.iter()
         .map(|(v, s)| GridRow {

@@ -246,7 +246,9 @@ pub fn run(case: &ChainCase) -> Result<DrawRun> {
         Ok(s) => (s, None),
         Err(e) => (Vec::new(), Some(e)),
     };
-    let outcome = judge(&draws, &expectation(&shares, undecided.clone()), ALPHA);
+    // Each class here is one id, so no tie rule applies and the calls need show only draws.
+    let calls = detector::Call::all_drawn_only(&draws);
+    let outcome = judge(&calls, &expectation(&shares, undecided.clone()), ALPHA);
     let subtracted = subtracted_logit(&handed);
     let subject_p: Vec<(TokenId, f32)> = replay.entries.iter().map(|e| (e.id, e.p)).collect();
     let (wrong, p_verdict, max_relative) = match (&undecided, subtracted) {
