@@ -42,7 +42,7 @@ EVERY_STAGE=(--logits 2,1.5,1,0.5,0,-0.5,-1,-1.5 --history 0,0,1
 DECODE=(--prompt Hi --max-new 1 --scopes all --vector-at 0 --threads 1)
 
 mkdir -p "$LOGS"
-rm -f "$LOGS"/*.log "$LOGS"/*.log.stdout "$LOGS"/*.log.stderr
+rm -f "$LOGS"/*.log "$LOGS"/*.log.stdout "$LOGS"/*.log.stderr "$LOGS"/*.line "$LOGS"/*.counts
 N=0
 SUMMARY=()
 FAILED=0
@@ -180,6 +180,31 @@ control clean
 control leak
 control invalid-read
 
+# The real runs go two at a time (valgrind runs a program's threads on one core, so one run
+# leaves the second core idle). Each runs `check` in a subshell that writes its summary line
+# and counts to files named by its number; they are read back in that order, so the summary
+# is the same whichever finished first.
+JOBS=${MEMCHECK_JOBS:-2}
+RUNNING=0
+QUEUED=()
+queue() {
+  N=$((N + 1))
+  local n=$N tag
+  tag="$LOGS/$(printf %02d "$n")"
+  QUEUED+=("$tag")
+  (
+    N=$((n - 1)) SUMMARY=() FAILED=0 PASSED=0 FAILURES=0
+    check "$@"
+    printf '%s\n' "${SUMMARY[@]}" >"$tag.line"
+    echo "$FAILED $PASSED $FAILURES" >"$tag.counts"
+  ) &
+  RUNNING=$((RUNNING + 1))
+  if [ "$RUNNING" -ge "$JOBS" ]; then
+    wait -n || true
+    RUNNING=$((RUNNING - 1))
+  fi
+}
+
 for entry in $BUILD_BINS; do
   build=${entry%%=*}
   bin=${entry#*=}
@@ -187,31 +212,43 @@ for entry in $BUILD_BINS; do
   # clone-then-continue of every stateful sampler. --stateful's own memcheck probes run as
   # children under their own valgrind (their findings, such as adaptive_p's invalid read on
   # b11429, are the report's rows); this memcheck sees the parent only.
-  check "$build" "$bin/repro-clone"
-  check "$build" "$bin/repro-clone" --sampler ledger
-  check "$build" "$bin/repro-clone" --stateful
+  queue "$build" "$bin/repro-clone"
+  queue "$build" "$bin/repro-clone" --sampler ledger
+  queue "$build" "$bin/repro-clone" --stateful
   # F2: the published chain, then every stage in one chain; each with the oracle gate on its
   # stages and the planted chains.
-  check "$build" "$bin/repro-sortpoison"
-  check "$build" "$bin/repro-sortpoison" "${EVERY_STAGE[@]}"
+  queue "$build" "$bin/repro-sortpoison"
+  queue "$build" "$bin/repro-sortpoison" "${EVERY_STAGE[@]}"
   # F2 with dist at the end: the stale flag's overflow (p NaN) and 10,000 draws through
   # llama.cpp's dist, beside the planted dists.
-  check "$build" "$bin/repro-sortpoison" --stage top_k=4 --stage logit_bias=3:+100 --stage dist=1
+  queue "$build" "$bin/repro-sortpoison" --stage top_k=4 --stage logit_bias=3:+100 --stage dist=1
   # F6: the supervisor side of the edge probes (each probe is a child, not followed: what is
   # checked is the parent's spawning, reading and judging, and the planted controls' rows).
-  check "$build" "$bin/repro-edges" --sampler top_k,typical,greedy,dist --input plain,empty,equal,some-neg-inf
+  queue "$build" "$bin/repro-edges" --sampler top_k,typical,greedy,dist --input plain,empty,equal,some-neg-inf
   # F7: llama.cpp's chain ending in dist, applied again and again (and the controls' Rust
   # samplers beside it).
-  check "$build" "$bin/repro-engines" --sampling top_k=3,top_p=0.9,temp=0.5 --draws 200
+  queue "$build" "$bin/repro-engines" --sampling top_k=3,top_p=0.9,temp=0.5 --draws 200
   # F3 on each model. SmolLM2 by its file path: the same load and decode, without the default
   # system turn (10 prompt tokens instead of 31, a third of the decoding under valgrind) and
   # without the sha256 check, which gemma3's run (by name) does. gemma3's file carries no chat
   # template, so it runs by name only, and on the default build only: it takes 90 s under
   # valgrind, and the other builds' wrapper and decode path are the ones SmolLM2 covers.
-  check "$build" "$bin/repro-scope" --model "$MODELS/smollm2.gguf" "${DECODE[@]}"
+  queue "$build" "$bin/repro-scope" --model "$MODELS/smollm2.gguf" "${DECODE[@]}"
   if [ "$build" = "$DEFAULT_BUILD" ]; then
-    check "$build" "$bin/repro-scope" --model gemma3 "${DECODE[@]}"
+    queue "$build" "$bin/repro-scope" --model gemma3 "${DECODE[@]}"
   fi
+done
+
+wait
+for tag in "${QUEUED[@]}"; do
+  if [ ! -f "$tag.counts" ]; then
+    FAILED=1 FAILURES=$((FAILURES + 1))
+    SUMMARY+=("run ${tag##*/} left no summary (its subshell did not finish)")
+    continue
+  fi
+  SUMMARY+=("$(cat "$tag.line")")
+  read -r f p x <"$tag.counts"
+  FAILED=$((FAILED | f)) PASSED=$((PASSED + p)) FAILURES=$((FAILURES + x))
 done
 
 print_summary "$START"

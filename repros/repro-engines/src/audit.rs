@@ -366,7 +366,28 @@ pub struct Audit {
 pub fn run(e: &dyn Engine, cases: &[Case], audit_mode: bool) -> Result<Audit> {
     let offered = cases.iter().filter(|c| e.supports(&c.sampling).is_ok());
     let alpha = bonferroni(ALPHA, offered.count().max(1));
-    let runs = (cases.iter())
+    // The controls are plain Rust and share nothing with the engine's draws: they run on
+    // the second core meanwhile (each side is seeded, so the output does not depend on it).
+    std::thread::scope(|scope| {
+        let planted = scope.spawn(|| controls(cases, alpha));
+        let runs = engine_runs(e, cases, alpha)?;
+        let (controls, planted) = planted
+            .join()
+            .map_err(|_| anyhow::anyhow!("the controls' thread panicked"))??;
+        Ok(Audit {
+            engine: e.info(),
+            runs,
+            controls,
+            planted,
+            alpha,
+            audit_mode,
+        })
+    })
+}
+
+/// Every case on `e` at level `alpha`; cases the engine does not offer are kept as such.
+fn engine_runs(e: &dyn Engine, cases: &[Case], alpha: f64) -> Result<Vec<CaseRun>> {
+    (cases.iter())
         .map(|c| match e.supports(&c.sampling) {
             Ok(()) => judged(c, alpha, |c, watch| {
                 e.draw(&c.logits, &c.sampling, c.seed, c.draws, watch)
@@ -377,16 +398,7 @@ pub fn run(e: &dyn Engine, cases: &[Case], audit_mode: bool) -> Result<Audit> {
                 outcome: Err(cmdline::one_line(&why)),
             }),
         })
-        .collect::<Result<Vec<_>>>()?;
-    let (controls, planted) = controls(cases, alpha)?;
-    Ok(Audit {
-        engine: e.info(),
-        runs,
-        controls,
-        planted,
-        alpha,
-        audit_mode,
-    })
+        .collect::<Result<Vec<_>>>()
 }
 
 /// The grid's cases, seeds 1, 2, ... in grid order.

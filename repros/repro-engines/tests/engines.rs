@@ -39,6 +39,28 @@ fn check_audit(json: &serde_json::Value, text: &str, engine_label: &str) {
     assert!(header.controls.iter().all(|c| c.passed), "{text}");
     let cases = json["cases"].as_array().unwrap();
     assert_eq!(cases.len(), repro_engines::vectors::grid().len());
+    // A split tie class is judged per call where the engine shows each call's survivors
+    // (llama.cpp's chain), across calls where it shows only the draw (candle); no rule is
+    // named where nothing is split.
+    let rule = if engine_label == "candle" {
+        "across_calls"
+    } else {
+        "per_call"
+    };
+    let mut split = 0;
+    for c in cases.iter().filter(|c| c.get("not_offered").is_none()) {
+        let classes = c["oracle"]["classes"].as_array().unwrap();
+        let is_split = classes
+            .iter()
+            .any(|k| k["kept"].as_u64().unwrap() < k["ids"].as_array().unwrap().len() as u64);
+        if is_split {
+            split += 1;
+            assert_eq!(c["tie_rule"], rule, "{}", c["input"]);
+        } else {
+            assert!(c.get("tie_rule").is_none(), "{}", c["input"]);
+        }
+    }
+    assert!(split >= 5, "only {split} rows split a tie");
     // Each planted sampler's power is stated and, where it makes the sampler a control, the
     // sampler was caught; the 1-point shift onto the smallest survivor is among those.
     let planted = json["planted"].as_array().unwrap();
