@@ -498,8 +498,12 @@ pub fn manifest_from_metadata(
             writeln!(out, "{name} = {{ {} }}", parts.join(", "))?;
         }
     }
+    // A main.rs holds no tests (the root members say the same), so no harness is built for it.
     for (name, src) in &bins {
-        writeln!(out, "\n[[bin]]\nname = {name:?}\npath = {src:?}")?;
+        writeln!(
+            out,
+            "\n[[bin]]\nname = {name:?}\npath = {src:?}\ntest = false"
+        )?;
     }
     // Test names stay the root's (insta names snapshots after the test crate); a name two
     // members share gets its member's name in front.

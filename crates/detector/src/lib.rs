@@ -262,10 +262,12 @@ pub fn judge(calls: &[Call], exp: &Expectation, alpha: f64) -> Outcome {
         .filter(|id| !possible.contains(id))
         .collect();
     let split: Vec<&Class> = exp.classes.iter().filter(|c| c.is_split()).collect();
-    let tie_rule = match () {
-        _ if split.is_empty() => None,
-        _ if calls.iter().all(|c| c.kept.is_some()) => Some(TieRule::PerCall),
-        _ => Some(TieRule::AcrossCalls),
+    let tie_rule = if split.is_empty() {
+        None
+    } else if calls.iter().all(|c| c.kept.is_some()) {
+        Some(TieRule::PerCall)
+    } else {
+        Some(TieRule::AcrossCalls)
     };
     let overfull: Vec<Overfull> = if tie_rule == Some(TieRule::AcrossCalls) {
         (split.iter())
