@@ -42,7 +42,7 @@ EVERY_STAGE=(--logits 2,1.5,1,0.5,0,-0.5,-1,-1.5 --history 0,0,1
 DECODE=(--prompt Hi --max-new 1 --scopes all --vector-at 0 --threads 1)
 
 mkdir -p "$LOGS"
-rm -f "$LOGS"/*.log "$LOGS"/*.log.stdout "$LOGS"/*.log.stderr "$LOGS"/*.line "$LOGS"/*.counts
+rm -f "$LOGS"/*.log "$LOGS"/*.log.stdout "$LOGS"/*.log.stderr "$LOGS"/*.line "$LOGS"/*.counts "$LOGS"/*.cmd
 N=0
 SUMMARY=()
 FAILED=0
@@ -185,24 +185,24 @@ control invalid-read
 # and counts to files named by its number; they are read back in that order, so the summary
 # is the same whichever finished first.
 JOBS=${MEMCHECK_JOBS:-2}
-RUNNING=0
 QUEUED=()
 queue() {
+  # Wait while JOBS runs are still going (counted afresh: `wait -n` may return for a run
+  # that ended before it was called).
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
+    wait -n || true
+  done
   N=$((N + 1))
   local n=$N tag
   tag="$LOGS/$(printf %02d "$n")"
   QUEUED+=("$tag")
+  echo "$1: $(basename "$2")${3:+ ${*:3}}" >"$tag.cmd"
   (
     N=$((n - 1)) SUMMARY=() FAILED=0 PASSED=0 FAILURES=0
     check "$@"
     printf '%s\n' "${SUMMARY[@]}" >"$tag.line"
     echo "$FAILED $PASSED $FAILURES" >"$tag.counts"
   ) &
-  RUNNING=$((RUNNING + 1))
-  if [ "$RUNNING" -ge "$JOBS" ]; then
-    wait -n || true
-    RUNNING=$((RUNNING - 1))
-  fi
 }
 
 for entry in $BUILD_BINS; do
@@ -241,13 +241,14 @@ done
 
 wait
 for tag in "${QUEUED[@]}"; do
-  if [ ! -f "$tag.counts" ]; then
+  f="" p="" x=""
+  if [ -s "$tag.counts" ]; then read -r f p x <"$tag.counts" || true; fi
+  if [ -z "$x" ]; then
     FAILED=1 FAILURES=$((FAILURES + 1))
-    SUMMARY+=("run ${tag##*/} left no summary (its subshell did not finish)")
+    SUMMARY+=("run ${tag##*/} ($(cat "$tag.cmd")) left no summary: its subshell did not finish")
     continue
   fi
   SUMMARY+=("$(cat "$tag.line")")
-  read -r f p x <"$tag.counts"
   FAILED=$((FAILED | f)) PASSED=$((PASSED + p)) FAILURES=$((FAILURES + x))
 done
 

@@ -546,6 +546,10 @@ mod tests {
                 call(2, &[1]),
                 "call 3 drew 2, which it did not keep of the tie class {1,2}",
             ),
+            (
+                call(0, &[]),
+                "call 3 kept {} of the tie class {1,2}, which keeps 1",
+            ),
         ] {
             let mut calls = fresh.clone();
             calls[3] = bad;

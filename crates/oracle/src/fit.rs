@@ -3,7 +3,8 @@
 //! the tests stated in advance. A draw on a token the oracle gives probability zero is an
 //! error naming the token, never pooled away.
 //!
-//! The p-value is the regularized upper incomplete gamma function Q(df/2, x/2), written here
+//! The p-value is a Monte Carlo one where a category expects fewer than 5 draws
+//! ([`monte_carlo_sf`]), else the regularized upper incomplete gamma function Q(df/2, x/2), written here
 //! from the textbook mathematics (the power series of the lower function, Legendre's
 //! continued fraction for the upper one, Stirling's series for ln Γ), so the crate keeps no
 //! dependency and each step can be checked against the formula quoted beside it.

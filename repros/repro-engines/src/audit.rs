@@ -7,7 +7,7 @@ use crate::vectors::{self, GridRow};
 use crate::{oracle_check, FINDING, NAME};
 use anyhow::{Context, Result};
 use detector::power::{simulate, Power};
-use detector::{judge, Expectation, Outcome};
+use detector::{judge, Expectation, Outcome, TieRule};
 use engine::{Call, Engine, EngineInfo, Sampling};
 use oracle::fit::bonferroni;
 use oracle::TokenId;
@@ -165,37 +165,83 @@ fn planted_outcome(case: &Case, alpha: f64, defect: Defect) -> Result<Outcome> {
 type Calls = Result<Vec<Call>>;
 
 /// The inputs of the planted sampler that breaks ties afresh on every call (a negative
-/// control of the per-call tie rule): every grid row that cuts inside a tie.
-pub const FRESH_TIE_ROWS: [(&str, &str); 3] = [
+/// control of the per-call tie rule): every grid row whose survivor set splits a tie.
+pub const FRESH_TIE_ROWS: [(&str, &str); 5] = [
     ("ties", "top_k=2"),
     ("ties", "top_p=0.5"),
+    ("boundary4", "top_p=0.5"),
+    ("boundary8", "top_p=0.75"),
     ("ties", "top_k=4"),
 ];
 
-/// Every planted sampler with a defect and the input it runs on: (defect, vector,
-/// configuration). An input that is a grid row keeps that row's draws and seed; any other
-/// takes [`vectors::DRAWS`] draws and seed [`PLANTED_SEED_BASE`] plus its position here.
-pub const PLANTED_ROWS: [(Defect, &str, &str); 9] = [
-    (Defect::KeepsOneExtra, "published", "top_k=3"),
-    (Defect::SkipsRenormalization, "published", "top_k=2"),
-    (Defect::TopPOnFullMass, "published", "top_k=3,top_p=0.9"),
-    (Defect::KeepsWholeTie, "ties", "top_k=2"),
-    (Defect::ShiftsMass { points: 1 }, "published", "all"),
-    (Defect::ShiftsMass { points: 2 }, "published", "all"),
-    (Defect::ShiftsMass { points: 1 }, "published", "top_k=2"),
-    (Defect::ShiftsMass { points: 2 }, "published", "top_k=2"),
-    (Defect::TempAfterTruncation, "published", "top_p=0.9,temp=2"),
+/// What a planted sampler's run decides: a registered positive control must have power at
+/// least [`CONTROL_POWER`] and be caught (either failing fails the control); a reported one
+/// is printed beside its power and decides nothing. Fixed here, before any run, so the
+/// detector under test never chooses its own controls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Control,
+    Reported,
+}
+
+/// Every planted sampler with a defect, the grid row it runs on (with that row's draws and
+/// seed) and its role: (defect, vector, configuration, role).
+pub const PLANTED_ROWS: [(Defect, &str, &str, Role); 10] = [
+    (Defect::KeepsOneExtra, "published", "top_k=3", Role::Control),
+    (
+        Defect::SkipsRenormalization,
+        "published",
+        "top_k=2",
+        Role::Control,
+    ),
+    (
+        Defect::TopPOnFullMass,
+        "published",
+        "top_k=3,top_p=0.9",
+        Role::Control,
+    ),
+    (Defect::KeepsWholeTie, "ties", "top_k=2", Role::Control),
+    (Defect::DropsOneOfTie, "ties", "top_k=2", Role::Control),
+    (
+        Defect::ShiftsMass { points: 1 },
+        "published",
+        "all",
+        Role::Control,
+    ),
+    (
+        Defect::ShiftsMass { points: 2 },
+        "published",
+        "all",
+        Role::Control,
+    ),
+    (
+        Defect::ShiftsMass { points: 1 },
+        "published",
+        "top_k=2",
+        Role::Reported,
+    ),
+    (
+        Defect::ShiftsMass { points: 2 },
+        "published",
+        "top_k=2",
+        Role::Control,
+    ),
+    (
+        Defect::TempAfterTruncation,
+        "published",
+        "top_p=0.9,temp=2",
+        Role::Control,
+    ),
 ];
-pub const PLANTED_SEED_BASE: u64 = 100;
 
 /// The detector's power against a planted sampler is simulated with this many runs of the
 /// input's draw count, from this seed, at the subject's level (PREREG, F7).
 pub const POWER_REPS: usize = 400;
 pub const POWER_SEED: u64 = 20_261_202;
 
-/// A planted sampler is a positive control, which must be flagged, where the simulated power
-/// against it is at least this; below it, its outcome is reported beside its power and
-/// decides nothing (a detector may miss what it has little power against).
+/// The simulated power a registered positive control must reach (a control the detector
+/// could miss often would show nothing by passing).
 pub const CONTROL_POWER: f64 = 0.99;
 
 /// One planted sampler: its input, the power stated before its draws, and what the detector
@@ -205,7 +251,7 @@ pub struct PlantedRun {
     pub sampler: String,
     pub input: String,
     pub power: Power,
-    pub is_control: bool,
+    pub role: Role,
     pub verdict: Verdict,
     pub why: String,
 }
@@ -218,31 +264,17 @@ fn grid_case(vector: &str, sampling: &str) -> Option<Case> {
     Some(Case::of(&grid[row], row))
 }
 
-fn planted_case(index: usize, vector: &str, sampling: &str) -> Case {
-    match grid_case(vector, sampling) {
-        Some(case) => case,
-        None => Case {
-            vector: vector.to_string(),
-            logits: vectors::by_name(vector)
-                .expect("planted rows name known vectors")
-                .logits,
-            sampling: Sampling::parse(sampling).expect("planted rows parse"),
-            draws: vectors::DRAWS,
-            seed: PLANTED_SEED_BASE + index as u64,
-        },
-    }
-}
-
 /// The controls: the oracle's hand cases; each planted defect on its row, its power first,
-/// then its draws at the subject's level `alpha` (a control where the power is at least
-/// [`CONTROL_POWER`]); the exact Rust sampler on `negative_cases` and on the planted rows,
-/// which must pass every one the oracle decides, each at ALPHA divided by their number.
+/// then its draws at the subject's level `alpha`; the whole-tie sampler again with its calls
+/// showing only their draws (the rule candle is judged by); the fresh tie-break, which must
+/// pass per call; the exact Rust sampler on `negative_cases` and on the planted rows, which
+/// must pass every one the oracle decides, each at ALPHA divided by their number.
 pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<(Vec<Control>, Vec<PlantedRun>)> {
     let mut out = oracle_check::run();
     let mut planted_runs = Vec::new();
     let mut exact_cases: Vec<Case> = negative_cases.to_vec();
-    for (index, (defect, vector, sampling)) in PLANTED_ROWS.into_iter().enumerate() {
-        let case = planted_case(index, vector, sampling);
+    for (defect, vector, sampling, role) in PLANTED_ROWS {
+        let case = grid_case(vector, sampling).expect("planted rows are grid rows");
         let exp = expect::of(&case.logits, &case.sampling)?;
         let alternative = planted::distribution(&case.logits, &case.sampling, defect)?;
         let power = simulate(
@@ -255,14 +287,19 @@ pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<(Vec<Control>, Ve
         );
         let o = planted_outcome(&case, alpha, defect)?;
         let name = format!("{} ({} {})", defect.label(), vector, sampling);
-        let is_control = power.rate >= CONTROL_POWER;
-        if is_control {
+        if role == Role::Control {
+            let powered = power.rate >= CONTROL_POWER;
             out.push(Control::positive(
                 name.clone(),
-                o.verdict == Verdict::Present,
+                powered && o.verdict == Verdict::Present,
                 format!(
-                    "power {}; {}: {}",
+                    "power {}{}; {}: {}",
                     power.describe(),
+                    if powered {
+                        String::new()
+                    } else {
+                        format!(" (below the {CONTROL_POWER} a control needs)")
+                    },
                     o.describe_support(8),
                     o.why
                 ),
@@ -272,7 +309,7 @@ pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<(Vec<Control>, Ve
             sampler: name,
             input: case.input(),
             power,
-            is_control,
+            role,
             verdict: o.verdict,
             why: o.why.clone(),
         });
@@ -280,8 +317,36 @@ pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<(Vec<Control>, Ve
             exact_cases.push(case);
         }
     }
+    // The across-calls rule, which judges an engine whose calls show only their draws: the
+    // whole-tie sampler's calls stripped of what they kept must still be caught, by that rule.
+    let (vector, sampling) = ("ties", "top_k=2");
+    let case = grid_case(vector, sampling).expect("a grid row");
+    let expectation = expect::of(&case.logits, &case.sampling)?;
+    let calls = planted::draw(
+        &case.logits,
+        &case.sampling,
+        case.seed,
+        case.draws,
+        Defect::KeepsWholeTie,
+        &[],
+    )?;
+    let drawn: Vec<TokenId> = calls.iter().map(|c| c.drawn).collect();
+    let o = judge(&Call::all_drawn_only(&drawn), &expectation, alpha);
+    out.push(Control::positive(
+        format!(
+            "{} ({vector} {sampling}), its draws only",
+            Defect::KeepsWholeTie.label()
+        ),
+        o.verdict == Verdict::Present && o.tie_rule == Some(TieRule::AcrossCalls),
+        format!(
+            "{}: {} (tie rule: {:?})",
+            o.describe_support(8),
+            o.why,
+            o.tie_rule
+        ),
+    ));
     // The fresh tie-break keeps each tie's count in every call: per call it must pass, each
-    // input at ALPHA / (their number); its why names the rule that judged it.
+    // input at ALPHA / (their number).
     let fresh_alpha = bonferroni(ALPHA, FRESH_TIE_ROWS.len());
     let mut fresh = Vec::new();
     for (vector, sampling) in FRESH_TIE_ROWS {
@@ -290,7 +355,7 @@ pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<(Vec<Control>, Ve
         fresh.push((case, o));
     }
     let flagged: Vec<String> = (fresh.iter())
-        .filter(|(_, o)| o.verdict != Verdict::Absent)
+        .filter(|(_, o)| o.verdict != Verdict::Absent || o.tie_rule != Some(TieRule::PerCall))
         .map(|(c, o)| format!("{}: {}", c.row_name(), o.why))
         .collect();
     out.push(Control::negative(
@@ -490,7 +555,7 @@ impl Audit {
     /// Each planted sampler's power, as simulated before its draws, and what the detector read.
     fn planted_text(&self) -> String {
         let mut out = format!(
-            "Power against each planted sampler ({POWER_REPS} simulated runs through the detector, seed {POWER_SEED}, each test at {:.1e}; a control where it is at least {CONTROL_POWER}):\n",
+            "Power against each planted sampler ({POWER_REPS} simulated runs through the detector, seed {POWER_SEED}, each test at {:.1e}; a registered control must reach {CONTROL_POWER} and be caught):\n",
             self.alpha
         );
         for p in &self.planted {
@@ -504,10 +569,9 @@ impl Audit {
                 } else {
                     "missed"
                 },
-                if p.is_control {
-                    "control"
-                } else {
-                    "reported only"
+                match p.role {
+                    Role::Control => "control",
+                    Role::Reported => "reported only",
                 },
                 p.why
             ));
@@ -557,16 +621,25 @@ impl Audit {
 mod tests {
     use super::*;
 
-    /// The power PREREG states for each planted sampler at the grid's level on llama.cpp
-    /// (24 tests), computed before any subject drew on the planted inputs.
+    /// The power PREREG states for each planted sampler at llama.cpp's level (24 tests) and
+    /// candle's (21), computed before any subject drew on the planted inputs; every
+    /// registered control reaches [`CONTROL_POWER`] at both.
     #[test]
     fn planted_power_is_what_prereg_states() {
-        let alpha = bonferroni(ALPHA, vectors::grid().len());
-        let (_, planted) = controls(&[], alpha).unwrap();
-        let caught: Vec<usize> = planted.iter().map(|p| p.power.caught).collect();
-        assert_eq!(caught, [400, 400, 400, 400, 400, 400, 168, 400, 400]);
-        let controls: Vec<bool> = planted.iter().map(|p| p.is_control).collect();
-        assert_eq!(controls.iter().filter(|&&c| !c).count(), 1);
-        assert!(!controls[6]);
+        for (tests, want) in [
+            (24, [400, 400, 400, 400, 400, 400, 400, 168, 400, 400]),
+            (21, [400, 400, 400, 400, 400, 400, 400, 177, 400, 400]),
+        ] {
+            let (_, planted) = controls(&[], bonferroni(ALPHA, tests)).unwrap();
+            let caught: Vec<usize> = planted.iter().map(|p| p.power.caught).collect();
+            assert_eq!(caught, want, "at 0.01/{tests}");
+            for p in &planted {
+                assert_eq!(
+                    p.role == Role::Control,
+                    p.power.rate >= CONTROL_POWER,
+                    "{p:?}"
+                );
+            }
+        }
     }
 }

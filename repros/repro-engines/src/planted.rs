@@ -1,6 +1,6 @@
 //! Samplers written here, in plain Rust, run through the same detector as the engines: an
-//! exact one and one that breaks ties afresh on every call (the negative controls), and six
-//! with a planted defect, four gross and two small (the positive controls, where the
+//! exact one and one that breaks ties afresh on every call (the negative controls), and seven
+//! with a planted defect, five gross and two small (the positive controls, where the
 //! detector's power against them is high enough).
 //!
 //! The exact sampler does not call the oracle: it states the seam's semantics again in f64
@@ -29,6 +29,9 @@ pub enum Defect {
     TopPOnFullMass,
     /// A cut inside equal logits keeps every one of them.
     KeepsWholeTie,
+    /// A cut inside equal logits keeps one of them fewer than the cut's count (never none):
+    /// seen only per call, since every draw still lands in the class.
+    DropsOneOfTie,
     /// Moves `points` hundredths of probability from the most probable survivor to the least
     /// probable one; the set is right.
     ShiftsMass { points: u8 },
@@ -50,6 +53,7 @@ impl Defect {
             Defect::SkipsRenormalization => "planted: skips renormalization",
             Defect::TopPOnFullMass => "planted: top-p on the full-vocabulary mass after top-k",
             Defect::KeepsWholeTie => "planted: keeps the whole tie at a cut",
+            Defect::DropsOneOfTie => "planted: keeps one fewer of a tie at a cut",
             Defect::ShiftsMass { points } => {
                 return format!(
                     "planted: {points} point{} of probability moved from the first survivor to the last",
@@ -143,6 +147,13 @@ fn ordered_distribution(
     }
     if defect == Defect::KeepsOneExtra {
         keep = (keep + 1).min(order.len());
+    }
+    if defect == Defect::DropsOneOfTie
+        && keep > 1
+        && keep < order.len()
+        && order[keep].1 == order[keep - 1].1
+    {
+        keep -= 1;
     }
     if defect == Defect::KeepsWholeTie {
         while keep < order.len() && order[keep].1 == order[keep - 1].1 {
@@ -262,6 +273,8 @@ mod tests {
             let kept = c.kept.as_ref().unwrap();
             kept.len() == 2 && kept.contains(&c.drawn)
         }));
+        let fewer = distribution(&ties, &s, Defect::DropsOneOfTie).unwrap();
+        assert_eq!(fewer.len(), 1);
         let exact = draw(&ties, &s, 8, 300, Defect::Exact, &watch).unwrap();
         assert!(exact
             .iter()
