@@ -339,10 +339,14 @@ pub fn controls(negative_cases: &[Case], alpha: f64) -> Result<(Vec<Control>, Ve
         ),
         o.verdict == Verdict::Present && o.tie_rule == Some(TieRule::AcrossCalls),
         format!(
-            "{}: {} (tie rule: {:?})",
+            "{}: {}{}",
             o.describe_support(8),
             o.why,
-            o.tie_rule
+            match o.tie_rule {
+                Some(TieRule::AcrossCalls) => " (judged across calls)",
+                Some(TieRule::PerCall) => " (judged per call, not the rule under test)",
+                None => " (no tie rule applied)",
+            }
         ),
     ));
     // The fresh tie-break keeps each tie's count in every call: per call it must pass, each
