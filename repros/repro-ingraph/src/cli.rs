@@ -30,7 +30,7 @@ pub struct Args {
     pub audit: bool,
     /// Draws through the graph's dist for the draw row and each of its controls (registered
     /// chains only), 300 to 100000 (below 300 the detector pools bins and the stated power
-    /// would not be its own).
+    /// would not be its own); 0 leaves the draw row out.
     #[arg(long, default_value_t = crate::draws::DRAWS as i64, allow_negative_numbers = true)]
     pub draws: i64,
 }
@@ -56,9 +56,9 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
             "--audit runs the registered chains; drop --stage"
         )));
     }
-    if !(crate::draws::MIN_DRAWS as i64..=100_000).contains(&args.draws) {
+    if args.draws != 0 && !(crate::draws::MIN_DRAWS as i64..=100_000).contains(&args.draws) {
         return Err(cmdline::Failure::BadInput(anyhow::anyhow!(
-            "--draws must be in {}..=100000, got {}",
+            "--draws must be 0 or in {}..=100000, got {}",
             crate::draws::MIN_DRAWS,
             args.draws
         )));
@@ -87,10 +87,21 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
 }
 
 fn execute(c: &Config, m: &LoadedModel) -> Result<String> {
-    let draws = c.args.stages.is_empty().then_some(c.args.draws as usize);
-    let a = audit::run(m, &c.args.prompt, &c.cases, draws, c.threads)?;
+    let registered = c.args.stages.is_empty();
+    let draws = (registered && c.args.draws > 0).then_some(c.args.draws as usize);
+    let a = audit::run(m, &c.args.prompt, &c.cases, draws, registered, c.threads)?;
     if c.args.audit {
-        a.write(&c.args.out.results)?;
+        a.write(&c.args.out.results, &stem(m))?;
     }
     Ok(a.report().render(c.args.out.json))
+}
+
+/// The reports' file stem: `ingraph` on the default model, `ingraph-<model>` on another
+/// (`ingraph-file` for a model named by path).
+fn stem(m: &LoadedModel) -> String {
+    match m.choice.known {
+        Some(_) if m.choice.label == models::SMOLLM2.name => "ingraph".to_string(),
+        Some(_) => format!("ingraph-{}", m.choice.label),
+        None => "ingraph-file".to_string(),
+    }
 }

@@ -6,6 +6,7 @@
 
 use crate::case::Case;
 use crate::check::Check;
+use crate::ties;
 use anyhow::{ensure, Context as _, Result};
 use oracle::stage::Stage;
 use oracle::truncation::{compose, Pool};
@@ -48,6 +49,21 @@ impl Side {
     fn from_candidates(c: &Candidates) -> Side {
         Side::from_pairs(c.entries.iter().map(|e| (e.id, e.logit)), c.selected_id())
     }
+
+    /// The same result with ids exchanged as `pairs` say ([`crate::ties`]).
+    fn relabelled(self, pairs: &[(TokenId, TokenId)]) -> Side {
+        if pairs.is_empty() {
+            return self;
+        }
+        let logits: BTreeMap<TokenId, f32> = (self.logits.iter())
+            .map(|(&id, &l)| (ties::apply(pairs, id), l))
+            .collect();
+        Side {
+            survivors: logits.keys().copied().collect(),
+            logits,
+            selected: self.selected.map(|t| ties::apply(pairs, t)),
+        }
+    }
 }
 
 /// The oracle's answer for the case.
@@ -59,6 +75,10 @@ pub struct OracleSide {
     pub selected: Option<TokenId>,
     /// Why its answer rests on a tie or a rounding margin, if it does.
     pub undecided: Option<String>,
+    /// Whether that answer is still decided up to a tie-break (every edge a tie, no stage
+    /// reading ids after it; see [`crate::ties`]): then the graph's result is read under the
+    /// tie-break that matches it best, and any difference left is one.
+    pub ties_decided: bool,
 }
 
 /// Everything measured on one case.
@@ -77,11 +97,17 @@ pub struct Outcome {
     /// For a chain with a planted stage: how many sampling graphs of the decode it added its
     /// ops to (the graph llama.cpp builds once at set-up to probe a chain is not counted).
     pub planted_graph_builds: Option<usize>,
+    /// For a chain with a planted stage: how many times it ran on the graph's CPU tail.
+    pub planted_tail_applies: Option<usize>,
     /// Where each stage ran (`in_graph`), as llama.cpp named it after setting up the chain.
     pub places: Vec<Place>,
     pub graph: Side,
     pub cpu: Side,
     pub oracle: OracleSide,
+    /// Ids of equal logit the graph's result was read under another tie-break with, as
+    /// (the graph's id, the oracle's id); the checks below judge the relabelled result.
+    #[serde(serialize_with = "id_pairs", skip_serializing_if = "Vec::is_empty")]
+    pub tie_relabelled: Vec<(TokenId, TokenId)>,
     /// Ids the graph kept and the oracle did not, and the other way round (all of them).
     #[serde(serialize_with = "detector::ids")]
     pub graph_only: Vec<TokenId>,
@@ -187,9 +213,9 @@ impl Outcome {
             return Verdict::Inconclusive;
         }
         let differs = !self.flags().is_empty();
-        match (differs, &self.oracle.undecided) {
-            (true, Some(_)) => Verdict::Undecided,
-            (d, _) => Verdict::found(d),
+        match (differs, &self.oracle.undecided, self.oracle.ties_decided) {
+            (true, Some(_), false) => Verdict::Undecided,
+            (d, _, _) => Verdict::found(d),
         }
     }
 
@@ -236,8 +262,21 @@ impl Outcome {
         if !self.ran_in_graph {
             e += "; nothing ran in the graph, so this row cannot show an in-graph defect";
         }
-        if let Some(u) = &self.oracle.undecided {
-            e += &format!("; the oracle is undecided: {u}");
+        match (&self.oracle.undecided, self.oracle.ties_decided) {
+            (Some(u), true) => {
+                e += &format!("; the oracle's answer rests on a tie ({u}), so any order of equal logits is allowed");
+                if !self.tie_relabelled.is_empty() {
+                    let pairs: Vec<String> = (self.tie_relabelled.iter())
+                        .map(|(g, o)| format!("{g}->{o}"))
+                        .collect();
+                    e += &format!(
+                        "; the graph's result was read under its own tie-break ({})",
+                        pairs.join(", ")
+                    );
+                }
+            }
+            (Some(u), false) => e += &format!("; the oracle is undecided: {u}"),
+            (None, _) => {}
         }
         e
     }
@@ -261,6 +300,10 @@ fn capped_ids<S: serde::Serializer>(ids: &[TokenId], s: S) -> Result<S::Ok, S::E
         first: &ids[..ids.len().min(JSON_IDS)],
     }
     .serialize(s)
+}
+
+fn id_pairs<S: serde::Serializer>(pairs: &[(TokenId, TokenId)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(pairs.iter().map(|(a, b)| [a.0, b.0]))
 }
 
 fn opt_id<S: serde::Serializer>(id: &Option<TokenId>, s: S) -> Result<S::Ok, S::Error> {
@@ -328,6 +371,7 @@ pub fn run(
     case: &Case,
     threads: i32,
 ) -> Result<Outcome> {
+    let case = &case.on(raw)?;
     let n_vocab = model.n_vocab();
     let mut ctx = GraphContext::new(
         model,
@@ -359,6 +403,9 @@ pub fn run_steps(
 ) -> Result<Vec<Outcome>> {
     let n_vocab = model.n_vocab();
     let n_ctx = n_ctx(prompt) + steps as u32;
+    let mut plain = Context::with_attention(model, n_ctx, Attention::Auto, threads)?;
+    plain.decode(prompt)?;
+    let case = &case.on(&plain.logits()?)?;
     let mut ctx = GraphContext::new(
         model,
         n_ctx,
@@ -366,8 +413,6 @@ pub fn run_steps(
         case.outputs_per_seq,
         threads,
     )?;
-    let mut plain = Context::with_attention(model, n_ctx, Attention::Auto, threads)?;
-    plain.decode(prompt)?;
     let mut cpu_chain = case.build(n_vocab)?;
     let mut history = primed(&plain.logits()?);
     // Before the graph's decode: its chain runs when the row is computed, so the history it
@@ -433,7 +478,9 @@ fn step(
         .iter()
         .filter(|(_, l)| *l == f32::NEG_INFINITY)
         .count();
+    let tail_before = case.planted().map(|p| p.cpu_applies());
     let (tail, token) = ctx.finish(&out)?;
+    let planted_tail_applies = (case.planted().zip(tail_before)).map(|(p, b)| p.cpu_applies() - b);
     let graph = match &tail {
         Some(c) => Side::from_candidates(c),
         None => Side::from_pairs(returned.iter().copied(), token),
@@ -450,6 +497,7 @@ fn step(
     let stages = case.oracle_stages();
     let pool = Pool::from_logits(raw);
     let comp = compose(&stages, &pool, history);
+    let groups = ties::decidable(&stages, &pool, history, &comp);
     let oracle = OracleSide {
         survivors: comp.pool.survivors(),
         selected: comp.selected,
@@ -459,7 +507,26 @@ fn step(
                 .collect::<Vec<_>>()
                 .join("; ")
         }),
+        ties_decided: groups.is_some(),
     };
+    // Where only a tie-break separates them, read the graph's result under its own.
+    let tie_relabelled = groups
+        .and_then(|g| {
+            ties::relabelling(
+                &g,
+                ties::Answer {
+                    survivors: &graph.survivors,
+                    selected: graph.selected,
+                },
+                ties::Answer {
+                    survivors: &oracle.survivors,
+                    selected: oracle.selected,
+                },
+                case.draws(),
+            )
+        })
+        .unwrap_or_default();
+    let graph = graph.relabelled(&tie_relabelled);
 
     let max_ulps = (graph.logits.iter())
         .filter_map(|(id, &g)| cpu.logits.get(id).map(|&c| ulps(g, c)))
@@ -484,7 +551,10 @@ fn step(
             .zip(comp.pool.probabilities())
             .collect();
         let max_abs_difference = (out.candidates.iter().zip(p))
-            .map(|(id, &q)| (q as f64 - exact.get(id).copied().unwrap_or(0.0)).abs())
+            .map(|(&id, &q)| {
+                let id = ties::apply(&tie_relabelled, id);
+                (q as f64 - exact.get(&id).copied().unwrap_or(0.0)).abs()
+            })
             .fold(0.0, f64::max);
         Probs {
             count: p.len(),
@@ -503,8 +573,10 @@ fn step(
             && (out.logits.is_some() || out.sampled.is_some() || out.probs.is_some()),
         places,
         planted_graph_builds,
+        planted_tail_applies,
         graph_returned: returned.len(),
         graph_masked,
+        tie_relabelled,
         graph_only: difference(&graph.survivors, &oracle.survivors),
         oracle_only: difference(&oracle.survivors, &graph.survivors),
         graph,

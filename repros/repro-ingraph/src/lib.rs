@@ -9,6 +9,7 @@ pub mod cli;
 pub mod compare;
 pub mod draws;
 pub mod planted;
+pub mod ties;
 
 /// The finding these reports belong to.
 pub const FINDING: &str = "F8";

@@ -14,6 +14,10 @@
 //!   the probability check.
 //! - a draw of our own on the CPU tail, after llama.cpp's `top_k` in the graph: the draw
 //!   detector's exact control, independent of llama.cpp's `dist`.
+//! - `top_k` at a cut through equal logits: the tie-break reading of the survivor-set check
+//!   ([`crate::ties`]). Its exact version runs on the CPU tail and keeps the highest ids of
+//!   the tie, the opposite of the oracle's canonical order, so it passes only if another
+//!   tie-break is accepted; its wrong version runs in the graph and keeps the whole tie.
 
 use crate::check::Check;
 use anyhow::Result;
@@ -43,15 +47,23 @@ pub enum Kind {
     CpuDist {
         seed: u64,
     },
+    /// `top_k(k)` where the cut splits equal logits. Exact: on the CPU tail, the `k` entries of
+    /// largest logit, equal logits in descending id order. Wrong: in the graph, every entry
+    /// whose logit is at least the `k`-th largest (the whole tie at the cut).
+    TieTopK {
+        k: i32,
+    },
 }
 
-/// One planted stage: its kind, whether its graph path is right, and a count of the graph
-/// builds it added its ops to (shared by its clones, so the run can read it).
+/// One planted stage: its kind, whether its graph path is right, and counts of the graph
+/// builds it added its ops to and of its applies on the CPU (shared by its clones, so the
+/// run can read them).
 #[derive(Debug, Clone)]
 pub struct Planted {
     pub kind: Kind,
     pub exact: bool,
     applied: Arc<AtomicUsize>,
+    cpu_applied: Arc<AtomicUsize>,
 }
 
 impl Planted {
@@ -60,6 +72,16 @@ impl Planted {
             kind,
             exact,
             applied: Arc::new(AtomicUsize::new(0)),
+            cpu_applied: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Whether it asks to run in the graph (else it runs on the CPU tail).
+    pub fn in_graph(&self) -> bool {
+        match self.kind {
+            Kind::CpuDist { .. } => false,
+            Kind::TieTopK { .. } => !self.exact,
+            _ => true,
         }
     }
 
@@ -70,6 +92,7 @@ impl Planted {
             Kind::Temp { t, .. } => Stage::Temp { t },
             Kind::Greedy | Kind::SoftmaxGreedy => Stage::Greedy,
             Kind::CpuDist { seed } => Stage::Dist { seed: seed as u32 },
+            Kind::TieTopK { k } => Stage::TopK { k },
         }
     }
 
@@ -81,6 +104,7 @@ impl Planted {
             Kind::Greedy => Check::Choice,
             Kind::SoftmaxGreedy => Check::Probs,
             Kind::CpuDist { .. } => Check::Choice,
+            Kind::TieTopK { .. } => Check::Survivors,
         }
     }
 
@@ -91,6 +115,7 @@ impl Planted {
             Kind::Greedy => "greedy",
             Kind::SoftmaxGreedy => "softmax-greedy",
             Kind::CpuDist { .. } => "cpu-dist",
+            Kind::TieTopK { .. } => "tie-top_k",
         };
         format!(
             "planted-{what}-{}",
@@ -101,6 +126,11 @@ impl Planted {
     /// How many sampling graphs it has added its ops to so far.
     pub fn graph_builds(&self) -> usize {
         self.applied.load(Ordering::SeqCst)
+    }
+
+    /// How many times it has run on the CPU so far.
+    pub fn cpu_applies(&self) -> usize {
+        self.cpu_applied.load(Ordering::SeqCst)
     }
 
     pub fn build(&self) -> Result<Sampler> {
@@ -143,6 +173,9 @@ fn name_of(kind: Kind, exact: bool, placed: bool) -> &'static CStr {
         (Kind::SoftmaxGreedy, false, true) => c"+planted-softmax-greedy-wrong",
         (Kind::CpuDist { .. }, true, _) => c"planted-cpu-dist-exact",
         (Kind::CpuDist { .. }, false, _) => c"planted-cpu-dist-wrong",
+        (Kind::TieTopK { .. }, true, _) => c"planted-tie-top_k-exact",
+        (Kind::TieTopK { .. }, false, false) => c"planted-tie-top_k-wrong",
+        (Kind::TieTopK { .. }, false, true) => c"+planted-tie-top_k-wrong",
     }
 }
 
@@ -164,11 +197,18 @@ impl CustomSampler for Stage_ {
 
     /// llama.cpp's CPU rules, which both versions share.
     fn apply(&mut self, view: &mut ArrayView<'_>) {
+        self.planted.cpu_applied.fetch_add(1, Ordering::SeqCst);
         let n = view.len();
         if n == 0 {
             return;
         }
         match self.planted.kind {
+            Kind::TieTopK { k } => {
+                let e = view.entries_mut();
+                e.sort_by(|a, b| b.logit.total_cmp(&a.logit).then(b.id.cmp(&a.id)));
+                view.truncate((k.max(0) as usize).min(n));
+                view.set_sorted(true);
+            }
             // Keep `logit >= max + ln p`, topped up to the `min_keep` top entries.
             Kind::MinP { p, min_keep } => {
                 let max = (0..n)
@@ -222,7 +262,7 @@ impl CustomSampler for Stage_ {
     }
 
     fn in_graph(&self) -> bool {
-        !matches!(self.planted.kind, Kind::CpuDist { .. })
+        self.planted.in_graph()
     }
 
     fn placed_in_graph(&mut self) {
@@ -257,6 +297,17 @@ impl CustomSampler for Stage_ {
                 g.set_logits(g.scale_bias(l, factor, 0.0));
             }
             Kind::CpuDist { .. } => unreachable!("a planted CPU draw is never placed in the graph"),
+            Kind::TieTopK { .. } if exact => {
+                unreachable!("the exact tie-break control is never placed in the graph")
+            }
+            // The k-th largest logit, and 1 where l >= it: every entry tied with the cut stays.
+            Kind::TieTopK { k } => {
+                let top = g.gather(l, g.top_k(l, k));
+                let kth = g.gather(top, g.head(g.argsort_ascending(top), 1));
+                let below = g.step(g.scale_bias(g.sub(l, kth), -1.0, 0.0));
+                let keep = g.scale_bias(below, -1.0, 1.0);
+                g.set_logits(g.add(l, g.log(keep)));
+            }
             Kind::Greedy | Kind::SoftmaxGreedy => {
                 let idx = g.argmax(l);
                 let id = match g.candidates() {
