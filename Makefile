@@ -153,12 +153,17 @@ fmt-check:
 
 # clippy with every warning an error, on both builds (the lints are in [workspace.lints]). On
 # a generated build clippy lints the generated package's targets (the repro binaries and
-# tests); the library crates get rustc's lints there, clippy's on the default build.
+# tests); the library crates get rustc's lints there, clippy's on the default build. Code
+# compiled only for an older build's C API would slip through as a rustc warning in a library
+# crate, so any warning cargo prints there fails the target too.
 clippy: deps check-builds
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets -- -D warnings
 	@for b in $(filter-out $(firstword $(BUILDS)),$(BUILDS)); do ws=$(call ws,$$b); \
 	  echo "$(CARGO) clippy on $$b" >&2; \
-	  $(CARGO) clippy $(CARGO_FLAGS) --manifest-path $$ws/Cargo.toml --all-targets -- -D warnings || exit 1; done
+	  log=$$(mktemp); \
+	  $(CARGO) clippy $(CARGO_FLAGS) --manifest-path $$ws/Cargo.toml --all-targets -- -D warnings 2>&1 | tee $$log >&2 || exit 1; \
+	  if grep -q '^warning' $$log; then echo "clippy on $$b: cargo printed warnings (above)" >&2; rm -f $$log; exit 1; fi; \
+	  rm -f $$log; done
 
 # Valgrind memcheck on both builds (scripts/memcheck.sh): repro-clone's minimal case (built-in
 # and ledger-penalties) and --stateful, repro-sortpoison's published chain and one chain of

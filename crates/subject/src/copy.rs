@@ -10,11 +10,13 @@
 //! [`Sampler::copy_unchecked`] hands any pair over; it may abort the process, so it runs only
 //! inside a contained child.
 
+#[cfg(llama_fn = "llama_sampler_copy")]
 use crate::compat as sys;
 use crate::sampler::Sampler;
 #[cfg(llama_fn = "llama_sampler_copy")]
 use anyhow::bail;
 use anyhow::Result;
+#[cfg(llama_fn = "llama_sampler_copy")]
 use std::sync::Arc;
 
 /// Whether the linked build has `llama_sampler_copy`, or what it lacks.

@@ -144,10 +144,11 @@ unsafe fn inner<'a>(smpl: *const sys::llama_sampler) -> &'a mut Boxed {
     unsafe { &mut *((*smpl).ctx as *mut Boxed) }
 }
 
-/// [`inner`] for a sampler that is only read.
+/// [`inner`] for a sampler that is only read (by the state copy, on builds that have one).
 ///
 /// # Safety
 /// As for [`inner`].
+#[cfg_attr(not(llama_fn = "llama_sampler_copy"), allow(dead_code))]
 unsafe fn inner_ref<'a>(smpl: *const sys::llama_sampler) -> &'a Boxed {
     // SAFETY: the caller promises `smpl` is live and its ctx is the `Boxed` we leaked.
     unsafe { &*((*smpl).ctx as *const Boxed) }

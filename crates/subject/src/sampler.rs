@@ -318,13 +318,16 @@ impl Sampler {
         self.raw.as_ptr()
     }
 
-    /// The vocabularies this sampler's stages point into.
+    /// The vocabularies this sampler's stages point into (read by the state copy, on builds
+    /// that have one).
+    #[cfg_attr(not(llama_fn = "llama_sampler_copy"), allow(dead_code))]
     pub(crate) fn vocabs_held(&self) -> &[Arc<Vocab>] {
         &self.vocabs
     }
 
     /// Keeps `more` alive as long as this sampler (a copy may now point into them); each
     /// vocabulary is held once, however often it is copied in.
+    #[cfg_attr(not(llama_fn = "llama_sampler_copy"), allow(dead_code))]
     pub(crate) fn hold_vocabs(&mut self, more: Vec<Arc<Vocab>>) {
         for v in more {
             if !self.vocabs.iter().any(|h| Arc::ptr_eq(h, &v)) {
