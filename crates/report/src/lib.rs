@@ -10,11 +10,18 @@
 //!   control failed, or the report has no positive or no negative control, it is
 //!   `inconclusive`, never `present` or `absent`;
 //! - verdict rows ([`Row`]) share their report's controls and obey the same rule;
-//! - one spelling: `present`, `absent`, `undecided`, `inconclusive`.
+//! - one spelling: `present`, `absent`, `undecided`, `inconclusive`;
+//! - every verdict states its kind, `defect` or `divergence`, and what it rests on, from the
+//!   one catalog in [`kind`] (a report with rows states it per row; its own verdict is their
+//!   summary);
+//! - a check that cannot show a defect by construction is a note ([`Report::add_note`]), never
+//!   a verdict: [`Header::from_json`] refuses a verdict that says it cannot fail.
 
 pub mod chart;
+pub mod kind;
 pub mod table;
 
+pub use kind::{Basis, Kind};
 pub use table::Table;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -225,9 +232,36 @@ pub struct Row {
     measured: Verdict,
     verdict: Verdict,
     pub evidence: String,
+    /// Defect or divergence, and what it rests on ([`kind::basis`] of the row's name).
+    pub kind: Kind,
+    pub rests_on: &'static str,
     /// Row-specific data, placed after the row's header keys.
     #[serde(flatten)]
     pub data: Map<String, Value>,
+}
+
+/// Something a report shows that is not a verdict: a check that cannot show a defect by
+/// construction (the same arithmetic on both sides, say), stated with its evidence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Note {
+    pub name: String,
+    pub note: String,
+    #[serde(flatten)]
+    pub data: Map<String, Value>,
+}
+
+/// The words that mark a verdict as unable to show a defect; such a check belongs in a note.
+const CANNOT_FAIL: [&str; 4] = [
+    "cannot show a defect",
+    "cannot fail",
+    "by construction",
+    "cannot be present",
+];
+
+/// Why a verdict with this evidence is not one, if its evidence says it cannot fail.
+fn cannot_fail(evidence: &str) -> Option<&'static str> {
+    let lower = evidence.to_lowercase();
+    CANNOT_FAIL.into_iter().find(|w| lower.contains(w))
 }
 
 impl Row {
@@ -275,6 +309,7 @@ pub struct Report {
     pub evidence: String,
     controls: Vec<Control>,
     rows: Vec<Row>,
+    notes: Vec<Note>,
     /// Finding-specific JSON, placed after the header.
     body: Map<String, Value>,
     /// Finding-specific text (tables), placed between the title and the controls.
@@ -293,9 +328,15 @@ struct Written<'a> {
     evidence: &'a str,
     controls: &'a [Control],
     engine: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<Kind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rests_on: Option<&'static str>,
     measured: Verdict,
     #[serde(skip_serializing_if = "<[Row]>::is_empty")]
     verdict_rows: &'a [Row],
+    #[serde(skip_serializing_if = "<[Note]>::is_empty")]
+    notes: &'a [Note],
     #[serde(flatten)]
     body: &'a Map<String, Value>,
 }
@@ -303,6 +344,7 @@ struct Written<'a> {
 impl Serialize for Report {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let s = &self.subject;
+        let basis = self.basis();
         Written {
             finding: &s.finding,
             name: &s.name,
@@ -312,8 +354,11 @@ impl Serialize for Report {
             evidence: &self.evidence,
             controls: &self.controls,
             engine: &s.engine,
+            kind: basis.map(|b| b.kind),
+            rests_on: basis.map(|b| b.rests_on),
             measured: self.measured,
             verdict_rows: &self.rows,
+            notes: &self.notes,
             body: &self.body,
         }
         .serialize(serializer)
@@ -323,6 +368,26 @@ impl Serialize for Report {
 /// Any serializable value as JSON. Floats go through [`Value`] as f64, as `json!` writes them.
 fn to_value(data: impl Serialize) -> Value {
     serde_json::to_value(data).expect("report data has string keys and serializes")
+}
+
+/// Data as an object: its keys, or `{"data": value}` for a value that is not one.
+fn object(data: impl Serialize) -> Map<String, Value> {
+    match to_value(data) {
+        Value::Object(m) => m,
+        Value::Null => Map::new(),
+        other => {
+            let mut m = Map::new();
+            m.insert("data".into(), other);
+            m
+        }
+    }
+}
+
+/// The catalog's basis for a verdict the suite gives; a name it does not know is a bug of the
+/// suite (a new verdict needs its kind in [`kind`]).
+fn basis_of(engine: &str, name: &str) -> Basis {
+    kind::basis(engine, name)
+        .unwrap_or_else(|| panic!("verdict '{name}' on {engine} has no kind in report::kind"))
 }
 
 /// The header keys, in the order every results file opens with.
@@ -351,9 +416,39 @@ impl Report {
             evidence: evidence.into(),
             controls,
             rows: Vec::new(),
+            notes: Vec::new(),
             body: Map::new(),
             text: String::new(),
         }
+    }
+
+    /// The kind of this report's own verdict: its name's, when it stands alone; none when it
+    /// has rows (each row states its own, and the report's verdict summarizes them).
+    ///
+    /// # Panics
+    /// When the catalog ([`kind::basis`]) does not know the name: every verdict states a kind.
+    pub fn basis(&self) -> Option<Basis> {
+        self.rows
+            .is_empty()
+            .then(|| basis_of(&self.subject.engine, &self.subject.name))
+    }
+
+    /// Adds a note: a check that is shown but cannot give a verdict (see [`Note`]).
+    pub fn add_note(
+        &mut self,
+        name: impl Into<String>,
+        note: impl Into<String>,
+        data: impl Serialize,
+    ) {
+        self.notes.push(Note {
+            name: name.into(),
+            note: note.into(),
+            data: object(data),
+        });
+    }
+
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
     }
 
     /// Adds a verdict row, judged under this report's controls; `data`'s keys follow the row's.
@@ -364,21 +459,16 @@ impl Report {
         evidence: impl Into<String>,
         data: impl Serialize,
     ) {
-        let data = match to_value(data) {
-            Value::Object(m) => m,
-            Value::Null => Map::new(),
-            other => {
-                let mut m = Map::new();
-                m.insert("data".into(), other);
-                m
-            }
-        };
+        let name = name.into();
+        let basis = basis_of(&self.subject.engine, &name);
         self.rows.push(Row {
-            name: name.into(),
             measured,
             verdict: judge(measured, &self.controls),
             evidence: evidence.into(),
-            data,
+            kind: basis.kind,
+            rests_on: basis.rests_on,
+            data: object(data),
+            name,
         });
     }
 
@@ -388,9 +478,10 @@ impl Report {
         if let Value::Object(m) = to_value(body) {
             for (k, v) in m {
                 if !HEADER_KEYS.contains(&k.as_str())
-                    && k != ROWS_KEY
-                    && k != "measured"
-                    && k != ENGINE_KEY
+                    && ![
+                        ROWS_KEY, "measured", ENGINE_KEY, "kind", "rests_on", "notes",
+                    ]
+                    .contains(&k.as_str())
                 {
                     self.body.insert(k, v);
                 }
@@ -468,11 +559,28 @@ impl Report {
         }
         if !self.rows.is_empty() {
             out.push_str("\n== verdict rows ==\n");
-            let mut rows = Table::new().left("  ", 0).left("  ", 12).left(" ", 0);
+            let mut rows = Table::new()
+                .left("  ", 0)
+                .left("  ", 12)
+                .left(" ", 10)
+                .left(" ", 0);
             for r in &self.rows {
-                rows.row([r.name.as_str(), r.verdict.as_str(), &r.evidence]);
+                rows.row([
+                    r.name.as_str(),
+                    r.verdict.as_str(),
+                    r.kind.as_str(),
+                    &r.evidence,
+                ]);
             }
             out.push_str(&rows.render());
+        }
+        if !self.notes.is_empty() {
+            out.push_str("\n== notes (shown, not verdicts: they cannot show a defect) ==\n");
+            let mut notes = Table::new().left("  ", 0).left("  ", 0);
+            for n in &self.notes {
+                notes.row([n.name.as_str(), n.note.as_str()]);
+            }
+            out.push_str(&notes.render());
         }
         out.push_str(&format!("\nevidence: {}\n", self.evidence));
         let note = if self.verdict != self.measured {
@@ -483,8 +591,12 @@ impl Report {
         } else {
             String::new()
         };
+        let kind = match self.basis() {
+            Some(b) => format!(" ({})", b.kind),
+            None => String::new(),
+        };
         out.push_str(&format!(
-            "{}: {} on {}{note}\n",
+            "{}: {} on {}{kind}{note}\n",
             s.name, self.verdict, s.build
         ));
         out
@@ -501,6 +613,46 @@ impl Report {
             .with_context(|| format!("writing {}", text.display()))?;
         Ok((json, text))
     }
+}
+
+/// The engine a report names (llama.cpp's when it names none).
+fn engine_of(obj: &Map<String, Value>) -> Result<&str> {
+    match obj.get(ENGINE_KEY) {
+        None => Ok(DEFAULT_ENGINE),
+        Some(v) => v.as_str().context("'engine' is not a string"),
+    }
+}
+
+/// A verdict's `kind` and `rests_on` must be the catalog's for its name.
+fn check_kind(v: &Value, engine: &str, name: &str) -> Result<()> {
+    let want = kind::basis(engine, name)
+        .with_context(|| format!("verdict '{name}' has no kind in the catalog (report::kind)"))?;
+    let kind = (v.get("kind").and_then(Value::as_str))
+        .with_context(|| format!("verdict '{name}' states no kind (defect or divergence)"))?;
+    ensure!(
+        Kind::parse(kind)? == want.kind,
+        "verdict '{name}' states kind {kind}, the catalog says {}",
+        want.kind
+    );
+    ensure!(
+        v.get("rests_on").and_then(Value::as_str) == Some(want.rests_on),
+        "verdict '{name}' does not state what it rests on as the catalog does"
+    );
+    Ok(())
+}
+
+/// A verdict that says it cannot show a defect is refused: it belongs in the report's notes.
+fn check_can_fail(v: &Value, verdict: Verdict, evidence: &str) -> Result<()> {
+    ensure!(
+        v.get("can_fail") != Some(&Value::Bool(false)),
+        "a verdict marked as unable to fail (can_fail: false); make it a note"
+    );
+    if matches!(verdict, Verdict::Absent | Verdict::Present) {
+        if let Some(w) = cannot_fail(evidence) {
+            bail!("a {verdict} verdict whose evidence says it \"{w}\"; a check that cannot show a defect is a note, not a verdict");
+        }
+    }
+    Ok(())
 }
 
 /// A report's header and rows as read back from a results file, validated.
@@ -563,6 +715,10 @@ impl Header {
                         field("name")?
                     );
                 }
+                check_kind(r, engine_of(obj)?, field("name")?)
+                    .with_context(|| format!("row {}", field("name").unwrap_or("?")))?;
+                check_can_fail(r, row_verdict, field("evidence")?)
+                    .with_context(|| format!("row {}", field("name").unwrap_or("?")))?;
                 rows.push((
                     field("name")?.to_string(),
                     row_verdict,
@@ -570,17 +726,21 @@ impl Header {
                 ));
             }
         }
+        let engine = engine_of(obj)?;
+        if rows.is_empty() {
+            check_kind(v, engine, &text("name")?)?;
+        } else {
+            ensure!(
+                obj.get("kind").is_none(),
+                "a report with verdict rows states each row's kind, not its own"
+            );
+        }
+        check_can_fail(v, verdict, &text("evidence")?)?;
         Ok(Header {
             subject: ReportId {
                 finding: text("finding")?,
                 name: text("name")?,
-                engine: match obj.get(ENGINE_KEY) {
-                    None => DEFAULT_ENGINE.to_string(),
-                    Some(v) => v
-                        .as_str()
-                        .map(str::to_string)
-                        .context("'engine' is not a string")?,
-                },
+                engine: engine.to_string(),
                 build: text("build")?,
                 build_detail: text("build_detail")?,
             },
@@ -599,7 +759,7 @@ mod tests {
     fn subject() -> ReportId {
         ReportId {
             finding: "F9".into(),
-            name: "planted".into(),
+            name: "copy-planted".into(),
             engine: DEFAULT_ENGINE.into(),
             build: "b1".into(),
             build_detail: "test build".into(),
@@ -644,7 +804,7 @@ mod tests {
     #[test]
     fn rows_obey_the_report_controls() {
         let mut r = Report::new(subject(), Verdict::Present, "e", both(true, false));
-        r.add_row("x", Verdict::Present, "row", ());
+        r.add_row("copy-x", Verdict::Present, "row", ());
         assert_eq!(r.verdict(), Verdict::Inconclusive);
         assert_eq!(r.rows()[0].verdict(), Verdict::Inconclusive);
         assert_eq!(r.rows()[0].measured(), Verdict::Present);
@@ -672,7 +832,7 @@ mod tests {
             verdict: "smuggled",
         });
         r.add_row(
-            "sub",
+            "copy-sub",
             Verdict::Present,
             "differs at 0",
             std::collections::BTreeMap::from([("first_step", 0)]),
@@ -684,6 +844,7 @@ mod tests {
             keys[7..],
             ["engine", "measured", "verdict_rows", "zeta", "alpha"]
         );
+        assert_eq!(v["verdict_rows"][0]["kind"], "defect");
         assert_eq!(v["verdict"], "absent");
         // A results file written before the engine key is llama.cpp's; a malformed key is
         // refused.
@@ -703,7 +864,7 @@ mod tests {
         assert_eq!(
             h.rows,
             vec![(
-                "sub".to_string(),
+                "copy-sub".to_string(),
                 Verdict::Present,
                 "differs at 0".to_string()
             )]
@@ -730,7 +891,7 @@ mod tests {
             "present with a failed control"
         );
         let mut row = Report::new(subject(), Verdict::Present, "e", both(true, true));
-        row.add_row("r", Verdict::Present, "e", ());
+        row.add_row("copy-r", Verdict::Present, "e", ());
         let mut row = row.to_json();
         row["controls"][0]["passed"] = false.into();
         row["verdict"] = "inconclusive".into();
@@ -750,11 +911,82 @@ mod tests {
         let r = Report::new(subject(), Verdict::Present, "it differs", both(true, false))
             .with_text("table\n");
         let t = r.to_text();
-        assert!(t.starts_with("F9 planted on test build\n\ntable\n"));
+        assert!(t.starts_with("F9 copy-planted on test build\n\ntable\n"));
         assert!(t.contains("FAILED negative     good one: quiet?"));
         assert!(t.contains("evidence: it differs\n"));
         assert!(t.ends_with(
-            "planted: inconclusive on b1 (measured present; the controls do not allow it)\n"
+            "copy-planted: inconclusive on b1 (defect) (measured present; the controls do not allow it)\n"
         ));
+    }
+
+    #[test]
+    fn every_verdict_states_the_catalogs_kind() {
+        let alone = Report::new(subject(), Verdict::Present, "e", both(true, true)).to_json();
+        assert_eq!(alone["kind"], "defect");
+        assert!(Header::from_json(&alone).is_ok());
+        let mut wrong = alone.clone();
+        wrong["kind"] = "divergence".into();
+        assert!(
+            Header::from_json(&wrong).is_err(),
+            "a kind the catalog does not give"
+        );
+        let mut missing = alone.clone();
+        missing.as_object_mut().unwrap().remove("kind");
+        assert!(Header::from_json(&missing).is_err(), "no kind");
+        let mut reworded = alone.clone();
+        reworded["rests_on"] = "something else".into();
+        assert!(Header::from_json(&reworded).is_err(), "another basis");
+        let mut rows = Report::new(subject(), Verdict::Present, "e", both(true, true));
+        rows.add_row("copy-a", Verdict::Present, "e", ());
+        let rows = rows.to_json();
+        assert!(
+            rows.get("kind").is_none(),
+            "a report with rows states no kind of its own"
+        );
+        let mut stated = rows.clone();
+        stated["kind"] = "defect".into();
+        assert!(Header::from_json(&stated).is_err());
+        let mut unknown = ReportId {
+            name: "no-such-verdict".into(),
+            ..subject()
+        };
+        unknown.finding = "F0".into();
+        let r = Report::new(unknown, Verdict::Present, "e", both(true, true));
+        assert!(
+            std::panic::catch_unwind(|| r.to_json()).is_err(),
+            "an unknown verdict has no kind"
+        );
+    }
+
+    #[test]
+    fn a_verdict_that_cannot_fail_is_refused_and_a_note_is_not_a_verdict() {
+        let mut r = Report::new(subject(), Verdict::Absent, "e", both(true, true));
+        r.add_row(
+            "copy-a",
+            Verdict::Absent,
+            "the same arithmetic on both sides, so it cannot show a defect",
+            (),
+        );
+        assert!(Header::from_json(&r.to_json()).is_err());
+        let mut r = Report::new(subject(), Verdict::Absent, "e", both(true, true));
+        r.add_row(
+            "copy-a",
+            Verdict::Absent,
+            "agrees",
+            std::collections::BTreeMap::from([("can_fail", false)]),
+        );
+        assert!(Header::from_json(&r.to_json()).is_err());
+        let mut r = Report::new(subject(), Verdict::Absent, "e", both(true, true));
+        r.add_row("copy-a", Verdict::Absent, "agrees", ());
+        r.add_note(
+            "zero-boundary",
+            "both give 0 and -0 bit for bit; IEEE arithmetic requires it",
+            (),
+        );
+        let v = r.to_json();
+        let h = Header::from_json(&v).unwrap();
+        assert_eq!(h.rows.len(), 1, "a note is no row");
+        assert_eq!(v["notes"][0]["name"], "zero-boundary");
+        assert!(r.to_text().contains("== notes"));
     }
 }

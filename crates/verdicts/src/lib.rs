@@ -1,6 +1,8 @@
 //! Reads every `<report>.<build>.json` in a results folder (default `results/`) and prints one
-//! row per verdict: finding, name, build, verdict, controls passed, evidence. A report with
-//! verdict rows (`clone-incomplete-<sampler>`, say) adds one line per row.
+//! row per verdict: finding, name, build, verdict, controls passed, evidence, defects and
+//! divergences in two tables (each verdict's kind is the one catalog's, `report::kind`, and
+//! the report states it too). A report with verdict rows (`clone-incomplete-<sampler>`, say)
+//! gives one line per row; its own verdict only summarizes them.
 //!
 //! It judges nothing itself: it tabulates what the repros wrote, after checking that every
 //! file keeps the report contract (`report::Header::from_json`). A file that breaks it stops
@@ -10,7 +12,7 @@
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use report::{Header, Table};
+use report::{Header, Kind, Table};
 use std::path::{Path, PathBuf};
 
 /// The verdict table from a results folder.
@@ -26,6 +28,7 @@ pub struct Args {
 }
 
 pub struct Line {
+    kind: Kind,
     finding: String,
     name: String,
     engine: String,
@@ -57,8 +60,14 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
         let controls = format!("{passed}/{}", h.controls.len());
         let s = &h.subject;
         let own = (s.name.clone(), h.verdict, h.evidence.clone());
-        for (name, verdict, evidence) in std::iter::once(own).chain(h.rows) {
+        // A report with rows: its rows are the verdicts, its own line only their summary.
+        let verdicts = if h.rows.is_empty() { vec![own] } else { h.rows };
+        for (name, verdict, evidence) in verdicts {
+            let kind = report::kind::basis(&s.engine, &name)
+                .with_context(|| format!("{}: verdict {name} has no kind", path.display()))?
+                .kind;
             lines.push(Line {
+                kind,
                 finding: s.finding.clone(),
                 name,
                 engine: s.engine.clone(),
@@ -71,7 +80,8 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
         }
     }
     lines.sort_by(|a, b| {
-        (&a.finding, &a.name, &a.engine, &a.build).cmp(&(&b.finding, &b.name, &b.engine, &b.build))
+        (a.kind, &a.finding, &a.name, &a.engine, &a.build)
+            .cmp(&(b.kind, &b.finding, &b.name, &b.engine, &b.build))
     });
     Ok(lines)
 }
@@ -87,10 +97,26 @@ pub fn table(lines: &[Line]) -> String {
     for (build, detail) in builds {
         b.row([build, detail]);
     }
-    format!("builds:\n{}\n{}", b.render(), verdict_rows(lines))
+    let mut out = format!("builds:\n{}", b.render());
+    for (kind, what) in [
+        (
+            Kind::Defect,
+            "defects: the engine breaks its own documented contract or a stated invariant",
+        ),
+        (
+            Kind::Divergence,
+            "divergences: the engine differs from a named reference (report key rests_on)",
+        ),
+    ] {
+        let of: Vec<&Line> = lines.iter().filter(|l| l.kind == kind).collect();
+        if !of.is_empty() {
+            out += &format!("\n{what}\n{}", verdict_rows(&of));
+        }
+    }
+    out
 }
 
-fn verdict_rows(lines: &[Line]) -> String {
+fn verdict_rows(lines: &[&Line]) -> String {
     // Name and build fit their longest entry; the other widths hold their longest value.
     let mut t = Table::new().left("", 4).left(" ", 7).left(" ", 9);
     t = t.left(" ", 5).left(" ", 12).left(" ", 8).left(" ", 0);
@@ -138,7 +164,7 @@ mod tests {
         let good = report::Report::new(
             report::ReportId {
                 finding: "F9".into(),
-                name: "planted".into(),
+                name: "copy-planted".into(),
                 engine: "llama.cpp".into(),
                 build: "b1".into(),
                 build_detail: "test".into(),
@@ -171,7 +197,7 @@ mod tests {
         assert!(text.contains("candle    candle-0.0.1"), "{text}");
         // Every build is named once above the rows, with its description.
         assert!(
-            text.starts_with("builds:\n  b1           test\n  candle-0.0.1 test\n\n"),
+            text.starts_with("builds:\n  b1           test\n  candle-0.0.1 test\n\ndefects:"),
             "{text}"
         );
         std::fs::remove_file(dir.join("planted.candle-0.0.1.json")).unwrap();
