@@ -50,8 +50,13 @@ fn run() -> Result<(), String> {
     };
     let tree = crate_dir.join("llama.cpp");
     let sha = builds::sources_sha256(&tree)?;
-    let (mut commit, mut tag, mut path, mut dirty) =
-        (String::new(), String::new(), String::new(), String::new());
+    let (mut commit, mut tag, mut path, mut dirty, mut name) = (
+        String::new(),
+        String::new(),
+        String::new(),
+        String::new(),
+        String::new(),
+    );
     if kind == "release" {
         let rels = builds::releases();
         if let Some(r) = rels.iter().find(|r| r.crate_version == version) {
@@ -69,6 +74,7 @@ fn run() -> Result<(), String> {
                 Some(("tag", v)) => tag = v.into(),
                 Some(("path", v)) => path = v.into(),
                 Some(("dirty", v)) => dirty = v.into(),
+                Some(("name", v)) => name = v.into(),
                 _ => {}
             }
         }
@@ -91,6 +97,7 @@ fn run() -> Result<(), String> {
         ("SUBJECT_LLAMA_TAG", &tag),
         ("SUBJECT_TREE_PATH", &path),
         ("SUBJECT_TREE_DIRTY", &dirty),
+        ("SUBJECT_TREE_NAME", &name),
         ("SUBJECT_SOURCES_SHA256", &sha),
         (
             "SUBJECT_GGML_DECLARED",

@@ -8,6 +8,10 @@
 //! - A llama.cpp source tree (a path): a generated workspace whose `llama-cpp-sys-2` is the
 //!   newest release's build script pointed at the tree (`[patch.crates-io]`), under
 //!   `target/builds/tree-<hash of the path>/`.
+//! - A release with the suite's fixes (`b11429+fixes`): the release's vendored llama.cpp,
+//!   copied and patched with every `upstream/llama.cpp/*/fix.patch` (in folder order), built
+//!   as a tree under `target/builds/<tag>+fixes/` and named `<tag>+fixes`. The copy is made
+//!   again whenever a patch changes; a patch that does not apply stops the build in one line.
 //!
 //! Before a workspace is handed out, its vendored sources are checked against the release
 //! table ([`builds::sources_sha256`]); a mismatch is refused in one line, before anything is
@@ -32,6 +36,27 @@ pub enum Build {
     Release(Release),
     /// A llama.cpp source tree (canonical path).
     Tree(PathBuf),
+    /// A release with the patches of [`FIXES`] applied.
+    Fixed(Release),
+}
+
+/// Where the patches of a `<release>+fixes` build live, relative to the root workspace: one
+/// folder per defect, each with a `fix.patch` for `patch -p1` from llama.cpp's source root.
+pub const FIXES: &str = "upstream/llama.cpp";
+
+/// The suffix that names a release with the suite's fixes applied.
+pub const FIXED_SUFFIX: &str = "+fixes";
+
+impl Build {
+    /// The build's name as the suite writes it (a tree is named by its path here; its
+    /// binaries name it from its identity).
+    pub fn name(&self) -> String {
+        match self {
+            Build::Release(r) => r.name(),
+            Build::Tree(t) => t.display().to_string(),
+            Build::Fixed(r) => format!("{}{FIXED_SUFFIX}", r.name()),
+        }
+    }
 }
 
 /// A workspace ready to build: its manifest folder and where its release binaries land.
@@ -56,8 +81,73 @@ pub fn parse_build(name: &str) -> Result<Build> {
         return Ok(Build::Tree(tree));
     }
     let releases = builds::releases();
+    if let Some(base) = name.strip_suffix(FIXED_SUFFIX) {
+        let r = builds::resolve(&releases, base).map_err(anyhow::Error::msg)?;
+        return Ok(Build::Fixed(r.clone()));
+    }
     let r = builds::resolve(&releases, name).map_err(anyhow::Error::msg)?;
     Ok(Build::Release(r.clone()))
+}
+
+/// The `fix.patch` files of [`FIXES`] under `root`, in folder order.
+pub fn fix_patches(root: &Path) -> Result<Vec<PathBuf>> {
+    let dir = root.join(FIXES);
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+        let p = entry?.path().join("fix.patch");
+        if p.is_file() {
+            out.push(p);
+        }
+    }
+    out.sort();
+    if out.is_empty() {
+        bail!("no fix.patch under {}", dir.display());
+    }
+    Ok(out)
+}
+
+/// The release's vendored llama.cpp copied to `dir/llama.cpp` with every fix applied, made
+/// again only when the release or a patch changed (a stamp of both is kept beside it).
+fn patched_tree(root: &Path, dir: &Path, r: &Release) -> Result<PathBuf> {
+    let patches = fix_patches(root)?;
+    let mut stamp = format!("release\t{}\t{}\n", r.name(), r.sources_sha256);
+    for p in &patches {
+        let text = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+        let rel = p.strip_prefix(root).unwrap_or(p).display().to_string();
+        stamp += &format!("patch\t{rel}\t{}\n", short_hash_bytes(&text));
+    }
+    let tree = dir.join("llama.cpp");
+    let stamp_file = dir.join("fixes.stamp");
+    if tree.is_dir() && std::fs::read_to_string(&stamp_file).is_ok_and(|s| s == stamp) {
+        return Ok(tree);
+    }
+    let src = release_source(root, r)?.join("llama.cpp");
+    check_release(r, &src.join(".."))?;
+    if tree.exists() {
+        std::fs::remove_dir_all(&tree).with_context(|| format!("removing {}", tree.display()))?;
+    }
+    let _ = std::fs::remove_file(&stamp_file);
+    copy_dir(&src, &tree)?;
+    for p in &patches {
+        let out = Command::new("patch")
+            .args(["-p1", "--batch", "--forward", "--silent", "-d"])
+            .arg(&tree)
+            .arg("-i")
+            .arg(p)
+            .output()
+            .context("starting patch (Debian package patch)")?;
+        if !out.status.success() {
+            let why = String::from_utf8_lossy(&out.stdout);
+            bail!(
+                "{} does not apply to {}'s llama.cpp: {}",
+                p.strip_prefix(root).unwrap_or(p).display(),
+                r.name(),
+                why.lines().next().unwrap_or("no output")
+            );
+        }
+    }
+    std::fs::write(&stamp_file, stamp)?;
+    Ok(tree)
 }
 
 fn cargo() -> Command {
@@ -102,9 +192,13 @@ pub fn prepare(root: &Path, build: &Build) -> Result<Workspace> {
                 .join(format!("tree-{}", short_hash(&t.to_string_lossy()))),
             root_version.clone(),
         ),
+        Build::Fixed(_) => (
+            root.join("target/builds").join(build.name()),
+            root_version.clone(),
+        ),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tree = matches!(build, Build::Tree(_));
+    let tree = matches!(build, Build::Tree(_) | Build::Fixed(_));
     let write = |manifest: &str| -> Result<()> {
         let manifest_path = dir.join("Cargo.toml");
         // The root lockfile the generated one was made from is kept beside it, so a change
@@ -150,7 +244,17 @@ pub fn prepare(root: &Path, build: &Build) -> Result<Workspace> {
             check_release(r, &src)?;
             features = sys_features(&src)?;
         }
-        Build::Tree(t) => link_tree(root, &dir, &root_version, t)?,
+        Build::Tree(t) => link_tree(root, &dir, &root_version, t, None)?,
+        Build::Fixed(r) => {
+            let patched = patched_tree(root, &dir, r)?;
+            link_tree(
+                root,
+                &dir,
+                &root_version,
+                &patched,
+                Some((&build.name(), r)),
+            )?;
+        }
     }
     write(&generate_manifest(root, &version, tree, &features)?)?;
     Ok(Workspace {
@@ -214,9 +318,13 @@ pub fn check_release(r: &Release, crate_dir: &Path) -> Result<()> {
 }
 
 fn short_hash(text: &str) -> String {
-    // FNV-1a: a stable folder name for a path, not a security property.
+    short_hash_bytes(text.as_bytes())
+}
+
+fn short_hash_bytes(bytes: &[u8]) -> String {
+    // FNV-1a: a stable folder name or change stamp, not a security property.
     let mut h: u64 = 0xcbf29ce484222325;
-    for b in text.bytes() {
+    for &b in bytes {
         h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
     }
     format!("{h:016x}")[..12].to_string()
@@ -224,7 +332,14 @@ fn short_hash(text: &str) -> String {
 
 /// A tree build's sys crate: the root release's build script and wrapper, with `llama.cpp`
 /// a link to the tree, and the tree's identity written beside it for `subject`'s build script.
-fn link_tree(root: &Path, dir: &Path, root_version: &str, tree: &Path) -> Result<()> {
+/// `fixed` names a patched release's copy: its name and the release it was copied from.
+fn link_tree(
+    root: &Path,
+    dir: &Path,
+    root_version: &str,
+    tree: &Path,
+    fixed: Option<(&str, &Release)>,
+) -> Result<()> {
     let home = builds::cargo_home().context("no CARGO_HOME or HOME")?;
     let src = builds::registry_source(&home, SYS, root_version)
         .map(Ok)
@@ -285,12 +400,18 @@ fn link_tree(root: &Path, dir: &Path, root_version: &str, tree: &Path) -> Result
     };
     // Any change the sys crate compiles counts, not only the sampler files.
     let dirty = own && git(&["status", "--porcelain", "--untracked-files=no"]).is_some();
+    // A patched release carries the release's commit, and its own name.
+    let (commit, name) = match fixed {
+        Some((name, r)) => (Some(r.commit.clone()), name.to_string()),
+        None => (commit, String::new()),
+    };
     let text = format!(
-        "path\t{}\ncommit\t{}\ntag\t{}\ndirty\t{}\n",
+        "path\t{}\ncommit\t{}\ntag\t{}\ndirty\t{}\nname\t{}\n",
         tree.display(),
         commit.unwrap_or_default(),
         tag.unwrap_or_default(),
-        dirty
+        dirty,
+        name
     );
     std::fs::write(dir.join("tree.tsv"), text)?;
     Ok(())
@@ -581,4 +702,58 @@ pub fn table(upstream: &Path, crates: &Path) -> Result<String> {
     }
     builds::parse_table(&out).map_err(anyhow::Error::msg)?;
     Ok(out)
+}
+
+/// Where a built workspace's llama.cpp headers and static libraries are: the sys crate's
+/// `include/` and `lib/` under its build script's out dir, as cargo reports it (the sys crate
+/// is built first if it is not yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Native {
+    pub include: PathBuf,
+    pub lib: PathBuf,
+}
+
+pub fn native(ws: &Workspace) -> Result<Native> {
+    let out = run(
+        cargo()
+            .args([
+                "build",
+                "--release",
+                "--locked",
+                "--quiet",
+                "--message-format=json",
+                "-p",
+                SYS,
+            ])
+            .arg("--manifest-path")
+            .arg(ws.dir.join("Cargo.toml")),
+        "cargo build of the sys crate",
+    )?;
+    for line in out.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let ours = v["package_id"].as_str().is_some_and(|p| p.contains(SYS));
+        if v["reason"] == "build-script-executed" && ours {
+            let dir = PathBuf::from(v["out_dir"].as_str().context("no out_dir")?);
+            let native = Native {
+                include: dir.join("include"),
+                lib: dir.join("lib"),
+            };
+            ensure_file(&native.include.join("llama.h"))?;
+            ensure_file(&native.lib.join("libllama.a"))?;
+            return Ok(native);
+        }
+    }
+    bail!(
+        "cargo reported no build script run for {SYS} in {}",
+        ws.dir.display()
+    )
+}
+
+fn ensure_file(p: &Path) -> Result<()> {
+    if !p.is_file() {
+        bail!("{} is missing after the build", p.display());
+    }
+    Ok(())
 }

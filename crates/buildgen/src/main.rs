@@ -33,8 +33,8 @@ enum Checked {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
-    /// Prints the workspace folder for BUILD (a llama.cpp tag, a llama-cpp-sys-2 version or a
-    /// path to a llama.cpp tree).
+    /// Prints the workspace folder for BUILD (a llama.cpp tag, a llama-cpp-sys-2 version, a
+    /// tag with the suite's fixes such as b11429+fixes, or a path to a llama.cpp tree).
     Workspace { build: String },
     /// Lists the distinct llama.cpp revisions, oldest first.
     Names {
@@ -73,10 +73,7 @@ fn main() {
         check,
         |cmd| match cmd {
             Checked::Workspace(b) => {
-                let name = match &b {
-                    buildgen::Build::Release(r) => r.name(),
-                    buildgen::Build::Tree(t) => t.display().to_string(),
-                };
+                let name = b.name();
                 let ws =
                     refuse(buildgen::prepare(&root, &b).with_context(|| format!("build {name}")))?;
                 Ok(format!("{}\n", ws.dir.display()))

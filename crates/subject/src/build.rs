@@ -30,6 +30,8 @@ const COMMIT: &str = env!("SUBJECT_LLAMA_COMMIT");
 const TAG: &str = env!("SUBJECT_LLAMA_TAG");
 const TREE_PATH: &str = env!("SUBJECT_TREE_PATH");
 const TREE_DIRTY: &str = env!("SUBJECT_TREE_DIRTY");
+/// A tree's given name: set for a release built with the suite's fixes (`b11429+fixes`).
+const TREE_NAME: &str = env!("SUBJECT_TREE_NAME");
 const SOURCES: &str = env!("SUBJECT_SOURCES_SHA256");
 const GGML_DECLARED: &str = env!("SUBJECT_GGML_DECLARED");
 
@@ -49,6 +51,7 @@ impl BuildInfo {
     pub fn current() -> BuildInfo {
         let tree = (KIND == "tree").then(|| TREE_PATH.to_string());
         let name = match (&tree, TAG, COMMIT) {
+            (Some(_), _, _) if !TREE_NAME.is_empty() => TREE_NAME.to_string(),
             (None, "", c) if c.len() >= 7 => c[..7].to_string(),
             (None, t, _) => t.to_string(),
             // A tree's name always says it is a tree, so a branch sitting on a release tag
@@ -86,9 +89,9 @@ impl BuildInfo {
         &self.name
     }
 
-    /// The name with dots turned into underscores, for snapshot names.
+    /// The name with dots, dashes and pluses turned into underscores, for snapshot names.
     pub fn slug(&self) -> String {
-        self.name.replace(['.', '-'], "_")
+        self.name.replace(['.', '-', '+'], "_")
     }
 
     /// Who a report is about: `finding` and verdict `name` on this build.
