@@ -44,6 +44,14 @@ pub struct Args {
     /// Where to write bench/penalty-cost.json and bench/penalty-cost.svg.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
+    /// Instead of the bench: time llama.cpp's penalties stage of this build against the same
+    /// program built on another llama.cpp (the patched build's penalty-cost), --rounds
+    /// alternating turns per row; writes bench/penalty-versus.json.
+    #[arg(long, value_name = "PENALTY_COST")]
+    pub against: Option<PathBuf>,
+    /// Serve timing requests on stdin for a parent run with --against (internal).
+    #[arg(long, hide = true)]
+    pub worker: bool,
 }
 
 impl Args {
@@ -98,6 +106,14 @@ pub struct Config {
 /// model is refused before minutes of per-apply timing.
 pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
     cmdline::refuse(args.check())?;
+    if let Some(bin) = &args.against {
+        if !bin.is_file() {
+            return Err(cmdline::Failure::BadInput(anyhow::anyhow!(
+                "--against {}: no such file",
+                bin.display()
+            )));
+        }
+    }
     let build = cmdline::refuse(BuildInfo::verified())?;
     let model = cmdline::refuse(models::resolve(e2e::MODEL))?;
     Ok(Config { args, build, model })
@@ -105,8 +121,25 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
 
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run_checked(argv, check, |c| {
+        if c.args.worker {
+            return cmdline::fail(crate::versus::serve().map(|()| String::new()));
+        }
+        if let Some(bin) = &c.args.against {
+            return cmdline::fail(versus(&c.args, bin));
+        }
         cmdline::fail(run(&c.args, &c.build, c.model))
     })
+}
+
+/// The stock-against-patched comparison, written to bench/penalty-versus.json.
+fn versus(args: &Args, bin: &std::path::Path) -> Result<String> {
+    let v = crate::versus::compare(bin, &VOCABS, args.rounds)?;
+    let dir = args.results.join("bench");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join("penalty-versus.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&v)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(crate::versus::text(&v))
 }
 
 /// Both parts, then the files; returns the text for stdout. Progress goes to stderr.

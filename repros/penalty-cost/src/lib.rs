@@ -3,7 +3,8 @@
 //! the tests can call them: the stages under test, built in one place ([`penalty`]), the
 //! synthetic rows and the two candidate layouts ([`layout`]), medians and their bootstrap
 //! intervals ([`stats`]), the per-apply timing ([`apply`]), the model-decoding rounds
-//! ([`e2e`]) and what is printed and written ([`output`]).
+//! ([`e2e`]) and what is printed and written ([`output`]); and the same stage on two
+//! llama.cpp builds timed turn by turn in one run ([`versus`]: stock against patched).
 //!
 //! This is a measurement, not a verdict: it writes under `results/bench/`, and no test
 //! asserts anything about speed.
@@ -15,5 +16,6 @@ pub mod layout;
 pub mod output;
 pub mod penalty;
 pub mod stats;
+pub mod versus;
 
 pub const FINDING: &str = "F5";
