@@ -1,0 +1,596 @@
+//! What the suite hands an upstream maintainer, one folder per defect under
+//! `upstream/<engine>/<short-name>/`: `repro.c` (a standalone reproducer: `llama.h` and the C
+//! library only), `fix.patch` (the smallest change to the release's sources), `defect.json`
+//! (its title and the verdict rows it reproduces) and `ISSUE.md`, generated here from the
+//! results so that it cannot say something the runs did not.
+//!
+//! - [`check`] compiles every reproducer against a build, runs it, and holds its exit status
+//!   against the build's verdicts in `results/`: 1 where a row it reproduces is `present`, 0
+//!   where every one is `absent` (a row `not offered` there is not checked).
+//! - [`diff`] compares two results folders (the stock build's and the patched build's):
+//!   every verdict must be the same, except the rows the patches target.
+//! - [`issue`] writes a folder's `ISSUE.md` from `defect.json`, the verdict catalog, the
+//!   results, the release matrix and the recorded runs.
+
+use anyhow::{bail, ensure, Context, Result};
+use buildgen::Native;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The folder the reproducers live in, relative to the root workspace.
+pub const UPSTREAM: &str = "upstream";
+
+/// What `defect.json` says.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    /// The issue's one-line title.
+    pub title: String,
+    pub finding: String,
+    /// The verdict rows (or single-verdict reports) this defect is, by name.
+    pub rows: Vec<String>,
+    /// A model the reproducer needs (`smollm2` or `gemma3`), passed as its first argument.
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// One defect's folder.
+#[derive(Debug, Clone)]
+pub struct Defect {
+    pub engine: String,
+    pub short: String,
+    pub dir: PathBuf,
+    pub meta: Meta,
+}
+
+impl Defect {
+    pub fn repro(&self) -> PathBuf {
+        self.dir.join("repro.c")
+    }
+
+    pub fn patch(&self) -> PathBuf {
+        self.dir.join("fix.patch")
+    }
+}
+
+/// Every `upstream/<engine>/<short>/defect.json` under `root`, in path order.
+pub fn defects(root: &Path) -> Result<Vec<Defect>> {
+    let mut out = Vec::new();
+    let top = root.join(UPSTREAM);
+    for engine in sorted_dirs(&top)? {
+        for dir in sorted_dirs(&engine)? {
+            let path = dir.join("defect.json");
+            if !path.is_file() {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let meta: Meta = serde_json::from_str(&text)
+                .with_context(|| format!("parsing {}", path.display()))?;
+            ensure!(
+                !meta.rows.is_empty(),
+                "{}: names no verdict row",
+                path.display()
+            );
+            out.push(Defect {
+                engine: name_of(&engine),
+                short: name_of(&dir),
+                dir,
+                meta,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn name_of(p: &Path) -> String {
+    p.file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+}
+
+fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// One verdict row as a results file gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// The report's file, relative to the results folder.
+    pub file: String,
+    pub name: String,
+    pub verdict: String,
+    pub evidence: String,
+    /// The report's controls: (kind, name, passed).
+    pub controls: Vec<(String, String, bool)>,
+}
+
+/// Every verdict of `<stem>.<build>.json` in `results`: each row, or the report's own verdict
+/// when it has none. Keyed by verdict name.
+pub fn verdicts(results: &Path, build: &str) -> Result<BTreeMap<String, Found>> {
+    let mut out = BTreeMap::new();
+    let suffix = format!(".{build}.json");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(results)
+        .with_context(|| format!("reading {}", results.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with(&suffix))
+        })
+        .collect();
+    files.sort();
+    for path in files {
+        let text = std::fs::read_to_string(&path)?;
+        let v: Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let file = name_of(&path);
+        let controls: Vec<(String, String, bool)> =
+            (v["controls"].as_array().into_iter().flatten())
+                .map(|c| {
+                    (
+                        c["kind"].as_str().unwrap_or_default().to_string(),
+                        c["name"].as_str().unwrap_or_default().to_string(),
+                        c["passed"].as_bool().unwrap_or(false),
+                    )
+                })
+                .collect();
+        let rows: Vec<&Value> = match v.get("verdict_rows").and_then(Value::as_array) {
+            Some(rows) => rows.iter().collect(),
+            None => vec![&v],
+        };
+        for r in rows {
+            let name = r["name"].as_str().unwrap_or_default().to_string();
+            out.insert(
+                name.clone(),
+                Found {
+                    file: file.clone(),
+                    name,
+                    verdict: r["verdict"].as_str().unwrap_or_default().to_string(),
+                    evidence: r["evidence"].as_str().unwrap_or_default().to_string(),
+                    controls: controls.clone(),
+                },
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// What a reproducer must do on a build, from the build's verdicts for its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Some row is present: exit 1.
+    Present,
+    /// Every row is absent: exit 0.
+    Absent,
+    /// No row is decided here (not offered, inconclusive, undecided, or no report): not checked.
+    Unchecked,
+}
+
+impl Expect {
+    pub fn exit(self) -> Option<i32> {
+        match self {
+            Expect::Present => Some(1),
+            Expect::Absent => Some(0),
+            Expect::Unchecked => None,
+        }
+    }
+}
+
+pub fn expect(found: &BTreeMap<String, Found>, rows: &[String]) -> Expect {
+    let states: Vec<&str> = rows
+        .iter()
+        .map(|r| found.get(r).map_or("missing", |f| f.verdict.as_str()))
+        .collect();
+    if states.contains(&"present") {
+        Expect::Present
+    } else if !states.is_empty() && states.iter().all(|s| *s == "absent") {
+        Expect::Absent
+    } else {
+        Expect::Unchecked
+    }
+}
+
+/// The link line every reproducer is built with, after `-I<include> -L<lib>`: llama.cpp's
+/// static libraries as the crate builds them, and the C++ runtime they need.
+pub const LINK: [&str; 7] = [
+    "-lllama",
+    "-lggml",
+    "-lggml-cpu",
+    "-lggml-base",
+    "-lstdc++",
+    "-lm",
+    "-lpthread",
+];
+
+/// The compile line as ISSUE.md and the recorded runs show it (placeholders for the two
+/// folders, which differ between machines).
+pub fn compile_line() -> String {
+    format!(
+        "cc -std=c11 repro.c -I<include> -L<lib> {} -o repro",
+        LINK.join(" ")
+    )
+}
+
+/// One reproducer's run on one build.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// The run line as shown (the model named by its path under the root, not absolute).
+    pub run_line: String,
+    /// None when it did not compile (with the compiler's first error line in `stdout`).
+    pub exit: Option<i32>,
+    pub stdout: String,
+}
+
+impl Run {
+    /// The record written to `results/upstream/<short>.<build>.txt`.
+    pub fn record(&self, build: &str) -> String {
+        let mut out = format!("build {build}\n$ {}\n", compile_line());
+        match self.exit {
+            None => out += &format!("does not compile: {}\n", self.stdout.trim_end()),
+            Some(code) => {
+                out += &format!("$ {}\n{}", self.run_line, self.stdout);
+                if !self.stdout.is_empty() && !self.stdout.ends_with('\n') {
+                    out.push('\n');
+                }
+                out += &format!("exit {code}\n");
+            }
+        }
+        out
+    }
+}
+
+/// Compiles `d`'s reproducer against `native` in `work` and runs it from `root` (so a model is
+/// named by its path under the root).
+pub fn run(root: &Path, d: &Defect, native: &Native, work: &Path) -> Result<Run> {
+    std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
+    let bin = work.join(format!("{}-repro", d.short));
+    let out = Command::new("cc")
+        .args(["-std=c11", "-O1"])
+        .arg(d.repro())
+        .arg(format!("-I{}", native.include.display()))
+        .arg(format!("-L{}", native.lib.display()))
+        .args(LINK)
+        .arg("-o")
+        .arg(&bin)
+        .output()
+        .context("starting cc")?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err
+            .lines()
+            .find(|l| l.contains("error"))
+            .unwrap_or("no output");
+        return Ok(Run {
+            run_line: String::new(),
+            exit: None,
+            stdout: line.to_string(),
+        });
+    }
+    let mut cmd = Command::new(&bin);
+    let mut run_line = "./repro".to_string();
+    if let Some(m) = &d.meta.model {
+        let rel = format!("models-cache/{m}.gguf");
+        ensure!(
+            root.join(&rel).is_file(),
+            "{rel} is missing; run `make models`"
+        );
+        cmd.arg(&rel);
+        run_line += &format!(" {rel}");
+    }
+    let out = cmd
+        .current_dir(root)
+        .output()
+        .with_context(|| format!("running {}", bin.display()))?;
+    let exit = out.status.code().unwrap_or(128);
+    Ok(Run {
+        run_line,
+        exit: Some(exit),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+    })
+}
+
+/// One line of [`check`]'s summary.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub defect: String,
+    pub build: String,
+    pub expect: Expect,
+    pub run: Run,
+}
+
+impl Checked {
+    pub fn agrees(&self) -> bool {
+        match self.expect.exit() {
+            None => true,
+            Some(code) => self.run.exit == Some(code),
+        }
+    }
+
+    pub fn line(&self) -> String {
+        let got = self
+            .run
+            .exit
+            .map_or("does not compile".to_string(), |c| format!("exit {c}"));
+        let want = match self.expect {
+            Expect::Present => "exit 1 (a row it reproduces is present)",
+            Expect::Absent => "exit 0 (every row it reproduces is absent)",
+            Expect::Unchecked => "not checked (no row decided on this build)",
+        };
+        let mark = if self.agrees() { "ok" } else { "MISMATCH" };
+        format!(
+            "{mark:<8} {} on {}: {got}; the verdicts say {want}",
+            self.defect, self.build
+        )
+    }
+}
+
+/// Every llama.cpp reproducer against `build`, held against the verdicts of `results`.
+pub fn check(root: &Path, build: &str, results: &Path) -> Result<Vec<Checked>> {
+    let b = buildgen::parse_build(build)?;
+    let ws = buildgen::prepare(root, &b).with_context(|| format!("build {build}"))?;
+    let native = buildgen::native(&ws)?;
+    let found = verdicts(results, build)?;
+    let work = root.join("target/upstream").join(build);
+    let mut out = Vec::new();
+    for d in defects(root)?
+        .into_iter()
+        .filter(|d| d.engine == "llama.cpp")
+    {
+        if !d.repro().is_file() {
+            continue;
+        }
+        let run = run(root, &d, &native, &work)?;
+        out.push(Checked {
+            defect: d.short.clone(),
+            build: build.to_string(),
+            expect: expect(&found, &d.meta.rows),
+            run,
+        });
+    }
+    Ok(out)
+}
+
+/// One difference between two results folders' verdicts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub name: String,
+    pub stock: String,
+    pub patched: String,
+    /// Whether some patch targets this row.
+    pub targeted: bool,
+}
+
+/// The verdicts of `stock_build` in `stock` against those of `patched_build` in `patched`.
+/// Returns every row whose verdict differs, and every row only one side has.
+pub fn diff(
+    root: &Path,
+    stock: &Path,
+    stock_build: &str,
+    patched: &Path,
+    patched_build: &str,
+) -> Result<Vec<Change>> {
+    let a = verdicts(stock, stock_build)?;
+    let b = verdicts(patched, patched_build)?;
+    ensure!(
+        !a.is_empty(),
+        "no reports of {stock_build} in {}",
+        stock.display()
+    );
+    ensure!(
+        !b.is_empty(),
+        "no reports of {patched_build} in {}",
+        patched.display()
+    );
+    let targeted: Vec<String> = (defects(root)?.into_iter())
+        .filter(|d| d.patch().is_file())
+        .flat_map(|d| d.meta.rows)
+        .collect();
+    let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let mut out = Vec::new();
+    for name in names {
+        let va = a.get(name).map_or("missing", |f| f.verdict.as_str());
+        let vb = b.get(name).map_or("missing", |f| f.verdict.as_str());
+        if va != vb {
+            out.push(Change {
+                name: name.clone(),
+                stock: va.to_string(),
+                patched: vb.to_string(),
+                targeted: targeted.contains(name),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a patched run is what the fixes claim: every change is a targeted row turning
+/// from present to absent, and every targeted row present on the stock build is absent.
+pub fn diff_holds(changes: &[Change]) -> bool {
+    changes
+        .iter()
+        .all(|c| c.targeted && c.stock == "present" && c.patched == "absent")
+}
+
+/// The text of a diff.
+pub fn diff_text(stock_build: &str, patched_build: &str, changes: &[Change]) -> String {
+    let mut out = format!("verdicts of {patched_build} against {stock_build}:\n");
+    if changes.is_empty() {
+        out += "  every verdict is the same\n";
+    }
+    for c in changes {
+        let why = if c.targeted {
+            "targeted by a patch"
+        } else {
+            "NOT targeted by any patch"
+        };
+        out += &format!("  {}: {} -> {} ({why})\n", c.name, c.stock, c.patched);
+    }
+    out += if diff_holds(changes) {
+        "the patches change exactly the rows they target, each from present to absent\n"
+    } else {
+        "the patches do not change exactly the rows they target\n"
+    };
+    out
+}
+
+/// The newest llama.cpp release the suite audits, the build every ISSUE.md speaks of.
+pub const NEWEST: &str = "b11429";
+
+/// The patched build of [`NEWEST`].
+pub fn patched() -> String {
+    format!("{NEWEST}{}", buildgen::FIXED_SUFFIX)
+}
+
+/// Where the patched build's audit writes its results, under the results folder.
+pub const FIXES_RESULTS: &str = "fixes";
+
+/// A recorded run (`results/upstream/<short>.<build>.txt`), if there is one.
+fn recorded(results: &Path, short: &str, build: &str) -> Option<String> {
+    std::fs::read_to_string(
+        results
+            .join("upstream")
+            .join(format!("{short}.{build}.txt")),
+    )
+    .ok()
+}
+
+/// The affected range of a row from the release matrix (`results/matrix/ranges.json`).
+fn range(results: &Path, finding: &str, row: &str) -> Option<String> {
+    let text = std::fs::read_to_string(results.join("matrix/ranges.json")).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    (v["rows"].as_array()?.iter())
+        .find(|r| r["finding"] == finding && r["row"] == row)
+        .and_then(|r| r["summary"].as_str().map(str::to_string))
+}
+
+/// `ISSUE.md` for `d`, from the results folder `results` (the stock audit, with the patched
+/// build's under [`FIXES_RESULTS`]).
+pub fn issue(d: &Defect, results: &Path) -> Result<String> {
+    let m = &d.meta;
+    let stock = verdicts(results, NEWEST)?;
+    let fixed_dir = results.join(FIXES_RESULTS);
+    let fixed = verdicts(&fixed_dir, &patched()).unwrap_or_default();
+    let mut s = format!("# {}\n\n", m.title);
+    writeln!(s, "Found and checked by sampler-audit ({}), on llama.cpp {NEWEST} and every release before it on crates.io.\n", m.finding)?;
+
+    s += "## Affected releases\n\nFrom the suite's release matrix (`results/matrix/ranges.txt`), by llama.cpp tag:\n\n";
+    for row in &m.rows {
+        let r = range(results, &m.finding, row)
+            .unwrap_or_else(|| "not in the release matrix".to_string());
+        writeln!(s, "- `{row}`: {r}")?;
+    }
+
+    s += "\n## What it breaks\n\n";
+    for row in &m.rows {
+        let basis = report::kind::basis(&d.engine, row)
+            .with_context(|| format!("row {row} has no kind"))?;
+        ensure!(
+            basis.kind == report::Kind::Defect,
+            "{}: row {row} is a {}, not a defect; a divergence is not filed as a bug",
+            d.short,
+            basis.kind
+        );
+        writeln!(s, "- `{row}` ({}): {}", basis.kind, basis.rests_on)?;
+    }
+
+    s += "\n## Reproduce\n\nStandalone: `repro.c` includes `llama.h` and the C library only. Against the headers and static libraries of a llama.cpp build (the crate `llama-cpp-sys-2` builds them; `<include>` and `<lib>` are its `include/` and `lib/`):\n\n";
+    writeln!(s, "```\n{}\n```\n", compile_line())?;
+    match recorded(results, &d.short, NEWEST) {
+        Some(rec) => writeln!(
+            s,
+            "On {NEWEST} (`results/upstream/{}.{NEWEST}.txt`):\n\n```\n{}```\n",
+            d.short, rec
+        )?,
+        None => bail!("{}: no recorded run on {NEWEST}; run `make audit`", d.short),
+    }
+    s += "The reproducer prints what it expected and what it got, and exits 1 while the defect is present, 0 once it is fixed.\n";
+
+    s += "\n## Evidence from the suite\n\n";
+    for row in &m.rows {
+        let f = stock
+            .get(row)
+            .with_context(|| format!("{}: row {row} is in no report of {NEWEST}", d.short))?;
+        writeln!(
+            s,
+            "- `{row}` on {NEWEST}: **{}** (`results/{}`): {}",
+            f.verdict, f.file, f.evidence
+        )?;
+    }
+
+    s += "\n## Fix\n\n";
+    let patch = std::fs::read_to_string(d.patch())
+        .with_context(|| format!("reading {}", d.patch().display()))?;
+    writeln!(
+        s,
+        "`fix.patch`, for `patch -p1` from llama.cpp's source root:\n\n```diff\n{patch}```\n"
+    )?;
+
+    s += "## How the fix was verified\n\n";
+    writeln!(s, "The suite builds {NEWEST}'s vendored sources with every patch under `upstream/llama.cpp/` applied (`{}`) and runs its whole audit on it.\n", patched())?;
+    match recorded(results, &d.short, &patched()) {
+        Some(rec) => writeln!(
+            s,
+            "The reproducer on {} (`results/upstream/{}.{}.txt`):\n\n```\n{}```\n",
+            patched(),
+            d.short,
+            patched(),
+            rec
+        )?,
+        None => writeln!(
+            s,
+            "The reproducer has not been run on {} yet (`make audit-fixes`).\n",
+            patched()
+        )?,
+    }
+    for row in &m.rows {
+        match fixed.get(row) {
+            Some(f) => {
+                let all = f.controls.iter().all(|c| c.2);
+                writeln!(
+                    s,
+                    "- `{row}` on {}: **{}**, {} of {} controls passing (`results/{FIXES_RESULTS}/{}`)",
+                    patched(),
+                    f.verdict,
+                    f.controls.iter().filter(|c| c.2).count(),
+                    f.controls.len(),
+                    f.file
+                )?;
+                ensure!(
+                    all || f.verdict != "absent",
+                    "{row}: absent under a failed control"
+                );
+            }
+            None => writeln!(s, "- `{row}` on {}: not run yet", patched())?,
+        }
+    }
+    match std::fs::read_to_string(fixed_dir.join("diff.txt")) {
+        Ok(t) => writeln!(s, "\nEvery verdict of the patched build against the stock one (`results/{FIXES_RESULTS}/diff.txt`):\n\n```\n{t}```")?,
+        Err(_) => s += "\nThe patched build's verdicts have not been compared with the stock ones yet.\n",
+    }
+
+    s += "\n## Controls: the detector fires where it must\n\nThe suite's verdict stands only if planted implementations, written in the suite and run through the same detector, are caught (positive) and passed (negative). For the report(s) above:\n\n";
+    let mut seen = std::collections::BTreeSet::new();
+    for row in &m.rows {
+        let Some(f) = stock.get(row) else { continue };
+        if !seen.insert(f.file.clone()) {
+            continue;
+        }
+        for (kind, name, passed) in f.controls.iter().filter(|c| c.0 != "oracle-check") {
+            writeln!(
+                s,
+                "- `{}` {kind}: {name} ({})",
+                f.file,
+                if *passed { "passed" } else { "FAILED" }
+            )?;
+        }
+    }
+    Ok(s)
+}

@@ -1,0 +1,144 @@
+//! `upstream check [--results DIR] [--record] BUILD...`: every reproducer compiled and run
+//! against each build, its exit status held against that build's verdicts (exit 1 on any
+//! mismatch); `--record` writes each run to `DIR/upstream/<short>.<build>.txt`.
+//! `upstream diff STOCK_DIR STOCK_BUILD PATCHED_DIR PATCHED_BUILD [--write FILE]`: every
+//! verdict of the patched build against the stock one (exit 1 unless only the targeted rows
+//! changed, each from present to absent).
+//! `upstream issues [--check] [--results DIR]`: writes (or, with --check, compares) every
+//! folder's ISSUE.md.
+
+use clap::{Parser, Subcommand};
+use std::path::{Path, PathBuf};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "upstream",
+    about = "The standalone reproducers and the reports they file"
+)]
+struct Args {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Compiles and runs every reproducer against each BUILD and checks its exit status
+    /// against the build's verdicts.
+    Check {
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Write each run to RESULTS/upstream/<short>.<build>.txt.
+        #[arg(long)]
+        record: bool,
+        #[arg(required = true)]
+        builds: Vec<String>,
+    },
+    /// Compares the verdicts of two results folders (stock, then patched).
+    Diff {
+        stock: PathBuf,
+        stock_build: String,
+        patched: PathBuf,
+        patched_build: String,
+        /// Also write the comparison to this file.
+        #[arg(long)]
+        write: Option<PathBuf>,
+    },
+    /// Writes every ISSUE.md from the results (with --check: fails if one differs).
+    Issues {
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+fn root() -> PathBuf {
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    root.canonicalize().unwrap_or(root)
+}
+
+fn main() {
+    cmdline::one_line_panics();
+    std::process::exit(cmdline::run_checked(
+        std::env::args_os(),
+        |a: Args| {
+            if let Cmd::Check { results, .. } | Cmd::Issues { results, .. } = &a.command {
+                if !results.is_dir() {
+                    return Err(cmdline::Failure::BadInput(anyhow::anyhow!(
+                        "{} is not a results folder",
+                        results.display()
+                    )));
+                }
+            }
+            Ok(a)
+        },
+        |a| cmdline::fail(work(a.command)),
+    ));
+}
+
+fn work(cmd: Cmd) -> anyhow::Result<String> {
+    let root = root();
+    match cmd {
+        Cmd::Check {
+            results,
+            record,
+            builds,
+        } => {
+            let mut out = String::new();
+            let mut bad = 0;
+            for b in &builds {
+                for c in upstream::check(&root, b, &results)? {
+                    out += &c.line();
+                    out.push('\n');
+                    bad += usize::from(!c.agrees());
+                    if record {
+                        let dir = results.join("upstream");
+                        std::fs::create_dir_all(&dir)?;
+                        std::fs::write(dir.join(format!("{}.{b}.txt", c.defect)), c.run.record(b))?;
+                    }
+                }
+            }
+            anyhow::ensure!(
+                bad == 0,
+                "{bad} reproducer(s) disagree with the verdicts:\n{out}"
+            );
+            Ok(out)
+        }
+        Cmd::Diff {
+            stock,
+            stock_build,
+            patched,
+            patched_build,
+            write,
+        } => {
+            let changes = upstream::diff(&root, &stock, &stock_build, &patched, &patched_build)?;
+            let text = upstream::diff_text(&stock_build, &patched_build, &changes);
+            if let Some(w) = write {
+                std::fs::write(&w, &text)?;
+            }
+            anyhow::ensure!(upstream::diff_holds(&changes), "{text}");
+            Ok(text)
+        }
+        Cmd::Issues { results, check } => issues(&root, &results, check),
+    }
+}
+
+fn issues(root: &Path, results: &Path, check: bool) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for d in upstream::defects(root)? {
+        let text = upstream::issue(&d, results)?;
+        let path = d.dir.join("ISSUE.md");
+        if check {
+            let old = std::fs::read_to_string(&path).unwrap_or_default();
+            anyhow::ensure!(
+                old == text,
+                "{} does not agree with the results; run `upstream issues`",
+                path.display()
+            );
+        } else {
+            std::fs::write(&path, &text)?;
+        }
+        out += &format!("{}\n", path.strip_prefix(root).unwrap_or(&path).display());
+    }
+    Ok(out)
+}
