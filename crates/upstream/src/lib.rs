@@ -419,8 +419,77 @@ pub fn diff_holds(changes: &[Change]) -> bool {
         .all(|c| c.targeted && c.stock == "present" && c.patched == "absent")
 }
 
-/// The text of a diff.
-pub fn diff_text(stock_build: &str, patched_build: &str, changes: &[Change]) -> String {
+/// Reports (`<stem>` of `<stem>.<build>.json`) whose whole content differs between the two
+/// folders once the build's own name and description are set aside, with whether each holds
+/// a row some patch targets; and the stems only one side has.
+pub fn report_diff(
+    root: &Path,
+    stock: &Path,
+    stock_build: &str,
+    patched: &Path,
+    patched_build: &str,
+) -> Result<Vec<(String, &'static str)>> {
+    let targeted: Vec<String> = (defects(root)?.into_iter())
+        .filter(|d| d.patch().is_file())
+        .flat_map(|d| d.meta.rows)
+        .collect();
+    let stems = |dir: &Path, build: &str| -> Result<BTreeMap<String, Value>> {
+        let suffix = format!(".{build}.json");
+        let mut out = BTreeMap::new();
+        for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+            let p = e?.path();
+            let n = name_of(&p);
+            if let Some(stem) = n.strip_suffix(&suffix) {
+                let text = std::fs::read_to_string(&p)?.replace(build, "<build>");
+                let mut v: Value = serde_json::from_str(&text)?;
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("build_detail");
+                }
+                out.insert(stem.to_string(), v);
+            }
+        }
+        Ok(out)
+    };
+    let (a, b) = (stems(stock, stock_build)?, stems(patched, patched_build)?);
+    let mut out = Vec::new();
+    for (stem, va) in &a {
+        match b.get(stem) {
+            None => out.push((stem.clone(), "only in the stock results")),
+            Some(vb) if vb == va => {}
+            Some(vb) => {
+                let names = |v: &Value| -> Vec<String> {
+                    let mut n = vec![v["name"].as_str().unwrap_or_default().to_string()];
+                    for r in v["verdict_rows"].as_array().into_iter().flatten() {
+                        n.push(r["name"].as_str().unwrap_or_default().to_string());
+                    }
+                    n
+                };
+                let holds = names(va).iter().chain(&names(vb)).any(|n| targeted.contains(n));
+                out.push((
+                    stem.clone(),
+                    if holds { "differs (holds a targeted row)" } else { "differs (holds NO targeted row)" },
+                ));
+            }
+        }
+    }
+    for stem in b.keys().filter(|s| !a.contains_key(*s)) {
+        out.push((stem.clone(), "only in the patched results"));
+    }
+    Ok(out)
+}
+
+/// Whether every report that differs holds a row some patch targets.
+pub fn reports_hold(reports: &[(String, &'static str)]) -> bool {
+    reports.iter().all(|(_, why)| *why == "differs (holds a targeted row)")
+}
+
+/// The text of a diff: the verdicts that changed, then the reports whose content did.
+pub fn diff_text(
+    stock_build: &str,
+    patched_build: &str,
+    changes: &[Change],
+    reports: &[(String, &'static str)],
+) -> String {
     let mut out = format!("verdicts of {patched_build} against {stock_build}:\n");
     if changes.is_empty() {
         out += "  every verdict is the same\n";
@@ -438,6 +507,13 @@ pub fn diff_text(stock_build: &str, patched_build: &str, changes: &[Change]) -> 
     } else {
         "the patches do not change exactly the rows they target\n"
     };
+    out += &format!(
+        "reports whose content differs (the build's name and description set aside): {}\n",
+        reports.len()
+    );
+    for (stem, why) in reports {
+        out += &format!("  {stem}: {why}\n");
+    }
     out
 }
 
@@ -463,11 +539,11 @@ fn recorded(results: &Path, short: &str, build: &str) -> Option<String> {
 }
 
 /// The affected range of a row from the release matrix (`results/matrix/ranges.json`).
-fn range(results: &Path, finding: &str, row: &str) -> Option<String> {
+fn range(results: &Path, row: &str) -> Option<String> {
     let text = std::fs::read_to_string(results.join("matrix/ranges.json")).ok()?;
     let v: Value = serde_json::from_str(&text).ok()?;
     (v["rows"].as_array()?.iter())
-        .find(|r| r["finding"] == finding && r["row"] == row)
+        .find(|r| r["row"] == row)
         .and_then(|r| r["summary"].as_str().map(str::to_string))
 }
 
@@ -483,7 +559,7 @@ pub fn issue(d: &Defect, results: &Path) -> Result<String> {
 
     s += "## Affected releases\n\nFrom the suite's release matrix (`results/matrix/ranges.txt`), by llama.cpp tag:\n\n";
     for row in &m.rows {
-        let r = range(results, &m.finding, row)
+        let r = range(results, row)
             .unwrap_or_else(|| "not in the release matrix".to_string());
         writeln!(s, "- `{row}`: {r}")?;
     }

@@ -1,6 +1,7 @@
-//! `upstream check [--results DIR] [--record] BUILD...`: every reproducer compiled and run
-//! against each build, its exit status held against that build's verdicts (exit 1 on any
-//! mismatch); `--record` writes each run to `DIR/upstream/<short>.<build>.txt`.
+//! `upstream check [--results DIR] [--record DIR] [--same-as DIR] BUILD...`: every reproducer
+//! compiled and run against each build, its exit status held against that build's verdicts
+//! (exit 1 on any mismatch); `--record` writes each run to `DIR/<short>.<build>.txt`,
+//! `--same-as` fails on a run that differs from the one recorded there.
 //! `upstream diff STOCK_DIR STOCK_BUILD PATCHED_DIR PATCHED_BUILD [--write FILE]`: every
 //! verdict of the patched build against the stock one (exit 1 unless only the targeted rows
 //! changed, each from present to absent).
@@ -25,11 +26,15 @@ enum Cmd {
     /// Compiles and runs every reproducer against each BUILD and checks its exit status
     /// against the build's verdicts.
     Check {
+        /// The results folder whose verdicts the exit statuses are held against.
         #[arg(long, default_value = "results")]
         results: PathBuf,
-        /// Write each run to RESULTS/upstream/<short>.<build>.txt.
-        #[arg(long)]
-        record: bool,
+        /// Write each run to DIR/<short>.<build>.txt.
+        #[arg(long, value_name = "DIR")]
+        record: Option<PathBuf>,
+        /// Also fail when a run differs from what DIR/<short>.<build>.txt recorded.
+        #[arg(long, value_name = "DIR")]
+        same_as: Option<PathBuf>,
         #[arg(required = true)]
         builds: Vec<String>,
     },
@@ -82,6 +87,7 @@ fn work(cmd: Cmd) -> anyhow::Result<String> {
         Cmd::Check {
             results,
             record,
+            same_as,
             builds,
         } => {
             let mut out = String::new();
@@ -91,17 +97,25 @@ fn work(cmd: Cmd) -> anyhow::Result<String> {
                     out += &c.line();
                     out.push('\n');
                     bad += usize::from(!c.agrees());
-                    if record {
-                        let dir = results.join("upstream");
-                        std::fs::create_dir_all(&dir)?;
-                        std::fs::write(dir.join(format!("{}.{b}.txt", c.defect)), c.run.record(b))?;
+                    let file = format!("{}.{b}.txt", c.defect);
+                    let text = c.run.record(b);
+                    if let Some(dir) = &same_as {
+                        let old = std::fs::read_to_string(dir.join(&file)).unwrap_or_default();
+                        if old != text {
+                            out += &format!(
+                                "DIFFERS  {file}: the run is not what {} recorded\n",
+                                dir.display()
+                            );
+                            bad += 1;
+                        }
+                    }
+                    if let Some(dir) = &record {
+                        std::fs::create_dir_all(dir)?;
+                        std::fs::write(dir.join(&file), text)?;
                     }
                 }
             }
-            anyhow::ensure!(
-                bad == 0,
-                "{bad} reproducer(s) disagree with the verdicts:\n{out}"
-            );
+            anyhow::ensure!(bad == 0, "{bad} problem(s):\n{out}");
             Ok(out)
         }
         Cmd::Diff {
@@ -112,11 +126,16 @@ fn work(cmd: Cmd) -> anyhow::Result<String> {
             write,
         } => {
             let changes = upstream::diff(&root, &stock, &stock_build, &patched, &patched_build)?;
-            let text = upstream::diff_text(&stock_build, &patched_build, &changes);
+            let reports =
+                upstream::report_diff(&root, &stock, &stock_build, &patched, &patched_build)?;
+            let text = upstream::diff_text(&stock_build, &patched_build, &changes, &reports);
             if let Some(w) = write {
                 std::fs::write(&w, &text)?;
             }
-            anyhow::ensure!(upstream::diff_holds(&changes), "{text}");
+            anyhow::ensure!(
+                upstream::diff_holds(&changes) && upstream::reports_hold(&reports),
+                "{text}"
+            );
             Ok(text)
         }
         Cmd::Issues { results, check } => issues(&root, &results, check),
