@@ -5,6 +5,9 @@
 //! pipe early (`repro-x | head -1`) ends the program quietly. With
 //! `SAMPLER_AUDIT_CHECK_ONLY=1` a binary checks its arguments and exits without running.
 
+pub mod progress;
+pub use progress::Progress;
+
 use std::ffi::OsString;
 use std::io::Write;
 

@@ -464,10 +464,17 @@ pub fn report_diff(
                     }
                     n
                 };
-                let holds = names(va).iter().chain(&names(vb)).any(|n| targeted.contains(n));
+                let holds = names(va)
+                    .iter()
+                    .chain(&names(vb))
+                    .any(|n| targeted.contains(n));
                 out.push((
                     stem.clone(),
-                    if holds { "differs (holds a targeted row)" } else { "differs (holds NO targeted row)" },
+                    if holds {
+                        "differs (holds a targeted row)"
+                    } else {
+                        "differs (holds NO targeted row)"
+                    },
                 ));
             }
         }
@@ -480,7 +487,9 @@ pub fn report_diff(
 
 /// Whether every report that differs holds a row some patch targets.
 pub fn reports_hold(reports: &[(String, &'static str)]) -> bool {
-    reports.iter().all(|(_, why)| *why == "differs (holds a targeted row)")
+    reports
+        .iter()
+        .all(|(_, why)| *why == "differs (holds a targeted row)")
 }
 
 /// The text of a diff: the verdicts that changed, then the reports whose content did.
@@ -559,8 +568,7 @@ pub fn issue(d: &Defect, results: &Path) -> Result<String> {
 
     s += "## Affected releases\n\nFrom the suite's release matrix (`results/matrix/ranges.txt`), by llama.cpp tag:\n\n";
     for row in &m.rows {
-        let r = range(results, row)
-            .unwrap_or_else(|| "not in the release matrix".to_string());
+        let r = range(results, row).unwrap_or_else(|| "not in the release matrix".to_string());
         writeln!(s, "- `{row}`: {r}")?;
     }
 

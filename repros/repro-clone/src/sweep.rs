@@ -365,6 +365,8 @@ pub fn run<L: Counts>(
 ) -> Result<Stats> {
     let threads = threads.max(1) as u64;
     let mut total = Stats::default();
+    let all: u64 = cases.iter().map(SweepSlice::sequences).sum();
+    let mut progress = cmdline::Progress::new("F1 clone sweep, sequences", all);
     for &case in cases {
         let n = case.sequences();
         let parts: Vec<Result<Stats>> = std::thread::scope(|scope| {
@@ -385,7 +387,9 @@ pub fn run<L: Counts>(
         for part in parts {
             total.absorb(part?);
         }
+        progress.inc(n);
     }
+    progress.finish();
     Ok(total)
 }
 

@@ -456,18 +456,28 @@ pub fn run(e: &dyn Engine, cases: &[Case], audit_mode: bool) -> Result<Audit> {
 
 /// Every case on `e` at level `alpha`; cases the engine does not offer are kept as such.
 fn engine_runs(e: &dyn Engine, cases: &[Case], alpha: f64) -> Result<Vec<CaseRun>> {
-    (cases.iter())
-        .map(|c| match e.supports(&c.sampling) {
-            Ok(()) => judged(c, alpha, |c, watch| {
-                e.draw(&c.logits, &c.sampling, c.seed, c.draws, watch)
-            }),
-            Err(why) => Ok(CaseRun {
-                case: c.clone(),
-                expectation: expect::of(&c.logits, &c.sampling)?,
-                outcome: Err(cmdline::one_line(&why)),
-            }),
+    let mut progress = cmdline::Progress::new(
+        format!("F7 draws on {}, rows", e.info().tag),
+        cases.len() as u64,
+    );
+    let runs = (cases.iter())
+        .map(|c| {
+            let run = match e.supports(&c.sampling) {
+                Ok(()) => judged(c, alpha, |c, watch| {
+                    e.draw(&c.logits, &c.sampling, c.seed, c.draws, watch)
+                }),
+                Err(why) => Ok(CaseRun {
+                    case: c.clone(),
+                    expectation: expect::of(&c.logits, &c.sampling)?,
+                    outcome: Err(cmdline::one_line(&why)),
+                }),
+            };
+            progress.inc(1);
+            run
         })
-        .collect::<Result<Vec<_>>>()
+        .collect::<Result<Vec<_>>>();
+    progress.finish();
+    runs
 }
 
 /// The grid's cases, seeds 1, 2, ... in grid order.

@@ -156,6 +156,7 @@ pub fn run(
     } else {
         places.last().is_some_and(|p| p.in_graph)
     };
+    let mut progress = cmdline::Progress::new(format!("F8 draws of {}", case.name), draws as u64);
     for i in 0..draws {
         if i > 0 {
             ctx.redecode_last()?;
@@ -168,7 +169,9 @@ pub fn run(
         };
         let (_, t) = ctx.finish(&out)?;
         graph.push(t.context("a chain ending in dist chose no token")?);
+        progress.inc(1);
     }
+    progress.finish();
     let mut cpu_chain = case.build(n_vocab)?;
     let mut agree = 0;
     for &g in &graph {

@@ -273,6 +273,7 @@ fn chunk_child(args: &[OsString]) -> i32 {
 /// [`fuzz`], chunk by chunk in contained children, merged.
 pub fn fuzz_contained(seed: u64, chains: usize) -> Result<FuzzReport> {
     let mut total = fuzz_range(seed, 0, 0)?;
+    let mut progress = cmdline::Progress::new("F2 fuzzer, chains", chains as u64);
     for start in (0..chains).step_by(CHUNK) {
         let end = (start + CHUNK).min(chains);
         let args = [seed as usize, start, end].map(|n| OsString::from(n.to_string()));
@@ -290,6 +291,8 @@ pub fn fuzz_contained(seed: u64, chains: usize) -> Result<FuzzReport> {
                 .crashed
                 .push(format!("chains {start}..{end}: {}", died.describe())),
         }
+        progress.inc((end - start) as u64);
     }
+    progress.finish();
     Ok(total)
 }
