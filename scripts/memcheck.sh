@@ -42,7 +42,7 @@ EVERY_STAGE=(--logits 2,1.5,1,0.5,0,-0.5,-1,-1.5 --history 0,0,1
 DECODE=(--prompt Hi --max-new 1 --scopes all --vector-at 0 --threads 1)
 
 mkdir -p "$LOGS"
-rm -f "$LOGS"/*.log "$LOGS"/*.log.stdout "$LOGS"/*.log.stderr "$LOGS"/*.line "$LOGS"/*.counts "$LOGS"/*.cmd
+rm -f "$LOGS"/*.log "$LOGS"/*.log.[0-9]* "$LOGS"/*.log.stdout "$LOGS"/*.log.stderr "$LOGS"/*.line "$LOGS"/*.counts "$LOGS"/*.cmd
 N=0
 SUMMARY=()
 FAILED=0
@@ -63,7 +63,16 @@ measure() {
   local t0 t1
   t0=$(date +%s.%N)
   STATUS=0
-  "${VALGRIND[@]}" --log-file="$log" "$@" >"$log.stdout" 2>"$log.stderr" || STATUS=$?
+  LAST_LOG=$log
+  if [ "${measure_tree:-0}" = 1 ]; then
+    # One log per process; the parent's is renamed to the usual name below.
+    "${VALGRIND[@]}" --log-file="$log.%p" "$@" >"$log.stdout" 2>"$log.stderr" &
+    local pid=$!
+    wait "$pid" || STATUS=$?
+    [ -f "$log.$pid" ] && mv "$log.$pid" "$log"
+  else
+    "${VALGRIND[@]}" --log-file="$log" "$@" >"$log.stdout" 2>"$log.stderr" || STATUS=$?
+  fi
   t1=$(date +%s.%N)
   # Valgrind writes no log when it cannot start the program (a missing binary, say).
   [ -f "$log" ] || : >"$log"
@@ -122,6 +131,42 @@ check() {
   fi
 }
 
+# check_tree BUILD CMD [ARG...]: `check` with valgrind following every child the program
+# starts (--trace-children=yes, one log per process): the parent must be clean as in `check`,
+# and each child must have no memory error and, unless a signal ended it (an abort is what
+# some probes measure, and an aborted process leaks what it held), no lost byte. A child that
+# fails adds one line naming the build and its command (the probe's sampler and input).
+check_tree() {
+  local build=$1
+  local saved=("${VALGRIND[@]}")
+  VALGRIND=("${VALGRIND[@]/--trace-children=no/--trace-children=yes}")
+  measure_tree=1 check "$@"
+  VALGRIND=("${saved[@]}")
+  local log=$LAST_LOG child cmd parsed total def ind records signalled errors
+  for child in "$log".[0-9]*; do
+    [ -e "$child" ] || continue
+    cmd=$(sed -n 's/^==[0-9]*== Command: //p' "$child" | head -n1)
+    parsed=$(awk '
+      { gsub(",", "") }
+      /ERROR SUMMARY:/ { for (i = 1; i <= NF; i++) if ($i == "SUMMARY:") total = $(i + 1); seen = 1 }
+      /definitely lost:/ { for (i = 1; i <= NF; i++) if ($i == "lost:") def = $(i + 1) }
+      /indirectly lost:/ { for (i = 1; i <= NF; i++) if ($i == "lost:") ind = $(i + 1) }
+      / are (definitely|indirectly) lost in loss record / { records++ }
+      /Process terminating with default action of signal/ { signalled = 1 }
+      END { printf "%s %d %d %d %d\n", (seen ? total : "none"), def, ind, records, signalled }
+    ' "$child")
+    read -r total def ind records signalled <<<"$parsed"
+    # A child killed at its deadline leaves no summary: nothing to judge.
+    [ "$total" = none ] && continue
+    errors=$((total - records))
+    if [ "$errors" -gt 0 ] || { [ "$signalled" = 0 ] && [ $((def + ind)) -gt 0 ]; }; then
+      FAILED=1
+      FAILURES=$((FAILURES + 1))
+      SUMMARY+=("$(printf '%-8s %6s %12s %12s %8s  %-7s %s' "$build" "$errors" "$def" "$ind" "-" FAILED "child of $(basename "$2"): $(basename "${cmd%% *}") ${cmd#* } [$child]")")
+    fi
+  done
+}
+
 # control MODE: the planted binary through the same measure; what it must show per mode.
 control() {
   local mode=$1
@@ -138,6 +183,27 @@ control() {
   else
     FAILED=1
     line - "$([ "$mode" = clean ] && echo FAILED || echo MISSED)"
+  fi
+}
+
+# tree_control MODE pass|fail: the planted binary as a parent of a child in MODE, through
+# check_tree; a child's defect must fail the run, a clean or aborted child must not.
+tree_control() {
+  local mode=$1 want=$2
+  local saved_summary=("${SUMMARY[@]}") saved_failed=$FAILED saved_passed=$PASSED saved_failures=$FAILURES
+  FAILED=0
+  check_tree - target/release/memcheck-planted parent "$mode"
+  local got=pass
+  [ "$FAILED" = 1 ] && got=fail
+  # The runs' own lines give way to one that says whether the check behaved.
+  SUMMARY=("${saved_summary[@]}") FAILED=$saved_failed PASSED=$saved_passed FAILURES=$saved_failures
+  SHOWN="memcheck-planted parent $mode (control of the child check: must $want)"
+  ERRORS=- DEF=- IND=- NOTE=""
+  if [ "$got" = "$want" ]; then
+    line - "$([ "$want" = pass ] && echo ok || echo caught)"
+  else
+    FAILED=1
+    line - "$([ "$want" = pass ] && echo FAILED || echo MISSED)"
   fi
 }
 
@@ -179,6 +245,9 @@ done
 control clean
 control leak
 control invalid-read
+tree_control clean pass
+tree_control abort-leak pass
+tree_control invalid-read fail
 
 # The real runs go two at a time (valgrind runs a program's threads on one core, so one run
 # leaves the second core idle). Each runs `check` in a subshell that writes its summary line
@@ -197,12 +266,19 @@ queue() {
   tag="$LOGS/$(printf %02d "$n")"
   QUEUED+=("$tag")
   echo "$1: $(basename "$2")${3:+ ${*:3}}" >"$tag.cmd"
+  local how=check
+  [ "${TREE:-0}" = 1 ] && how=check_tree
   (
     N=$((n - 1)) SUMMARY=() FAILED=0 PASSED=0 FAILURES=0
-    check "$@"
+    "$how" "$@"
     printf '%s\n' "${SUMMARY[@]}" >"$tag.line"
     echo "$FAILED $PASSED $FAILURES" >"$tag.counts"
   ) &
+}
+
+# queue_tree: `queue`, with the run checked by check_tree.
+queue_tree() {
+  TREE=1 queue "$@"
 }
 
 for entry in $BUILD_BINS; do
@@ -222,9 +298,9 @@ for entry in $BUILD_BINS; do
   # F2 with dist at the end: the stale flag's overflow (p NaN) and 10,000 draws through
   # llama.cpp's dist, beside the planted dists.
   queue "$build" "$bin/repro-sortpoison" --stage top_k=4 --stage logit_bias=3:+100 --stage dist=1
-  # F6: the supervisor side of the edge probes (each probe is a child, not followed: what is
-  # checked is the parent's spawning, reading and judging, and the planted controls' rows).
-  queue "$build" "$bin/repro-edges" --sampler top_k,typical,greedy,dist --input plain,empty,equal,some-neg-inf
+  # F6: the edge probes, parent and children: valgrind follows every probe child into
+  # llama.cpp's sampler calls (check_tree), with the deadline raised for valgrind's pace.
+  queue_tree "$build" "$bin/repro-edges" --sampler top_k,typical,greedy,dist --input plain,empty,equal,some-neg-inf --timeout 120
   # F7: llama.cpp's chain ending in dist, applied again and again (and the controls' Rust
   # samplers beside it).
   queue "$build" "$bin/repro-engines" --sampling top_k=3,top_p=0.9,temp=0.5 --draws 200

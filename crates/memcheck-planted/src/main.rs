@@ -7,6 +7,11 @@
 //! bytes definitely lost (the outer box) and indirectly lost (the inner one), and no error.
 //! `memcheck-planted invalid-read`: reads one element past the end of a heap buffer, so
 //! memcheck must report an invalid read, and no leak.
+//! `memcheck-planted parent MODE`: runs itself as a child in MODE and exits 0 whatever the
+//! child did, so only a memcheck that follows children (the edge probes' check) can see it:
+//! `parent invalid-read` must fail that check, `parent clean` must pass it, and `parent
+//! abort-leak` (a child that leaks, then aborts, as an edge probe that hits an assertion may)
+//! must pass it too.
 //!
 //! Plain Rust, no C: whatever memcheck reports here comes from this file. It links nothing of
 //! llama.cpp, so the suppressions in `scripts/memcheck.supp` cannot hide it.
@@ -46,14 +51,27 @@ fn clean() -> usize {
     black_box(v).iter().map(|b| **b as usize).sum()
 }
 
+/// Runs this binary as a child in `mode`; its outcome is not this process's.
+fn parent(mode: &str) -> usize {
+    let me = std::env::current_exe().expect("the path of this binary");
+    let status = std::process::Command::new(me).arg(mode).status();
+    usize::from(status.is_ok_and(|s| s.success()))
+}
+
 fn main() {
-    let mode = std::env::args().nth(1).unwrap_or_default();
+    let mut args = std::env::args().skip(1);
+    let mode = args.next().unwrap_or_default();
     let value = match mode.as_str() {
         "clean" => clean(),
         "leak" => leak(),
         "invalid-read" => invalid_read() as usize,
+        "abort-leak" => {
+            black_box(leak());
+            std::process::abort()
+        }
+        "parent" => parent(&args.next().unwrap_or_default()),
         _ => {
-            eprintln!("usage: memcheck-planted clean|leak|invalid-read");
+            eprintln!("usage: memcheck-planted clean|leak|invalid-read|abort-leak|parent MODE");
             std::process::exit(2);
         }
     };

@@ -66,7 +66,12 @@ pub fn per_apply(n: usize, rounds: usize) -> Result<Vec<ApplyRow>> {
         .map(|_| (0..ns).map(|_| Vec::with_capacity(rounds)).collect())
         .collect();
     let mut refill: Vec<Vec<f64>> = (0..nl).map(|_| Vec::with_capacity(rounds * ns)).collect();
+    let mut progress = cmdline::Progress::new(
+        format!("F5 per apply, {n} candidates, rounds"),
+        rounds as u64,
+    );
     for r in 0..rounds {
+        progress.inc(1);
         for j in 0..nl {
             let l = turn(r, j, nl);
             for k in 0..ns {
@@ -81,6 +86,7 @@ pub fn per_apply(n: usize, rounds: usize) -> Result<Vec<ApplyRow>> {
             }
         }
     }
+    progress.finish();
     Ok(Layout::ALL
         .iter()
         .enumerate()

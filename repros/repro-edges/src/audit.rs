@@ -40,7 +40,17 @@ fn probe_all(configs: &[Config], inputs: &[inputs::EdgeInput], t: Duration) -> R
     let pairs = configs
         .iter()
         .flat_map(|c| inputs.iter().map(move |i| (c, i)));
-    pairs.map(|(c, i)| probe(c, i, t)).collect()
+    let mut progress =
+        cmdline::Progress::new("F6 edge probes", (configs.len() * inputs.len()) as u64);
+    let cells = pairs
+        .map(|(c, i)| {
+            let cell = probe(c, i, t);
+            progress.inc(1);
+            cell
+        })
+        .collect();
+    progress.finish();
+    cells
 }
 
 pub struct Audit {
