@@ -98,7 +98,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         engine: None,
-        prefix: "stale-sorted-truncation",
+        prefix: "stale-sorted",
         contains: None,
         basis: defect("llama.h on `llama_token_data_array.sorted`: \"do not assume the data is sorted - always check this flag\"; top_k, top_p and min_p read a prefix when it is set, so a stage that changes logits must clear it"),
     },
