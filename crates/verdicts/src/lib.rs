@@ -25,6 +25,19 @@ pub struct Args {
     /// The results folder.
     #[arg(default_value = "results")]
     pub dir: PathBuf,
+    /// Print the verdict matrix in Markdown instead (what results/VERDICTS.md and the README
+    /// hold): one row per verdict, defects and divergences apart, one column per build, and
+    /// each row's affected releases from the release matrix.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+/// What the command line asks for, checked: the verdicts of the folder (and of its `fixes/`
+/// folder, the patched build's, when there is one), and the form.
+pub struct Checked {
+    pub lines: Vec<Line>,
+    pub markdown: bool,
+    pub dir: PathBuf,
 }
 
 pub struct Line {
@@ -138,15 +151,129 @@ fn verdict_rows(lines: &[&Line]) -> String {
 }
 
 /// Reads and checks every report in the folder; an empty folder is refused too.
-pub fn check(args: Args) -> Result<Vec<Line>, cmdline::Failure> {
-    let lines = cmdline::refuse(read_lines(&args.dir))?;
+pub fn check(args: Args) -> Result<Checked, cmdline::Failure> {
+    let mut lines = cmdline::refuse(read_lines(&args.dir))?;
     if lines.is_empty() {
         return cmdline::refuse(Err(anyhow::anyhow!(
             "no results in {}; run `make audit` first",
             args.dir.display()
         )));
     }
-    Ok(lines)
+    if args.markdown && args.dir.join("fixes").is_dir() {
+        lines.extend(cmdline::refuse(read_lines(&args.dir.join("fixes")))?);
+    }
+    Ok(Checked {
+        lines,
+        markdown: args.markdown,
+        dir: args.dir,
+    })
+}
+
+/// The output the command line asked for.
+pub fn render(c: &Checked) -> String {
+    if c.markdown {
+        markdown(&c.lines, &ranges(&c.dir))
+    } else {
+        table(&c.lines)
+    }
+}
+
+/// Each row's affected releases from the release matrix (`matrix/ranges.json` of the
+/// results folder), by verdict name; empty without a matrix.
+pub fn ranges(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    let text = std::fs::read_to_string(dir.join("matrix/ranges.json")).unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    (v["rows"].as_array().into_iter().flatten())
+        .filter_map(|r| {
+            Some((
+                r["row"].as_str()?.to_string(),
+                r["summary"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// The builds as columns: llama.cpp releases oldest first (by the number in their tag), a
+/// patched build after its release, then other engines.
+fn columns(lines: &[Line]) -> Vec<(String, String)> {
+    let mut cols: Vec<(String, String)> = lines
+        .iter()
+        .map(|l| (l.engine.clone(), l.build.clone()))
+        .collect();
+    cols.sort_by_key(|(engine, build)| {
+        let digits: String = build
+            .chars()
+            .skip(1)
+            .take_while(char::is_ascii_digit)
+            .collect();
+        (
+            engine != report::DEFAULT_ENGINE,
+            digits.parse::<u64>().unwrap_or(u64::MAX),
+            build.clone(),
+        )
+    });
+    cols.dedup();
+    cols
+}
+
+/// The verdict matrix in Markdown: defects, then divergences (each with what it rests on),
+/// a row per verdict, a column per build, and the release matrix's affected range.
+pub fn markdown(lines: &[Line], ranges: &std::collections::BTreeMap<String, String>) -> String {
+    let cols = columns(lines);
+    let mut out = String::new();
+    for (kind, title) in [
+        (
+            Kind::Defect,
+            "Defects (the engine breaks its own documented contract or a stated invariant)",
+        ),
+        (
+            Kind::Divergence,
+            "Divergences (the engine differs from a named reference; not bugs)",
+        ),
+    ] {
+        let mut rows: Vec<(&str, &str, &str)> = lines
+            .iter()
+            .filter(|l| l.kind == kind)
+            .map(|l| (l.finding.as_str(), l.name.as_str(), l.engine.as_str()))
+            .collect();
+        rows.sort();
+        rows.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
+        if rows.is_empty() {
+            continue;
+        }
+        out += &format!("**{title}**\n\n| | verdict |");
+        for (engine, build) in &cols {
+            let name = if engine == report::DEFAULT_ENGINE {
+                build.clone()
+            } else {
+                format!(
+                    "{engine} {}",
+                    build.trim_start_matches(&format!("{engine}-"))
+                )
+            };
+            out += &format!(" {name} |");
+        }
+        out += " releases affected (llama.cpp) |\n|---|---|";
+        out += &"---|".repeat(cols.len() + 1);
+        out.push('\n');
+        for (finding, name, _) in rows {
+            out += &format!("| {finding} | `{name}` |");
+            for (engine, build) in &cols {
+                let cell = lines
+                    .iter()
+                    .find(|l| l.name == name && &l.engine == engine && &l.build == build)
+                    .map_or("·".to_string(), |l| match l.verdict.as_str() {
+                        "present" => "**present**".to_string(),
+                        v => v.to_string(),
+                    });
+                out += &format!(" {cell} |");
+            }
+            out += &format!(" {} |\n", ranges.get(name).map_or("·", String::as_str));
+        }
+        out.push('\n');
+    }
+    out += "`·`: not run on that build. Verdict words: see the README.\n";
+    out
 }
 
 #[cfg(test)]
