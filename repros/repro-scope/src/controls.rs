@@ -2,9 +2,11 @@
 //! scope: a planted scope that drops one id `all` penalizes, chosen where that id decides a
 //! choice (the detector must flag exactly that step), and a planted scope that drops a seen id
 //! whose unpenalized logit never reaches the chosen one (its penalized logits differ from
-//! `all`'s at every step, its choices never do: the detector must never flag it). And the twin
-//! comparison's own positive control: llama.cpp's penalties with theta one f32 step off must be
-//! caught beside `all`.
+//! `all`'s at every step, its choices never do: the detector must never flag it). And the
+//! controls of the penalty comparison, which holds llama.cpp's penalties and another engine's
+//! own penalty to the oracle bit for bit: the planted penalties of
+//! [`crate::planted_penalty`], written here, one exact (it must pass) and one with theta one
+//! f32 step high (it must be caught).
 
 use crate::decode::{Divergence, ScopeDecoder, StepChecks, Trajectory};
 use crate::scope::{PlantedScope, ScopeSpec};
@@ -169,9 +171,10 @@ pub fn planted_controls<'a>(
     ]
 }
 
-/// llama.cpp against the oracle: the penalty bit for bit at every step of every scope with a
-/// twin (with its planted positive control), and the greedy rule where `llama:N` ran, totalled
-/// over `trajectories`.
+/// The penalty comparison, totalled over `trajectories`: llama.cpp's penalties against the
+/// oracle bit for bit at every step of every scope with a twin, another engine's own penalty
+/// likewise, the comparison's planted controls beside every oracle scope, and the greedy rule
+/// where `llama:N` ran.
 pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>) -> Vec<Control> {
     let all_trajectories: Vec<&Trajectory> = trajectories.into_iter().collect();
     // The sum of `f` over the trajectories `keep` selects.
@@ -182,39 +185,39 @@ pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>)
             .sum()
     };
     let every: fn(&Trajectory) -> bool = |_| true;
-    let all: fn(&Trajectory) -> bool = |t| t.scope.is_all();
     let chain: fn(&Trajectory) -> bool = |t| matches!(t.scope, ScopeSpec::Llama(_));
-    let steps = sum(every, |c| c.twin_steps);
-    let mismatches = sum(every, |c| c.twin_mismatches);
-    let planted_steps = sum(all, |c| c.steps);
-    let planted_caught = sum(all, |c| c.planted_twin_mismatches);
+    let steps = sum(every, |c| c.twin.steps);
+    let mismatches = sum(every, |c| c.twin.mismatching_steps);
+    let exact_steps = sum(every, |c| c.planted_exact.steps);
+    let exact_mismatches = sum(every, |c| c.planted_exact.mismatching_steps);
+    let wrong_steps = sum(every, |c| c.planted_wrong.steps);
+    let wrong_caught = sum(every, |c| c.planted_wrong.mismatching_steps);
     let mut c = vec![
         Control::oracle_check(
             "llama.cpp's penalties = the oracle's scope penalty, bit for bit",
             steps > 0 && mismatches == 0,
             format!("{mismatches} of {steps} steps differ in some logit (all, N, gen:N and llama:N, every prompt)"),
         ),
+        Control::negative(
+            "penalty comparison on a planted exact penalty (written in this repro from the definition)",
+            exact_steps > 0 && exact_mismatches == 0,
+            format!("{exact_mismatches} of {exact_steps} steps differ in some logit (every oracle scope, every prompt)"),
+        ),
         Control::positive(
-            "twin comparison on llama.cpp's penalties with theta one f32 step higher",
-            planted_caught > 0,
-            format!("beside all: {planted_caught} of {planted_steps} steps caught"),
+            "penalty comparison on a planted penalty with theta one f32 step higher (written in this repro)",
+            wrong_caught > 0,
+            format!("{wrong_caught} of {wrong_steps} steps caught (every oracle scope, every prompt)"),
         ),
     ];
-    // Another engine's own penalty, compared the same way, with its own planted twin.
-    let e_steps = sum(every, |c| c.engine_twin_steps);
-    let e_mismatches = sum(every, |c| c.engine_twin_mismatches);
-    let e_planted_steps = sum(all, |c| c.engine_twin_steps);
-    let e_planted = sum(all, |c| c.planted_engine_twin_mismatches);
+    // Another engine's own penalty, compared by the same code; the planted pair above is the
+    // control of that code whichever penalty it compares.
+    let e_steps = sum(every, |c| c.engine_twin.steps);
+    let e_mismatches = sum(every, |c| c.engine_twin.mismatching_steps);
     if e_steps > 0 {
         c.push(Control::oracle_check(
             "the engine's own penalty = the oracle's scope penalty, bit for bit",
             e_mismatches == 0,
             format!("{e_mismatches} of {e_steps} steps differ in some logit (all, N and gen:N)"),
-        ));
-        c.push(Control::positive(
-            "twin comparison on the engine's own penalty with theta one f32 step higher",
-            e_planted > 0,
-            format!("beside all: {e_planted} of {e_planted_steps} steps caught"),
         ));
     }
     let greedy_steps = sum(chain, |c| c.steps);
@@ -232,7 +235,7 @@ pub fn twin_controls<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::Stop;
+    use crate::decode::{Stop, Tally};
     use oracle::scope::Scope;
 
     fn trajectory(scope: ScopeSpec) -> Trajectory {
@@ -271,15 +274,51 @@ mod tests {
     #[test]
     fn twin_mismatches_fail_the_oracle_check() {
         let mut t = trajectory(ScopeSpec::Oracle(Scope::All));
-        t.checks.twin_steps = 3;
+        t.checks.twin.steps = 3;
         assert!(twin_controls([&t])[0].passed);
-        t.checks.twin_mismatches = 1;
+        t.checks.twin.mismatching_steps = 1;
         assert!(!twin_controls([&t])[0].passed);
-        t.checks.twin_steps = 0;
-        t.checks.twin_mismatches = 0;
+        t.checks.twin = Default::default();
         assert!(
             !twin_controls([&t])[0].passed,
             "a twin that never ran proves nothing"
+        );
+    }
+
+    /// The comparison's planted pair: the exact penalty must have run and never mismatch, the
+    /// wrong one must be caught somewhere; either failing fails its control.
+    #[test]
+    fn the_planted_penalties_are_the_comparisons_controls() {
+        let mut t = trajectory(ScopeSpec::Oracle(Scope::All));
+        t.checks.twin.steps = 3;
+        let controls = |t: &Trajectory| -> Vec<(report::ControlKind, bool)> {
+            (twin_controls([t]).iter())
+                .map(|c| (c.kind, c.passed))
+                .collect()
+        };
+        use report::ControlKind::{Negative, OracleCheck, Positive};
+        assert_eq!(
+            controls(&t),
+            [(OracleCheck, true), (Negative, false), (Positive, false)],
+            "planted penalties that never ran prove nothing"
+        );
+        t.checks.planted_exact = Tally {
+            steps: 3,
+            mismatching_steps: 0,
+        };
+        t.checks.planted_wrong = Tally {
+            steps: 3,
+            mismatching_steps: 2,
+        };
+        assert_eq!(
+            controls(&t),
+            [(OracleCheck, true), (Negative, true), (Positive, true)]
+        );
+        t.checks.planted_exact.mismatching_steps = 1;
+        t.checks.planted_wrong.mismatching_steps = 0;
+        assert_eq!(
+            controls(&t),
+            [(OracleCheck, true), (Negative, false), (Positive, false)]
         );
     }
 }

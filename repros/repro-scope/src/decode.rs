@@ -7,13 +7,16 @@
 //! through llama.cpp's penalties sampler over the same tokens (`all` and `N`: a window of that
 //! length with the prompt accepted; `gen:N`: window N, prompt not accepted; `llama:N`: the real
 //! chain, against the oracle's `N`), and counts the steps where the two logit rows differ in
-//! any bit. Planted scopes (controls) have no llama.cpp twin.
+//! any bit. Planted scopes (controls) have no llama.cpp twin. Beside every oracle scope, the
+//! two planted penalties of [`crate::planted_penalty`] go through the same comparison, as its
+//! controls.
 //!
 //! Given a reference trajectory (`all`), the step where a scope first chooses differently is
 //! explained: the top-2 margin under both scopes, and the ids of the two scopes' symmetric
 //! difference that decide it (only the two chosen ids can: every other logit is below both
 //! maxima).
 
+use crate::planted_penalty::PlantedPenalty;
 use crate::scope::{PlantedScope, ScopeSpec};
 use anyhow::{ensure, Context as _, Result};
 use engine::{Engine, EngineName, Logits};
@@ -30,26 +33,42 @@ use subject::{Candidates, Model, Sampler, SamplerSpec};
 
 pub use harness::{argmax, Stop};
 
+/// One penalty's rows against the oracle's, step by step. Every penalty compared with the
+/// oracle goes through [`Tally::compare`]: llama.cpp's twin, another engine's own penalty, and
+/// the planted penalties that are this comparison's controls, so the controls test the code
+/// that judges the subjects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    pub steps: usize,
+    /// Steps whose row differs from the oracle's in any bit (or in length).
+    pub mismatching_steps: usize,
+}
+
+impl Tally {
+    /// Counts one step: `row` against the oracle's `oracle`, bit for bit.
+    pub fn compare(&mut self, row: &[f32], oracle: &[f32]) {
+        self.steps += 1;
+        let differs = row.len() != oracle.len() || count_changed(row, oracle) != 0;
+        self.mismatching_steps += usize::from(differs);
+    }
+}
+
 /// The checks counted along a trajectory.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StepChecks {
     pub steps: usize,
-    /// Steps where llama.cpp's twin was compared with the oracle.
-    pub twin_steps: usize,
-    /// Of those, steps whose logit rows differed in any bit.
-    pub twin_mismatches: usize,
-    /// `llama:N` only: steps where llama.cpp's greedy choice was not the first maximum.
+    /// llama.cpp's twin against the oracle.
+    pub twin: Tally,
+    /// `llama:N`, or another engine: steps where the greedy choice was not the first maximum.
     pub greedy_mismatches: usize,
-    /// An engine other than llama.cpp: steps where its own penalty was compared with the
-    /// oracle, and of those the steps whose logit rows differed in any bit.
-    pub engine_twin_steps: usize,
-    pub engine_twin_mismatches: usize,
-    /// Another engine, `all` only: steps where the same engine's penalty with theta one f32
-    /// step higher differs from the oracle (the positive control of that comparison).
-    pub planted_engine_twin_mismatches: usize,
-    /// `all` only: steps where a planted twin, llama.cpp's penalties with theta one f32 step
-    /// higher, differs from the oracle (the positive control of the twin comparison).
-    pub planted_twin_mismatches: usize,
+    /// An engine other than llama.cpp: its own penalty against the oracle.
+    pub engine_twin: Tally,
+    /// Oracle scopes: the planted exact penalty against the oracle (the comparison's negative
+    /// control: it must never mismatch).
+    pub planted_exact: Tally,
+    /// Oracle scopes: the planted penalty with theta one f32 step higher against the oracle
+    /// (the comparison's positive control: it must mismatch somewhere).
+    pub planted_wrong: Tally,
 }
 
 /// One id that decides a divergence: in one scope's penalized set and not the other's.
@@ -166,11 +185,6 @@ pub fn count_changed(a: &[f32], b: &[f32]) -> usize {
         .count()
 }
 
-/// 1 when two logit rows differ in any bit: one mismatching step.
-fn differs(a: &[f32], b: &[f32]) -> usize {
-    usize::from(count_changed(a, b) != 0)
-}
-
 /// llama.cpp's penalties stage (repeat only) for `model`.
 pub fn llama_penalties(model: &Model, last_n: usize, theta: f32) -> Result<Sampler> {
     let params = PenaltyParams {
@@ -245,11 +259,6 @@ fn gaps_to_choice<'a>(
     (ids.into_iter().copied())
         .filter(move |&d| d != a)
         .map(move |d| (d, raw[d.0 as usize] - top))
-}
-
-/// The next f32 above `x` (for `x` > 0).
-fn next_up(x: f32) -> f32 {
-    f32::from_bits(x.to_bits() + 1)
 }
 
 /// What `all` records along its way for the planted scopes of [`crate::controls`].
@@ -408,8 +417,7 @@ impl ScopeDecoder {
     ) -> Result<TokenId> {
         let Step { raw, z, .. } = step;
         let twin = |twin: &mut Sampler, checks: &mut StepChecks| -> Result<()> {
-            checks.twin_steps += 1;
-            checks.twin_mismatches += differs(&twin.apply_in_id_order(raw)?, z);
+            checks.twin.compare(&twin.apply_in_id_order(raw)?, z);
             Ok(())
         };
         match (scope, llama) {
@@ -419,8 +427,7 @@ impl ScopeDecoder {
                 let chosen = cand.selected_id().context("greedy selected nothing")?;
                 let logits: Vec<f32> = cand.entries.iter().map(|e| e.logit).collect();
                 checks.greedy_mismatches += usize::from(argmax(&logits) != chosen);
-                checks.twin_steps += 1;
-                checks.twin_mismatches += differs(&logits, z);
+                checks.twin.compare(&logits, z);
                 Ok(chosen)
             }
             (ScopeSpec::Oracle(oracle_scope), llama) if self.engine_name() != EngineName::Llama => {
@@ -428,12 +435,7 @@ impl ScopeDecoder {
                 let engine = self.side.engine.as_ref();
                 let context = engine_context(oracle_scope, &self.prompt, step.tokens);
                 let penalized = engine.repeat_penalty(raw, self.theta, &context)?;
-                checks.engine_twin_steps += 1;
-                checks.engine_twin_mismatches += differs(&penalized, z);
-                if scope.is_all() {
-                    let planted = engine.repeat_penalty(raw, next_up(self.theta), &context)?;
-                    checks.planted_engine_twin_mismatches += differs(&planted, z);
-                }
+                checks.engine_twin.compare(&penalized, z);
                 if let Some(s) = llama {
                     twin(s, checks)?;
                 }
@@ -448,6 +450,29 @@ impl ScopeDecoder {
                 Ok(argmax(z))
             }
         }
+    }
+
+    /// The planted penalties beside an oracle scope, handed the raw logits and the tokens the
+    /// engine's own penalty is handed, through the same comparison as the subjects' rows.
+    fn planted_penalties(
+        &self,
+        scope: ScopeSpec,
+        step: Step<'_>,
+        checks: &mut StepChecks,
+    ) -> Result<()> {
+        let ScopeSpec::Oracle(oracle_scope) = scope else {
+            return Ok(());
+        };
+        let context = engine_context(oracle_scope, &self.prompt, step.tokens);
+        for planted in PlantedPenalty::ALL {
+            let row = planted.apply(step.raw, self.theta, &context)?;
+            let tally = match planted {
+                PlantedPenalty::Exact => &mut checks.planted_exact,
+                PlantedPenalty::ThetaOneStepHigher => &mut checks.planted_wrong,
+            };
+            tally.compare(&row, step.z);
+        }
+        Ok(())
     }
 
     /// The divergence at this step if `next` is where this trajectory first leaves `reference`.
@@ -501,13 +526,7 @@ impl ScopeDecoder {
     ) -> Result<Trajectory> {
         let mut checks = StepChecks::default();
         let mut llama = self.llama_side(scope)?;
-        // Beside `all`: the planted twin, and what the planted scopes need.
-        let all_window = self.prompt.len() + self.max_new;
-        let mut planted_twin = (scope.is_all())
-            .then(|| llama_penalties(&self.model, all_window, next_up(self.theta)))
-            .transpose()?
-            .map(|s| self.with_prompt(s))
-            .transpose()?;
+        // Beside `all`: what the planted scopes need.
         let mut witness = scope.is_all().then(PlantedWitness::default);
         let mut divergence = None;
         let (mut tokens, mut stop) = (Vec::new(), Stop::Limit);
@@ -522,12 +541,9 @@ impl ScopeDecoder {
                 z: &z,
             };
             let next = self.choose(scope, llama.as_mut(), step, &mut checks)?;
+            self.planted_penalties(scope, step, &mut checks)?;
             if let Some(w) = witness.as_mut() {
                 w.observe(&self.prompt, step);
-            }
-            if let Some(p) = planted_twin.as_mut() {
-                checks.planted_twin_mismatches += differs(&p.apply_in_id_order(&raw)?, &z);
-                p.accept(next)?;
             }
             if divergence.is_none() {
                 divergence = reference.and_then(|r| self.diverges_here(r, step, next));
@@ -606,6 +622,5 @@ mod tests {
             gaps,
             vec![(TokenId(0), 4.0 - 3.0 / 1.3), (TokenId(2), 1.0 - 3.0 / 1.3)]
         );
-        assert!(next_up(1.3) > 1.3);
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::controls::{planted_controls, twin_controls, PlantedRuns};
 use crate::cross::{self, Parting};
-use crate::decode::{Divergence, EngineSide, ScopeDecoder, StepChecks, Trajectory};
+use crate::decode::{Divergence, EngineSide, ScopeDecoder, StepChecks, Tally, Trajectory};
 use crate::scope::ScopeSpec;
 use crate::vector::{self, VectorTable};
 use anyhow::Result;
@@ -87,6 +87,8 @@ impl Serialize for Scopes<'_> {
             stop: &'static str,
             llama_twin: Twin,
             engine_twin: Twin,
+            planted_exact: Tally,
+            planted_wrong: Tally,
         }
         let r = self.0;
         s.collect_map(r.trajectories.iter().zip(&r.texts).map(|(t, text)| {
@@ -99,15 +101,17 @@ impl Serialize for Scopes<'_> {
                 stopped_at: t.stopped_at(),
                 stop: t.stop.as_str(),
                 llama_twin: Twin {
-                    steps: c.twin_steps,
-                    mismatching_steps: c.twin_mismatches,
+                    steps: c.twin.steps,
+                    mismatching_steps: c.twin.mismatching_steps,
                     greedy_not_first_max: None,
                 },
                 engine_twin: Twin {
-                    steps: c.engine_twin_steps,
-                    mismatching_steps: c.engine_twin_mismatches,
+                    steps: c.engine_twin.steps,
+                    mismatching_steps: c.engine_twin.mismatching_steps,
                     greedy_not_first_max: Some(c.greedy_mismatches),
                 },
+                planted_exact: c.planted_exact,
+                planted_wrong: c.planted_wrong,
             };
             (t.scope, scope)
         }))
@@ -256,8 +260,8 @@ impl RunReport {
         let sum = |f: fn(&StepChecks) -> usize| -> usize {
             self.trajectories.iter().map(|t| f(&t.checks)).sum()
         };
-        let steps = sum(|c| c.engine_twin_steps);
-        let differ = sum(|c| c.engine_twin_mismatches);
+        let steps = sum(|c| c.engine_twin.steps);
+        let differ = sum(|c| c.engine_twin.mismatching_steps);
         let greedy = sum(|c| c.greedy_mismatches);
         Some(format!(
             "{}'s penalty differs from the oracle's at {differ} of {steps} steps, its greedy choice from the first maximum at {greedy}",
@@ -296,8 +300,8 @@ impl RunReport {
                     .map_or("-".to_string(), |d| d.step.to_string()),
                 t.stopped_at(),
                 t.stop.as_str(),
-                t.checks.twin_mismatches,
-                t.checks.twin_steps
+                t.checks.twin.mismatching_steps,
+                t.checks.twin.steps
             ));
         }
         for t in &self.trajectories[1..] {

@@ -1,10 +1,11 @@
 //! The scope sweep: windows of several lengths over a corpus of prompts, each compared with
 //! `all` (how often and how early does a window part ways?). Every window carries llama.cpp's
-//! penalties stage of the same length as a twin, compared bit for bit at every step, and every
-//! prompt runs the two planted scopes of [`crate::controls`].
+//! penalties stage of the same length as a twin, compared bit for bit at every step beside the
+//! planted penalties of [`crate::planted_penalty`], and every prompt runs the two planted scopes
+//! of [`crate::controls`].
 
 use crate::controls::PlantedRuns;
-use crate::decode::{Divergence, ScopeDecoder, Trajectory};
+use crate::decode::{Divergence, ScopeDecoder, Tally, Trajectory};
 use crate::run::LoadedModel;
 use crate::scope::ScopeSpec;
 use anyhow::{ensure, Result};
@@ -53,10 +54,12 @@ pub struct PromptRow {
 }
 
 impl PromptRow {
-    /// llama.cpp's twin agreed at every step and both planted scopes behaved.
+    /// llama.cpp's twin and the planted exact penalty agreed with the oracle at every step,
+    /// and both planted scopes behaved.
     pub fn checks_pass(&self) -> bool {
-        (self.trajectories.iter()).all(|t| t.checks.twin_mismatches == 0)
-            && self.planted.drop_one_flagged()
+        (self.trajectories.iter()).all(|t| {
+            t.checks.twin.mismatching_steps == 0 && t.checks.planted_exact.mismatching_steps == 0
+        }) && self.planted.drop_one_flagged()
             && self.planted.quiet_unflagged()
     }
 
@@ -84,6 +87,8 @@ impl Serialize for Sweep {
             scope: ScopeSpec,
             steps: usize,
             mismatching_steps: usize,
+            planted_exact: Tally,
+            planted_wrong: Tally,
         }
         #[derive(Serialize)]
         struct Window<'a> {
@@ -124,8 +129,10 @@ impl Serialize for Sweep {
             llama_twin: (r.trajectories.iter())
                 .map(|t| Twin {
                     scope: t.scope,
-                    steps: t.checks.twin_steps,
-                    mismatching_steps: t.checks.twin_mismatches,
+                    steps: t.checks.twin.steps,
+                    mismatching_steps: t.checks.twin.mismatching_steps,
+                    planted_exact: t.checks.planted_exact,
+                    planted_wrong: t.checks.planted_wrong,
                 })
                 .collect(),
             planted: &r.planted,
@@ -226,7 +233,7 @@ impl Sweep {
 
     pub fn to_text(&self) -> String {
         let mut out = format!(
-            "scope sweep: last-N windows vs all, penalty {}, up to {} new tokens, {} prompts\n  first index where the window differs from all ('-' = never, '?' = rests on a tie; stop of all in brackets); checks = llama.cpp twin bit for bit at every step and both planted scopes\n  {:<6} {:>6} {:>10}",
+            "scope sweep: last-N windows vs all, penalty {}, up to {} new tokens, {} prompts\n  first index where the window differs from all ('-' = never, '?' = rests on a tie; stop of all in brackets); checks = llama.cpp twin and the planted exact penalty bit for bit at every step, and both planted scopes\n  {:<6} {:>6} {:>10}",
             self.theta,
             self.plan.max_new,
             self.rows.len(),

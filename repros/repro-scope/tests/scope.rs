@@ -37,9 +37,20 @@ fn published_prompt_with_cross_checks() {
         report.to_text()
     );
     for t in &r.trajectories {
-        assert_eq!(t.checks.twin_steps, t.tokens.len(), "{}", t.scope);
-        assert_eq!(t.checks.twin_mismatches, 0, "{}", t.scope);
+        assert_eq!(t.checks.twin.steps, t.tokens.len(), "{}", t.scope);
+        assert_eq!(t.checks.twin.mismatching_steps, 0, "{}", t.scope);
+        // The planted penalties ran beside every oracle scope at every step: the exact one
+        // agreed with the oracle throughout.
+        if let ScopeSpec::Oracle(_) = t.scope {
+            assert_eq!(t.checks.planted_exact.steps, t.tokens.len(), "{}", t.scope);
+            assert_eq!(t.checks.planted_exact.mismatching_steps, 0, "{}", t.scope);
+            assert_eq!(t.checks.planted_wrong.steps, t.tokens.len(), "{}", t.scope);
+        }
     }
+    // The wrong one (theta one f32 step higher) is caught at every step of all: every step
+    // penalizes the prompt's ids, and one rounding off in any of them is a mismatch.
+    let all = &r.trajectories[0].checks;
+    assert_eq!(all.planted_wrong.mismatching_steps, all.steps);
     // llama.cpp's own window of 64 and the oracle's last-64 are the same scope.
     let by = |s: &str| {
         let spec = ScopeSpec::parse(s).unwrap();
@@ -68,7 +79,8 @@ fn sweep_subset() {
     for r in &s.rows {
         // Every window ran with its llama.cpp twin at every step.
         for t in &r.trajectories {
-            assert_eq!(t.checks.twin_steps, t.tokens.len(), "{}", t.scope);
+            assert_eq!(t.checks.twin.steps, t.tokens.len(), "{}", t.scope);
+            assert_eq!(t.checks.planted_exact.steps, t.tokens.len(), "{}", t.scope);
         }
     }
     let report = serde_json::json!({"build": "test", "model": "test", "sweep": s});
@@ -179,8 +191,10 @@ fn divergence_detector_flags_a_planted_dropped_id_and_not_a_copy_of_all() {
     // The quiet scope really differs from all: its penalized logits are not all's.
     let (quiet, gap) = planted.quiet.expect("a prompt id stays below the choice");
     assert!(dec.prompt.contains(&quiet) && gap < 0.0);
-    // The twin comparison caught the planted one-step-off theta beside all.
-    assert!(all.checks.planted_twin_mismatches > 0);
+    // The penalty comparison passed the planted exact penalty and caught the planted one with
+    // theta one f32 step higher beside all.
+    assert_eq!(all.checks.planted_exact.mismatching_steps, 0);
+    assert!(all.checks.planted_wrong.mismatching_steps > 0);
     let d = planted.drop_one.unwrap().divergence.unwrap();
     assert_eq!((d.step, d.token), (step, id));
     assert_eq!(d.causes.len(), 1);
