@@ -23,8 +23,34 @@ pub const CANDLE_VERSION: &str = "0.11.1";
 
 pub struct Candle;
 
+/// candle's error as one line: candle attaches a backtrace to its errors when `RUST_BACKTRACE`
+/// is set, and its context variants join their parts with newlines, while every error this
+/// adapter returns may end as a one-line refusal on a command line.
+fn message(e: &candle_core::Error) -> String {
+    use candle_core::Error as E;
+    match e {
+        E::WithBacktrace { inner, .. } => message(inner),
+        E::Context { inner, context } => format!("{context}: {}", message(inner)),
+        E::WithPath { inner, path } => format!("{}: {}", path.display(), message(inner)),
+        other => other.to_string().replace('\n', " "),
+    }
+}
+
+/// A candle result as an anyhow one, its error in one line ([`message`]).
+trait Plain<T> {
+    fn plain(self) -> Result<T>;
+}
+
+impl<T> Plain<T> for candle_core::Result<T> {
+    fn plain(self) -> Result<T> {
+        self.map_err(|e| anyhow::anyhow!(message(&e)))
+    }
+}
+
 fn tensor(logits: &[f32]) -> Result<Tensor> {
-    Tensor::from_vec(logits.to_vec(), logits.len(), &Device::Cpu).context("candle: making a tensor")
+    Tensor::from_vec(logits.to_vec(), logits.len(), &Device::Cpu)
+        .plain()
+        .context("candle: making a tensor")
 }
 
 fn ids(context: &[TokenId]) -> Result<Vec<u32>> {
@@ -107,13 +133,17 @@ impl Engine for Candle {
     fn repeat_penalty(&self, logits: &[f32], theta: f32, context: &[TokenId]) -> Result<Vec<f32>> {
         use candle_transformers::utils::apply_repeat_penalty;
         let out = apply_repeat_penalty(&tensor(logits)?, theta, &ids(context)?)
+            .plain()
             .context("candle: apply_repeat_penalty")?;
-        (out.to_vec1::<f32>()).context("candle: reading the penalized logits")
+        (out.to_vec1::<f32>().plain()).context("candle: reading the penalized logits")
     }
 
     fn greedy(&self, logits: &[f32]) -> Result<TokenId> {
         let mut p = LogitsProcessor::from_sampling(0, CandleSampling::ArgMax);
-        let id = p.sample(&tensor(logits)?).context("candle: argmax")?;
+        let id = p
+            .sample(&tensor(logits)?)
+            .plain()
+            .context("candle: argmax")?;
         Ok(TokenId(id as i32))
     }
 
@@ -135,7 +165,7 @@ impl Engine for Candle {
         let t = tensor(logits)?;
         (0..n)
             .map(|_| {
-                let id = p.sample(&t).context("candle: LogitsProcessor::sample")?;
+                let id = (p.sample(&t).plain()).context("candle: LogitsProcessor::sample")?;
                 Ok(Call::drawn_only(TokenId(id as i32)))
             })
             .collect()
@@ -166,8 +196,13 @@ impl CandleModel {
     pub fn load(path: &Path) -> Result<CandleModel> {
         let opening = || format!("opening {}", path.display());
         let mut file = std::fs::File::open(path).with_context(opening)?;
-        let content = gguf_file::Content::read(&mut file)
-            .map_err(|e| anyhow::anyhow!("candle cannot read {} as GGUF: {e}", path.display()))?;
+        let content = gguf_file::Content::read(&mut file).map_err(|e| {
+            anyhow::anyhow!(
+                "candle cannot read {} as GGUF: {}",
+                path.display(),
+                message(&e)
+            )
+        })?;
         let arch = match content.metadata.get("general.architecture") {
             Some(gguf_file::Value::String(a)) => a.clone(),
             _ => bail!("{}: no general.architecture", path.display()),
@@ -180,10 +215,12 @@ impl CandleModel {
         let weights = match arch.as_str() {
             "llama" => Weights::Llama(
                 quantized_llama::ModelWeights::from_gguf(content, &mut file, cpu)
+                    .plain()
                     .context("candle: quantized_llama::ModelWeights::from_gguf")?,
             ),
             "gemma3" => Weights::Gemma3(
                 quantized_gemma3::ModelWeights::from_gguf(content, &mut file, cpu)
+                    .plain()
                     .context("candle: quantized_gemma3::ModelWeights::from_gguf")?,
             ),
             other => {
@@ -203,16 +240,21 @@ impl CandleModel {
     /// Feeds `tokens` at position `pos` (position 0 resets candle's KV cache) and keeps the
     /// last position's logits.
     fn feed(&mut self, tokens: &[TokenId], pos: usize) -> Result<()> {
-        let input = Tensor::new(ids(tokens)?, &Device::Cpu)?.unsqueeze(0)?;
+        let input = Tensor::new(ids(tokens)?, &Device::Cpu)
+            .and_then(|t| t.unsqueeze(0))
+            .plain()
+            .context("candle: making the input tensor")?;
         let out = match &mut self.weights {
             Weights::Llama(w) => w.forward(&input, pos),
             Weights::Gemma3(w) => w.forward(&input, pos),
         }
+        .plain()
         .context("candle: forward")?;
-        self.last = out
-            .squeeze(0)?
-            .to_dtype(candle_core::DType::F32)?
-            .to_vec1::<f32>()?;
+        self.last = (out.squeeze(0))
+            .and_then(|t| t.to_dtype(candle_core::DType::F32))
+            .and_then(|t| t.to_vec1::<f32>())
+            .plain()
+            .context("candle: reading the logits")?;
         ensure!(
             self.last.len() == self.n_vocab,
             "candle returned {} logits for a {}-token vocabulary",
@@ -274,6 +316,23 @@ mod tests {
             let got = candle_sampling(&Sampling::parse(text).unwrap()).unwrap();
             assert_eq!(format!("{got:?}"), want, "{text}");
         }
+    }
+
+    /// candle's errors come out in one line, with their context and without a backtrace,
+    /// whatever `RUST_BACKTRACE` says.
+    #[test]
+    fn candle_errors_are_one_line_without_a_backtrace() {
+        let inner = candle_core::Error::Msg("no tensor".into());
+        let e = candle_core::Error::WithBacktrace {
+            inner: Box::new(inner.context("reading the weights")),
+            backtrace: Box::new(std::backtrace::Backtrace::force_capture()),
+        };
+        assert_eq!(message(&e), "reading the weights: no tensor");
+        let bad = CandleModel::load(Path::new("/no/such/model.gguf"));
+        assert_eq!(
+            bad.err().unwrap().to_string(),
+            "opening /no/such/model.gguf"
+        );
     }
 
     /// The version reports print is the one Cargo.toml pins with `=`.

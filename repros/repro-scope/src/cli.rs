@@ -116,11 +116,16 @@ pub struct Config {
 
 /// Everything that can refuse the command line before any work (`cmdline::run_checked`): the
 /// build, the flags, the model (a named one's size and sha256; a path is loaded once in a
-/// contained child, `harness::preflight`: a file llama.cpp cannot load or aborts on is refused).
+/// contained child by each engine that will load it, `engine_load::preflight` for another
+/// engine and `harness::preflight` for llama.cpp: a file either cannot load or crashes on is
+/// refused).
 pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
     cmdline::refuse(subject::BuildInfo::verified())?;
     let run = cmdline::refuse(config(&args))?;
     let model = cmdline::refuse(models::resolve(&args.model_choice.model))?;
+    // The other engine first: every file the door is shown reaches its loader, and llama.cpp,
+    // which tokenizes for it, must load the file as well.
+    cmdline::refuse(crate::engine_load::preflight(run.engine, &model))?;
     cmdline::refuse(harness::preflight(&model, subject::Weights::Repacked))?;
     Ok(Config { args, run, model })
 }

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod controls;
 pub mod cross;
 pub mod decode;
+pub mod engine_load;
 pub mod planted_penalty;
 pub mod plot;
 pub mod run;

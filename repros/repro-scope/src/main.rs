@@ -20,8 +20,10 @@
 
 fn main() {
     cmdline::one_line_panics();
-    // A model file the user names is loaded first in a child of this binary.
-    if let Some(code) = contain::serve(&[subject::LOAD_TASK]) {
+    // A model file the user names is loaded first in a child of this binary, by llama.cpp and
+    // by the engine `--engine` names.
+    let tasks = [subject::LOAD_TASK, repro_scope::engine_load::LOAD_TASK];
+    if let Some(code) = contain::serve(&tasks) {
         std::process::exit(code);
     }
     std::process::exit(repro_scope::cli::main(std::env::args_os()));

@@ -148,6 +148,9 @@ fn decoder(m: &LoadedModel, cfg: &RunConfig, prompt_ids: &[TokenId]) -> Result<S
         return llama_decoder(m, cfg, prompt_ids);
     }
     let engine = harness::engines::get(cfg.engine)?;
+    // Asked already by the command line's check; a caller that skipped it gets the child load
+    // here, before the file reaches the engine in this process.
+    crate::engine_load::preflight(cfg.engine, &m.choice)?;
     let logits = engine.load(&m.choice.path, cfg.threads.max(1) as usize, cfg.max_new)?;
     let side = EngineSide { engine, logits };
     let (model, prompt) = (Arc::clone(&m.model), prompt_ids.to_vec());
