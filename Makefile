@@ -145,6 +145,14 @@ bench: deps check-builds models
 	  $(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $$ws/Cargo.toml --bin penalty-cost >&2 && \
 	  target/release/penalty-cost --against $$ws/target/release/penalty-cost --results $(RESULTS) && \
 	  $$ws/target/release/penalty-cost --results $(RESULTS)/fixes
+	@# The penalties patch leaves every bit as it was: bitcheck.c's output on both builds.
+	@mkdir -p target/upstream && for b in $(firstword $(BUILDS)) $(FIXED_BUILD); do \
+	  IFS=$$'\t' read -r inc lib <<< "$$($(BUILDGEN) native $$b)"; \
+	  cc -std=c11 -O1 upstream/llama.cpp/penalties-full-pass/bitcheck.c -I"$$inc" -L"$$lib" \
+	    -lllama -lggml -lggml-cpu -lggml-base -lstdc++ -lm -lpthread -o target/upstream/bitcheck.$$b; \
+	  target/upstream/bitcheck.$$b > target/upstream/bitcheck.$$b.txt; done
+	@cmp -s target/upstream/bitcheck.$(firstword $(BUILDS)).txt target/upstream/bitcheck.$(FIXED_BUILD).txt && \
+	  echo "bitcheck: the penalties stage leaves the same bits on $(firstword $(BUILDS)) and $(FIXED_BUILD) ($$(wc -l < target/upstream/bitcheck.$(FIXED_BUILD).txt) lines)"
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p repro-edges >&2
 	@target/release/repro-edges --supervisor-cost 200 --results $(RESULTS)
 

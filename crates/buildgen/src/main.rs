@@ -25,6 +25,7 @@ struct Args {
 /// A command with its names resolved: what `check` hands to the work.
 enum Checked {
     Workspace(buildgen::Build),
+    Native(buildgen::Build),
     Names(Option<(usize, usize)>),
     Hash(PathBuf),
     Api(PathBuf),
@@ -36,6 +37,9 @@ enum Cmd {
     /// Prints the workspace folder for BUILD (a llama.cpp tag, a llama-cpp-sys-2 version, a
     /// tag with the suite's fixes such as b11429+fixes, or a path to a llama.cpp tree).
     Workspace { build: String },
+    /// Builds BUILD's llama.cpp (if needed) and prints its headers' and static libraries'
+    /// folders, tab-separated (for compiling C against it).
+    Native { build: String },
     /// Lists the distinct llama.cpp revisions, oldest first.
     Names {
         /// `i/N`: keep the revisions whose position p (from 1) has p mod N == i mod N.
@@ -54,6 +58,7 @@ enum Cmd {
 fn check(a: Args) -> Result<Checked, cmdline::Failure> {
     Ok(match a.command {
         Cmd::Workspace { build } => Checked::Workspace(refuse(buildgen::parse_build(&build))?),
+        Cmd::Native { build } => Checked::Native(refuse(buildgen::parse_build(&build))?),
         Cmd::Names { shard } => Checked::Names(refuse(
             shard.as_deref().map(buildgen::parse_shard).transpose(),
         )?),
@@ -77,6 +82,13 @@ fn main() {
                 let ws =
                     refuse(buildgen::prepare(&root, &b).with_context(|| format!("build {name}")))?;
                 Ok(format!("{}\n", ws.dir.display()))
+            }
+            Checked::Native(b) => {
+                let name = b.name();
+                let ws =
+                    refuse(buildgen::prepare(&root, &b).with_context(|| format!("build {name}")))?;
+                let n = refuse(buildgen::native(&ws))?;
+                Ok(format!("{}\t{}\n", n.include.display(), n.lib.display()))
             }
             Checked::Names(shard) => Ok(buildgen::names(shard)
                 .iter()

@@ -36,6 +36,9 @@ pub struct Meta {
     /// A model the reproducer needs (`smollm2` or `gemma3`), passed as its first argument.
     #[serde(default)]
     pub model: Option<String>,
+    /// A cost, not a verdict (no rows): its report rests on `make bench`'s measurements.
+    #[serde(default)]
+    pub bench: bool,
 }
 
 /// One defect's folder.
@@ -72,8 +75,8 @@ pub fn defects(root: &Path) -> Result<Vec<Defect>> {
             let meta: Meta = serde_json::from_str(&text)
                 .with_context(|| format!("parsing {}", path.display()))?;
             ensure!(
-                !meta.rows.is_empty(),
-                "{}: names no verdict row",
+                meta.rows.is_empty() == meta.bench,
+                "{}: names verdict rows, or is a cost (bench: true), not both or neither",
                 path.display()
             );
             out.push(Defect {
@@ -559,6 +562,9 @@ fn range(results: &Path, row: &str) -> Option<String> {
 /// `ISSUE.md` for `d`, from the results folder `results` (the stock audit, with the patched
 /// build's under [`FIXES_RESULTS`]).
 pub fn issue(d: &Defect, results: &Path) -> Result<String> {
+    if d.meta.bench {
+        return cost_issue(d, results);
+    }
     let m = &d.meta;
     let stock = verdicts(results, NEWEST)?;
     let fixed_dir = results.join(FIXES_RESULTS);
@@ -675,6 +681,84 @@ pub fn issue(d: &Defect, results: &Path) -> Result<String> {
                 if *passed { "passed" } else { "FAILED" }
             )?;
         }
+    }
+    Ok(s)
+}
+
+/// A JSON file of the results folder.
+fn json(path: &Path) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// `x [lo, hi]` with `digits` decimals.
+fn ci(v: &Value, digits: usize) -> String {
+    let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    format!(
+        "{:.digits$} [{:.digits$}, {:.digits$}]",
+        f("median"),
+        f("lo"),
+        f("hi")
+    )
+}
+
+/// ISSUE.md for a cost (F5): `make bench`'s turn-by-turn timing of the stock and patched
+/// stage, and each build's end-to-end overhead of the penalized decode.
+fn cost_issue(d: &Defect, results: &Path) -> Result<String> {
+    let m = &d.meta;
+    let versus = json(&results.join("bench/penalty-versus.json"))?;
+    let stock_e2e = json(&results.join("bench/penalty-cost.json"))?;
+    let fixed_e2e = json(&results.join(FIXES_RESULTS).join("bench/penalty-cost.json"))?;
+    let mut s = format!("# {}\n\n", m.title);
+    writeln!(s, "Measured by sampler-audit ({}) on llama.cpp {NEWEST}. This is a cost, not a broken contract: the stage's results are right, and the patch leaves them bit for bit as they are.\n", m.finding)?;
+    s += "## What it costs\n\n";
+    writeln!(
+        s,
+        "llama.cpp's penalties stage (window {}, repeat penalty {}), stock against patched, timed turn by turn in one run (`make bench`, `results/bench/penalty-versus.json`; median ms per apply over {} rounds, 95% bootstrap intervals):\n",
+        versus["window"], versus["theta"], versus["rounds"]
+    )?;
+    s += "| candidates | layout | stock ms | patched ms | stock / patched |\n|---|---|---|---|---|\n";
+    for r in versus["rows"].as_array().into_iter().flatten() {
+        writeln!(
+            s,
+            "| {} | {} | {} | {} | {}x |",
+            r["vocab"],
+            r["layout"].as_str().unwrap_or_default(),
+            ci(&r["stock_ms"], 4),
+            ci(&r["patched_ms"], 4),
+            ci(&r["ratio"], 1)
+        )?;
+    }
+    s += "\nIn id order (the array llama.cpp builds from a logits row) only the window's ids are touched; a shuffled array (after a reordering stage) takes the old full pass on both builds.\n\n";
+    let e2e = |v: &Value| -> String {
+        let e = &v["end_to_end"];
+        let iv = &e["overhead_percent_interval"]["builtin"];
+        format!(
+            "{:.1}% [{:.1}, {:.1}]",
+            e["overhead_percent"]["builtin"]
+                .as_f64()
+                .unwrap_or(f64::NAN),
+            iv[0].as_f64().unwrap_or(f64::NAN),
+            iv[1].as_f64().unwrap_or(f64::NAN)
+        )
+    };
+    writeln!(
+        s,
+        "End to end, decoding {} (262,144 ids), the penalized decode's time per token over the unpenalized one: stock {} (`results/bench/penalty-cost.json`), patched {} (`results/{FIXES_RESULTS}/bench/penalty-cost.json`), medians over rounds with 95% bootstrap intervals.\n",
+        stock_e2e["end_to_end"]["model_detail"].as_str().unwrap_or_default(),
+        e2e(&stock_e2e),
+        e2e(&fixed_e2e)
+    )?;
+    s += "## Fix\n\n";
+    let patch = std::fs::read_to_string(d.patch())
+        .with_context(|| format!("reading {}", d.patch().display()))?;
+    writeln!(s, "`fix.patch`, for `patch -p1` from llama.cpp's source root: when every id of the window sits at its own index (`data[id].id == id`, as `llama_sampler_logit_bias_apply` already assumes), adjust those entries by index; otherwise the existing full pass.\n\n```diff\n{patch}```\n")?;
+    s += "## How the fix was verified\n\n";
+    s += "- Same results: before any timing, `make bench` applies the stock and the patched stage to the same array and stops unless every id and logit bit agrees. `bitcheck.c` in this folder prints every bit the stage leaves over 1,152 arrays (in id order, truncated, reversed and shuffled, windows with ids past the end) and prints the same bytes on both builds. One difference remains by design of the shortcut: an array that repeats a windowed id at a second index gets only the entry at the id's own index adjusted, as `logit_bias`'s shortcut does.\n";
+    match std::fs::read_to_string(results.join(FIXES_RESULTS).join("diff.txt")) {
+        Ok(t) => writeln!(s, "- No verdict of the suite changes with this patch among the others (`results/{FIXES_RESULTS}/diff.txt`):\n\n```\n{t}```")?,
+        Err(_) => s += "- The patched build's verdicts have not been compared with the stock ones yet.\n",
     }
     Ok(s)
 }
