@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use engine::{EngineInfo, EngineName};
 use harness::LoadedModel;
 use oracle::gauge::Operator;
-use report::{Control, Report};
+use report::{Control, Report, Verdict};
 use serde::Serialize;
 use std::path::Path;
 use subject::BuildInfo;
@@ -74,14 +74,20 @@ struct DesignData {
 struct Bootstrap {
     resamples: usize,
     seed: u64,
-    level: f64,
+    /// The interval's percentiles of the bootstrap mean.
+    percentiles: [f64; 2],
+    /// 0.95 when every model ran at least `interval::MIN_FOR_95` prompts; otherwise none: the
+    /// percentiles over fewer prompts are not called a 95% interval.
+    level: Option<f64>,
+    prompts: usize,
+    interval: String,
 }
 
 pub struct Audit {
     pub build: BuildInfo,
     /// The engine in the sign slot (llama.cpp, or another engine's penalty through the seam).
     pub engine: EngineInfo,
-    /// Another engine: its penalty and llama.cpp's at logits of exactly 0 (a named row).
+    /// Another engine: its penalty and llama.cpp's at logits of exactly 0 (a note).
     pub zero_boundary: Option<crate::engine_slot::ZeroBoundary>,
     pub design: Design,
     pub models: Vec<ModelRuns>,
@@ -236,10 +242,11 @@ impl Audit {
                     .collect();
                 let (div, knife, runs) = gauge_free_divergences(&cells);
                 format!(
-                    "{}: sign differing share {} over {} prompts; subtractive and normalized parted from c = 0 in {div} of {runs} shifted prompt-cells with theta > 1 ({knife} at knife edges)",
+                    "{}: sign differing share {} over {} prompts ({}); subtractive and normalized parted from c = 0 in {div} of {runs} shifted prompt-cells with theta > 1 ({knife} at knife edges)",
                     m.model_label,
                     strong.join(", "),
-                    m.prompts.len()
+                    m.prompts.len(),
+                    crate::interval::words(m.prompts.len(), "prompts")
                 )
             })
             .collect();
@@ -304,6 +311,8 @@ impl Audit {
     }
 
     fn body(&self) -> Result<serde_json::Value> {
+        // The fewest prompts any model ran: what the intervals may be called.
+        let prompts = (self.models.iter().map(|m| m.prompts.len()).min()).unwrap_or(0);
         let design = DesignData {
             thetas: self.design.thetas.iter().map(|&t| short(t)).collect(),
             shifts: self.design.shifts.iter().map(|&c| short(c)).collect(),
@@ -311,7 +320,10 @@ impl Audit {
             bootstrap: Bootstrap {
                 resamples: oracle::stats::BOOTSTRAP_RESAMPLES,
                 seed: oracle::stats::BOOTSTRAP_SEED,
-                level: 0.95,
+                percentiles: [2.5, 97.5],
+                level: crate::interval::is_95(prompts).then_some(0.95),
+                prompts,
+                interval: crate::interval::words(prompts, "prompts"),
             },
             normalized_tolerance_at_theta_1_3: free_running::NORMALIZED_TOLERANCE,
             knife_edge_ulps: free_running::KNIFE_ULPS,
@@ -359,6 +371,8 @@ impl Audit {
             build_detail: self.engine.detail.clone(),
         };
         let mut evidence = self.evidence()?;
+        let mut measured = verdict_of(&self.models)?;
+        let own = self.own_verdict();
         if self.engine.name != EngineName::Llama {
             evidence = format!(
                 "{} penalty on the logits of {}: {evidence}",
@@ -366,23 +380,83 @@ impl Audit {
                 self.build.describe()
             );
         }
-        let mut r = Report::new(
-            subject,
-            verdict_of(&self.models)?,
-            evidence,
-            self.controls(),
-        );
-        let mut text = self.text()?;
-        if let Some(z) = &self.zero_boundary {
-            r.add_row(
-                format!("{NAME}-zero-boundary"),
-                z.verdict(),
-                z.evidence(),
-                z.data(),
+        if !own {
+            // Too few prompts for the rule's 95% interval: the report says what it shows (its
+            // note) and takes no verdict of its own.
+            measured = Verdict::Undecided;
+            evidence = format!(
+                "no verdict of its own: {} prompts, and the rule's interval needs {} (see the note {NAME}-{}-arithmetic); {evidence}",
+                self.fewest_prompts(),
+                crate::interval::MIN_FOR_95,
+                self.engine.name.as_str()
             );
-            text.push_str(&format!("\n{}\n", z.evidence()));
+        }
+        let mut r = Report::new(subject, measured, evidence, self.controls());
+        let text = self.text()?;
+        if !own {
+            let (name, note, data) = self.arithmetic_note();
+            r.add_note(name, note, data);
+        }
+        if let Some(z) = &self.zero_boundary {
+            // Where the two branch rules meet, shown with its bits: IEEE arithmetic fixes the
+            // answer there, so it is a note and never a verdict.
+            r.add_note(format!("{NAME}-zero-boundary"), z.note(), z.data());
         }
         Ok(r.with_body(self.body()?).with_text(text))
+    }
+
+    /// The fewest prompts any model ran.
+    fn fewest_prompts(&self) -> usize {
+        (self.models.iter().map(|m| m.prompts.len()).min()).unwrap_or(0)
+    }
+
+    /// Whether the report gives a verdict of its own. llama.cpp's always does (its subsets are
+    /// registered as they are, PREREG F4). Another engine's penalty does only over enough
+    /// prompts for a 95% interval; with fewer, what the run shows is that engine's penalty is
+    /// llama.cpp's arithmetic, bit for bit, which is a note (PREREG F4, addendum 2026-12-03).
+    pub fn own_verdict(&self) -> bool {
+        self.engine.name == EngineName::Llama || crate::interval::is_95(self.fewest_prompts())
+    }
+
+    /// Another engine's penalty without a verdict of its own: the sign slot's value check,
+    /// which holds every seen id's value to the sign-branched arithmetic bit for bit and every
+    /// other id to its input, as the note's evidence.
+    fn arithmetic_note(&self) -> (String, String, serde_json::Value) {
+        let runs = self.models.iter().flat_map(ModelRuns::runs);
+        let sign = (free_running::checks(runs).into_iter())
+            .find(|(op, _)| *op == Operator::Sign)
+            .map(|(_, c)| c)
+            .unwrap_or_default();
+        let engine = self.engine.name.label();
+        let same = sign.compared > 0 && sign.clean();
+        let note = format!(
+            "{engine}'s penalty in the sign slot, over {} prompts: {} of {} seen-id values differ from the sign-branched arithmetic (one f32 division above 0, one multiplication at or below), {} of {} other ids moved; {} Its gauge dependence is therefore the operator's, which llama.cpp's report on {} measures over 16 prompts with a 95% interval; these {} prompts are fewer than that interval needs, so this report gives no verdict of its own.",
+            self.fewest_prompts(),
+            sign.mismatches,
+            sign.compared,
+            sign.moved,
+            sign.untouched,
+            if same {
+                "every value is bit for bit what llama.cpp's penalties compute (their own value check in llama.cpp's report, and the zero-boundary note), so on the same logits the two make the same choices."
+            } else {
+                "the values differ, so the two penalties are not the same arithmetic here."
+            },
+            self.build.tag(),
+            self.fewest_prompts(),
+        );
+        let data = serde_json::json!({
+            "prompts": self.fewest_prompts(),
+            "seen_values_compared": sign.compared,
+            "seen_values_differing": sign.mismatches,
+            "other_ids": sign.untouched,
+            "other_ids_moved": sign.moved,
+            "same_arithmetic": same,
+        });
+        (
+            format!("{NAME}-{}-arithmetic", self.engine.name.as_str()),
+            note,
+            data,
+        )
     }
 
     /// The fix's report, from the same runs.

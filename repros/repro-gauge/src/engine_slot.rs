@@ -85,10 +85,12 @@ impl CustomSampler for EnginePenalty {
     }
 }
 
-/// The exact-zero boundary, a named conformance row: llama.cpp multiplies a seen logit at
+/// The exact-zero boundary, a note beside the verdict: llama.cpp multiplies a seen logit at
 /// or below 0 and divides one above it; candle divides at or above 0 and multiplies below.
 /// The two rules differ only at exactly 0 (and -0), where both a division and a
-/// multiplication leave the same value; this row measures that rather than assuming it.
+/// multiplication leave the same value. The note shows the bits rather than assuming them;
+/// it is not a verdict, because IEEE arithmetic fixes the answer, so no engine's code could
+/// make it come out otherwise.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ZeroBoundary {
     pub engine: &'static str,
@@ -114,17 +116,15 @@ impl ZeroBoundary {
         })
     }
 
-    /// `present` when the engine and llama.cpp leave different bits anywhere.
-    pub fn verdict(&self) -> report::Verdict {
-        let same = self
-            .engine_out
-            .iter()
-            .zip(&self.llama_out)
-            .all(|(a, b)| a.to_bits() == b.to_bits());
-        report::Verdict::found(!same)
+    /// Whether the engine and llama.cpp leave the same bits everywhere.
+    pub fn same_bits(&self) -> bool {
+        self.engine_out.len() == self.llama_out.len()
+            && (self.engine_out.iter().zip(&self.llama_out))
+                .all(|(a, b)| a.to_bits() == b.to_bits())
     }
 
-    pub fn evidence(&self) -> String {
+    /// The note's text: the input, both outputs, and what they show.
+    pub fn note(&self) -> String {
         let show = |v: &[f32]| format!("[{}]", signed(v).join(", "));
         let ids: Vec<String> = self.context.iter().map(|t| t.0.to_string()).collect();
         format!(
@@ -135,15 +135,15 @@ impl ZeroBoundary {
             self.engine,
             show(&self.engine_out),
             show(&self.llama_out),
-            if self.verdict() == report::Verdict::Absent {
-                "bit for bit the same, as IEEE arithmetic requires: 0 and -0 divided or multiplied by theta stay 0 and -0, so this row records where the two branch rules meet and cannot show a defect in the values"
+            if self.same_bits() {
+                "bit for bit the same, as IEEE arithmetic requires: 0 and -0 divided or multiplied by theta stay 0 and -0, so this note records where the two branch rules meet and cannot show a defect in the values"
             } else {
-                "the bits differ"
+                "the bits differ, which IEEE arithmetic does not allow for one division or multiplication: a fault of the arithmetic under test, not of a branch rule"
             }
         )
     }
 
-    /// The row's data: every value written with its sign (`-0.0`).
+    /// The note's data: every value written with its sign (`-0.0`).
     pub fn data(&self) -> ZeroBoundaryData {
         ZeroBoundaryData {
             logits: signed(&self.logits),

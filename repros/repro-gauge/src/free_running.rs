@@ -746,8 +746,9 @@ impl Serialize for ModelRuns {
 /// The text table of one model's cells.
 pub fn to_text(m: &ModelRuns) -> Result<String> {
     let (generated, decoded, tps) = m.tokens_per_second();
+    let ci = crate::interval::column(m.prompts.len());
     let mut out = format!(
-        "{} ({}): {} prompts x up to {} new tokens; {generated} generated tokens from {decoded} decoded ({tps:.0} tokens/s)\n  operator     implementation               theta  shift  differing share [95% CI]   first divergence [95% CI]  diverged  knife-edge  distinct-2 [95% CI]    rep rate [95% CI]\n",
+        "{} ({}): {} prompts x up to {} new tokens; {generated} generated tokens from {decoded} decoded ({tps:.0} tokens/s)\n  operator     implementation               theta  shift  differing share [{ci}]   first divergence [{ci}]  diverged  knife-edge  distinct-2 [{ci}]    rep rate [{ci}]\n",
         m.model_label,
         m.model_desc,
         m.prompts.len(),
@@ -771,6 +772,7 @@ pub fn to_text(m: &ModelRuns) -> Result<String> {
             if c.is_reference() { "  (reference)" } else { "" },
         ));
     }
+    out.extend(crate::interval::footnote(m.prompts.len(), "prompts"));
     for (op, c) in m.checks() {
         out.push_str(&format!(
             "  {} against the oracle: {} of {} seen-id values differ (largest deviation {:e}); {} of {} other ids moved\n",

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod engine_slot;
 pub mod free_running;
 pub mod implementation;
+pub mod interval;
 pub mod json;
 pub mod planted;
 pub mod plot;

@@ -67,10 +67,26 @@ pub fn files(report: &Value) -> Result<Vec<(String, String)>> {
     Ok(files)
 }
 
-/// The bootstrap the report's intervals come from: `(level in percent, resamples)`.
-fn bootstrap(r: Field) -> Result<(f64, usize)> {
+/// The bootstrap the report's intervals come from: `(level in percent, resamples)`; no level
+/// when the design ran fewer prompts than a 95% interval needs (`interval::MIN_FOR_95`).
+fn bootstrap(r: Field) -> Result<(Option<f64>, usize)> {
     let b = r.get("design")?.get("bootstrap")?;
-    Ok((100.0 * b.f64("level")?, b.usize("resamples")?))
+    let level = b.at::<Option<f64>>("level")?.map(|l| 100.0 * l);
+    Ok((level, b.usize("resamples")?))
+}
+
+/// How a chart names its intervals over `things`: by the level when there is one, else as
+/// the percentiles they are.
+fn interval_words(level: Option<f64>, things: &str, resamples: usize) -> String {
+    match level {
+        Some(level) => format!(
+            "{level:.0}% percentile bootstrap interval of the mean over {things}, {resamples} resamples"
+        ),
+        None => format!(
+            "2.5th to 97.5th percentiles of the bootstrap mean over {things}, {resamples} resamples; fewer than {} {things}, so not a 95% interval",
+            crate::interval::MIN_FOR_95
+        ),
+    }
 }
 
 /// A report's models: the `models` list, or the report itself when it ran one model.
@@ -243,9 +259,7 @@ pub fn curve_svg(report: &Value, m: &Measure) -> Result<String> {
     };
     Ok(c.finish(&Basis {
         n,
-        interval: format!(
-            "bands: {level:.0}% percentile bootstrap interval of the mean over prompts, {resamples} resamples"
-        ),
+        interval: format!("bands: {}", interval_words(level, "prompts", resamples)),
     }))
 }
 
@@ -302,7 +316,8 @@ pub fn json_svg(report: &Value) -> Result<String> {
 /// controls are left out; they are in the report's controls).
 pub fn structural_svg(report: &Value) -> Result<String> {
     let r = Field::new(report);
-    let (level, resamples) = bootstrap(r)?;
+    // The level follows the pairs each model's bootstrap ran over, not the design's prompts.
+    let (_, resamples) = bootstrap(r)?;
     let models = r.list("structural")?;
     let mut c = Chart::new(&format!(
         "F4: where each penalty variant breaks JSON, along grammar references ({})",
@@ -371,13 +386,16 @@ pub fn structural_svg(report: &Value) -> Result<String> {
         y_panel = bottom + 2.0 * LINE;
     }
     c.legend((MARGIN, y_panel - LINE), None, Key::Box);
+    let fewest = counted.iter().map(|(_, n)| *n).min().unwrap_or(0);
+    let pairs_level = crate::interval::is_95(fewest).then_some(95.0);
     Ok(c.finish(&Basis {
         n: format!(
             "n = {} (finished prompt/schema pairs with structural positions)",
             per_model(&counted)
         ),
         interval: format!(
-            "whiskers: {level:.0}% percentile bootstrap interval of the mean over pairs, {resamples} resamples"
+            "whiskers: {}",
+            interval_words(pairs_level, "pairs", resamples)
         ),
     }))
 }

@@ -412,7 +412,8 @@ pub fn run(m: &LoadedModel, corpus: &[(String, Schema)], threads: i32) -> Result
 }
 
 /// One chooser's outcomes over the finished pairs. Shares are means over finished pairs of
-/// each pair's share, with a 95% bootstrap interval over them.
+/// each pair's share, with the 2.5th and 97.5th percentiles of the bootstrap mean over them
+/// (called a 95% interval from 16 pairs on: `interval`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Shares {
     #[serde(rename = "variant")]
@@ -592,12 +593,16 @@ impl StructuralReport {
     pub fn to_text(&self) -> String {
         let n = self.pairs.len();
         let finished = self.finished();
+        // The bootstrap runs over the finished pairs with structural positions.
+        let counted = (finished.iter()).filter(|p| p.structural() > 0).count();
+        let ci = crate::interval::column(counted);
         let mut out = format!(
-            "structural positions along grammar references: {}, {n} prompt/schema pairs, {} walks finished ({} schema-valid), {} reference tokens; shares over the finished pairs\n  at each structural reference token a variant's greedy choice keeps it, leaves it for a token the grammar allows, or breaks the JSON (the grammar rejects it);\n  shares are means over pairs [95% bootstrap over pairs]; departures at knife edges are counted apart\n  variant                       breaks / structural  share  [95% CI]            leaves  share  [95% CI]            knife-edge\n",
+            "structural positions along grammar references: {}, {n} prompt/schema pairs, {} walks finished ({} schema-valid), {} reference tokens; shares over the finished pairs\n  at each structural reference token a variant's greedy choice keeps it, leaves it for a token the grammar allows, or breaks the JSON (the grammar rejects it);\n  shares are means over pairs [{}]; departures at knife edges are counted apart\n  variant                       breaks / structural  share  [{ci}]            leaves  share  [{ci}]            knife-edge\n",
             self.model_label,
             finished.len(),
             finished.iter().filter(|p| p.schema_valid).count(),
             self.pairs.iter().map(|p| p.reference.len()).sum::<usize>(),
+            crate::interval::words(counted, "pairs"),
         );
         let line = |s: &Shares| {
             format!(
