@@ -21,8 +21,11 @@ pub struct Args {
     /// One prompt per line (blank lines and lines starting with '#' skipped); each goes
     /// through the model's chat template. At most 1024 prompts (after --prompts). Default: the
     /// 16 prompts of prompts/a1.txt.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "prompt")]
     pub prompt_file: Option<PathBuf>,
+    /// One prompt on the command line instead of a file (through the chat template as above).
+    #[arg(long)]
+    pub prompt: Option<String>,
     /// Penalty strengths, comma-separated (each in (0, 100]); 1 (the no-op leg) is always
     /// added. Thetas x shifts, after both additions, at most 85 (3 operators make at most 256
     /// runs per prompt).
@@ -240,12 +243,17 @@ pub const MAX_PROMPTS: usize = 1024;
 
 /// The prompts: the file's (or the default set), at most `--prompts` of them.
 pub fn prompts(args: &Args) -> Result<Vec<String>> {
-    let text = match &args.prompt_file {
-        Some(p) => std::fs::read_to_string(p)
-            .with_context(|| format!("--prompt-file: cannot read {}", p.display()))?,
-        None => audit::DEFAULT_PROMPTS.to_string(),
+    let mut v = match (&args.prompt, &args.prompt_file) {
+        (Some(one), _) => {
+            ensure!(!one.trim().is_empty(), "--prompt is empty");
+            vec![one.clone()]
+        }
+        (None, Some(p)) => audit::parse_prompts(
+            &std::fs::read_to_string(p)
+                .with_context(|| format!("--prompt-file: cannot read {}", p.display()))?,
+        ),
+        (None, None) => audit::parse_prompts(audit::DEFAULT_PROMPTS),
     };
-    let mut v = audit::parse_prompts(&text);
     ensure!(!v.is_empty(), "--prompt-file holds no prompt");
     let count = |flag: &str, n: i64| -> Result<usize> {
         ensure!(args.audit, "{flag} only applies with --audit");

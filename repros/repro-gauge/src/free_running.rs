@@ -583,10 +583,19 @@ impl ModelRuns {
     pub fn run(m: &LoadedModel, design: &Design, prompts: &[String]) -> Result<ModelRuns> {
         ensure!(!prompts.is_empty(), "no prompts");
         let start = std::time::Instant::now();
+        let mut progress = cmdline::Progress::new(
+            format!("F4 design prompts on {}", m.choice.label),
+            prompts.len() as u64,
+        );
         let runs = prompts
             .iter()
-            .map(|p| run_prompt(m, design, p))
+            .map(|p| {
+                let r = run_prompt(m, design, p);
+                progress.inc(1);
+                r
+            })
             .collect::<Result<Vec<_>>>()?;
+        progress.finish();
         Ok(ModelRuns {
             model_label: m.choice.label.clone(),
             model_desc: m.model.describe(),

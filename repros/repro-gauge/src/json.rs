@@ -194,6 +194,10 @@ pub fn run(
 ) -> Result<JsonReport> {
     let variants = Variant::all();
     let mut prompts = Vec::new();
+    let mut progress = cmdline::Progress::new(
+        format!("F4 JSON prompts free-running on {}", m.choice.label),
+        corpus.len() as u64,
+    );
     for (prompt_text, schema) in corpus {
         let prompt = m.chat_ids(prompt_text)?;
         let whole = prompt.len() + max_new;
@@ -226,7 +230,9 @@ pub fn run(
             prompt: prompt_text.clone(),
             answers,
         });
+        progress.inc(1);
     }
+    progress.finish();
     Ok(JsonReport {
         model_label: m.choice.label.clone(),
         max_new,

@@ -393,6 +393,10 @@ pub fn run(m: &LoadedModel, corpus: &[(String, Schema)], threads: i32) -> Result
     let n_ctx = (longest + MAX_REFERENCE + 8) as u32;
     let mut ctx = Context::with_attention(&m.model, n_ctx, Attention::Plain, threads)?;
     let mut pairs = Vec::new();
+    let mut progress = cmdline::Progress::new(
+        format!("F4 grammar-reference pairs on {}", m.choice.label),
+        corpus.len() as u64,
+    );
     for (i, (pair, prompt)) in corpus.iter().zip(&prompts).enumerate() {
         let mut state = new_state(m, &vocab, &choosers, pair, prompt, i < FULL_CHECK_PAIRS)?;
         ctx.clear();
@@ -403,7 +407,9 @@ pub fn run(m: &LoadedModel, corpus: &[(String, Schema)], threads: i32) -> Result
         }
         judge(m, &pair.1, &mut state.out)?;
         pairs.push(state.out);
+        progress.inc(1);
     }
+    progress.finish();
     Ok(StructuralReport {
         model_label: m.choice.label.clone(),
         choosers,

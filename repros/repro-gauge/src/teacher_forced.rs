@@ -228,6 +228,10 @@ pub fn run(
         ..NaturalGauge::default()
     };
     let mut left = positions;
+    let mut progress = cmdline::Progress::new(
+        format!("F4 teacher-forced positions on {}", m.choice.label),
+        positions as u64,
+    );
     for k in 0..positions.div_ceil(CHUNK) {
         let mut tokens = bos.clone();
         tokens.extend_from_slice(&ids[k * CHUNK..(k + 1) * CHUNK]);
@@ -285,7 +289,9 @@ pub fn run(
             cells.iter_mut().zip(&mine).for_each(|(a, b)| a.add(b));
             gauge.merge(g);
         }
+        progress.inc(take as u64);
     }
+    progress.finish();
     Ok(TeacherForcedReport {
         model_label: m.choice.label.clone(),
         positions,

@@ -161,6 +161,10 @@ impl Serialize for Sweep {
 pub fn run(m: &LoadedModel, plan: &SweepPlan, theta: f32, threads: i32) -> Result<Sweep> {
     ensure!(!plan.prompts.is_empty(), "the sweep has no prompts");
     let mut rows = Vec::new();
+    let mut progress = cmdline::Progress::new(
+        format!("F3 scope sweep prompts on {}", m.choice.label),
+        plan.prompts.len() as u64,
+    );
     for (kind, prompt) in &plan.prompts {
         let ids = m.chat_ids(prompt)?;
         let prompt_tokens = ids.len();
@@ -179,7 +183,9 @@ pub fn run(m: &LoadedModel, plan: &SweepPlan, theta: f32, threads: i32) -> Resul
             planted: PlantedRuns::run(&mut dec, &trajectories[0], plan.max_new)?,
             trajectories,
         });
+        progress.inc(1);
     }
+    progress.finish();
     Ok(Sweep {
         plan: plan.clone(),
         theta,
