@@ -59,7 +59,7 @@ JOBS ?= 2
 FIXED_BUILD := b11429+fixes
 export GAUGE_ARGS_b11429 GAUGE_ARGS_b10200 CANDLE_GAUGE_ARGS
 
-.PHONY: audit audit-fixes demo test run deps check-builds build fmt-check clippy models bench memcheck matrix matrix-table
+.PHONY: audit audit-fixes verdicts-md demo test run deps check-builds build fmt-check clippy models bench memcheck matrix matrix-table
 
 # A target that takes BUILD resolves it while the Makefile is read, so an unknown build, a
 # folder that is no llama.cpp tree or a release whose vendored sources differ from the table
@@ -109,12 +109,20 @@ run: deps
 audit: build models
 	@JOBS=$(JOBS) scripts/audit.sh --results $(RESULTS) --candle --upstream $(BUILDS)
 	@$(UPSTREAM) issues --results $(RESULTS) >&2
-	@$(VERDICTS) $(RESULTS)
+	@$(MAKE) -s verdicts-md
 
 # The patched build (every upstream/llama.cpp/*/fix.patch on the newest release) through the
 # same audit into results/fixes/, its reproducers recorded beside the stock ones, every verdict
 # compared with the stock build's (results/fixes/diff.txt), and the ISSUE.md files rewritten.
 # Its own target: it is a whole second audit of the newest release.
+# The verdict matrix: every row in results/VERDICTS.md, the compact form in the README between
+# its markers (a test holds both to results/), then printed.
+verdicts-md:
+	@$(CARGO) build $(CARGO_FLAGS) --quiet -p verdicts >&2
+	@$(VERDICTS) --markdown $(RESULTS) > $(RESULTS)/VERDICTS.md
+	@if [ "$(RESULTS)" = results ]; then $(VERDICTS) --embed README.md results; fi
+	@cat $(RESULTS)/VERDICTS.md
+
 audit-fixes: deps models $(BUILDGEN)
 	@ws=$$($(BUILDGEN) workspace $(FIXED_BUILD)) && echo "building $(FIXED_BUILD)" >&2 && \
 	  $(CARGO) build $(CARGO_FLAGS) --manifest-path $$ws/Cargo.toml --bins >&2
@@ -123,6 +131,7 @@ audit-fixes: deps models $(BUILDGEN)
 	@$(UPSTREAM) diff $(RESULTS) $(firstword $(BUILDS)) $(RESULTS)/fixes $(FIXED_BUILD) --write $(RESULTS)/fixes/diff.txt
 	@$(UPSTREAM) issues --results $(RESULTS) >&2
 	@$(VERDICTS) $(RESULTS)/fixes
+	@$(MAKE) -s verdicts-md
 
 # Five minutes, one defect appearing and one vanishing: F1's published case on b10200
 # (present) and on the newest release (fixed upstream since b10405), then F2's published chain

@@ -30,6 +30,40 @@ pub struct Args {
     /// each row's affected releases from the release matrix.
     #[arg(long)]
     pub markdown: bool,
+    /// With --markdown: the README's form. A row that reads absent on every build here and
+    /// that the release matrix never saw present is counted per finding instead of listed
+    /// (results/VERDICTS.md lists every row).
+    #[arg(long, requires = "markdown")]
+    pub compact: bool,
+    /// Write the --compact matrix into this Markdown file between the lines
+    /// `<!-- verdicts:begin -->` and `<!-- verdicts:end -->` (the README) instead of printing.
+    #[arg(long, value_name = "FILE")]
+    pub embed: Option<PathBuf>,
+}
+
+/// The lines that bound the generated verdict matrix in a Markdown file.
+pub const BEGIN: &str = "<!-- verdicts:begin -->";
+pub const END: &str = "<!-- verdicts:end -->";
+
+/// `doc` with the text between its markers replaced by `matrix`; an error if the markers are
+/// missing, repeated or out of order.
+pub fn embed(doc: &str, matrix: &str) -> Result<String> {
+    let (b, e) = (doc.matches(BEGIN).count(), doc.matches(END).count());
+    anyhow::ensure!(
+        b == 1 && e == 1,
+        "the file must hold '{BEGIN}' and '{END}' once each (found {b} and {e})"
+    );
+    let start = doc.find(BEGIN).unwrap() + BEGIN.len();
+    let end = doc.find(END).unwrap();
+    anyhow::ensure!(start <= end, "'{END}' comes before '{BEGIN}'");
+    Ok(format!("{}\n{matrix}{}", &doc[..start], &doc[end..]))
+}
+
+/// The generated matrix between the markers of `doc`, if it has them.
+pub fn embedded(doc: &str) -> Option<&str> {
+    let start = doc.find(BEGIN)? + BEGIN.len();
+    let end = doc.find(END)?;
+    doc.get(start..end)?.strip_prefix('\n')
 }
 
 /// What the command line asks for, checked: the verdicts of the folder (and of its `fixes/`
@@ -37,6 +71,8 @@ pub struct Args {
 pub struct Checked {
     pub lines: Vec<Line>,
     pub markdown: bool,
+    pub compact: bool,
+    pub embed: Option<PathBuf>,
     pub dir: PathBuf,
 }
 
@@ -159,20 +195,42 @@ pub fn check(args: Args) -> Result<Checked, cmdline::Failure> {
             args.dir.display()
         )));
     }
-    if args.markdown && args.dir.join("fixes").is_dir() {
+    let markdown = args.markdown || args.embed.is_some();
+    if markdown && args.dir.join("fixes").is_dir() {
         lines.extend(cmdline::refuse(read_lines(&args.dir.join("fixes")))?);
+    }
+    if let Some(file) = &args.embed {
+        let doc = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()));
+        cmdline::refuse(doc.and_then(|d| embed(&d, "")).with_context(|| format!("{}", file.display())))?;
     }
     Ok(Checked {
         lines,
-        markdown: args.markdown,
+        markdown,
+        compact: args.compact || args.embed.is_some(),
+        embed: args.embed,
         dir: args.dir,
     })
+}
+
+/// Prints the table, or writes the README's matrix into the file --embed names.
+pub fn run(c: &Checked) -> Result<String> {
+    let out = render(c);
+    match &c.embed {
+        None => Ok(out),
+        Some(file) => {
+            let doc = std::fs::read_to_string(file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            std::fs::write(file, embed(&doc, &out)?)
+                .with_context(|| format!("writing {}", file.display()))?;
+            Ok(String::new())
+        }
+    }
 }
 
 /// The output the command line asked for.
 pub fn render(c: &Checked) -> String {
     if c.markdown {
-        markdown(&c.lines, &ranges(&c.dir))
+        markdown(&c.lines, &ranges(&c.dir), c.compact)
     } else {
         table(&c.lines)
     }
@@ -216,9 +274,18 @@ fn columns(lines: &[Line]) -> Vec<(String, String)> {
     cols
 }
 
+/// What the release matrix says of a row it ran and never saw present (crates/matrix).
+const NEVER_PRESENT: &str = "never present where decided";
+
 /// The verdict matrix in Markdown: defects, then divergences (each with what it rests on),
-/// a row per verdict, a column per build, and the release matrix's affected range.
-pub fn markdown(lines: &[Line], ranges: &std::collections::BTreeMap<String, String>) -> String {
+/// a row per verdict, a column per build, and the release matrix's affected range. `compact`:
+/// rows absent on every build and never present in the release matrix are counted per
+/// finding, not listed.
+pub fn markdown(
+    lines: &[Line],
+    ranges: &std::collections::BTreeMap<String, String>,
+    compact: bool,
+) -> String {
     let cols = columns(lines);
     let mut out = String::new();
     for (kind, title) in [
@@ -240,6 +307,23 @@ pub fn markdown(lines: &[Line], ranges: &std::collections::BTreeMap<String, Stri
         rows.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
         if rows.is_empty() {
             continue;
+        }
+        let quiet = |name: &str| {
+            lines
+                .iter()
+                .filter(|l| l.name == name)
+                .all(|l| l.verdict == "absent")
+                && ranges.get(name).is_none_or(|r| r.starts_with(NEVER_PRESENT))
+        };
+        let mut counted = std::collections::BTreeMap::<&str, usize>::new();
+        if compact {
+            rows.retain(|&(finding, name, _)| {
+                let q = quiet(name);
+                if q {
+                    *counted.entry(finding).or_default() += 1;
+                }
+                !q
+            });
         }
         out += &format!("**{title}**\n\n| | verdict |");
         for (engine, build) in &cols {
@@ -269,6 +353,14 @@ pub fn markdown(lines: &[Line], ranges: &std::collections::BTreeMap<String, Stri
                 out += &format!(" {cell} |");
             }
             out += &format!(" {} |\n", ranges.get(name).map_or("·", String::as_str));
+        }
+        if !counted.is_empty() {
+            let each: Vec<String> = counted.iter().map(|(f, n)| format!("{f} {n}")).collect();
+            out += &format!(
+                "\nNot listed: {} more rows absent on every build and never present in the release matrix ({}); [results/VERDICTS.md](results/VERDICTS.md) lists every row.\n",
+                counted.values().sum::<usize>(),
+                each.join(", ")
+            );
         }
         out.push('\n');
     }
