@@ -14,7 +14,7 @@
 //!   subject) and fixes every stage after it at once, at the cost of one pass over an array
 //!   that a previous truncation has usually already shortened.
 //!
-//! Usage (this block is also in the README; a test keeps the two identical):
+//! Usage (this block is also in docs/findings/F5.md; a test keeps the two identical):
 
 #![doc = include_str!("../USAGE.md")]
 

@@ -220,10 +220,10 @@ fn refuses_bad_parameters() {
 
 #[test]
 fn readme_shows_the_doc_tested_example() {
-    let readme = include_str!("../../../README.md");
+    let readme = include_str!("../../../docs/findings/F5.md");
     let usage = include_str!("../USAGE.md");
     assert!(
         readme.contains(usage),
-        "README.md must contain crates/ledger/USAGE.md verbatim"
+        "docs/findings/F5.md must contain crates/ledger/USAGE.md verbatim"
     );
 }
