@@ -47,6 +47,15 @@ gauge_args() {
 }
 # Longest first, so the two slots stay busy to the end.
 FINDINGS=(gauge scope sortpoison ingraph engines clone edges copy)
+# Steps that decode a model run alone: llama.cpp's CPU threads wait for each other by spinning,
+# so two decoding steps (or one beside any other busy step) on 2 cores each leave a thread
+# spinning for one that is not scheduled, and both crawl. The other steps run JOBS at a time.
+decodes() {
+  case $1 in
+    *repro-gauge*|*repro-scope*|*repro-ingraph*) return 0 ;;
+    *) return 1 ;;
+  esac
+}
 
 # One step per line: label, then the command (binary path and arguments), tab-separated.
 STEPS=$(mktemp)
@@ -69,6 +78,16 @@ if [ "$CANDLE" = 1 ]; then
   done
   printf 'repro-gauge with candle\t%s/repro-gauge --engine candle --audit %s --results %s\n' "$bin" "${CANDLE_GAUGE_ARGS:-}" "$RESULTS" >> "$STEPS"
 fi
+# The decoding steps first (each alone), then the rest two at a time.
+ORDERED=$(mktemp)
+trap 'rm -f "$STEPS" "$ORDERED"' EXIT
+for pass in decoding other; do
+  while IFS=$'\t' read -r label cmd; do
+    if decodes "$cmd"; then d=decoding; else d=other; fi
+    if [ "$d" = "$pass" ]; then printf '%s\t%s\n' "$label" "$cmd"; fi
+  done < "$STEPS"
+done > "$ORDERED"
+mv "$ORDERED" "$STEPS"
 TOTAL=$(wc -l < "$STEPS")
 TAG=$(IFS=-; echo "${BUILDS[*]}")
 TIMES="$TIMING/steps.$TAG.tsv"
@@ -81,7 +100,7 @@ run_step() {
   echo "[$k/$TOTAL] $label" >&2
   local t0=$SECONDS
   # shellcheck disable=SC2086
-  if ! $cmd > /dev/null 2> "$log"; then
+  if ! $cmd < /dev/null > /dev/null 2> "$log"; then
     echo "[$k/$TOTAL] $label FAILED after $((SECONDS - t0)) s: $(tail -n1 "$log")" >&2
     return 1
   fi
@@ -111,16 +130,23 @@ heartbeat() {
     last_beat=$SECONDS
   fi
 }
+# A decoding step waits for every running step and holds both slots while it runs.
+ALONE=""
 while IFS=$'\t' read -r label cmd; do
   k=$((k + 1))
-  while [ ${#RUNNING[@]} -ge "$JOBS" ]; do
+  limit=$JOBS
+  if decodes "$cmd"; then limit=1; fi
+  while [ ${#RUNNING[@]} -ge "$limit" ] || { [ -n "$ALONE" ] && [ ${#RUNNING[@]} -gt 0 ]; }; do
     sleep 1
     reap
     heartbeat
+    [ ${#RUNNING[@]} -gt 0 ] || ALONE=""
   done
   [ "$FAILED" = 0 ] || break
-  run_step "$k" "$label" "$cmd" &
+  run_step "$k" "$label" "$cmd" < /dev/null &
   RUNNING[$!]="$label"
+  ALONE=""
+  if decodes "$cmd"; then ALONE=$!; fi
 done < "$STEPS"
 while [ ${#RUNNING[@]} -gt 0 ]; do
   sleep 1

@@ -118,7 +118,7 @@ const RULES: &[Rule] = &[
         engine: None,
         prefix: "edge-inputs",
         contains: None,
-        basis: defect("llama.h: `llama_sampler_apply` takes any `llama_token_data_array` and states no precondition; `p` is the token's probability and `selected` an index into `data`; each stage keeps what its documented rule keeps"),
+        basis: defect("llama.h: `llama_sampler_apply` takes any `llama_token_data_array` and the header states no precondition (the `GGML_ASSERT`s inside the source are not in it); `p` is the token's probability and `selected` an index into `data`; each stage keeps what its documented rule keeps"),
     },
     Rule {
         engine: Some("candle"),
@@ -142,7 +142,7 @@ const RULES: &[Rule] = &[
         engine: None,
         prefix: "ingraph",
         contains: None,
-        basis: defect("llama.h: a chain in the graph runs the same samplers with the same parameters as on the CPU (such as `min_keep` of `llama_sampler_init_top_p` and `llama_sampler_init_min_p`), and `llama_get_sampled_token_ith` returns a token id"),
+        basis: defect("llama.h: a sampler runs in the graph only when its `backend_init` returns true, documented as \"the backend supports all ops needed by the sampler\"; it is the same sampler object with the same parameters (such as the `min_keep` of `llama_sampler_init_top_p` and `llama_sampler_init_min_p`) as on the CPU; `llama_get_sampled_token_ith` returns \"the backend sampled token\" and `llama_get_sampled_candidates_ith` \"token ids\""),
     },
 ];
 

@@ -118,7 +118,9 @@ pub struct Found {
 }
 
 /// Every verdict of `<stem>.<build>.json` in `results`: each row, or the report's own verdict
-/// when it has none. Keyed by verdict name.
+/// when it has none. Keyed by verdict name, and for a report whose stem names a model after
+/// its finding (`ingraph-gemma3`) by `<name>@<model>`, so that the same row on two models
+/// stays two rows (a defect's rows name the default model's).
 pub fn verdicts(results: &Path, build: &str) -> Result<BTreeMap<String, Found>> {
     let mut out = BTreeMap::new();
     let suffix = format!(".{build}.json");
@@ -136,6 +138,10 @@ pub fn verdicts(results: &Path, build: &str) -> Result<BTreeMap<String, Found>> 
         let v: Value =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
         let file = name_of(&path);
+        let stem = file.strip_suffix(&suffix).unwrap_or(&file).to_string();
+        let model = (models::KNOWN.iter())
+            .find(|k| stem.ends_with(&format!("-{}", k.name)))
+            .map(|k| k.name);
         let controls: Vec<(String, String, bool)> =
             (v["controls"].as_array().into_iter().flatten())
                 .map(|c| {
@@ -152,8 +158,17 @@ pub fn verdicts(results: &Path, build: &str) -> Result<BTreeMap<String, Found>> 
         };
         for r in rows {
             let name = r["name"].as_str().unwrap_or_default().to_string();
+            let key = match model {
+                Some(m) => format!("{name}@{m}"),
+                None => name.clone(),
+            };
+            anyhow::ensure!(
+                !out.contains_key(&key),
+                "{}: verdict {key} is also in another report",
+                path.display()
+            );
             out.insert(
-                name.clone(),
+                key,
                 Found {
                     file: file.clone(),
                     name,
@@ -188,11 +203,22 @@ impl Expect {
     }
 }
 
-pub fn expect(found: &BTreeMap<String, Found>, rows: &[String]) -> Expect {
-    let states: Vec<&str> = rows
+/// What the reproducer must do, from its rows' verdicts; an error when a row is in no report
+/// of the build (a renamed or dropped row would otherwise leave the reproducer unchecked).
+pub fn expect(found: &BTreeMap<String, Found>, rows: &[String]) -> Result<Expect> {
+    let states = rows
         .iter()
-        .map(|r| found.get(r).map_or("missing", |f| f.verdict.as_str()))
-        .collect();
+        .map(|r| {
+            found
+                .get(r)
+                .map(|f| f.verdict.as_str())
+                .with_context(|| format!("row {r} is in no report of this build"))
+        })
+        .collect::<Result<Vec<&str>>>()?;
+    Ok(expect_states(&states))
+}
+
+fn expect_states(states: &[&str]) -> Expect {
     if states.contains(&"present") {
         Expect::Present
     } else if !states.is_empty() && states.iter().all(|s| *s == "absent") {
@@ -349,13 +375,15 @@ pub fn check(root: &Path, build: &str, results: &Path) -> Result<Vec<Checked>> {
         .filter(|d| d.engine == "llama.cpp")
     {
         if !d.repro().is_file() {
+            // Only a defect measured by a benchmark (a cost, no verdict of its own) has none.
+            ensure!(d.meta.bench, "{} has no repro.c", d.dir.display());
             continue;
         }
         let run = run(root, &d, &native, &work)?;
         out.push(Checked {
             defect: d.short.clone(),
             build: build.to_string(),
-            expect: expect(&found, &d.meta.rows),
+            expect: expect(&found, &d.meta.rows).with_context(|| d.short.clone())?,
             run,
         });
     }
@@ -415,11 +443,36 @@ pub fn diff(
 }
 
 /// Whether a patched run is what the fixes claim: every change is a targeted row turning
-/// from present to absent, and every targeted row present on the stock build is absent.
-pub fn diff_holds(changes: &[Change]) -> bool {
-    changes
-        .iter()
-        .all(|c| c.targeted && c.stock == "present" && c.patched == "absent")
+/// from present to absent, and no targeted row present on the stock build stays so (a
+/// targeted row that is present on both is no change, so `unfixed` lists those).
+pub fn diff_holds(changes: &[Change], unfixed: &[String]) -> bool {
+    unfixed.is_empty()
+        && changes
+            .iter()
+            .all(|c| c.targeted && c.stock == "present" && c.patched == "absent")
+}
+
+/// The targeted rows present on the stock build that the patched build does not read absent.
+pub fn unfixed(
+    root: &Path,
+    stock: &Path,
+    stock_build: &str,
+    patched: &Path,
+    patched_build: &str,
+) -> Result<Vec<String>> {
+    let (a, b) = (
+        verdicts(stock, stock_build)?,
+        verdicts(patched, patched_build)?,
+    );
+    let targeted: Vec<String> = (defects(root)?.into_iter())
+        .filter(|d| d.patch().is_file())
+        .flat_map(|d| d.meta.rows)
+        .collect();
+    Ok(targeted
+        .into_iter()
+        .filter(|t| a.get(t).is_some_and(|f| f.verdict == "present"))
+        .filter(|t| b.get(t).is_none_or(|f| f.verdict != "absent"))
+        .collect())
 }
 
 /// Reports (`<stem>` of `<stem>.<build>.json`) whose whole content differs between the two
@@ -500,6 +553,7 @@ pub fn diff_text(
     stock_build: &str,
     patched_build: &str,
     changes: &[Change],
+    unfixed: &[String],
     reports: &[(String, &'static str)],
 ) -> String {
     let mut out = format!("verdicts of {patched_build} against {stock_build}:\n");
@@ -514,7 +568,12 @@ pub fn diff_text(
         };
         out += &format!("  {}: {} -> {} ({why})\n", c.name, c.stock, c.patched);
     }
-    out += if diff_holds(changes) {
+    for u in unfixed {
+        out += &format!(
+            "  {u}: targeted by a patch, present on {stock_build}, NOT absent on {patched_build}\n"
+        );
+    }
+    out += if diff_holds(changes, unfixed) {
         "the patches change exactly the rows they target, each from present to absent\n"
     } else {
         "the patches do not change exactly the rows they target\n"

@@ -128,12 +128,14 @@ fn work(cmd: Cmd) -> anyhow::Result<String> {
             let changes = upstream::diff(&root, &stock, &stock_build, &patched, &patched_build)?;
             let reports =
                 upstream::report_diff(&root, &stock, &stock_build, &patched, &patched_build)?;
-            let text = upstream::diff_text(&stock_build, &patched_build, &changes, &reports);
+            let unfixed = upstream::unfixed(&root, &stock, &stock_build, &patched, &patched_build)?;
+            let text =
+                upstream::diff_text(&stock_build, &patched_build, &changes, &unfixed, &reports);
             if let Some(w) = write {
                 std::fs::write(&w, &text)?;
             }
             anyhow::ensure!(
-                upstream::diff_holds(&changes) && upstream::reports_hold(&reports),
+                upstream::diff_holds(&changes, &unfixed) && upstream::reports_hold(&reports),
                 "{text}"
             );
             Ok(text)

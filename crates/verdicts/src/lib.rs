@@ -70,6 +70,8 @@ pub fn embedded(doc: &str) -> Option<&str> {
 /// folder, the patched build's, when there is one), and the form.
 pub struct Checked {
     pub lines: Vec<Line>,
+    /// The release matrix's affected range of each row (empty without `matrix/ranges.json`).
+    pub ranges: std::collections::BTreeMap<String, String>,
     pub markdown: bool,
     pub compact: bool,
     pub embed: Option<PathBuf>,
@@ -80,6 +82,9 @@ pub struct Line {
     kind: Kind,
     finding: String,
     name: String,
+    /// The model a report's file names after its finding (`ingraph-gemma3`, `scope-smollm2`),
+    /// which keeps rows of the same name on two models apart.
+    model: Option<String>,
     engine: String,
     build: String,
     /// The report's one-line build description (llama.cpp tag and commit, crate release).
@@ -108,6 +113,14 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
         let passed = h.controls.iter().filter(|c| c.passed).count();
         let controls = format!("{passed}/{}", h.controls.len());
         let s = &h.subject;
+        let stem = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let stem = stem.split('.').next().unwrap_or_default();
+        let model = (models::KNOWN.iter())
+            .find(|k| stem.ends_with(&format!("-{}", k.name)))
+            .map(|k| k.name.to_string());
         let own = (s.name.clone(), h.verdict, h.evidence.clone());
         // A report with rows: its rows are the verdicts, its own line only their summary.
         let verdicts = if h.rows.is_empty() { vec![own] } else { h.rows };
@@ -119,6 +132,7 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
                 kind,
                 finding: s.finding.clone(),
                 name,
+                model: model.clone(),
                 engine: s.engine.clone(),
                 build: s.build.clone(),
                 build_detail: s.build_detail.clone(),
@@ -129,8 +143,8 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
         }
     }
     lines.sort_by(|a, b| {
-        (a.kind, &a.finding, &a.name, &a.engine, &a.build)
-            .cmp(&(b.kind, &b.finding, &b.name, &b.engine, &b.build))
+        (a.kind, &a.finding, &a.name, &a.model, &a.engine, &a.build)
+            .cmp(&(b.kind, &b.finding, &b.name, &b.model, &b.engine, &b.build))
     });
     Ok(lines)
 }
@@ -200,11 +214,21 @@ pub fn check(args: Args) -> Result<Checked, cmdline::Failure> {
         lines.extend(cmdline::refuse(read_lines(&args.dir.join("fixes")))?);
     }
     if let Some(file) = &args.embed {
-        let doc = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()));
-        cmdline::refuse(doc.and_then(|d| embed(&d, "")).with_context(|| format!("{}", file.display())))?;
+        let doc =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()));
+        cmdline::refuse(
+            doc.and_then(|d| embed(&d, ""))
+                .with_context(|| format!("{}", file.display())),
+        )?;
     }
+    let ranges = if markdown {
+        cmdline::refuse(ranges(&args.dir))?
+    } else {
+        Default::default()
+    };
     Ok(Checked {
         lines,
+        ranges,
         markdown,
         compact: args.compact || args.embed.is_some(),
         embed: args.embed,
@@ -230,7 +254,7 @@ pub fn run(c: &Checked) -> Result<String> {
 /// The output the command line asked for.
 pub fn render(c: &Checked) -> String {
     if c.markdown {
-        markdown(&c.lines, &ranges(&c.dir), c.compact)
+        markdown(&c.lines, &c.ranges, c.compact)
     } else {
         table(&c.lines)
     }
@@ -238,15 +262,26 @@ pub fn render(c: &Checked) -> String {
 
 /// Each row's affected releases from the release matrix (`matrix/ranges.json` of the
 /// results folder), by verdict name; empty without a matrix.
-pub fn ranges(dir: &Path) -> std::collections::BTreeMap<String, String> {
-    let text = std::fs::read_to_string(dir.join("matrix/ranges.json")).unwrap_or_default();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-    (v["rows"].as_array().into_iter().flatten())
-        .filter_map(|r| {
-            Some((
-                r["row"].as_str()?.to_string(),
-                r["summary"].as_str()?.to_string(),
-            ))
+pub fn ranges(dir: &Path) -> Result<std::collections::BTreeMap<String, String>> {
+    let path = dir.join("matrix/ranges.json");
+    if !path.exists() {
+        return Ok(Default::default());
+    }
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let rows = v["rows"]
+        .as_array()
+        .with_context(|| format!("{}: no 'rows' list", path.display()))?;
+    rows.iter()
+        .map(|r| {
+            let field = |k: &str| {
+                r[k].as_str()
+                    .map(str::to_string)
+                    .with_context(|| format!("{}: a row without '{k}'", path.display()))
+            };
+            Ok((field("row")?, field("summary")?))
         })
         .collect()
 }
@@ -274,13 +309,40 @@ fn columns(lines: &[Line]) -> Vec<(String, String)> {
     cols
 }
 
-/// What the release matrix says of a row it ran and never saw present (crates/matrix).
+/// What the release matrix says of a row it ran and never saw present (crates/matrix); what
+/// follows it, if anything, names revisions where the row was not decided.
 const NEVER_PRESENT: &str = "never present where decided";
 
-/// The verdict matrix in Markdown: defects, then divergences (each with what it rests on),
-/// a row per verdict, a column per build, and the release matrix's affected range. `compact`:
-/// rows absent on every build and never present in the release matrix are counted per
-/// finding, not listed.
+/// One row of the verdict matrix: a verdict name of one kind, on one model when its report
+/// names one.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct RowKey<'a> {
+    finding: &'a str,
+    name: &'a str,
+    model: Option<&'a str>,
+}
+
+impl<'a> RowKey<'a> {
+    fn of(l: &'a Line) -> RowKey<'a> {
+        RowKey {
+            finding: &l.finding,
+            name: &l.name,
+            model: l.model.as_deref(),
+        }
+    }
+
+    fn label(&self) -> String {
+        match self.model {
+            Some(m) => format!("`{}` on {m}", self.name),
+            None => format!("`{}`", self.name),
+        }
+    }
+}
+
+/// The verdict matrix in Markdown: defects, then divergences, a row per verdict (and model), a
+/// column per build, and the release matrix's affected range of llama.cpp's rows. `compact`:
+/// rows absent on every build are counted per finding instead of listed, those the release
+/// matrix never saw present apart from those it did not run.
 pub fn markdown(
     lines: &[Line],
     ranges: &std::collections::BTreeMap<String, String>,
@@ -298,31 +360,41 @@ pub fn markdown(
             "Divergences (the engine differs from a named reference; not bugs)",
         ),
     ] {
-        let mut rows: Vec<(&str, &str, &str)> = lines
-            .iter()
-            .filter(|l| l.kind == kind)
-            .map(|l| (l.finding.as_str(), l.name.as_str(), l.engine.as_str()))
-            .collect();
+        let of: Vec<&Line> = lines.iter().filter(|l| l.kind == kind).collect();
+        let mut rows: Vec<RowKey> = of.iter().map(|l| RowKey::of(l)).collect();
         rows.sort();
-        rows.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
+        rows.dedup();
         if rows.is_empty() {
             continue;
         }
-        let quiet = |name: &str| {
-            lines
+        let cells =
+            |row: &RowKey| -> Vec<&&Line> { of.iter().filter(|l| &RowKey::of(l) == row).collect() };
+        // The release matrix runs llama.cpp on its default model: its range belongs to a row
+        // with llama.cpp lines and no model of its own.
+        let range = |row: &RowKey| -> Option<&String> {
+            let llama = cells(row)
                 .iter()
-                .filter(|l| l.name == name)
-                .all(|l| l.verdict == "absent")
-                && ranges.get(name).is_none_or(|r| r.starts_with(NEVER_PRESENT))
+                .any(|l| l.engine == report::DEFAULT_ENGINE);
+            (llama && row.model.is_none())
+                .then(|| ranges.get(row.name))
+                .flatten()
         };
-        let mut counted = std::collections::BTreeMap::<&str, usize>::new();
+        let (mut never, mut unmatrixed) = (
+            std::collections::BTreeMap::<&str, usize>::new(),
+            std::collections::BTreeMap::<&str, usize>::new(),
+        );
         if compact {
-            rows.retain(|&(finding, name, _)| {
-                let q = quiet(name);
-                if q {
-                    *counted.entry(finding).or_default() += 1;
+            rows.retain(|row| {
+                if !cells(row).iter().all(|l| l.verdict == "absent") {
+                    return true;
                 }
-                !q
+                let bucket = match range(row) {
+                    Some(r) if r.starts_with(NEVER_PRESENT) => &mut never,
+                    Some(_) => return true,
+                    None => &mut unmatrixed,
+                };
+                *bucket.entry(row.finding).or_default() += 1;
+                false
             });
         }
         out += &format!("**{title}**\n\n| | verdict |");
@@ -340,31 +412,43 @@ pub fn markdown(
         out += " releases affected (llama.cpp) |\n|---|---|";
         out += &"---|".repeat(cols.len() + 1);
         out.push('\n');
-        for (finding, name, _) in rows {
-            out += &format!("| {finding} | `{name}` |");
+        for row in &rows {
+            out += &format!("| {} | {} |", row.finding, row.label());
+            let here = cells(row);
             for (engine, build) in &cols {
-                let cell = lines
+                let cell = here
                     .iter()
-                    .find(|l| l.name == name && &l.engine == engine && &l.build == build)
+                    .find(|l| &l.engine == engine && &l.build == build)
                     .map_or("·".to_string(), |l| match l.verdict.as_str() {
                         "present" => "**present**".to_string(),
                         v => v.to_string(),
                     });
                 out += &format!(" {cell} |");
             }
-            out += &format!(" {} |\n", ranges.get(name).map_or("·", String::as_str));
+            out += &format!(" {} |\n", range(row).map_or("·", String::as_str));
         }
-        if !counted.is_empty() {
-            let each: Vec<String> = counted.iter().map(|(f, n)| format!("{f} {n}")).collect();
+        let count = |m: &std::collections::BTreeMap<&str, usize>| {
+            let each: Vec<String> = m.iter().map(|(f, n)| format!("{f} {n}")).collect();
+            format!("{} ({})", m.values().sum::<usize>(), each.join(", "))
+        };
+        if !never.is_empty() {
             out += &format!(
-                "\nNot listed: {} more rows absent on every build and never present in the release matrix ({}); [results/VERDICTS.md](results/VERDICTS.md) lists every row.\n",
-                counted.values().sum::<usize>(),
-                each.join(", ")
+                "\nNot listed: {} rows absent on every build here and never present where the release matrix decided.\n",
+                count(&never)
             );
+        }
+        if !unmatrixed.is_empty() {
+            out += &format!(
+                "\nNot listed: {} rows absent on every build here that the release matrix does not run (another engine or model, or a finding outside it).\n",
+                count(&unmatrixed)
+            );
+        }
+        if compact && !(never.is_empty() && unmatrixed.is_empty()) {
+            out += "[results/VERDICTS.md](results/VERDICTS.md) lists every row.\n";
         }
         out.push('\n');
     }
-    out += "`·`: not run on that build. Verdict words: see the README.\n";
+    out += "`·`: not run on that build (a range: not in the release matrix). Verdict words: see the README.\n";
     out
 }
 

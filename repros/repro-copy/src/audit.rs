@@ -343,7 +343,7 @@ impl Audit {
         let incomplete = names(&|r| r.incomplete.differs());
         let leaks = names(&|r| r.leak.differs());
         let unrefused: Vec<&str> = (m.pairs.iter())
-            .filter(|p| p.outcome.unrefused())
+            .filter(|p| p.outcome.verdict() == Verdict::Present)
             .map(|p| p.pair)
             .collect();
         let mut evidence = format!(
@@ -398,17 +398,32 @@ impl Audit {
                     row.stages_cloned(),
                 ),
             );
-            r.add_row(
-                format!("{LEAKS}-{}", row.sampler),
-                row.leak_verdict(),
-                row.leak_evidence(),
-                data(&row.leak, None, Vec::new()),
-            );
+            // Without a copy_state of its own anywhere in it, a sampler is copied by llama.cpp's
+            // fallback, which frees the destination's state and moves a fresh clone of the
+            // source in: no planted control can make that path keep what the destination
+            // held, so an agreement there is a note; a difference would still be a row.
+            if row.stages_cloned().len() == row.copy_paths.len() && !row.leak.differs() {
+                r.add_note(
+                    format!("{LEAKS}-{}", row.sampler),
+                    format!(
+                        "{} (copied by llama.cpp's fallback, which replaces the destination's state with a clone of the source's: a leak cannot be planted on that path, so this is a note, not a verdict)",
+                        row.leak_evidence()
+                    ),
+                    data(&row.leak, None, Vec::new()),
+                );
+            } else {
+                r.add_row(
+                    format!("{LEAKS}-{}", row.sampler),
+                    row.leak_verdict(),
+                    row.leak_evidence(),
+                    data(&row.leak, None, Vec::new()),
+                );
+            }
         }
         for p in &m.pairs {
             r.add_row(
                 format!("{UNREFUSED}-{}", p.pair),
-                Verdict::found(p.outcome.unrefused()),
+                p.outcome.verdict(),
                 format!("copy {} onto {}: {}", p.src, p.dst, p.outcome.summary()),
                 PairData {
                     src: p.src,

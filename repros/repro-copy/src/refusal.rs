@@ -166,6 +166,16 @@ impl CopyOutcome {
         !matches!(self, CopyOutcome::Refused(_))
     }
 
+    /// Refused: absent; copied: present. Any other end (a timeout, a child error, another
+    /// signal) is no evidence either way, and no control goes through it: inconclusive.
+    pub fn verdict(&self) -> report::Verdict {
+        match self {
+            CopyOutcome::Refused(_) => report::Verdict::Absent,
+            CopyOutcome::Copied(_) => report::Verdict::Present,
+            CopyOutcome::Other(_) => report::Verdict::Inconclusive,
+        }
+    }
+
     pub fn summary(&self) -> String {
         match self {
             CopyOutcome::Refused(why) => format!("refused: the copy aborts ({why})"),

@@ -3,7 +3,8 @@
 // CPU path keeps at least min_keep candidates; the backend_apply of both ignores min_keep.
 // After the prompt "Name three rivers.", top_p(0.1) and min_p(0.5) alone keep fewer than 8,
 // so top_p(0.1, 8) and min_p(0.5, 8) must each keep at least 8 (kept = finite sampled logit).
-// Usage: repro MODEL.gguf. Exit: 0 when both keep >= 8, 1 when not, 2 on a setup error.
+// Usage: repro MODEL.gguf. Exit: 0 when both keep >= 8, 1 when not, 2 on a setup error or
+// when min_keep 1 already keeps >= 8 (then min_keep 8 could not be seen to act).
 #include "llama.h"
 
 #include <math.h>
@@ -67,14 +68,16 @@ int main(int argc, char ** argv) {
 
     const int top_p = n > 0 ? kept(model, toks, n, llama_sampler_init_top_p(0.1f, MIN_KEEP)) : -1;
     const int min_p = n > 0 ? kept(model, toks, n, llama_sampler_init_min_p(0.5f, MIN_KEEP)) : -1;
+    const int top_p1 = n > 0 ? kept(model, toks, n, llama_sampler_init_top_p(0.1f, 1)) : -1;
+    const int min_p1 = n > 0 ? kept(model, toks, n, llama_sampler_init_min_p(0.5f, 1)) : -1;
 
     printf("expected: in-graph top_p(0.1, %d) keeps >= %d, in-graph min_p(0.5, %d) keeps >= %d\n",
            MIN_KEEP, MIN_KEEP, MIN_KEEP, MIN_KEEP);
-    printf("got:      top_p keeps %d, min_p keeps %d\n", top_p, min_p);
+    printf("got:      top_p keeps %d, min_p keeps %d (with min_keep 1: %d and %d)\n", top_p, min_p, top_p1, min_p1);
 
     llama_model_free(model);
     llama_backend_free();
-    if (top_p < 0 || min_p < 0) {
+    if (top_p < 0 || min_p < 0 || top_p1 < 0 || min_p1 < 0 || top_p1 >= MIN_KEEP || min_p1 >= MIN_KEEP) {
         return 2;
     }
     return top_p >= MIN_KEEP && min_p >= MIN_KEEP ? 0 : 1;
