@@ -3,8 +3,10 @@
 #   make audit   build both pinned builds, run every finding on each (and candle's rows on the
 #                default build), write results/, print the verdict table (finding x engine x build)
 #   make test    the whole test suite on both builds, clippy, tidy and memcheck included (CI runs this)
-#   make memcheck  valgrind memcheck on both builds (each repro's non-model paths, a short decode
-#                  of each model); fails on any memory error or byte definitely or indirectly lost
+#   make memcheck  valgrind memcheck on both builds (F1, F2, F6 with its probe children, F7's
+#                  llama.cpp chain, a short F3 decode of each model; F9 runs its own memcheck probe
+#                  in --audit; F4 and F8 are not run under valgrind); fails on any memory error
+#                  or byte definitely or indirectly lost
 #   make run BUILD=b10200 REPRO=repro-clone ARGS='--json'   one repro on one build (a llama.cpp
 #                tag, a llama-cpp-sys-2 version such as 0.1.154, or a path to a llama.cpp tree)
 #   make matrix  every llama.cpp release on crates.io (24 revisions, b4240..b11429) through F1,
@@ -166,7 +168,7 @@ bench: deps check-builds models
 	@target/release/repro-edges --supervisor-cost 200 --results $(RESULTS)
 
 # The release matrix (scripts/matrix.sh): every distinct llama.cpp revision of the release table
-# built (cached under target/builds/) and run through F1, F2, F6 and F7's llama.cpp rows, into
+# built (cached under target/builds/) and run through F1, F2, F6, F7's llama.cpp rows, F8 and F9, into
 # results/matrix/ with the affected-range table and plot. SHARD=i/N takes every N-th revision
 # from the i-th, so N machines split it; copy their results/matrix/ folders into one and run
 # `make matrix-table`. Not part of `make test` or `make audit`.
