@@ -667,6 +667,39 @@ pub struct Header {
 }
 
 impl Header {
+    /// [`Header::from_json`] for a report written before reports stated each verdict's kind
+    /// (the release matrix keeps such reports until a revision runs again): where a verdict
+    /// states no kind, the catalog's (`kind::basis`) is filled in first. A verdict that states
+    /// one is checked as always, and a name the catalog does not know is still refused.
+    pub fn from_json_of_record(v: &Value) -> Result<Header> {
+        let mut v = v.clone();
+        let engine = match v.as_object() {
+            Some(obj) => engine_of(obj)?.to_string(),
+            None => return Header::from_json(&v),
+        };
+        let fill = |o: &mut Map<String, Value>| {
+            if o.contains_key("kind") {
+                return;
+            }
+            let Some(name) = o.get("name").and_then(Value::as_str) else {
+                return;
+            };
+            if let Some(b) = kind::basis(&engine, name) {
+                o.insert("kind".into(), Value::from(b.kind.as_str()));
+                o.insert("rests_on".into(), Value::from(b.rests_on));
+            }
+        };
+        if let Some(obj) = v.as_object_mut() {
+            match obj.get_mut(ROWS_KEY).and_then(Value::as_array_mut) {
+                Some(rows) if !rows.is_empty() => {
+                    rows.iter_mut().filter_map(Value::as_object_mut).for_each(fill)
+                }
+                _ => fill(obj),
+            }
+        }
+        Header::from_json(&v)
+    }
+
     /// Reads and checks the header: the object opens with [`HEADER_KEYS`] in order, every
     /// value has its type, verdicts and control kinds use the one spelling, and a `present`
     /// or `absent` verdict is backed by passing positive and negative controls.

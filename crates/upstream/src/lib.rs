@@ -766,18 +766,52 @@ fn ci(v: &Value, digits: usize) -> String {
 /// stage, and each build's end-to-end overhead of the penalized decode.
 fn cost_issue(d: &Defect, results: &Path) -> Result<String> {
     let m = &d.meta;
-    let versus = json(&results.join("bench/penalty-versus.json"))?;
-    let stock_e2e = json(&results.join("bench/penalty-cost.json"))?;
-    let fixed_e2e = json(&results.join(FIXES_RESULTS).join("bench/penalty-cost.json"))?;
+    // A measurement `make bench` has not written yet is said to be missing, not invented.
+    let optional = |p: PathBuf| -> Result<Option<Value>> {
+        if p.exists() {
+            json(&p).map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    let versus = optional(results.join("bench/penalty-versus.json"))?;
+    let stock_e2e = optional(results.join("bench/penalty-cost.json"))?;
+    let fixed_e2e = optional(results.join(FIXES_RESULTS).join("bench/penalty-cost.json"))?;
     let mut s = format!("# {}\n\n", m.title);
     writeln!(s, "Measured by sampler-audit ({}) on llama.cpp {NEWEST}. This is a cost, not a broken contract: the stage's results are right, and the patch leaves them bit for bit as they are.\n", m.finding)?;
     s += "## What it costs\n\n";
+    cost_tables(&mut s, versus.as_ref(), stock_e2e.as_ref(), fixed_e2e.as_ref())?;
+    s += "## Fix\n\n";
+    let patch = std::fs::read_to_string(d.patch())
+        .with_context(|| format!("reading {}", d.patch().display()))?;
+    writeln!(s, "`fix.patch`, for `patch -p1` from llama.cpp's source root: when every id of the window sits at its own index (`data[id].id == id`, as `llama_sampler_logit_bias_apply` already assumes), adjust those entries by index; otherwise the existing full pass.\n\n```diff\n{patch}```\n")?;
+    s += "## How the fix was verified\n\n";
+    s += "- Same results: before any timing, `make bench` applies the stock and the patched stage to the same array and stops unless every id and logit bit agrees. `bitcheck.c` in this folder prints every bit the stage leaves over 1,152 arrays (in id order, truncated, reversed and shuffled, windows with ids past the end) and prints the same bytes on both builds. One difference remains by design of the shortcut: an array that repeats a windowed id at a second index gets only the entry at the id's own index adjusted, as `logit_bias`'s shortcut does.\n";
+    match std::fs::read_to_string(results.join(FIXES_RESULTS).join("diff.txt")) {
+        Ok(t) => writeln!(s, "- No verdict of the suite changes with this patch among the others (`results/{FIXES_RESULTS}/diff.txt`):\n\n```\n{t}```")?,
+        Err(_) => s += "- The patched build's verdicts have not been compared with the stock ones yet (`make audit-fixes`).\n",
+    }
+    Ok(s)
+}
+
+/// The cost tables of [`cost_issue`]; each measurement `make bench` has not written yet is
+/// named as missing.
+fn cost_tables(
+    s: &mut String,
+    versus: Option<&Value>,
+    stock_e2e: Option<&Value>,
+    fixed_e2e: Option<&Value>,
+) -> Result<()> {
+    let Some(versus) = versus else {
+        *s += "Not measured yet: `make bench` writes `results/bench/penalty-versus.json`, the stock and the patched stage timed turn by turn in one run.\n\n";
+        return Ok(());
+    };
     writeln!(
         s,
         "llama.cpp's penalties stage (window {}, repeat penalty {}), stock against patched, timed turn by turn in one run (`make bench`, `results/bench/penalty-versus.json`; median ms per apply over {} rounds, 95% bootstrap intervals):\n",
         versus["window"], versus["theta"], versus["rounds"]
     )?;
-    s += "| candidates | layout | stock ms | patched ms | stock / patched |\n|---|---|---|---|---|\n";
+    *s += "| candidates | layout | stock ms | patched ms | stock / patched |\n|---|---|---|---|---|\n";
     for r in versus["rows"].as_array().into_iter().flatten() {
         writeln!(
             s,
@@ -789,7 +823,7 @@ fn cost_issue(d: &Defect, results: &Path) -> Result<String> {
             ci(&r["ratio"], 1)
         )?;
     }
-    s += "\nIn id order (the array llama.cpp builds from a logits row) only the window's ids are touched; a shuffled array (after a reordering stage) takes the old full pass on both builds.\n\n";
+    *s += "\nIn id order (the array llama.cpp builds from a logits row) only the window's ids are touched; a shuffled array (after a reordering stage) takes the old full pass on both builds.\n\n";
     let e2e = |v: &Value| -> String {
         let e = &v["end_to_end"];
         let iv = &e["overhead_percent_interval"]["builtin"];
@@ -802,22 +836,15 @@ fn cost_issue(d: &Defect, results: &Path) -> Result<String> {
             iv[1].as_f64().unwrap_or(f64::NAN)
         )
     };
-    writeln!(
-        s,
-        "End to end, decoding {} (262,144 ids), the penalized decode's time per token over the unpenalized one: stock {} (`results/bench/penalty-cost.json`), patched {} (`results/{FIXES_RESULTS}/bench/penalty-cost.json`), medians over rounds with 95% bootstrap intervals.\n",
-        stock_e2e["end_to_end"]["model_detail"].as_str().unwrap_or_default(),
-        e2e(&stock_e2e),
-        e2e(&fixed_e2e)
-    )?;
-    s += "## Fix\n\n";
-    let patch = std::fs::read_to_string(d.patch())
-        .with_context(|| format!("reading {}", d.patch().display()))?;
-    writeln!(s, "`fix.patch`, for `patch -p1` from llama.cpp's source root: when every id of the window sits at its own index (`data[id].id == id`, as `llama_sampler_logit_bias_apply` already assumes), adjust those entries by index; otherwise the existing full pass.\n\n```diff\n{patch}```\n")?;
-    s += "## How the fix was verified\n\n";
-    s += "- Same results: before any timing, `make bench` applies the stock and the patched stage to the same array and stops unless every id and logit bit agrees. `bitcheck.c` in this folder prints every bit the stage leaves over 1,152 arrays (in id order, truncated, reversed and shuffled, windows with ids past the end) and prints the same bytes on both builds. One difference remains by design of the shortcut: an array that repeats a windowed id at a second index gets only the entry at the id's own index adjusted, as `logit_bias`'s shortcut does.\n";
-    match std::fs::read_to_string(results.join(FIXES_RESULTS).join("diff.txt")) {
-        Ok(t) => writeln!(s, "- No verdict of the suite changes with this patch among the others (`results/{FIXES_RESULTS}/diff.txt`):\n\n```\n{t}```")?,
-        Err(_) => s += "- The patched build's verdicts have not been compared with the stock ones yet.\n",
+    match (stock_e2e, fixed_e2e) {
+        (Some(stock_e2e), Some(fixed_e2e)) => writeln!(
+            s,
+            "End to end, decoding {} (262,144 ids), the penalized decode's time per token over the unpenalized one: stock {} (`results/bench/penalty-cost.json`), patched {} (`results/{FIXES_RESULTS}/bench/penalty-cost.json`), medians over rounds with 95% bootstrap intervals.\n",
+            stock_e2e["end_to_end"]["model_detail"].as_str().unwrap_or_default(),
+            e2e(stock_e2e),
+            e2e(fixed_e2e)
+        )?,
+        _ => *s += "End to end: not measured on both builds yet (`make bench` writes `results/bench/penalty-cost.json` and the patched build's `results/fixes/bench/penalty-cost.json`).\n\n",
     }
-    Ok(s)
+    Ok(())
 }

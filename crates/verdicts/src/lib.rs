@@ -348,7 +348,7 @@ pub fn markdown(
     ranges: &std::collections::BTreeMap<String, String>,
     compact: bool,
 ) -> String {
-    let cols = columns(lines);
+    let all_cols = columns(lines);
     let mut out = String::new();
     for (kind, title) in [
         (
@@ -385,7 +385,9 @@ pub fn markdown(
         );
         if compact {
             rows.retain(|row| {
-                if !cells(row).iter().all(|l| l.verdict == "absent") {
+                // Quiet: nothing but absent or not offered on every build here.
+                let quiet = |l: &&&Line| l.verdict == "absent" || l.verdict == "not offered";
+                if !cells(row).iter().all(quiet) {
                     return true;
                 }
                 let bucket = match range(row) {
@@ -397,8 +399,16 @@ pub fn markdown(
                 false
             });
         }
+        // Only the builds the listed rows were run on (none of candle's defect rows is listed
+        // when every one is absent, say).
+        let cols: Vec<&(String, String)> = (all_cols.iter())
+            .filter(|(e, b)| {
+                (rows.iter().flat_map(|r| cells(r)))
+                    .any(|l| &l.engine == e && &l.build == b)
+            })
+            .collect();
         out += &format!("**{title}**\n\n| | verdict |");
-        for (engine, build) in &cols {
+        for (engine, build) in cols.iter().copied() {
             let name = if engine == report::DEFAULT_ENGINE {
                 build.clone()
             } else {
@@ -415,7 +425,7 @@ pub fn markdown(
         for row in &rows {
             out += &format!("| {} | {} |", row.finding, row.label());
             let here = cells(row);
-            for (engine, build) in &cols {
+            for (engine, build) in cols.iter().copied() {
                 let cell = here
                     .iter()
                     .find(|l| &l.engine == engine && &l.build == build)
@@ -425,26 +435,36 @@ pub fn markdown(
                     });
                 out += &format!(" {cell} |");
             }
-            out += &format!(" {} |\n", range(row).map_or("·", String::as_str));
+            // The README's form keeps the range itself; the revisions where a row was not
+            // decided, after the first ';', are in results/VERDICTS.md.
+            let shown = range(row).map_or("·", |r| match compact {
+                true => r.split(';').next().unwrap_or(r),
+                false => r,
+            });
+            out += &format!(" {shown} |\n");
         }
         let count = |m: &std::collections::BTreeMap<&str, usize>| {
             let each: Vec<String> = m.iter().map(|(f, n)| format!("{f} {n}")).collect();
             format!("{} ({})", m.values().sum::<usize>(), each.join(", "))
         };
+        let mut unlisted = Vec::new();
         if !never.is_empty() {
-            out += &format!(
-                "\nNot listed: {} rows absent on every build here and never present where the release matrix decided.\n",
+            unlisted.push(format!(
+                "{} rows never present where the release matrix decided",
                 count(&never)
-            );
+            ));
         }
         if !unmatrixed.is_empty() {
-            out += &format!(
-                "\nNot listed: {} rows absent on every build here that the release matrix does not run (another engine or model, or a finding outside it).\n",
+            unlisted.push(format!(
+                "{} rows the release matrix does not run",
                 count(&unmatrixed)
-            );
+            ));
         }
-        if compact && !(never.is_empty() && unmatrixed.is_empty()) {
-            out += "[results/VERDICTS.md](results/VERDICTS.md) lists every row.\n";
+        if !unlisted.is_empty() {
+            out += &format!(
+                "\nNot listed, absent (or not offered) on every build here: {}. [results/VERDICTS.md](results/VERDICTS.md) lists every row.\n",
+                unlisted.join("; ")
+            );
         }
         out.push('\n');
     }

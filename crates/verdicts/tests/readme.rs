@@ -57,3 +57,13 @@ fn embedding_replaces_only_the_block() {
     let reversed = format!("{}\n{}\n", verdicts::END, verdicts::BEGIN);
     assert!(verdicts::embed(&reversed, "x").is_err());
 }
+
+#[test]
+fn the_readme_stays_under_ten_thousand_characters() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let n = readme.chars().count();
+    assert!(
+        n <= 10_000,
+        "README.md has {n} characters; at most 10,000 (detail belongs in docs/)"
+    );
+}
