@@ -450,7 +450,7 @@ fn revisions_without_an_answer_are_named_and_a_failed_run_is_a_note() {
         let r = Report::new(
             ReportId {
                 finding: "F9".into(),
-                name: "planted".into(),
+                name: "copy-planted".into(),
                 engine: "llama.cpp".into(),
                 build: build.into(),
                 build_detail: build.into(),
@@ -462,7 +462,7 @@ fn revisions_without_an_answer_are_named_and_a_failed_run_is_a_note() {
                 Control::negative("n", true, ""),
             ],
         );
-        std::fs::write(dir.join(format!("planted.{build}.json")), r.to_json_text()).unwrap();
+        std::fs::write(dir.join(format!("copy.{build}.json")), r.to_json_text()).unwrap();
     }
     std::fs::write(
         dir.join("runs-failed.tsv"),
@@ -471,7 +471,7 @@ fn revisions_without_an_answer_are_named_and_a_failed_run_is_a_note() {
     .unwrap();
     let m = matrix::read::load(&dir).unwrap();
     let text = matrix::ranges::ranges_text(&matrix::ranges::ranges(&m));
-    let line = text.lines().find(|l| l.contains("planted")).unwrap();
+    let line = text.lines().find(|l| l.contains("copy-planted")).unwrap();
     // Inconclusive where the controls did not run is no absence: the row says where.
     assert!(
         line.contains("never present where decided; inconclusive at b4240, b4524"),
