@@ -691,9 +691,10 @@ impl Header {
         };
         if let Some(obj) = v.as_object_mut() {
             match obj.get_mut(ROWS_KEY).and_then(Value::as_array_mut) {
-                Some(rows) if !rows.is_empty() => {
-                    rows.iter_mut().filter_map(Value::as_object_mut).for_each(fill)
-                }
+                Some(rows) if !rows.is_empty() => rows
+                    .iter_mut()
+                    .filter_map(Value::as_object_mut)
+                    .for_each(fill),
                 _ => fill(obj),
             }
         }

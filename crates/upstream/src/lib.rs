@@ -810,7 +810,12 @@ fn cost_issue(d: &Defect, results: &Path) -> Result<String> {
     let mut s = format!("# {}\n\n", m.title);
     writeln!(s, "Measured by sampler-audit ({}) on llama.cpp {NEWEST}. This is a cost, not a broken contract: the stage's results are right, and the patch leaves them bit for bit as they are.\n", m.finding)?;
     s += "## What it costs\n\n";
-    cost_tables(&mut s, versus.as_ref(), stock_e2e.as_ref(), fixed_e2e.as_ref())?;
+    cost_tables(
+        &mut s,
+        versus.as_ref(),
+        stock_e2e.as_ref(),
+        fixed_e2e.as_ref(),
+    )?;
     s += "## Fix\n\n";
     let patch = std::fs::read_to_string(d.patch())
         .with_context(|| format!("reading {}", d.patch().display()))?;

@@ -403,8 +403,7 @@ pub fn markdown(
         // when every one is absent, say).
         let cols: Vec<&(String, String)> = (all_cols.iter())
             .filter(|(e, b)| {
-                (rows.iter().flat_map(|r| cells(r)))
-                    .any(|l| &l.engine == e && &l.build == b)
+                (rows.iter().flat_map(&cells)).any(|l| &l.engine == e && &l.build == b)
             })
             .collect();
         out += &format!("**{title}**\n\n| | verdict |");
