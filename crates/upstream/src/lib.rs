@@ -883,3 +883,45 @@ fn cost_tables(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(name: &str, stock: &str, patched: &str, targeted: bool) -> Change {
+        Change {
+            name: name.into(),
+            stock: stock.into(),
+            patched: patched.into(),
+            targeted,
+        }
+    }
+
+    /// A row on another model or a fix's rerun of a targeted row is targeted; another row is
+    /// not, however its name begins.
+    #[test]
+    fn targeted_rows_include_other_models_and_fix_reruns_only() {
+        let t = vec!["stale-sorted-truncation".to_string()];
+        assert!(is_targeted(&t, "stale-sorted-truncation"));
+        assert!(is_targeted(&t, "stale-sorted-truncation@gemma3"));
+        assert!(is_targeted(&t, "stale-sorted-truncation+sorted_guard"));
+        assert!(!is_targeted(&t, "stale-sorted-dist"));
+    }
+
+    /// The diff holds only when every change is a targeted row turning absent from present or
+    /// undecided, and no targeted present row was left unfixed.
+    #[test]
+    fn the_diff_rule_fails_on_each_way_a_patch_can_miss() {
+        let fixed = change("a", "present", "absent", true);
+        assert!(diff_holds(std::slice::from_ref(&fixed), &[]));
+        assert!(diff_holds(&[change("a", "undecided", "absent", true)], &[]));
+        assert!(!diff_holds(&[change("b", "present", "absent", false)], &[]));
+        assert!(!diff_holds(&[change("a", "absent", "present", true)], &[]));
+        assert!(!diff_holds(
+            &[change("a", "inconclusive", "absent", true)],
+            &[]
+        ));
+        assert!(!diff_holds(&[fixed], &["c".to_string()]));
+        assert!(!diff_holds(&[], &["c".to_string()]));
+    }
+}
