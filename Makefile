@@ -16,6 +16,8 @@
 #                the stock stage against the patched one turn by turn (results/bench/penalty-versus.json),
 #                the patched build's end to end (results/fixes/bench/), and what a contained
 #                child costs per probe (results/bench/supervisor-cost.json)
+#   make audit-tables  F4's reported-only tables (teacher forcing, the JSON corpus, grammar
+#                references) on both builds into results/tables/; no verdict reads them
 #   make demo    five minutes: F1 appearing on b10200 and gone on b11429, F2 on b11429 stock
 #                and patched
 #   make audit-fixes  the whole audit on b11429 with every upstream/llama.cpp/*/fix.patch applied,
@@ -38,13 +40,16 @@ BUILDS   := b11429 b10200
 # The second engine, candle 0.11.1, linked on the default build only: F7's draws, F3 on both
 # models and F4's sign slot (PREREG, F3/F4 addenda and F7).
 CANDLE_GAUGE_ARGS := --models smollm2 --prompts 2
-# F4 runs its A1 design in full on the default build (both models, 16 prompts, 40,960
-# teacher-forced positions per model) with the first 8 prompts of the JSON corpus free-running
-# and all 114 pairs along grammar references, and a stated subset on the older build (SmolLM2,
-# 4 prompts, 2,048 positions, 4 JSON prompts, 16 grammar pairs), so that a
-# fresh-clone `make audit` stays under an hour on 2 cores (PREREG, F4 addenda of 2026-11-30).
-GAUGE_ARGS_b11429 := --json-prompts 8
-GAUGE_ARGS_b10200 := --models smollm2 --prompts 4 --positions 2048 --json-prompts 4 --structural-pairs 16
+# F4 runs its A1 design in full on the default build (both models, 16 prompts) and a stated
+# subset on the older build (SmolLM2, 4 prompts) (PREREG, F4 addenda of 2026-11-30).
+GAUGE_ARGS_b11429 :=
+GAUGE_ARGS_b10200 := --models smollm2 --prompts 4
+# F4's reported-only tables (no verdict rests on them), `make audit-tables`: 40,960
+# teacher-forced positions per model, the first 8 prompts of the JSON corpus free-running and
+# all 114 pairs along grammar references on the default build; SmolLM2, 2,048 positions, 4 JSON
+# prompts and 16 grammar pairs on the older build (PREREG, F4 addendum of 2026-12-03).
+TABLES_ARGS_b11429 := --json-prompts 8
+TABLES_ARGS_b10200 := --models smollm2 --positions 2048 --json-prompts 4 --structural-pairs 16
 BUILD    ?= b11429
 REPRO    ?= repro-clone
 ARGS     ?=
@@ -59,9 +64,9 @@ VERDICTS := target/release/verdicts
 JOBS ?= 2
 # The newest release with every fix of upstream/llama.cpp/ applied.
 FIXED_BUILD := b11429+fixes
-export GAUGE_ARGS_b11429 GAUGE_ARGS_b10200 CANDLE_GAUGE_ARGS
+export GAUGE_ARGS_b11429 GAUGE_ARGS_b10200 TABLES_ARGS_b11429 TABLES_ARGS_b10200 CANDLE_GAUGE_ARGS
 
-.PHONY: audit audit-fixes verdicts-md demo test run deps check-builds build fmt-check clippy models bench memcheck matrix matrix-table
+.PHONY: audit audit-tables audit-fixes verdicts-md demo test run deps check-builds build fmt-check clippy models bench memcheck matrix matrix-table
 
 # A target that takes BUILD resolves it while the Makefile is read, so an unknown build, a
 # folder that is no llama.cpp tree or a release whose vendored sources differ from the table
@@ -112,6 +117,13 @@ audit: build models
 	@JOBS=$(JOBS) scripts/audit.sh --results $(RESULTS) --candle --upstream $(BUILDS)
 	@$(UPSTREAM) issues --results $(RESULTS) >&2
 	@$(MAKE) -s verdicts-md
+
+# F4's reported-only tables on each build, into $(RESULTS)/tables/ (a long job of its own: no
+# verdict reads them). Each run exits 1 when one of the tables' own checks fails.
+audit-tables: build models
+	@for b in $(BUILDS); do echo "repro-gauge --tables on $$b" >&2; \
+	  args=TABLES_ARGS_$$b; ws=$(call ws,$$b); \
+	  $$ws/target/release/repro-gauge --tables --results $(RESULTS) $${!args} < /dev/null > /dev/null || exit 1; done
 
 # The patched build (every upstream/llama.cpp/*/fix.patch on the newest release) through the
 # same audit into results/fixes/, its reproducers recorded beside the stock ones, every verdict

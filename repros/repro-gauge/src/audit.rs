@@ -1,12 +1,11 @@
-//! The F4 report: the A1 design on each model, the structured-output corpus, the controls and
-//! the two verdicts (the subject's, and the fix's `+ledger-normalized`), by the rules in
-//! PREREG.md (addendum 2026-11-30).
+//! The F4 report: the A1 design on each model, its controls and the two verdicts (the
+//! subject's, and the fix's `+ledger-normalized`), by the rules in PREREG.md (addendum
+//! 2026-11-30). A single run (not `--audit`) adds a teacher-forced table; the audit's
+//! reported-only tables are [`crate::tables`].
 
 use crate::free_running::{self, Cell, Design, ModelRuns};
 use crate::implementation::short;
-use crate::json::{self, JsonReport};
 use crate::plot;
-use crate::reference::{self, StructuralReport};
 use crate::shift;
 use crate::teacher_forced::{self, TeacherForcedReport};
 use anyhow::{Context, Result};
@@ -45,11 +44,8 @@ struct Body<'a> {
     one_model: Option<&'a ModelRuns>,
     #[serde(skip_serializing_if = "Option::is_none")]
     models: Option<&'a [ModelRuns]>,
-    teacher_forced: OneOrList<'a, TeacherForcedReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    json_corpus: Option<&'a JsonReport>,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    structural: &'a [StructuralReport],
+    teacher_forced: Option<OneOrList<'a, TeacherForcedReport>>,
 }
 
 /// One run's object, or the list of all of them (of none, too).
@@ -91,12 +87,8 @@ pub struct Audit {
     pub zero_boundary: Option<crate::engine_slot::ZeroBoundary>,
     pub design: Design,
     pub models: Vec<ModelRuns>,
-    /// Teacher-forced flips, one table per model.
+    /// Teacher-forced flips, one table per model (a single run's; empty in the audit).
     pub tf: Vec<TeacherForcedReport>,
-    /// The structured-output measurement (no verdict of its own; `None` outside `--audit`).
-    pub json: Option<JsonReport>,
-    /// Structural positions along grammar references, one per model (empty outside `--audit`).
-    pub structural: Vec<StructuralReport>,
     pub planted: Vec<Control>,
 }
 
@@ -112,16 +104,12 @@ fn per_model<T>(
     each.collect()
 }
 
-/// The design on every model; then, with `json_prompts`, the first that many prompts of the
-/// JSON corpus free-running on the first model (`Some(usize::MAX)`: all of them); with
-/// `structural_pairs`, the first that many pairs along grammar references on every model.
+/// The design on every model; then, with `teacher`, the teacher-forced table on each.
 pub fn run(
     models: &[LoadedModel],
     design: &Design,
     prompts: &[String],
     teacher: Option<(&str, usize)>,
-    json_prompts: Option<usize>,
-    structural_pairs: Option<usize>,
 ) -> Result<Audit> {
     let runs = per_model(models, "the A1 design", |m| {
         ModelRuns::run(m, design, prompts)
@@ -131,19 +119,6 @@ pub fn run(
         Some((text, n)) => per_model(models, "teacher forcing", |m| {
             teacher_forced::run(m, text, n, thetas, shifts, threads)
         })?,
-        None => Vec::new(),
-    };
-    let corpus = |n: usize| -> Result<Vec<_>> { Ok(json::corpus()?.into_iter().take(n).collect()) };
-    let json = json_prompts
-        .map(|n| json::run(&models[0], &corpus(n)?, JSON_MAX_NEW, threads))
-        .transpose()?;
-    let structural = match structural_pairs {
-        Some(n) => {
-            let corpus = corpus(n)?;
-            per_model(models, "grammar references", |m| {
-                reference::run(m, &corpus, threads)
-            })?
-        }
         None => Vec::new(),
     };
     let engine_name = design.engine();
@@ -158,8 +133,6 @@ pub fn run(
         design: design.clone(),
         models: runs,
         tf,
-        json,
-        structural,
         planted: shift::planted_controls()?,
     })
 }
@@ -172,17 +145,22 @@ impl Audit {
     pub fn controls(&self) -> Vec<Control> {
         let no_op = ModelRuns::no_op_leg(&self.models);
         let fork = ModelRuns::fork_check(&self.models);
-        let tf_one = (self.tf.iter().flat_map(|t| &t.cells)).filter(|c| c.theta == 1.0);
-        let (tf_flips, tf_positions, tf_edges) = tf_one.fold((0, 0, 0), |(f, p, e), c| {
-            (f + c.flips, p + c.positions, e + c.knife_edge_flips)
-        });
+        let (tf_flips, tf_positions, tf_edges) = (self.tf.iter().map(TeacherForcedReport::no_op))
+            .fold((0, 0, 0), |(f, p, e), (f1, p1, e1)| {
+                (f + f1, p + p1, e + e1)
+            });
+        let tf_words = if self.tf.is_empty() {
+            String::new()
+        } else {
+            format!("; teacher-forced at theta 1: {tf_flips} flips in {tf_positions} position-cells, {tf_edges} of them at knife edges")
+        };
         let first = |f: Option<String>| f.map(|f| format!("; first: {f}")).unwrap_or_default();
         let mut c = vec![
             Control::negative(
                 "no-op leg: theta 1 runs identical to the unshifted one",
                 no_op.compared > 0 && no_op.failures == 0 && tf_flips == tf_edges,
                 format!(
-                    "{} of {} theta-1 runs (every model, prompt, operator and shift, the reference itself excluded; those at c = 0 get the reference's bits and are equal by construction, those at c != 0 get other bits) differ from the sign slot's theta-1 c = 0 run, {} more at knife edges{}; teacher-forced at theta 1: {tf_flips} flips in {tf_positions} position-cells, {tf_edges} of them at knife edges",
+                    "{} of {} theta-1 runs (every model, prompt, operator and shift, the reference itself excluded; those at c = 0 get the reference's bits and are equal by construction, those at c != 0 get other bits) differ from the sign slot's theta-1 c = 0 run, {} more at knife edges{}{tf_words}",
                     no_op.failures,
                     no_op.compared,
                     no_op.knife_edges,
@@ -218,12 +196,11 @@ impl Audit {
             ));
         }
         c.extend(self.planted.iter().cloned());
-        c.extend(self.structural.iter().flat_map(StructuralReport::controls));
         c
     }
 
-    /// Per model: the sign operator at the strongest cells with intervals, the gauge-free
-    /// operators' divergences, the throughput; then every JSON variant.
+    /// Per model: the sign operator at the strongest cells with intervals and the gauge-free
+    /// operators' divergences; then each teacher-forced table a single run adds.
     pub fn evidence(&self) -> Result<String> {
         let mut parts: Vec<String> = self
             .models
@@ -250,63 +227,7 @@ impl Audit {
                 )
             })
             .collect();
-        for t in &self.tf {
-            let shifted = || (t.cells.iter()).filter(|c| c.theta != 1.0 && c.shift != 0.0);
-            let by_op: Vec<String> = (Operator::ALL.iter())
-                .map(|&op| {
-                    let of_op = || shifted().filter(move |c| c.operator() == op);
-                    let f: usize = of_op().map(|c| c.flips).sum();
-                    let p: usize = of_op().map(|c| c.positions).sum();
-                    format!("{} {f}/{p}", op.as_str())
-                })
-                .collect();
-            let agree: usize = shifted().map(|c| c.agree).sum();
-            let n: usize = shifted().map(|c| c.positions).sum();
-            let knife: usize = shifted().map(|c| c.knife_edge_disagreements).sum();
-            parts.push(format!(
-                "{} teacher-forced at {} positions: flips over every shifted cell with theta > 1: {}; the predictor's choice is the chain's in {agree} of {n} shifted position-cells with theta > 1 ({} disagreements, {knife} at knife edges); natural gauge: {:.2} of seen logits > 0, raw vs mean-centred choices differ at {:.2} of positions",
-                t.model_label,
-                t.positions,
-                by_op.join(", "),
-                n - agree,
-                t.gauge.positive_share(),
-                t.gauge.centred_share()
-            ));
-        }
-        if let Some(j) = &self.json {
-            let n = j.prompts.len();
-            let rows: Vec<String> = j
-                .totals()
-                .iter()
-                .map(|t| format!("{} {}/{}", t.label, t.schema_valid, n))
-                .collect();
-            parts.push(format!(
-                "schema-valid JSON per variant ({}, no threshold): {}",
-                j.model_label,
-                rows.join(", ")
-            ));
-        }
-        for r in &self.structural {
-            let rows: Vec<String> = r
-                .shares()
-                .iter()
-                .filter(|s| !s.control)
-                .map(|s| {
-                    format!(
-                        "{} {:.3} [{:.3}, {:.3}]",
-                        s.label, s.break_share, s.break_ci[0], s.break_ci[1]
-                    )
-                })
-                .collect();
-            parts.push(format!(
-                "{}: share of structural positions where the greedy choice breaks the JSON along grammar references ({} of {} walks finished, no threshold): {}; llama 1.3 whole over normalized 1.3: {}",
-                r.model_label,
-                r.finished().len(),
-                r.pairs.len(),
-                rows.join(", "),
-                r.ratio_text()
-            ));
-        }
+        parts.extend(self.tf.iter().map(TeacherForcedReport::summary));
         Ok(parts.join("; "))
     }
 
@@ -334,16 +255,15 @@ impl Audit {
             many => (None, Some(many)),
         };
         let teacher_forced = match self.tf.as_slice() {
-            [one] => OneOrList::One(one),
-            many => OneOrList::List(many),
+            [] => None,
+            [one] => Some(OneOrList::One(one)),
+            many => Some(OneOrList::List(many)),
         };
         let body = Body {
             design,
             one_model,
             models,
             teacher_forced,
-            json_corpus: self.json.as_ref(),
-            structural: &self.structural,
         };
         Ok(serde_json::to_value(body)?)
     }
@@ -355,10 +275,6 @@ impl Audit {
     fn text(&self) -> Result<String> {
         let mut parts = self.model_texts()?;
         parts.extend(self.tf.iter().map(TeacherForcedReport::to_text));
-        if let Some(j) = &self.json {
-            parts.push(j.to_text());
-        }
-        parts.extend(self.structural.iter().map(StructuralReport::to_text));
         Ok(parts.join("\n"))
     }
 

@@ -1,4 +1,5 @@
-//! Command-line parsing and the two modes: one gauge run (default) and `--audit`.
+//! Command-line parsing and the three modes: one gauge run (default), `--audit` (the design
+//! and its verdicts) and `--tables` (the reported-only tables).
 
 use crate::audit;
 use crate::free_running::Design;
@@ -43,26 +44,33 @@ pub struct Args {
     pub decoding: cmdline::Decoding,
     #[command(flatten)]
     pub out: cmdline::Output,
-    /// The design on SmolLM2 and Gemma3, the JSON corpus free-running on SmolLM2 and along
-    /// grammar references on both; writes
+    /// The design on SmolLM2 and Gemma3 and its verdicts; writes
     /// results/gauge.<build>.{json,txt}, results/gauge-ledger.<build>.{json,txt} and the plots.
     #[arg(long)]
     pub audit: bool,
-    /// With --audit: the models, comma-separated, at most 4 (default: smollm2,gemma3).
+    /// The reported-only tables (no verdict rests on them): teacher forcing on each model, the
+    /// JSON corpus free-running on the first model and along grammar references on every model;
+    /// writes results/tables/gauge.<build>.{json,txt} and the JSON charts, and exits 1 when one
+    /// of the tables' own checks fails.
+    #[arg(long, conflicts_with = "audit")]
+    pub tables: bool,
+    /// With --audit or --tables: the models, comma-separated, at most 4 (default:
+    /// smollm2,gemma3).
     #[arg(long)]
     pub models: Option<String>,
     /// With --audit: only the first N prompts of the prompt file, 1 to 1024.
     #[arg(long, allow_negative_numbers = true)]
     pub prompts: Option<i64>,
-    /// With --audit: free-running answers for only the first N prompts of the JSON corpus, 1 to
-    /// 1024 (default: all).
+    /// With --tables: free-running answers for only the first N prompts of the JSON corpus, 1
+    /// to 1024 (default: all).
     #[arg(long, allow_negative_numbers = true)]
     pub json_prompts: Option<i64>,
-    /// With --audit: structural positions along grammar references for only the first N
+    /// With --tables: structural positions along grammar references for only the first N
     /// prompt/schema pairs of the JSON corpus, on every model, 1 to 1024 (default: all).
     #[arg(long, allow_negative_numbers = true)]
     pub structural_pairs: Option<i64>,
-    /// Teacher-forced positions per model, 1 to 200000 (default 2048; with --audit 40960).
+    /// Teacher-forced positions per model, 1 to 200000 (default 2048; with --tables 40960).
+    /// --audit runs no teacher forcing.
     #[arg(long, allow_negative_numbers = true)]
     pub positions: Option<i64>,
     /// The teacher-forced text (default: the file `make models` builds in models-cache/).
@@ -71,7 +79,7 @@ pub struct Args {
     /// Whose penalty fills the sign slot: llama (llama.cpp's penalties stage) or candle (its
     /// `apply_repeat_penalty` through the engine seam, over the same window; default build
     /// only). The logits are llama.cpp's decoding in both. With candle, --audit runs the
-    /// design and the zero-boundary row only (no teacher forcing, no JSON corpus).
+    /// design and the zero-boundary row only; --tables measures llama.cpp's own stage only.
     #[arg(long, default_value = "llama")]
     pub engine: String,
 }
@@ -144,6 +152,11 @@ pub fn design(args: &Args) -> Result<Design> {
     );
     let mut design = Design::standard(thetas, shifts, args.max_new as usize, threads);
     let engine = EngineName::parse(&args.engine).context("--engine")?;
+    ensure!(
+        !(args.tables && engine != EngineName::Llama),
+        "--tables measures llama.cpp's own penalties stage; --engine {} does not apply",
+        args.engine
+    );
     if engine != EngineName::Llama {
         harness::engines::get(engine)?;
         for (op, imp) in &mut design.slots {
@@ -158,10 +171,11 @@ pub fn design(args: &Args) -> Result<Design> {
 /// Most models `--models` names (two are known; the rest would be paths).
 pub const MAX_MODELS: usize = 4;
 
-/// The models to run: `--models` with `--audit` (default: every known model), else `--model`.
+/// The models to run: `--models` with `--audit` or `--tables` (default: every known model),
+/// else `--model`.
 pub fn model_names(args: &Args) -> Result<Vec<String>> {
-    match (&args.models, args.audit) {
-        (Some(_), false) => anyhow::bail!("--models only applies with --audit"),
+    match (&args.models, args.audit || args.tables) {
+        (Some(_), false) => anyhow::bail!("--models only applies with --audit or --tables"),
         (Some(list), true) => {
             let v: Vec<String> = list
                 .split(',')
@@ -201,11 +215,14 @@ fn check_lengths(m: &LoadedModel, prompts: &[String], design: &Design) -> Result
 
 /// Teacher-forced positions per model when --positions is not given.
 pub const POSITIONS: usize = 2048;
-pub const AUDIT_POSITIONS: usize = 40_960;
+pub const TABLES_POSITIONS: usize = 40_960;
 pub const MAX_POSITIONS: i64 = 200_000;
 
 pub fn positions(args: &Args) -> Result<usize> {
     match args.positions {
+        Some(_) if args.audit => {
+            anyhow::bail!("--positions does not apply with --audit, which runs no teacher forcing (see --tables)")
+        }
         Some(n) => {
             ensure!(
                 (1..=MAX_POSITIONS).contains(&n),
@@ -213,7 +230,7 @@ pub fn positions(args: &Args) -> Result<usize> {
             );
             Ok(n as usize)
         }
-        None if args.audit => Ok(AUDIT_POSITIONS),
+        None if args.tables => Ok(TABLES_POSITIONS),
         None => Ok(POSITIONS),
     }
 }
@@ -255,8 +272,12 @@ pub fn prompts(args: &Args) -> Result<Vec<String>> {
         (None, None) => audit::parse_prompts(audit::DEFAULT_PROMPTS),
     };
     ensure!(!v.is_empty(), "--prompt-file holds no prompt");
-    let count = |flag: &str, n: i64| -> Result<usize> {
-        ensure!(args.audit, "{flag} only applies with --audit");
+    ensure!(
+        !(args.tables && (args.prompt.is_some() || args.prompt_file.is_some())),
+        "--tables runs the JSON corpus and the teacher text, not prompts; --prompt and --prompt-file do not apply"
+    );
+    let count = |flag: &str, n: i64, with: bool, mode: &str| -> Result<usize> {
+        ensure!(with, "{flag} only applies with {mode}");
         ensure!(
             (1..=MAX_PROMPTS as i64).contains(&n),
             "{flag} must be in 1..={MAX_PROMPTS}, got {n}"
@@ -264,7 +285,7 @@ pub fn prompts(args: &Args) -> Result<Vec<String>> {
         Ok(n as usize)
     };
     if let Some(n) = args.prompts {
-        v.truncate(count("--prompts", n)?);
+        v.truncate(count("--prompts", n, args.audit, "--audit")?);
     }
     ensure!(
         v.len() <= MAX_PROMPTS,
@@ -272,10 +293,10 @@ pub fn prompts(args: &Args) -> Result<Vec<String>> {
         v.len()
     );
     if let Some(n) = args.json_prompts {
-        count("--json-prompts", n)?;
+        count("--json-prompts", n, args.tables, "--tables")?;
     }
     if let Some(n) = args.structural_pairs {
-        count("--structural-pairs", n)?;
+        count("--structural-pairs", n, args.tables, "--tables")?;
     }
     Ok(v)
 }
@@ -287,7 +308,8 @@ pub struct Config {
     pub design: Design,
     pub prompts: Vec<String>,
     pub positions: usize,
-    pub text: String,
+    /// The teacher text, when the run forces it (not in `--audit`).
+    pub text: Option<String>,
     pub models: Vec<models::ModelChoice>,
 }
 
@@ -301,7 +323,11 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
     let design = cmdline::refuse(design(&args))?;
     let prompts = cmdline::refuse(prompts(&args))?;
     let positions = cmdline::refuse(positions(&args))?;
-    let text = cmdline::refuse(teacher_text(&args))?;
+    let text = if args.audit {
+        None
+    } else {
+        Some(cmdline::refuse(teacher_text(&args))?)
+    };
     let resolve = |names: Vec<String>| names.iter().map(|n| models::resolve(n)).collect();
     let models: Vec<_> = cmdline::refuse(model_names(&args).and_then(resolve))?;
     for m in &models {
@@ -323,16 +349,15 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
         let load = |m| LoadedModel::load_with(m, Weights::AsStored);
         let loaded: Vec<_> = cmdline::refuse(c.models.into_iter().map(load).collect())?;
         for m in &loaded {
-            cmdline::refuse(crate::teacher_forced::check_text(m, &c.text, c.positions))?;
-            cmdline::refuse(check_lengths(m, &c.prompts, &c.design))?;
+            if let Some(text) = &c.text {
+                cmdline::refuse(crate::teacher_forced::check_text(m, text, c.positions))?;
+            }
+            if !c.args.tables {
+                cmdline::refuse(check_lengths(m, &c.prompts, &c.design))?;
+            }
         }
-        cmdline::fail(execute(
-            &c.args,
-            &c.design,
-            &c.prompts,
-            (&c.text, c.positions),
-            &loaded,
-        ))
+        let teacher = c.text.as_deref().map(|t| (t, c.positions));
+        cmdline::fail(execute(&c.args, &c.design, &c.prompts, teacher, &loaded))
     })
 }
 
@@ -340,22 +365,29 @@ fn execute(
     args: &Args,
     design: &Design,
     prompts: &[String],
-    teacher: (&str, usize),
+    teacher: Option<(&str, usize)>,
     loaded: &[LoadedModel],
 ) -> Result<String> {
-    // Another engine in the sign slot: the design only (teacher forcing, the JSON corpus
-    // and the grammar references measure llama.cpp's own stage).
+    if args.tables {
+        let all = |n: Option<i64>| n.map_or(usize::MAX, |n| n as usize);
+        let counts = crate::tables::Counts {
+            json_prompts: all(args.json_prompts),
+            structural_pairs: all(args.structural_pairs),
+        };
+        let teacher = teacher.context("the tables need the teacher text")?;
+        let t = crate::tables::Tables::run(loaded, design, teacher, counts)?;
+        t.write(&args.out.results)?;
+        t.failed_checks()?;
+        return Ok(if args.out.json {
+            serde_json::to_string_pretty(&t.to_json()?)? + "\n"
+        } else {
+            t.to_text()
+        });
+    }
+    // Another engine in the sign slot: the design only (teacher forcing measures llama.cpp's
+    // own stage).
     let llama = design.engine() == EngineName::Llama;
-    let count =
-        |n: Option<i64>| (args.audit && llama).then(|| n.map_or(usize::MAX, |n| n as usize));
-    let a = audit::run(
-        loaded,
-        design,
-        prompts,
-        llama.then_some(teacher),
-        count(args.json_prompts),
-        count(args.structural_pairs),
-    )?;
+    let a = audit::run(loaded, design, prompts, teacher.filter(|_| llama))?;
     if args.audit {
         a.write(&args.out.results)?;
     }

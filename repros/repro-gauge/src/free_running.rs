@@ -576,7 +576,6 @@ pub struct ModelRuns {
     pub model_desc: String,
     pub prompts: Vec<PromptRuns>,
     pub max_new: usize,
-    pub seconds: f64,
 }
 
 impl ModelRuns {
@@ -596,26 +595,32 @@ impl ModelRuns {
             })
             .collect::<Result<Vec<_>>>()?;
         progress.finish();
-        Ok(ModelRuns {
+        let runs = ModelRuns {
             model_label: m.choice.label.clone(),
             model_desc: m.model.describe(),
             prompts: runs,
             max_new: design.max_new,
-            seconds: start.elapsed().as_secs_f64(),
-        })
+        };
+        // The speed is a timing, so it goes to stderr, never into the report.
+        let (generated, decoded) = runs.tokens();
+        let seconds = start.elapsed().as_secs_f64();
+        eprintln!(
+            "F4 design on {}: {generated} generated tokens from {decoded} decoded in {seconds:.0}s ({:.0} generated tokens/s)",
+            runs.model_label,
+            generated as f64 / seconds.max(1e-9)
+        );
+        Ok(runs)
     }
 
     pub fn runs(&self) -> impl Iterator<Item = &RunRecord> + Clone {
         self.prompts.iter().flat_map(|p| &p.runs)
     }
 
-    /// Generated tokens (every run's, shared or not), tokens decoded, and generated tokens per
-    /// second of wall time.
-    pub fn tokens_per_second(&self) -> (usize, usize, f64) {
+    /// Generated tokens (every run's, shared or not) and tokens decoded.
+    pub fn tokens(&self) -> (usize, usize) {
         let generated: usize = self.runs().map(|r| r.tokens.len()).sum();
         let decoded: usize = self.prompts.iter().map(|p| p.decoded).sum();
-        let per_second = generated as f64 / self.seconds.max(1e-9);
-        (generated, decoded, per_second)
+        (generated, decoded)
     }
 
     /// One cell per (slot, theta, shift), in design order. Every run is measured against the
@@ -730,7 +735,7 @@ impl Serialize for ModelRuns {
             #[serde(flatten)]
             check: ValueCheck,
         }
-        let (generated, decoded, tps) = self.tokens_per_second();
+        let (generated, decoded) = self.tokens();
         let value_checks: Vec<Check> = (self.checks().into_iter())
             .map(|(op, check)| Check {
                 operator: op.as_str(),
@@ -744,7 +749,6 @@ impl Serialize for ModelRuns {
             "max_new": self.max_new,
             "generated_tokens": generated,
             "decoded_tokens": decoded,
-            "tokens_per_second": (tps * 10.0).round() / 10.0,
             "rows": self.cells().map_err(serde::ser::Error::custom)?,
             "value_checks": value_checks,
         })
@@ -754,10 +758,10 @@ impl Serialize for ModelRuns {
 
 /// The text table of one model's cells.
 pub fn to_text(m: &ModelRuns) -> Result<String> {
-    let (generated, decoded, tps) = m.tokens_per_second();
+    let (generated, decoded) = m.tokens();
     let ci = crate::interval::column(m.prompts.len());
     let mut out = format!(
-        "{} ({}): {} prompts x up to {} new tokens; {generated} generated tokens from {decoded} decoded ({tps:.0} tokens/s)\n  operator     implementation               theta  shift  differing share [{ci}]   first divergence [{ci}]  diverged  knife-edge  distinct-2 [{ci}]    rep rate [{ci}]\n",
+        "{} ({}): {} prompts x up to {} new tokens; {generated} generated tokens from {decoded} decoded\n  operator     implementation               theta  shift  differing share [{ci}]   first divergence [{ci}]  diverged  knife-edge  distinct-2 [{ci}]    rep rate [{ci}]\n",
         m.model_label,
         m.model_desc,
         m.prompts.len(),

@@ -14,6 +14,7 @@ pub mod reference;
 pub mod rule;
 pub mod schema;
 pub mod shift;
+pub mod tables;
 pub mod teacher_forced;
 
 /// The finding these reports belong to.

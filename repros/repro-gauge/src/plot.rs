@@ -42,29 +42,31 @@ pub const DISTINCT2: Measure = Measure {
     title: "F4: distinct-2 of the generated tokens against c",
 };
 
-/// Every chart F4 draws from `report` (a `gauge.<build>.json`), as `(file name, SVG)`: both
-/// curve charts, and the JSON charts when the report holds their runs.
+/// The design's charts, drawn from `report` (a `gauge.<build>.json`), as `(file name, SVG)`:
+/// the differing share and distinct-2 against the shift.
 pub fn files(report: &Value) -> Result<Vec<(String, String)>> {
-    let r = Field::new(report);
-    let tag = r.str("build")?;
+    let tag = Field::new(report).str("build")?;
     let mut files = Vec::new();
     for m in [&DIFFERING, &DISTINCT2] {
         let name = format!("{}.{tag}.svg", m.stem);
         let svg = curve_svg(report, m).with_context(|| format!("drawing {name}"))?;
         files.push((name, svg));
     }
-    type Draw = fn(&Value) -> Result<String>;
-    let json_charts: [(&str, &str, Draw); 2] = [
-        ("json_corpus", "json-valid", json_svg),
-        ("structural", "json-structure", structural_svg),
-    ];
-    for (key, stem, draw) in json_charts {
-        if report.get(key).is_some() {
-            let svg = draw(report).with_context(|| format!("drawing {stem}"))?;
-            files.push((format!("{stem}.{tag}.svg"), svg));
-        }
-    }
     Ok(files)
+}
+
+/// The reported-only tables' charts, drawn from `tables` (a `tables/gauge.<build>.json`): the
+/// JSON answers per variant and the grammar walks' break shares.
+pub fn table_files(tables: &Value) -> Result<Vec<(String, String)>> {
+    let tag = Field::new(tables).str("build")?;
+    type Draw = fn(&Value) -> Result<String>;
+    let charts: [(&str, Draw); 2] = [("json-valid", json_svg), ("json-structure", structural_svg)];
+    (charts.into_iter())
+        .map(|(stem, draw)| {
+            let svg = draw(tables).with_context(|| format!("drawing {stem}"))?;
+            Ok((format!("{stem}.{tag}.svg"), svg))
+        })
+        .collect()
 }
 
 /// The bootstrap the report's intervals come from: `(level in percent, resamples)`; no level
@@ -316,8 +318,8 @@ pub fn json_svg(report: &Value) -> Result<String> {
 /// controls are left out; they are in the report's controls).
 pub fn structural_svg(report: &Value) -> Result<String> {
     let r = Field::new(report);
-    // The level follows the pairs each model's bootstrap ran over, not the design's prompts.
-    let (_, resamples) = bootstrap(r)?;
+    // The level follows the pairs each model's bootstrap ran over.
+    let resamples = r.get("bootstrap")?.usize("resamples")?;
     let models = r.list("structural")?;
     let mut c = Chart::new(&format!(
         "F4: where each penalty variant breaks JSON, along grammar references ({})",

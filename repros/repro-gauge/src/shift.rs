@@ -70,7 +70,6 @@ pub fn planted_runs(design: &Design, label: &str) -> Result<ModelRuns> {
         model_desc: "planted source".into(),
         prompts,
         max_new: design.max_new,
-        seconds: 0.0,
     })
 }
 

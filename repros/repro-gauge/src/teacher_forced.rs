@@ -468,6 +468,43 @@ impl Serialize for TfCell {
 }
 
 impl TeacherForcedReport {
+    /// At theta 1: `(flips, position-cells, flips at knife edges)`. Theta 1 is the identity, so
+    /// every flip should sit at a knife edge.
+    pub fn no_op(&self) -> (usize, usize, usize) {
+        let one = || self.cells.iter().filter(|c| c.theta == 1.0);
+        (
+            one().map(|c| c.flips).sum(),
+            one().map(|c| c.positions).sum(),
+            one().map(|c| c.knife_edge_flips).sum(),
+        )
+    }
+
+    /// The table in one line: flips per operator over the shifted cells with theta > 1, the
+    /// predictor's agreement, and the natural gauge.
+    pub fn summary(&self) -> String {
+        let shifted = || (self.cells.iter()).filter(|c| c.theta != 1.0 && c.shift != 0.0);
+        let by_op: Vec<String> = (Operator::ALL.iter())
+            .map(|&op| {
+                let of_op = || shifted().filter(move |c| c.operator() == op);
+                let f: usize = of_op().map(|c| c.flips).sum();
+                let p: usize = of_op().map(|c| c.positions).sum();
+                format!("{} {f}/{p}", op.as_str())
+            })
+            .collect();
+        let agree: usize = shifted().map(|c| c.agree).sum();
+        let n: usize = shifted().map(|c| c.positions).sum();
+        let knife: usize = shifted().map(|c| c.knife_edge_disagreements).sum();
+        format!(
+            "{} teacher-forced at {} positions: flips over every shifted cell with theta > 1: {}; the predictor's choice is the chain's in {agree} of {n} shifted position-cells with theta > 1 ({} disagreements, {knife} at knife edges); natural gauge: {:.2} of seen logits > 0, raw vs mean-centred choices differ at {:.2} of positions",
+            self.model_label,
+            self.positions,
+            by_op.join(", "),
+            n - agree,
+            self.gauge.positive_share(),
+            self.gauge.centred_share()
+        )
+    }
+
     pub fn to_text(&self) -> String {
         let g = &self.gauge;
         let mut out = format!(
