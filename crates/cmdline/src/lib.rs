@@ -172,7 +172,7 @@ pub struct Output {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Where --audit writes its reports.
+    /// Where --audit (and repro-gauge's --tables) writes its reports.
     #[arg(long, default_value = "results")]
     pub results: std::path::PathBuf,
 }

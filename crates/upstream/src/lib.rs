@@ -442,23 +442,6 @@ pub fn diff(
     Ok(out)
 }
 
-/// Keys whose values are wall-clock measurements (F4's decoding speed), set aside when two
-/// runs' reports are compared: they differ from run to run whatever the build.
-pub const TIMING_KEYS: [&str; 1] = ["tokens_per_second"];
-
-fn drop_timing(v: &mut Value) {
-    match v {
-        Value::Object(o) => {
-            for k in TIMING_KEYS {
-                o.remove(k);
-            }
-            o.values_mut().for_each(drop_timing);
-        }
-        Value::Array(a) => a.iter_mut().for_each(drop_timing),
-        _ => {}
-    }
-}
-
 /// What a targeted row may read on the stock build when the patched build reads it absent:
 /// present, or undecided (on Gemma3 the oracle's f32 margin leaves some of the same defects
 /// undecided; once patched, the engine agrees outright).
@@ -530,7 +513,6 @@ pub fn report_diff(
                 if let Some(o) = v.as_object_mut() {
                     o.remove("build_detail");
                 }
-                drop_timing(&mut v);
                 out.insert(stem.to_string(), v);
             }
         }

@@ -17,8 +17,6 @@ use serde::Serialize;
 use std::path::Path;
 use subject::BuildInfo;
 
-pub const JSON_MAX_NEW: usize = 256;
-
 /// The verdict's name, and the fix's.
 pub const NAME: &str = "penalty-gauge-dependence";
 pub const LEDGER_NAME: &str = "penalty-gauge-dependence+ledger-normalized";

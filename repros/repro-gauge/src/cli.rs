@@ -36,10 +36,10 @@ pub struct Args {
     /// reference) is always added. Thetas x shifts at most 85, as for --theta.
     #[arg(long, default_value = "-5,-3,-1,0,1,3,5", allow_hyphen_values = true)]
     pub shifts: String,
-    /// Maximum number of generated tokens per run, 1 to 512 (a prompt plus these must fit
-    /// in 512 positions; runs x --max-new at most 65536).
-    #[arg(long, default_value_t = 200, allow_negative_numbers = true)]
-    pub max_new: i64,
+    /// Maximum number of generated tokens per run, 1 to 512 (default 200; a prompt plus these
+    /// must fit in 512 positions; runs x --max-new at most 65536). Not with --tables.
+    #[arg(long, allow_negative_numbers = true)]
+    pub max_new: Option<i64>,
     #[command(flatten)]
     pub decoding: cmdline::Decoding,
     #[command(flatten)]
@@ -83,6 +83,9 @@ pub struct Args {
     #[arg(long, default_value = "llama")]
     pub engine: String,
 }
+
+/// New tokens per run when --max-new is not given.
+pub const DEFAULT_MAX_NEW: i64 = 200;
 
 /// At most this many runs share one batch (llama.cpp's LLAMA_MAX_SEQ).
 pub const MAX_RUNS: usize = 256;
@@ -131,9 +134,14 @@ pub fn design(args: &Args) -> Result<Design> {
         );
     }
     ensure!(
-        (1..=MAX_SEQUENCE as i64).contains(&args.max_new),
-        "--max-new must be in 1..={MAX_SEQUENCE}, got {}",
-        args.max_new
+        !(args.tables && args.max_new.is_some()),
+        "--max-new does not apply with --tables (its JSON answers take up to {} tokens)",
+        crate::tables::JSON_MAX_NEW
+    );
+    let max_new = args.max_new.unwrap_or(DEFAULT_MAX_NEW);
+    ensure!(
+        (1..=MAX_SEQUENCE as i64).contains(&max_new),
+        "--max-new must be in 1..={MAX_SEQUENCE}, got {max_new}"
     );
     let threads = args.decoding.threads()?;
     let (thetas, shifts) = (with(thetas, 1.0), with(shifts, 0.0));
@@ -146,11 +154,10 @@ pub fn design(args: &Args) -> Result<Design> {
     );
     // Every run may hold its own suffix of the shared cache.
     ensure!(
-        runs * args.max_new as usize <= MAX_CELLS,
-        "{runs} runs x --max-new {} exceed {MAX_CELLS} cache cells per prompt",
-        args.max_new
+        runs * max_new as usize <= MAX_CELLS,
+        "{runs} runs x --max-new {max_new} exceed {MAX_CELLS} cache cells per prompt"
     );
-    let mut design = Design::standard(thetas, shifts, args.max_new as usize, threads);
+    let mut design = Design::standard(thetas, shifts, max_new as usize, threads);
     let engine = EngineName::parse(&args.engine).context("--engine")?;
     ensure!(
         !(args.tables && engine != EngineName::Llama),
@@ -323,6 +330,11 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
     let design = cmdline::refuse(design(&args))?;
     let prompts = cmdline::refuse(prompts(&args))?;
     let positions = cmdline::refuse(positions(&args))?;
+    if args.audit && args.teacher_text.is_some() {
+        return Err(cmdline::Failure::BadInput(anyhow::anyhow!(
+            "--teacher-text does not apply with --audit, which runs no teacher forcing (see --tables)"
+        )));
+    }
     let text = if args.audit {
         None
     } else {

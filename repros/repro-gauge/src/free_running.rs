@@ -604,11 +604,11 @@ impl ModelRuns {
         // The speed is a timing, so it goes to stderr, never into the report.
         let (generated, decoded) = runs.tokens();
         let seconds = start.elapsed().as_secs_f64();
-        eprintln!(
+        cmdline::say(&format!(
             "F4 design on {}: {generated} generated tokens from {decoded} decoded in {seconds:.0}s ({:.0} generated tokens/s)",
             runs.model_label,
             generated as f64 / seconds.max(1e-9)
-        );
+        ));
         Ok(runs)
     }
 

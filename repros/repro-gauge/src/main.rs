@@ -6,9 +6,10 @@
 //!
 //! The design is the paper's A1 (PREREG F4 addendum 2026-11-30), in `free_running`; the
 //! report and its controls are in `audit`, its verdict rules in `rule`. `--json` prints the
-//! report (header, then `model`, `rows`, `value_checks`); `--audit` runs SmolLM2 and Gemma3
-//! and the structured-output corpus and writes `results/gauge.<build>.*`,
-//! `results/gauge-ledger.<build>.*` (the fix's verdict from the same runs) and the plots.
+//! report (header, then `model`, `rows`, `value_checks`); `--audit` runs the design on
+//! SmolLM2 and Gemma3 and writes `results/gauge.<build>.*`, `results/gauge-ledger.<build>.*`
+//! (the fix's verdict from the same runs) and the plots; `--tables` runs the reported-only
+//! tables (`tables`) into `results/tables/`.
 
 fn main() {
     cmdline::one_line_panics();

@@ -1,8 +1,8 @@
-//! F4's charts, drawn from the report's JSON (so the committed SVGs can be redrawn from the
-//! committed results alone): a measure of the free-running design against shift (one panel per
-//! model, one line per operator and theta, interval bands), the share of JSON answers that
-//! parse and are schema-valid per penalty variant, and where each variant breaks JSON along
-//! grammar references.
+//! F4's charts, drawn from the results' JSON (so the committed SVGs can be redrawn from the
+//! committed results alone): from the report, a measure of the free-running design against
+//! shift (one panel per model, one line per operator and theta, interval bands); from the
+//! reported-only tables, the share of JSON answers that parse and are schema-valid per penalty
+//! variant, and where each variant breaks JSON along grammar references.
 
 use anyhow::{Context as _, Result};
 use report::chart::{widest, Basis, Chart, Field, Font, Key, Style, LINE, MARGIN};

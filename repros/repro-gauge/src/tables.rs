@@ -4,7 +4,6 @@
 //! they are their own run (`repro-gauge --tables`, `make audit-tables`), written under
 //! `results/tables/` beside their charts, and their own checks stop that run when one fails.
 
-use crate::audit::JSON_MAX_NEW;
 use crate::free_running::Design;
 use crate::json::{self, JsonReport};
 use crate::reference::{self, StructuralReport};
@@ -19,10 +18,13 @@ use subject::BuildInfo;
 /// The folder under the results directory the tables are written to.
 pub const DIR: &str = "tables";
 
+/// New tokens per free-running JSON answer.
+pub const JSON_MAX_NEW: usize = 256;
+
 pub struct Tables {
     pub build: BuildInfo,
     pub tf: Vec<TeacherForcedReport>,
-    pub json: Option<JsonReport>,
+    pub json: JsonReport,
     pub structural: Vec<StructuralReport>,
 }
 
@@ -54,12 +56,7 @@ impl Tables {
         let corpus =
             |n: usize| -> Result<Vec<_>> { Ok(json::corpus()?.into_iter().take(n).collect()) };
         let first = models.first().context("no model")?;
-        let json = Some(json::run(
-            first,
-            &corpus(counts.json_prompts)?,
-            JSON_MAX_NEW,
-            threads,
-        )?);
+        let json = json::run(first, &corpus(counts.json_prompts)?, JSON_MAX_NEW, threads)?;
         let pairs = corpus(counts.structural_pairs)?;
         let structural = (models.iter())
             .map(|m| {
@@ -75,7 +72,8 @@ impl Tables {
         })
     }
 
-    /// The tables' own checks: theta 1 flips no teacher-forced choice off a knife edge; the
+    /// The tables' own checks: the teacher-forced harness shifts whole rows (at theta 1 no
+    /// choice flips off a knife edge); the
     /// grammar walks' planted stages (one that must break the JSON at every structural
     /// position, one that must break it exactly where the unpenalized choice does) and their
     /// oracle checks (the references finish and pass their schemas; the shortlist shortcut
@@ -83,12 +81,7 @@ impl Tables {
     pub fn checks(&self) -> Vec<Control> {
         let mut c = Vec::new();
         for t in &self.tf {
-            let (flips, positions, edges) = t.no_op();
-            c.push(Control::negative(
-                format!("{}: teacher-forced choices at theta 1 are the unshifted ones", t.model_label),
-                positions > 0 && flips == edges,
-                format!("{flips} flips in {positions} position-cells at theta 1, {edges} of them at knife edges"),
-            ));
+            c.push(no_op_check(t));
         }
         c.extend(self.structural.iter().flat_map(StructuralReport::controls));
         c
@@ -97,7 +90,8 @@ impl Tables {
     /// One line per table: what it measured, in numbers.
     pub fn summary(&self) -> Vec<String> {
         let mut parts: Vec<String> = self.tf.iter().map(TeacherForcedReport::summary).collect();
-        if let Some(j) = &self.json {
+        {
+            let j = &self.json;
             let n = j.prompts.len();
             let rows: Vec<String> = (j.totals().iter())
                 .map(|t| format!("{} {}/{}", t.label, t.schema_valid, n))
@@ -146,7 +140,7 @@ impl Tables {
             summary: Vec<String>,
             bootstrap: Bootstrap,
             teacher_forced: &'a [TeacherForcedReport],
-            json_corpus: Option<&'a JsonReport>,
+            json_corpus: &'a JsonReport,
             structural: &'a [StructuralReport],
         }
         Ok(serde_json::to_value(Body {
@@ -161,7 +155,7 @@ impl Tables {
                 seed: oracle::stats::BOOTSTRAP_SEED,
             },
             teacher_forced: &self.tf,
-            json_corpus: self.json.as_ref(),
+            json_corpus: &self.json,
             structural: &self.structural,
         })?)
     }
@@ -179,30 +173,32 @@ impl Tables {
             out.push_str(&format!("  {s}\n"));
         }
         let mut parts: Vec<String> = self.tf.iter().map(TeacherForcedReport::to_text).collect();
-        parts.extend(self.json.iter().map(JsonReport::to_text));
+        parts.push(self.json.to_text());
         parts.extend(self.structural.iter().map(StructuralReport::to_text));
         out.push('\n');
         out.push_str(&parts.join("\n"));
         out
     }
 
-    /// `dir/tables/gauge.<build>.{json,txt}` and the JSON charts beside them.
+    /// `dir/tables/gauge.<build>.{json,txt}`, then, when every check passed, the JSON charts
+    /// beside them; a failed check is the error, after the tables are written.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let dir = dir.join(DIR);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let tag = self.build.tag();
         let value = self.to_json()?;
-        let mut files = vec![
-            (
-                format!("gauge.{tag}.json"),
-                serde_json::to_string_pretty(&value)? + "\n",
-            ),
-            (format!("gauge.{tag}.txt"), self.to_text()),
-        ];
-        files.extend(crate::plot::table_files(&value)?);
-        for (name, body) in files {
-            let p = dir.join(&name);
-            std::fs::write(&p, body).with_context(|| format!("writing {}", p.display()))?;
+        let put = |name: String, body: String| {
+            let p = dir.join(name);
+            std::fs::write(&p, body).with_context(|| format!("writing {}", p.display()))
+        };
+        put(
+            format!("gauge.{tag}.json"),
+            serde_json::to_string_pretty(&value)? + "\n",
+        )?;
+        put(format!("gauge.{tag}.txt"), self.to_text())?;
+        self.failed_checks()?;
+        for (name, svg) in crate::plot::table_files(&value)? {
+            put(name, svg)?;
         }
         Ok(())
     }
@@ -222,5 +218,58 @@ impl Tables {
                 failed.join("; ")
             )
         }
+    }
+}
+
+/// Theta 1 is the identity on every operator, and adding c to every logit keeps their order
+/// except where two values round to a tie: a teacher-forced choice at theta 1 may flip only at
+/// a knife edge. A flip elsewhere means the harness shifted part of a row, or compared rows of
+/// different positions: a check of the measurement, not of a sampler.
+pub fn no_op_check(t: &TeacherForcedReport) -> Control {
+    let (flips, positions, edges) = t.no_op();
+    Control::oracle_check(
+        format!(
+            "{}: teacher forcing shifts whole rows (at theta 1 no choice flips off a knife edge)",
+            t.model_label
+        ),
+        positions > 0 && flips == edges,
+        format!("{flips} flips in {positions} position-cells at theta 1, {edges} of them at knife edges"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::implementation::Implementation;
+    use crate::teacher_forced::{NaturalGauge, TfCell};
+
+    fn report(flips: usize, knife_edge_flips: usize) -> TeacherForcedReport {
+        let cell = TfCell {
+            imp: Implementation::LlamaSign,
+            theta: 1.0,
+            shift: 5.0,
+            positions: 10,
+            flips,
+            predicted_flips: 0,
+            agree: 10,
+            knife_edge_disagreements: 0,
+            knife_edge_flips,
+        };
+        TeacherForcedReport {
+            model_label: "planted".into(),
+            positions: 10,
+            text: "planted",
+            chunk: 512,
+            normalized_stride: 1,
+            gauge: NaturalGauge::default(),
+            cells: vec![cell],
+        }
+    }
+
+    #[test]
+    fn the_no_op_check_flags_a_flip_off_a_knife_edge_and_passes_one_on_it() {
+        assert!(!no_op_check(&report(1, 0)).passed);
+        assert!(no_op_check(&report(1, 1)).passed);
+        assert!(no_op_check(&report(0, 0)).passed);
     }
 }

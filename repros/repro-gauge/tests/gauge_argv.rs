@@ -116,6 +116,8 @@ fn doors_hold() {
             "--tables --prompts 4",
             "--tables --prompt hello",
             "--tables --engine candle",
+            "--tables --max-new 8",
+            "--audit --teacher-text /no/such/text.md",
             &format!("--prompt-file {}", s.too_many),
             &format!("--theta {one_theta} --shifts {shifts_42}"),
             "--threads 65",
