@@ -50,7 +50,8 @@ pub struct Args {
     pub audit: bool,
     /// The reported-only tables (no verdict rests on them): teacher forcing on each model, the
     /// JSON corpus free-running on the first model and along grammar references on every model;
-    /// writes results/tables/gauge.<build>.{json,txt} and the JSON charts, and exits 1 when one
+    /// writes results/tables/gauge.<build>.{json,txt}, then the JSON charts; exits 1 (without
+    /// the charts) when one
     /// of the tables' own checks fails.
     #[arg(long, conflicts_with = "audit")]
     pub tables: bool,

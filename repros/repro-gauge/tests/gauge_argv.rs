@@ -52,8 +52,8 @@ fn scratch(name: &str) -> (Scratch, Paths) {
 }
 
 /// Under check-only mode a valid command line (at the bounds too) exits 0 without loading or
-/// decoding, and a refused one is still refused. The published run and both of the
-/// Makefile's audit command lines pass (this reads the real model cache: it checks both
+/// decoding, and a refused one is still refused. The published run and the Makefile's audit and
+/// tables command lines pass (this reads the real model cache: it checks both
 /// models' sha256); a file llama.cpp cannot load is refused by the check's contained load.
 #[test]
 fn doors_hold() {
