@@ -281,6 +281,14 @@ queue_tree() {
   TREE=1 queue "$@"
 }
 
+# F6 first, on every build: the edge probes, parent and children, are the longest runs (about
+# 5 minutes each under valgrind), so they start at once and the short runs fill the other slot.
+# Valgrind follows every probe child into llama.cpp's sampler calls (check_tree), with the
+# deadline raised for valgrind's pace.
+for entry in $BUILD_BINS; do
+  queue_tree "${entry%%=*}" "${entry#*=}/repro-edges" --sampler top_k,typical,greedy,dist --input plain,empty,equal,some-neg-inf --timeout 120
+done
+
 for entry in $BUILD_BINS; do
   build=${entry%%=*}
   bin=${entry#*=}
@@ -298,9 +306,6 @@ for entry in $BUILD_BINS; do
   # F2 with dist at the end: the stale flag's overflow (p NaN) and 10,000 draws through
   # llama.cpp's dist, beside the planted dists.
   queue "$build" "$bin/repro-sortpoison" --stage top_k=4 --stage logit_bias=3:+100 --stage dist=1
-  # F6: the edge probes, parent and children: valgrind follows every probe child into
-  # llama.cpp's sampler calls (check_tree), with the deadline raised for valgrind's pace.
-  queue_tree "$build" "$bin/repro-edges" --sampler top_k,typical,greedy,dist --input plain,empty,equal,some-neg-inf --timeout 120
   # F7: llama.cpp's chain ending in dist, applied again and again (and the controls' Rust
   # samplers beside it).
   queue "$build" "$bin/repro-engines" --sampling top_k=3,top_p=0.9,temp=0.5 --draws 200
