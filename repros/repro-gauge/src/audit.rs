@@ -91,7 +91,7 @@ pub struct Audit {
 }
 
 /// `f` on every model, each error naming its model.
-fn per_model<T>(
+pub(crate) fn per_model<T>(
     models: &[LoadedModel],
     what: &str,
     f: impl Fn(&LoadedModel) -> Result<T>,

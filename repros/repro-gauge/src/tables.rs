@@ -4,6 +4,7 @@
 //! they are their own run (`repro-gauge --tables`, `make audit-tables`), written under
 //! `results/tables/` beside their charts, and their own checks stop that run when one fails.
 
+use crate::audit::per_model;
 use crate::free_running::Design;
 use crate::json::{self, JsonReport};
 use crate::reference::{self, StructuralReport};
@@ -45,12 +46,7 @@ impl Tables {
         counts: Counts,
     ) -> Result<Tables> {
         let (thetas, shifts, threads) = (&design.thetas, &design.shifts, design.threads);
-        let per_model = |what: &str, f: &dyn Fn(&LoadedModel) -> Result<_>| {
-            (models.iter())
-                .map(|m| f(m).with_context(|| format!("{what} on {}", m.choice.label)))
-                .collect::<Result<Vec<_>>>()
-        };
-        let tf = per_model("teacher forcing", &|m| {
+        let tf = per_model(models, "teacher forcing", |m| {
             teacher_forced::run(m, text, positions, thetas, shifts, threads)
         })?;
         let corpus =
@@ -58,12 +54,9 @@ impl Tables {
         let first = models.first().context("no model")?;
         let json = json::run(first, &corpus(counts.json_prompts)?, JSON_MAX_NEW, threads)?;
         let pairs = corpus(counts.structural_pairs)?;
-        let structural = (models.iter())
-            .map(|m| {
-                reference::run(m, &pairs, threads)
-                    .with_context(|| format!("grammar references on {}", m.choice.label))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let structural = per_model(models, "grammar references", |m| {
+            reference::run(m, &pairs, threads)
+        })?;
         Ok(Tables {
             build: BuildInfo::current(),
             tf,
