@@ -51,8 +51,7 @@ pub struct Args {
     /// The reported-only tables (no verdict rests on them): teacher forcing on each model, the
     /// JSON corpus free-running on the first model and along grammar references on every model;
     /// writes results/tables/gauge.<build>.{json,txt}, then the JSON charts; exits 1 (without
-    /// the charts) when one
-    /// of the tables' own checks fails.
+    /// the charts) when one of the tables' own checks fails.
     #[arg(long, conflicts_with = "audit")]
     pub tables: bool,
     /// With --audit or --tables: the models, comma-separated, at most 4 (default:
