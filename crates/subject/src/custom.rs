@@ -10,7 +10,7 @@
 //! A panic inside a callback aborts the process instead of unwinding into C.
 
 use crate::compat as sys;
-use crate::graph::GraphOps;
+use crate::graph::{GraphInputs, GraphOps};
 use crate::sampler::Sampler;
 use anyhow::Result;
 use oracle::TokenId;
@@ -57,6 +57,11 @@ pub trait CustomSampler: Any + Send {
     fn placed_in_graph(&mut self) {}
     /// Adds this sampler's ops to the sampling graph (`backend_apply`).
     fn graph_apply(&mut self, _g: &GraphOps) {}
+    /// Fills the inputs this sampler made with [`GraphOps::input`] since the graph was built,
+    /// before each run of that graph (`backend_set_input`; a graph may run again without
+    /// being rebuilt, so inputs that change between runs are written here, not in
+    /// `graph_apply`).
+    fn graph_set_input(&mut self, _inputs: &GraphInputs<'_>) {}
 }
 
 /// The `llama_token_data_array` a custom sampler's `apply` works on.
@@ -127,7 +132,25 @@ impl ArrayView<'_> {
     }
 }
 
-type Boxed = Box<dyn CustomSampler>;
+/// What a Rust sampler's `ctx` points at: the sampler, and the input tensors of the graph it
+/// last added ops to ([`GraphOps::input`]), forgotten when llama.cpp resets that graph.
+struct Boxed {
+    sampler: Box<dyn CustomSampler>,
+    inputs: Vec<*mut sys::ggml_tensor>,
+}
+
+impl std::ops::Deref for Boxed {
+    type Target = dyn CustomSampler;
+    fn deref(&self) -> &Self::Target {
+        &*self.sampler
+    }
+}
+
+impl std::ops::DerefMut for Boxed {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut *self.sampler
+    }
+}
 
 /// Runs a callback body; a panic aborts rather than unwinding through C frames.
 fn no_unwind<T>(f: impl FnOnce() -> T) -> T {
@@ -249,12 +272,40 @@ unsafe extern "C" fn backend_apply_cb(
             candidates: data.candidates,
             sampled: std::cell::Cell::new(data.sampled),
             probs: std::cell::Cell::new(data.probs),
+            inputs: std::cell::RefCell::new(Vec::new()),
         };
-        inner(smpl).graph_apply(&g);
+        let b = inner(smpl);
+        b.graph_apply(&g);
         data.logits = g.logits.get();
         data.sampled = g.sampled.get();
         data.probs = g.probs.get();
+        b.inputs.extend(g.inputs.into_inner());
     })
+}
+
+#[cfg(all(
+    llama_fn = "llama_get_sampled_token_ith",
+    llama_field = "llama_sampler_i.backend_set_input",
+    llama_field = "llama_sampler_i.backend_reset"
+))]
+unsafe extern "C" fn backend_set_input_cb(smpl: *mut sys::llama_sampler) {
+    // SAFETY: llama.cpp calls this with the live sampler before it runs the graph whose
+    // inputs the sampler made (allocated by then); `backend_reset_cb` drops stale ones.
+    no_unwind(|| unsafe {
+        let b = inner(smpl);
+        b.sampler
+            .graph_set_input(&GraphInputs { tensors: &b.inputs });
+    })
+}
+
+#[cfg(all(
+    llama_fn = "llama_get_sampled_token_ith",
+    llama_field = "llama_sampler_i.backend_set_input",
+    llama_field = "llama_sampler_i.backend_reset"
+))]
+unsafe extern "C" fn backend_reset_cb(smpl: *mut sys::llama_sampler) {
+    // SAFETY: as above; called before llama.cpp rebuilds the graph the inputs belong to.
+    no_unwind(|| unsafe { inner(smpl) }.inputs.clear())
 }
 
 unsafe extern "C" fn free_cb(smpl: *mut sys::llama_sampler) {
@@ -287,6 +338,14 @@ fn iface(own_copy_state: bool, in_graph: bool) -> *mut sys::llama_sampler_i {
             if graph {
                 i.backend_init = Some(backend_init_cb);
                 i.backend_apply = Some(backend_apply_cb);
+                #[cfg(all(
+                    llama_field = "llama_sampler_i.backend_set_input",
+                    llama_field = "llama_sampler_i.backend_reset"
+                ))]
+                {
+                    i.backend_set_input = Some(backend_set_input_cb);
+                    i.backend_reset = Some(backend_reset_cb);
+                }
             }
             let _ = (copy, graph);
             i
@@ -305,11 +364,14 @@ fn iface(own_copy_state: bool, in_graph: bool) -> *mut sys::llama_sampler_i {
 
 /// A llama.cpp sampler around `s`. Before b4718 the C API has no `llama_sampler_init`: a
 /// sampler can only be made by llama.cpp's C++ `new`, so Rust samplers are not offered there.
-fn raw_custom(s: Boxed) -> Result<*mut sys::llama_sampler> {
+fn raw_custom(s: Box<dyn CustomSampler>) -> Result<*mut sys::llama_sampler> {
     #[cfg(llama_fn = "llama_sampler_init")]
     {
         let table = iface(s.has_copy_state(), s.in_graph());
-        let ctx = Box::into_raw(Box::new(s)) as *mut c_void;
+        let ctx = Box::into_raw(Box::new(Boxed {
+            sampler: s,
+            inputs: Vec::new(),
+        })) as *mut c_void;
         // SAFETY: a static iface whose free callback reclaims exactly this ctx.
         Ok(unsafe { ffi!(sys::llama_sampler_init(table, ctx)) })
     }

@@ -21,7 +21,7 @@ use crate::sampler::Sampler;
 use crate::{Candidates, NotOffered};
 use anyhow::{ensure, Context as _, Result};
 use oracle::TokenId;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -33,6 +33,24 @@ pub fn graph_offered() -> std::result::Result<(), NotOffered> {
     } else {
         Err(NotOffered {
             what: "sampling in the compute graph (llama_context_params.samplers)",
+        })
+    }
+}
+
+/// Whether a Rust sampler in the graph can have inputs filled before each run of the graph
+/// ([`GraphOps::input`]): llama.cpp calls `backend_set_input` for that and `backend_reset`
+/// before it rebuilds a graph, after which the old input tensors are gone. Releases that
+/// sample in the graph without `backend_reset` (b10200) are not offered it.
+pub fn graph_inputs_offered() -> std::result::Result<(), NotOffered> {
+    if cfg!(all(
+        llama_fn = "llama_get_sampled_token_ith",
+        llama_field = "llama_sampler_i.backend_set_input",
+        llama_field = "llama_sampler_i.backend_reset"
+    )) {
+        Ok(())
+    } else {
+        Err(NotOffered {
+            what: "inputs of a Rust sampler in the compute graph (llama_sampler_i.backend_reset)",
         })
     }
 }
@@ -354,6 +372,8 @@ pub struct GraphOps {
     /// What a selecting stage chose (an id, not an index), and the probabilities it used.
     pub(crate) sampled: Cell<*mut sys::ggml_tensor>,
     pub(crate) probs: Cell<*mut sys::ggml_tensor>,
+    /// The input tensors made by [`GraphOps::input`], in order.
+    pub(crate) inputs: RefCell<Vec<*mut sys::ggml_tensor>>,
 }
 
 impl GraphOps {
@@ -405,6 +425,34 @@ impl GraphOps {
             "one probability per logit"
         );
         self.probs.set(t.0);
+    }
+
+    /// A new input of `n` f32 values, which llama.cpp allocates with the graph; the sampler
+    /// fills it before each run of the graph in
+    /// [`CustomSampler::graph_set_input`](crate::CustomSampler::graph_set_input), where it is
+    /// input number `i` for the `i`-th call since the graph was built (counted from 0).
+    /// Panics on a build without [`graph_inputs_offered`] (the callback then aborts).
+    pub fn input(&self, n: i64) -> Tensor<'_> {
+        assert!(
+            graph_inputs_offered().is_ok(),
+            "this build cannot fill a Rust sampler's graph inputs"
+        );
+        assert!(n > 0, "an input holds at least one value");
+        // SAFETY: as for every op here; the tensor belongs to the graph's context, and the
+        // sampler's wrapper forgets it when llama.cpp resets the graph.
+        let t = self.op(|c| unsafe {
+            let t = ffi!(sys::ggml_new_tensor_1d(c, sys::GGML_TYPE_F32, n));
+            ffi!(sys::ggml_set_input(t));
+            t
+        });
+        self.inputs.borrow_mut().push(t.0);
+        t
+    }
+
+    /// `a * b`, elementwise (`b` broadcast over `a`).
+    pub fn mul(&self, a: Tensor, b: Tensor<'_>) -> Tensor<'_> {
+        // SAFETY: as for every op here.
+        self.op(|c| unsafe { ffi!(sys::ggml_mul(c, a.0, b.0)) })
     }
 
     /// `softmax(a)`.
@@ -490,5 +538,48 @@ impl GraphOps {
     /// Natural log, elementwise (`log 0 = -inf`: how llama.cpp's own stages mask).
     pub fn log(&self, a: Tensor<'_>) -> Tensor<'_> {
         self.op(|c| unsafe { ffi!(sys::ggml_log(c, a.0)) })
+    }
+}
+
+/// The inputs a Rust sampler made in the graph it last added ops to ([`GraphOps::input`]),
+/// handed to it before each run of that graph to fill. Exists only inside that callback.
+pub struct GraphInputs<'a> {
+    pub(crate) tensors: &'a [*mut sys::ggml_tensor],
+}
+
+impl GraphInputs<'_> {
+    /// How many inputs the sampler made.
+    pub fn len(&self) -> usize {
+        self.tensors.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty()
+    }
+
+    /// How many values input `i` holds.
+    pub fn len_of(&self, i: usize) -> usize {
+        // SAFETY: a live input tensor of the graph about to run.
+        unsafe { ffi!(sys::ggml_nelements(self.tensors[i])) as usize }
+    }
+
+    /// Writes `values` into input `i`, which must hold exactly that many.
+    pub fn set(&self, i: usize, values: &[f32]) {
+        let t = self.tensors[i];
+        // SAFETY: a live input tensor of the graph about to run, allocated by llama.cpp's
+        // scheduler before it asks for inputs; the length is checked against it.
+        unsafe {
+            assert_eq!(
+                ffi!(sys::ggml_nelements(t)),
+                values.len() as i64,
+                "input {i} holds another number of values"
+            );
+            ffi!(sys::ggml_backend_tensor_set(
+                t,
+                values.as_ptr().cast(),
+                0,
+                std::mem::size_of_val(values)
+            ));
+        }
     }
 }

@@ -35,7 +35,10 @@ pub use candidates::{Candidate, Candidates};
 pub use copy::copy_offered;
 pub use custom::{ArrayView, CustomSampler};
 pub use edge::{RawEntry, RawResult};
-pub use graph::{graph_offered, GraphContext, GraphOps, GraphOutput, StagePlace, Tensor};
+pub use graph::{
+    graph_inputs_offered, graph_offered, GraphContext, GraphInputs, GraphOps, GraphOutput,
+    StagePlace, Tensor,
+};
 pub use model::{Attention, Context, Message, Model, Weights};
 pub use multi::{Append, MultiContext, SeqId};
 pub use oracle::TokenId;

@@ -34,6 +34,19 @@ pub struct Measured {
     /// [`case::stepped`] over [`case::STEPS`] steps (the registered run only), or why the
     /// build cannot run it in the graph.
     pub steps: Option<Result<Vec<Outcome>, NotOffered>>,
+    /// The stepped row's planted controls ([`case::stepped_planted`], same order), run with
+    /// it; or why they could not run on a build that runs the row.
+    pub stepped_planted: Result<Vec<SteppedControl>, NotOffered>,
+}
+
+/// One planted control of the stepped row: its steps, and what shows it ran in the graph.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SteppedControl {
+    pub exact: bool,
+    pub steps: Vec<Outcome>,
+    /// Graphs its stage added ops to, and times it filled its inputs, over the run.
+    pub graph_builds: usize,
+    pub inputs_set: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -86,19 +99,14 @@ pub fn run(
             })
         }
     };
+    let run_steps = |c: &Case| compare::run_steps(&m.model, &ids, c, case::STEPS, threads);
     let steps = match stepped {
         false => None,
         true => {
             let stepped = case::stepped();
             Some(
                 if stepped.build(m.model.n_vocab())?.has_graph_implementation() {
-                    Ok(compare::run_steps(
-                        &m.model,
-                        &ids,
-                        &stepped,
-                        case::STEPS,
-                        threads,
-                    )?)
+                    Ok(run_steps(&stepped)?)
                 } else {
                     Err(NotOffered {
                         what: "penalties in the compute graph (no backend_init in this release)",
@@ -106,6 +114,24 @@ pub fn run(
                 },
             )
         }
+    };
+    let stepped_planted = match (&steps, subject::graph_inputs_offered()) {
+        (Some(Ok(_)), Ok(())) => (case::stepped_planted().iter())
+            .map(|c| {
+                let p = c.planted().expect("a stepped control has a planted stage");
+                let (builds, inputs) = (p.graph_builds(), p.inputs_set());
+                let steps = run_steps(c)?;
+                Ok(SteppedControl {
+                    exact: p.exact,
+                    steps,
+                    graph_builds: p.graph_builds() - builds,
+                    inputs_set: p.inputs_set() - inputs,
+                })
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Ok)?,
+        (_, Err(why)) => Err(why),
+        (_, Ok(())) => Ok(Vec::new()),
     };
     Ok(Audit {
         build,
@@ -117,6 +143,7 @@ pub fn run(
             planted,
             draws,
             steps,
+            stepped_planted,
         }),
     })
 }
@@ -182,6 +209,49 @@ fn stepped_evidence(steps: &[Outcome]) -> String {
         Some(i) => format!("step {i} differs first: {}", steps[i].evidence()),
     };
     e
+}
+
+/// Whether a stepped control ran in the graph: its stage added ops to a graph, filled its
+/// inputs before every step's run, and every stage of the chain was placed there.
+fn stepped_ran(c: &SteppedControl) -> bool {
+    c.graph_builds > 0
+        && c.inputs_set >= c.steps.len()
+        && !c.steps.is_empty()
+        && (c.steps.iter()).all(|o| o.places.iter().all(|p| p.in_graph))
+}
+
+/// A stepped control: the exact history must read `absent` at every step; a wrong one
+/// `present`, first differing in its values (and, where the changed logits move the top, in
+/// the choice), never in the survivor set or probabilities.
+fn stepped_control(c: &SteppedControl) -> Control {
+    let chain = c.steps.first().map_or(String::new(), |o| o.chain.clone());
+    let ran = stepped_ran(c);
+    let detail = format!(
+        "{} graphs built, inputs filled {} times; {}",
+        c.graph_builds,
+        c.inputs_set,
+        stepped_evidence(&c.steps)
+    );
+    if c.exact {
+        return Control::negative(
+            format!("{chain}: an exact in-graph history passes every step"),
+            ran && stepped_verdict(&c.steps) == Verdict::Absent,
+            detail,
+        );
+    }
+    let first = (c.steps.iter())
+        .map(|o| o.flags())
+        .find(|f| !f.is_empty())
+        .unwrap_or_default();
+    Control::positive(
+        format!("{chain}: the wrong in-graph history trips the value check"),
+        ran && stepped_verdict(&c.steps) == Verdict::Present
+            && first.contains(&Check::Values)
+            && first
+                .iter()
+                .all(|f| matches!(f, Check::Values | Check::Choice)),
+        detail,
+    )
 }
 
 /// Whether a planted row exercised what it plants: a stage that asks for the graph added ops
@@ -293,6 +363,19 @@ impl Audit {
                 exact.ran_in_graph && exact.detector_verdict == Verdict::Absent,
                 exact.evidence(),
             ));
+        }
+        if let Some(Ok(_)) = &m.steps {
+            match &m.stepped_planted {
+                Ok(runs) => out.extend(runs.iter().map(stepped_control)),
+                Err(why) => out.extend(case::stepped_planted().iter().map(|c| {
+                    let kind = if c.planted().is_some_and(|p| p.exact) {
+                        ControlKind::Negative
+                    } else {
+                        ControlKind::Positive
+                    };
+                    Control::not_run(kind, c.describe(), why)
+                })),
+            }
         }
         for [exact, wrong] in &m.planted {
             // The wrong stage must trip exactly its own check.

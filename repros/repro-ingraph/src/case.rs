@@ -2,7 +2,7 @@
 //! alone, chains that run wholly in the graph, chains whose graph prefix hands over to a CPU
 //! tail, and the planted controls.
 
-use crate::planted::{Kind, Planted};
+use crate::planted::{History, Kind, Planted};
 use anyhow::{Context, Result};
 use oracle::stage::Stage;
 use oracle::TokenId;
@@ -150,7 +150,7 @@ impl Case {
         let members = (self.links.iter())
             .map(|l| match l {
                 Link::Llama(s) => SamplerSpec::from(s.clone()).with_vocab(n_vocab).build(),
-                Link::Planted(p) => p.build(),
+                Link::Planted(p) => p.build(n_vocab),
                 Link::Tie { .. } => {
                     anyhow::bail!("a tie link is resolved by Case::on before it runs")
                 }
@@ -289,6 +289,25 @@ pub fn stepped() -> Case {
 
 /// Decode steps of [`stepped`].
 pub const STEPS: usize = 24;
+
+/// The stepped row's planted controls, run as it is: a penalties stage written here with
+/// [`stepped`]'s parameters, then greedy, whose graph path counts the window (exact), each
+/// token twice, or every token (wrong); in that order.
+pub fn stepped_planted() -> [Case; 3] {
+    let [Stage::Penalties { last_n, params }, Stage::Greedy] = stepped().oracle_stages()[..] else {
+        unreachable!("the stepped case is penalties, then greedy")
+    };
+    [History::Window, History::Twice, History::Unbounded].map(|h| {
+        let p = Planted::penalties(last_n.0, params, h);
+        Case {
+            values_against_oracle: true,
+            ..Case::of(
+                &format!("penalties-steps-{}", p.name()),
+                vec![Link::Planted(p), Link::Llama(Stage::Greedy)],
+            )
+        }
+    })
+}
 
 /// An exact and a wrong planted `kind` between `before` and `after`, named `<prefix><name>`.
 pub fn planted_pair(prefix: &str, kind: Kind, before: Vec<Link>, after: Vec<Link>) -> [Case; 2] {

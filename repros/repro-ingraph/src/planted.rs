@@ -18,14 +18,22 @@
 //!   ([`crate::ties`]). Its exact version runs on the CPU tail and keeps the highest ids of
 //!   the tie, the opposite of the oracle's canonical order, so it passes only if another
 //!   tie-break is accepted; its wrong version runs in the graph and keeps the whole tie.
+//! - `penalties` over several decode steps, with the token counts it keeps itself uploaded to
+//!   the graph as two per-id inputs before each run: the stepped row's history check. Its CPU
+//!   path always counts llama.cpp's window; its graph path counts that window (exact), each
+//!   accepted token twice, or every token since the start (two wrong versions).
 
 use crate::check::Check;
 use anyhow::Result;
+use oracle::penalty::PenaltyParams;
 use oracle::stage::Stage;
+use oracle::window::WindowLen;
+use oracle::TokenId;
+use std::collections::{BTreeMap, VecDeque};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use subject::{ArrayView, CustomSampler, GraphOps, Sampler};
+use subject::{ArrayView, CustomSampler, GraphInputs, GraphOps, Sampler};
 
 /// What a planted stage does.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,6 +61,46 @@ pub enum Kind {
     TieTopK {
         k: i32,
     },
+    /// `penalties(last_n, params)`; its graph path counts `graph_history` (the version is
+    /// exact exactly when that is [`History::Window`]).
+    Penalties {
+        last_n: usize,
+        params: PenaltyParams,
+        graph_history: History,
+    },
+}
+
+/// Which accepted tokens a planted penalties stage counts in the graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum History {
+    /// The last `last_n` accepted, each once: llama.cpp's window.
+    Window,
+    /// Each accepted token twice, in a window of `last_n` entries.
+    Twice,
+    /// Every token accepted since the start, each once.
+    Unbounded,
+}
+
+impl History {
+    /// The window `accept` keeps after `id`.
+    fn accept(self, ring: &mut VecDeque<TokenId>, last_n: usize, id: TokenId) {
+        let copies = if self == History::Twice { 2 } else { 1 };
+        for _ in 0..copies {
+            ring.push_back(id);
+            if self != History::Unbounded && ring.len() > last_n {
+                ring.pop_front();
+            }
+        }
+    }
+}
+
+/// Per-id counts of a window.
+fn counts(ring: &VecDeque<TokenId>) -> BTreeMap<TokenId, u32> {
+    let mut c = BTreeMap::new();
+    for &id in ring {
+        *c.entry(id).or_insert(0) += 1;
+    }
+    c
 }
 
 /// One planted stage: its kind, whether its graph path is right, and counts of the graph
@@ -64,16 +112,37 @@ pub struct Planted {
     pub exact: bool,
     applied: Arc<AtomicUsize>,
     cpu_applied: Arc<AtomicUsize>,
+    inputs_set: Arc<AtomicUsize>,
 }
 
 impl Planted {
     pub fn new(kind: Kind, exact: bool) -> Planted {
+        if let Kind::Penalties { graph_history, .. } = kind {
+            assert_eq!(
+                exact,
+                graph_history == History::Window,
+                "a planted penalties stage is exact exactly when it counts the window"
+            );
+        }
         Planted {
             kind,
             exact,
             applied: Arc::new(AtomicUsize::new(0)),
             cpu_applied: Arc::new(AtomicUsize::new(0)),
+            inputs_set: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// A planted penalties stage whose graph path counts `graph_history`.
+    pub fn penalties(last_n: usize, params: PenaltyParams, graph_history: History) -> Planted {
+        Planted::new(
+            Kind::Penalties {
+                last_n,
+                params,
+                graph_history,
+            },
+            graph_history == History::Window,
+        )
     }
 
     /// Whether it asks to run in the graph (else it runs on the CPU tail).
@@ -93,6 +162,10 @@ impl Planted {
             Kind::Greedy | Kind::SoftmaxGreedy => Stage::Greedy,
             Kind::CpuDist { seed } => Stage::Dist { seed: seed as u32 },
             Kind::TieTopK { k } => Stage::TopK { k },
+            Kind::Penalties { last_n, params, .. } => Stage::Penalties {
+                last_n: WindowLen(last_n),
+                params,
+            },
         }
     }
 
@@ -105,6 +178,7 @@ impl Planted {
             Kind::SoftmaxGreedy => Check::Probs,
             Kind::CpuDist { .. } => Check::Choice,
             Kind::TieTopK { .. } => Check::Survivors,
+            Kind::Penalties { .. } => Check::Values,
         }
     }
 
@@ -116,6 +190,18 @@ impl Planted {
             Kind::SoftmaxGreedy => "softmax-greedy",
             Kind::CpuDist { .. } => "cpu-dist",
             Kind::TieTopK { .. } => "tie-top_k",
+            Kind::Penalties {
+                graph_history: History::Window,
+                ..
+            } => "penalties",
+            Kind::Penalties {
+                graph_history: History::Twice,
+                ..
+            } => "penalties-twice",
+            Kind::Penalties {
+                graph_history: History::Unbounded,
+                ..
+            } => "penalties-no-window",
         };
         format!(
             "planted-{what}-{}",
@@ -133,23 +219,41 @@ impl Planted {
         self.cpu_applied.load(Ordering::SeqCst)
     }
 
-    pub fn build(&self) -> Result<Sampler> {
-        Sampler::custom(Stage_ {
-            planted: self.clone(),
-            placed: false,
-            rng: match self.kind {
-                Kind::CpuDist { seed } => Some(oracle::rng::Rng::new(seed)),
-                _ => None,
+    /// How many times llama.cpp has asked it to fill its graph inputs so far.
+    pub fn inputs_set(&self) -> usize {
+        self.inputs_set.load(Ordering::SeqCst)
+    }
+
+    /// A fresh sampler for a vocabulary of `n_vocab` ids.
+    pub fn build(&self, n_vocab: i32) -> Result<Sampler> {
+        Sampler::custom_for_vocab(
+            Stage_ {
+                planted: self.clone(),
+                placed: false,
+                rng: match self.kind {
+                    Kind::CpuDist { seed } => Some(oracle::rng::Rng::new(seed)),
+                    _ => None,
+                },
+                n_vocab: n_vocab.max(0) as usize,
+                cpu_window: VecDeque::new(),
+                graph_window: VecDeque::new(),
             },
-        })
+            n_vocab,
+        )
     }
 }
 
 /// The sampler llama.cpp calls (a [`Planted`] and whether it was placed in the graph).
+#[derive(Clone)]
 struct Stage_ {
     planted: Planted,
     placed: bool,
     rng: Option<oracle::rng::Rng>,
+    n_vocab: usize,
+    /// The accepted tokens a penalties stage counts on the CPU (llama.cpp's window) and in
+    /// the graph (its [`History`]).
+    cpu_window: VecDeque<TokenId>,
+    graph_window: VecDeque<TokenId>,
 }
 
 /// Its name, with a `+` once placed in the graph, as llama.cpp names its own stages there.
@@ -176,6 +280,14 @@ fn name_of(kind: Kind, exact: bool, placed: bool) -> &'static CStr {
         (Kind::TieTopK { .. }, true, _) => c"planted-tie-top_k-exact",
         (Kind::TieTopK { .. }, false, false) => c"planted-tie-top_k-wrong",
         (Kind::TieTopK { .. }, false, true) => c"+planted-tie-top_k-wrong",
+        (Kind::Penalties { graph_history, .. }, _, placed) => match (graph_history, placed) {
+            (History::Window, false) => c"planted-penalties-exact",
+            (History::Window, true) => c"+planted-penalties-exact",
+            (History::Twice, false) => c"planted-penalties-twice-wrong",
+            (History::Twice, true) => c"+planted-penalties-twice-wrong",
+            (History::Unbounded, false) => c"planted-penalties-no-window-wrong",
+            (History::Unbounded, true) => c"+planted-penalties-no-window-wrong",
+        },
     }
 }
 
@@ -232,6 +344,24 @@ impl CustomSampler for Stage_ {
                 let i = top(view);
                 view.set_selected(i);
             }
+            // llama.cpp's CPU rule over the window: a counted id's logit is multiplied by
+            // `repeat` when <= 0, else divided by it, then loses `count freq + present`.
+            Kind::Penalties { params, .. } => {
+                let c = counts(&self.cpu_window);
+                for i in 0..n {
+                    let Some(&count) = c.get(&view.id(i)) else {
+                        continue;
+                    };
+                    let l = view.logit(i);
+                    let l = if l <= 0.0 {
+                        l * params.repeat
+                    } else {
+                        l / params.repeat
+                    };
+                    view.set_logit(i, l - (count as f32 * params.freq + params.present));
+                }
+                view.set_sorted(false);
+            }
             Kind::CpuDist { .. } => {
                 let max = view.logit(top(view)) as f64;
                 let w: Vec<f64> = (0..n).map(|i| (view.logit(i) as f64 - max).exp()).collect();
@@ -253,12 +383,51 @@ impl CustomSampler for Stage_ {
         }
     }
 
+    fn accept(&mut self, id: TokenId) {
+        if let Kind::Penalties {
+            last_n,
+            graph_history,
+            ..
+        } = self.planted.kind
+        {
+            History::Window.accept(&mut self.cpu_window, last_n, id);
+            graph_history.accept(&mut self.graph_window, last_n, id);
+        }
+    }
+
+    fn reset(&mut self) {
+        self.cpu_window.clear();
+        self.graph_window.clear();
+    }
+
     fn clone_sampler(&self) -> Box<dyn CustomSampler> {
-        Box::new(Stage_ {
-            planted: self.planted.clone(),
-            placed: self.placed,
-            rng: self.rng.clone(),
-        })
+        Box::new(self.clone())
+    }
+
+    /// A penalties stage's inputs, in pairs: 1 where the id is counted, else 0; and
+    /// `count freq + present` where it is, else 0 (the f32 value the CPU subtracts).
+    fn graph_set_input(&mut self, inputs: &GraphInputs<'_>) {
+        let Kind::Penalties { params, .. } = self.planted.kind else {
+            return;
+        };
+        // An input of another length than the vocabulary's is filled with NaN, which every
+        // check flags, and the fill is not counted.
+        if (0..inputs.len()).any(|i| inputs.len_of(i) != self.n_vocab) {
+            for i in 0..inputs.len() {
+                inputs.set(i, &vec![f32::NAN; inputs.len_of(i)]);
+            }
+            return;
+        }
+        self.planted.inputs_set.fetch_add(1, Ordering::SeqCst);
+        let mut counted = vec![0.0f32; self.n_vocab];
+        let mut subtract = vec![0.0f32; self.n_vocab];
+        for (id, count) in counts(&self.graph_window) {
+            counted[id.0 as usize] = 1.0;
+            subtract[id.0 as usize] = count as f32 * params.freq + params.present;
+        }
+        for i in 0..inputs.len() {
+            inputs.set(i, if i % 2 == 0 { &counted } else { &subtract });
+        }
     }
 
     fn in_graph(&self) -> bool {
@@ -308,6 +477,26 @@ impl CustomSampler for Stage_ {
                 let keep = g.scale_bias(below, -1.0, 1.0);
                 g.set_logits(g.add(l, g.log(keep)));
             }
+            // f = 1/repeat where l > 0, else repeat, for a counted id; 1 for the rest (exact
+            // for a repeat that is a power of two). Then l f - (count freq + present).
+            // Its inputs are per id. Without candidates they take the row's length, which is
+            // the vocabulary's in a graph that decodes (set_input checks) but need not be in
+            // one llama.cpp only reserves.
+            Kind::Penalties { params, .. } => {
+                let n = match g.candidates() {
+                    Some(_) => self.n_vocab as i64,
+                    None => g.len(l),
+                };
+                let (mut counted, mut subtract) = (g.input(n), g.input(n));
+                if let Some(c) = g.candidates() {
+                    counted = g.gather(counted, c);
+                    subtract = g.gather(subtract, c);
+                }
+                let r = params.repeat;
+                let by_sign = g.scale_bias(g.step(l), 1.0 / r - r, r);
+                let f = g.scale_bias(g.mul(counted, g.scale_bias(by_sign, 1.0, -1.0)), 1.0, 1.0);
+                g.set_logits(g.sub(g.mul(l, f), subtract));
+            }
             Kind::Greedy | Kind::SoftmaxGreedy => {
                 let idx = g.argmax(l);
                 let id = match g.candidates() {
@@ -323,6 +512,44 @@ impl CustomSampler for Stage_ {
                     g.set_probs(g.soft_max(scaled));
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(h: History, last_n: usize, ids: &[i32]) -> Vec<i32> {
+        let mut ring = VecDeque::new();
+        for &id in ids {
+            h.accept(&mut ring, last_n, TokenId(id));
+        }
+        ring.iter().map(|t| t.0).collect()
+    }
+
+    #[test]
+    fn each_history_counts_what_its_name_says() {
+        let ids = [1, 2, 3, 4, 5];
+        assert_eq!(window(History::Window, 3, &ids), [3, 4, 5]);
+        assert_eq!(window(History::Twice, 3, &ids), [4, 5, 5]);
+        assert_eq!(window(History::Unbounded, 3, &ids), ids);
+        let c = counts(&VecDeque::from([TokenId(7), TokenId(2), TokenId(7)]));
+        assert_eq!(c, BTreeMap::from([(TokenId(2), 1), (TokenId(7), 2)]));
+    }
+
+    #[test]
+    fn a_planted_penalties_stage_is_exact_exactly_when_it_counts_the_window() {
+        let params = PenaltyParams {
+            repeat: 2.0,
+            freq: 0.5,
+            present: 0.25,
+        };
+        for h in [History::Window, History::Twice, History::Unbounded] {
+            let p = Planted::penalties(16, params, h);
+            assert_eq!(p.exact, h == History::Window);
+            assert_eq!(p.target(), Check::Values);
+            assert!(p.in_graph());
         }
     }
 }
