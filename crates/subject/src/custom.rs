@@ -133,10 +133,17 @@ impl ArrayView<'_> {
 }
 
 /// What a Rust sampler's `ctx` points at: the sampler, and the input tensors of the graph it
-/// last added ops to ([`GraphOps::input`]), forgotten when llama.cpp resets that graph.
+/// last added ops to ([`GraphOps::input`]).
+///
+/// The inputs are forgotten when llama.cpp resets the graph (it calls `backend_reset` before
+/// every build, llama-graph.cpp's `build_sampling` on b11429), and also when ops are added
+/// after the inputs were filled without a reset in between: a graph that has run is never
+/// built on, so that can only be a new graph, and the old tensors may be gone.
 struct Boxed {
     sampler: Box<dyn CustomSampler>,
     inputs: Vec<*mut sys::ggml_tensor>,
+    /// Whether `inputs` were filled since the last reset.
+    filled: bool,
 }
 
 impl std::ops::Deref for Boxed {
@@ -275,6 +282,10 @@ unsafe extern "C" fn backend_apply_cb(
             inputs: std::cell::RefCell::new(Vec::new()),
         };
         let b = inner(smpl);
+        if b.filled {
+            b.inputs.clear();
+            b.filled = false;
+        }
         b.graph_apply(&g);
         data.logits = g.logits.get();
         data.sampled = g.sampled.get();
@@ -305,7 +316,11 @@ unsafe extern "C" fn backend_set_input_cb(smpl: *mut sys::llama_sampler) {
 ))]
 unsafe extern "C" fn backend_reset_cb(smpl: *mut sys::llama_sampler) {
     // SAFETY: as above; called before llama.cpp rebuilds the graph the inputs belong to.
-    no_unwind(|| unsafe { inner(smpl) }.inputs.clear())
+    no_unwind(|| {
+        let b = unsafe { inner(smpl) };
+        b.inputs.clear();
+        b.filled = false;
+    })
 }
 
 unsafe extern "C" fn free_cb(smpl: *mut sys::llama_sampler) {
@@ -371,6 +386,7 @@ fn raw_custom(s: Box<dyn CustomSampler>) -> Result<*mut sys::llama_sampler> {
         let ctx = Box::into_raw(Box::new(Boxed {
             sampler: s,
             inputs: Vec::new(),
+            filled: false,
         })) as *mut c_void;
         // SAFETY: a static iface whose free callback reclaims exactly this ctx.
         Ok(unsafe { ffi!(sys::llama_sampler_init(table, ctx)) })

@@ -5,6 +5,7 @@ use crate::case::{self, Case, MIN_KEEP};
 use crate::check::Check;
 use crate::compare::{self, Outcome};
 use crate::draws::{self, DrawRow};
+use crate::planted::{History, Kind};
 use anyhow::Result;
 use harness::LoadedModel;
 use report::{Control, ControlKind, Report, Table, Verdict};
@@ -39,14 +40,14 @@ pub struct Measured {
     pub stepped_planted: Result<Vec<SteppedControl>, NotOffered>,
 }
 
-/// One planted control of the stepped row: its steps, and what shows it ran in the graph.
+/// One planted control of the stepped row: what its graph path counts, its chain's length,
+/// and its steps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SteppedControl {
-    pub exact: bool,
+    pub history: History,
+    pub last_n: usize,
+    pub stages: usize,
     pub steps: Vec<Outcome>,
-    /// Graphs its stage added ops to, and times it filled its inputs, over the run.
-    pub graph_builds: usize,
-    pub inputs_set: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -119,13 +120,19 @@ pub fn run(
         (Some(Ok(_)), Ok(())) => (case::stepped_planted().iter())
             .map(|c| {
                 let p = c.planted().expect("a stepped control has a planted stage");
-                let (builds, inputs) = (p.graph_builds(), p.inputs_set());
-                let steps = run_steps(c)?;
+                let Kind::Penalties {
+                    last_n,
+                    graph_history,
+                    ..
+                } = p.kind
+                else {
+                    unreachable!("a stepped control plants penalties")
+                };
                 Ok(SteppedControl {
-                    exact: p.exact,
-                    steps,
-                    graph_builds: p.graph_builds() - builds,
-                    inputs_set: p.inputs_set() - inputs,
+                    history: graph_history,
+                    last_n,
+                    stages: c.links.len(),
+                    steps: run_steps(c)?,
                 })
             })
             .collect::<Result<Vec<_>>>()
@@ -211,43 +218,63 @@ fn stepped_evidence(steps: &[Outcome]) -> String {
     e
 }
 
-/// Whether a stepped control ran in the graph: its stage added ops to a graph, filled its
-/// inputs before every step's run, and every stage of the chain was placed there.
+/// Whether a stepped control ran in the graph: at every step every stage of its chain was
+/// placed there and its stage filled its inputs for the decode, and its stage added ops to at
+/// least one graph of those decodes (llama.cpp reuses a graph between decodes when it can).
 fn stepped_ran(c: &SteppedControl) -> bool {
-    c.graph_builds > 0
-        && c.inputs_set >= c.steps.len()
-        && !c.steps.is_empty()
-        && (c.steps.iter()).all(|o| o.places.iter().all(|p| p.in_graph))
+    let placed = |o: &Outcome| o.places.len() == c.stages && o.places.iter().all(|p| p.in_graph);
+    !c.steps.is_empty()
+        && (c.steps.iter()).all(|o| placed(o) && o.planted_inputs_set.is_some_and(|n| n > 0))
+        && (c.steps.iter())
+            .filter_map(|o| o.planted_graph_builds)
+            .sum::<usize>()
+            > 0
+}
+
+/// The first step at which a wrong history's counts differ from the window's, from the
+/// design: at once for a doubled history (the primed one is counted from the start), and for
+/// one without a window at the first step whose history is longer than the window.
+fn first_wrong_step(c: &SteppedControl) -> Option<usize> {
+    let primed = c.steps.first().map_or(0, |o| o.history.len());
+    match c.history {
+        History::Window => None,
+        History::Twice => Some(0),
+        History::Unbounded => Some((c.last_n + 1).saturating_sub(primed)),
+    }
 }
 
 /// A stepped control: the exact history must read `absent` at every step; a wrong one
-/// `present`, first differing in its values (and, where the changed logits move the top, in
-/// the choice), never in the survivor set or probabilities.
+/// `present`, first differing at the step its design implies ([`first_wrong_step`]), there
+/// in its values (and, where the changed logits move the top, in the choice), never in the
+/// survivor set or probabilities.
 fn stepped_control(c: &SteppedControl) -> Control {
     let chain = c.steps.first().map_or(String::new(), |o| o.chain.clone());
     let ran = stepped_ran(c);
+    let sum = |f: fn(&Outcome) -> Option<usize>| c.steps.iter().filter_map(f).sum::<usize>();
     let detail = format!(
-        "{} graphs built, inputs filled {} times; {}",
-        c.graph_builds,
-        c.inputs_set,
+        "its stage added ops to {} graphs of the {} decodes and filled its inputs {} times; {}",
+        sum(|o| o.planted_graph_builds),
+        c.steps.len(),
+        sum(|o| o.planted_inputs_set),
         stepped_evidence(&c.steps)
     );
-    if c.exact {
+    let Some(expected) = first_wrong_step(c) else {
         return Control::negative(
             format!("{chain}: an exact in-graph history passes every step"),
             ran && stepped_verdict(&c.steps) == Verdict::Absent,
             detail,
         );
-    }
-    let first = (c.steps.iter())
-        .map(|o| o.flags())
-        .find(|f| !f.is_empty())
-        .unwrap_or_default();
+    };
+    let first = c.steps.iter().position(|o| !o.flags().is_empty());
+    let flags = first.map(|i| c.steps[i].flags()).unwrap_or_default();
     Control::positive(
-        format!("{chain}: the wrong in-graph history trips the value check"),
+        format!(
+            "{chain}: the wrong in-graph history trips the value check, first at step {expected}"
+        ),
         ran && stepped_verdict(&c.steps) == Verdict::Present
-            && first.contains(&Check::Values)
-            && first
+            && first == Some(expected)
+            && flags.contains(&Check::Values)
+            && flags
                 .iter()
                 .all(|f| matches!(f, Check::Values | Check::Choice)),
         detail,

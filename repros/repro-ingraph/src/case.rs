@@ -297,6 +297,12 @@ pub fn stepped_planted() -> [Case; 3] {
     let [Stage::Penalties { last_n, params }, Stage::Greedy] = stepped().oracle_stages()[..] else {
         unreachable!("the stepped case is penalties, then greedy")
     };
+    // The planted graph path multiplies by 1/repeat where the CPU divides: equal only for a
+    // power of two.
+    assert!(
+        is_power_of_two(params.repeat),
+        "the planted penalties are exact only for a repeat that is a power of two"
+    );
     [History::Window, History::Twice, History::Unbounded].map(|h| {
         let p = Planted::penalties(last_n.0, params, h);
         Case {

@@ -99,6 +99,10 @@ pub struct Outcome {
     pub planted_graph_builds: Option<usize>,
     /// For a chain with a planted stage: how many times it ran on the graph's CPU tail.
     pub planted_tail_applies: Option<usize>,
+    /// For a chain with a planted stage: how many times it filled graph inputs during the
+    /// decode (only a stage that makes inputs fills any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planted_inputs_set: Option<usize>,
     /// Where each stage ran (`in_graph`), as llama.cpp named it after setting up the chain.
     pub places: Vec<Place>,
     pub graph: Side,
@@ -380,12 +384,37 @@ pub fn run(
         case.outputs_per_seq,
         threads,
     )?;
-    let builds_before = case.planted().map(|p| p.graph_builds());
-    ctx.decode(prompt)?;
-    let builds = (case.planted().zip(builds_before)).map(|(p, b)| p.graph_builds() - b);
+    let counts = decode_counted(case, &mut ctx, prompt)?;
     let mut cpu_chain = case.build(n_vocab)?;
-    let (outcome, _) = step(case, &mut ctx, builds, raw, &mut cpu_chain, &[])?;
+    let (outcome, _) = step(case, &mut ctx, counts, raw, &mut cpu_chain, &[])?;
     Ok(outcome)
+}
+
+/// What a chain's planted stage did during one decode (none without one): graphs it added ops
+/// to, and times it filled graph inputs. Counted around the decode alone, so the graphs
+/// llama.cpp builds when it sets a context up are not in it.
+#[derive(Debug, Clone, Copy, Default)]
+struct PlantedCounts {
+    graph_builds: Option<usize>,
+    inputs_set: Option<usize>,
+}
+
+/// `ctx.decode(tokens)`, counting what `case`'s planted stage did during it.
+fn decode_counted(
+    case: &Case,
+    ctx: &mut GraphContext,
+    tokens: &[TokenId],
+) -> Result<PlantedCounts> {
+    let before = case.planted().map(|p| (p.graph_builds(), p.inputs_set()));
+    ctx.decode(tokens)?;
+    let after = case.planted().map(|p| (p.graph_builds(), p.inputs_set()));
+    Ok(match before.zip(after) {
+        Some(((b0, i0), (b1, i1))) => PlantedCounts {
+            graph_builds: Some(b1 - b0),
+            inputs_set: Some(i1 - i0),
+        },
+        None => PlantedCounts::default(),
+    })
 }
 
 /// `case` over `steps` decode steps after `prompt`: at each step both paths are compared as
@@ -421,11 +450,11 @@ pub fn run_steps(
         ctx.accept(t)?;
         cpu_chain.accept(t)?;
     }
-    ctx.decode(prompt)?;
+    let mut counts = decode_counted(case, &mut ctx, prompt)?;
     let mut out = Vec::with_capacity(steps);
     for i in 0..steps {
         let raw = plain.logits()?;
-        let (o, token) = step(case, &mut ctx, None, &raw, &mut cpu_chain, &history)?;
+        let (o, token) = step(case, &mut ctx, counts, &raw, &mut cpu_chain, &history)?;
         out.push(o);
         if i + 1 == steps {
             break;
@@ -433,7 +462,7 @@ pub fn run_steps(
         let t = token.context("a stepped chain must choose a token")?;
         cpu_chain.accept(t)?;
         history.push(t);
-        ctx.decode(&[t])?;
+        counts = decode_counted(case, &mut ctx, &[t])?;
         plain.decode(&[t])?;
     }
     Ok(out)
@@ -456,7 +485,7 @@ pub fn primed(raw: &[f32]) -> Vec<TokenId> {
 fn step(
     case: &Case,
     ctx: &mut GraphContext,
-    planted_graph_builds: Option<usize>,
+    planted: PlantedCounts,
     raw: &[f32],
     cpu_chain: &mut Sampler,
     history: &[TokenId],
@@ -572,8 +601,9 @@ fn step(
         ran_in_graph: places.iter().any(|p| p.in_graph)
             && (out.logits.is_some() || out.sampled.is_some() || out.probs.is_some()),
         places,
-        planted_graph_builds,
+        planted_graph_builds: planted.graph_builds,
         planted_tail_applies,
+        planted_inputs_set: planted.inputs_set,
         graph_returned: returned.len(),
         graph_masked,
         tie_relabelled,

@@ -538,18 +538,48 @@ mod tests {
         assert_eq!(c, BTreeMap::from([(TokenId(2), 1), (TokenId(7), 2)]));
     }
 
+    /// The CPU path the three versions share, against the oracle's penalties over the same
+    /// history: a window of 4 holding a positive logit (id 1), a zero one twice (id 5) and a
+    /// negative one (id 7), with older repeats outside it.
     #[test]
-    fn a_planted_penalties_stage_is_exact_exactly_when_it_counts_the_window() {
+    fn the_penalties_cpu_path_is_the_oracles() {
         let params = PenaltyParams {
             repeat: 2.0,
             freq: 0.5,
             present: 0.25,
         };
+        let raw: Vec<f32> = (0..64)
+            .map(|i| {
+                if i == 5 {
+                    0.0
+                } else {
+                    ((i * 37 % 64) as f32 - 30.0) * 0.731
+                }
+            })
+            .collect();
+        let history: Vec<TokenId> = [5, 1, 2, 2, 9, 40, 1, 1, 63, 5, 1, 7, 5]
+            .into_iter()
+            .map(TokenId)
+            .collect();
         for h in [History::Window, History::Twice, History::Unbounded] {
-            let p = Planted::penalties(16, params, h);
-            assert_eq!(p.exact, h == History::Window);
-            assert_eq!(p.target(), Check::Values);
-            assert!(p.in_graph());
+            let p = Planted::penalties(4, params, h);
+            let mut s = p.build(64).unwrap();
+            for &t in &history {
+                s.accept(t).unwrap();
+            }
+            let mut cands = subject::Candidates::from_logits(&raw);
+            s.apply(&mut cands).unwrap();
+            let pool = oracle::truncation::Pool::from_logits(&raw);
+            let want = oracle::truncation::compose(&[p.stage()], &pool, &history).pool;
+            assert_eq!(want.len(), 64);
+            for e in want.entries() {
+                let got = cands.logit_of(e.id).unwrap();
+                assert_eq!(got.to_bits(), e.logit.to_bits(), "{h:?}, id {}", e.id);
+            }
+            let changed = (want.entries().iter())
+                .filter(|e| e.logit != raw[e.id.0 as usize])
+                .count();
+            assert_eq!(changed, 3, "ids 1, 5 and 7 are in the window of 4");
         }
     }
 }
