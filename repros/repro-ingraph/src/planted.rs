@@ -94,7 +94,8 @@ impl History {
     }
 }
 
-/// Per-id counts of a window.
+/// Per-id counts of a window. Not `oracle::window::histogram`: these stages are judged
+/// against that oracle, so they share none of its code.
 fn counts(ring: &VecDeque<TokenId>) -> BTreeMap<TokenId, u32> {
     let mut c = BTreeMap::new();
     for &id in ring {
