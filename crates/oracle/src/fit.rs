@@ -218,19 +218,65 @@ fn check_inputs(labels: &[String], observed: &[u64], expected_p: &[f64]) -> Resu
 /// The bins and the number of categories pooled, by the rule at [`goodness_of_fit`].
 fn bin(labels: &[String], observed: &[u64], expected_p: &[f64]) -> (Vec<Bin>, usize) {
     let n = observed.iter().sum::<u64>() as f64;
+    let (bins, pooled) = bin_with(n, expected_p, observed, |i| labels[i].clone());
+    let bins = (bins.into_iter())
+        .map(|b| Bin {
+            label: b.label,
+            observed: b.carried,
+            expected: b.expected,
+        })
+        .collect();
+    (bins, pooled)
+}
+
+/// The bins [`goodness_of_fit`] forms for `draws` draws over the categories' probabilities
+/// `expected_p` (listed as a caller lists them, most probable first), with the probabilities
+/// `actual_p` of another distribution over the same categories summed into the same bins:
+/// each bin's expected probability and its actual one. What the test will see of an
+/// alternative, for stating its power before any draw (the bins depend on the draw count,
+/// not on the draws).
+pub fn bin_probabilities(expected_p: &[f64], actual_p: &[f64], draws: u64) -> (Vec<f64>, Vec<f64>) {
+    assert_eq!(
+        expected_p.len(),
+        actual_p.len(),
+        "bin_probabilities: one actual probability per category"
+    );
+    let n = draws as f64;
+    let (bins, _) = bin_with(n, expected_p, actual_p, |_| String::new());
+    bins.into_iter()
+        .map(|b| (b.expected / n, b.carried))
+        .unzip()
+}
+
+/// One bin under construction: its label, what it carries of each category (observed counts,
+/// or another distribution's probabilities) and its expected count.
+struct Binned<T> {
+    label: String,
+    carried: T,
+    expected: f64,
+}
+
+/// The rule at [`goodness_of_fit`] for `n` draws, carrying `carried[i]` along with each
+/// category `i` into its bin; the bins and the number of categories pooled.
+fn bin_with<T: Copy + std::ops::AddAssign>(
+    n: f64,
+    expected_p: &[f64],
+    carried: &[T],
+    label: impl Fn(usize) -> String,
+) -> (Vec<Binned<T>>, usize) {
     let mut bins = Vec::new();
     // The pooled bins, in order; the last one is still taking categories.
-    let mut tail: Vec<Bin> = Vec::new();
+    let mut tail: Vec<Binned<T>> = Vec::new();
     let mut pooled = 0;
-    for ((label, &o), &p) in labels.iter().zip(observed).zip(expected_p) {
+    for (i, (&c, &p)) in carried.iter().zip(expected_p).enumerate() {
         if p == 0.0 {
             continue;
         }
         let expected = n * p;
         if expected >= MIN_EXPECTED {
-            bins.push(Bin {
-                label: label.clone(),
-                observed: o,
+            bins.push(Binned {
+                label: label(i),
+                carried: c,
                 expected,
             });
             continue;
@@ -238,12 +284,12 @@ fn bin(labels: &[String], observed: &[u64], expected_p: &[f64]) -> (Vec<Bin>, us
         pooled += 1;
         match tail.last_mut() {
             Some(open) if open.expected < MIN_EXPECTED => {
-                open.observed += o;
+                open.carried += c;
                 open.expected += expected;
             }
-            _ => tail.push(Bin {
+            _ => tail.push(Binned {
                 label: String::new(),
-                observed: o,
+                carried: c,
                 expected,
             }),
         }
@@ -251,7 +297,7 @@ fn bin(labels: &[String], observed: &[u64], expected_p: &[f64]) -> (Vec<Bin>, us
     if tail.len() >= 2 && tail.last().is_some_and(|b| b.expected < MIN_EXPECTED) {
         let short = tail.pop().expect("two pooled bins");
         let before = tail.last_mut().expect("one left");
-        before.observed += short.observed;
+        before.carried += short.carried;
         before.expected += short.expected;
     }
     match tail.len() {
@@ -267,7 +313,7 @@ fn bin(labels: &[String], observed: &[u64], expected_p: &[f64]) -> (Vec<Bin>, us
     match smallest {
         Some(host) if tail.len() == 1 && tail[0].expected < MIN_EXPECTED => {
             host.label = format!("{}+{POOLED_LABEL}", host.label);
-            host.observed += tail[0].observed;
+            host.carried += tail[0].carried;
             host.expected += tail[0].expected;
         }
         _ => bins.extend(tail),
@@ -627,6 +673,30 @@ mod tests {
         }
         assert_eq!(fit.pooled, 8);
         assert_eq!(fit.df, 4);
+    }
+
+    /// The bins a power calculation sees are the test's: the same tail case at n = 100, with
+    /// another distribution's probabilities summed into the bins its categories fall in
+    /// (two points moved from `a` onto `i`, the last category of the third pooled bin).
+    #[test]
+    fn an_alternative_is_binned_as_the_test_bins_the_draws() {
+        let p = [0.6, 0.04, 0.03, 0.02, 0.02, 0.02, 0.04, 0.03, 0.02, 0.18];
+        let mut q = p;
+        (q[0], q[8]) = (0.58, 0.04);
+        let (expected, actual) = bin_probabilities(&p, &q, 100);
+        for (got, want) in expected.iter().zip([0.60, 0.18, 0.07, 0.06, 0.09]) {
+            assert_close(*got, want, 1e-12, "expected");
+        }
+        for (got, want) in actual.iter().zip([0.58, 0.18, 0.07, 0.06, 0.11]) {
+            assert_close(*got, want, 1e-12, "actual");
+        }
+        // Fewer draws pool more: at n = 20 only `a` (12) stands alone, and the other nine
+        // (0.8, 0.6, ..., 3.6) fill one band of 8, which then holds both moved points' ends
+        // apart: `a` loses them, the band gains them.
+        let (expected, actual) = bin_probabilities(&p, &q, 20);
+        assert_eq!(expected.len(), 2, "{expected:?}");
+        assert_close(expected[0], 0.6, 1e-12, "a alone");
+        assert_close(actual[1], 0.42, 1e-12, "the band");
     }
 
     #[test]
