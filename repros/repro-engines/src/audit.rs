@@ -6,7 +6,7 @@ use crate::planted::{self, Defect};
 use crate::vectors::{self, GridRow};
 use crate::{oracle_check, FINDING, NAME};
 use anyhow::{Context, Result};
-use detector::power::{simulate, Power};
+use detector::power::{self as stated_power, simulate, Power, Stated};
 use detector::{judge, Expectation, Outcome, TieRule};
 use engine::{Call, Engine, EngineInfo, Sampling};
 use oracle::fit::bonferroni;
@@ -81,12 +81,13 @@ enum Logits {
     Named(String),
 }
 
-/// One case run: what the engine drew and how it was judged, or why the engine has no such
-/// configuration.
+/// One case run: the detector's power on it, stated before the draws; what the engine drew
+/// and how it was judged, or why the engine has no such configuration (then no power).
 #[derive(Debug, Clone)]
 pub struct CaseRun {
     pub case: Case,
     pub expectation: Expectation,
+    pub power: Option<Stated>,
     pub outcome: Result<Outcome, String>,
 }
 
@@ -101,6 +102,8 @@ impl Serialize for CaseRun {
             seed: u64,
             input: String,
             oracle: &'a Expectation,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            power: Option<&'a Stated>,
             #[serde(flatten)]
             outcome: Option<&'a Outcome>,
             #[serde(skip_serializing_if = "Option::is_none")]
@@ -115,6 +118,7 @@ impl Serialize for CaseRun {
             seed: c.seed,
             input: c.input(),
             oracle: &self.expectation,
+            power: self.power.as_ref(),
             outcome: self.outcome.as_ref().ok(),
             not_offered: self.outcome.as_ref().err().map(String::as_str),
         }
@@ -141,15 +145,18 @@ struct CaseBody<'a> {
 }
 
 /// Runs `case` through `draw` (given the ids whose survival each call should show: those of
-/// the oracle's split tie classes) and the detector at level `alpha`.
+/// the oracle's split tie classes) and the detector at level `alpha`, its power against
+/// [`stated_power::ONE_POINT`] stated first, from the oracle's expectation alone.
 fn judged(case: &Case, alpha: f64, draw: impl Fn(&Case, &[TokenId]) -> Calls) -> Result<CaseRun> {
     let expectation = expect::of(&case.logits, &case.sampling)?;
+    let power = stated_power::stated(&expectation, case.draws, alpha);
     let calls = (draw(case, &expectation.watch()))
         .with_context(|| format!("drawing for {}", case.row_name()))?;
     Ok(CaseRun {
         outcome: Ok(judge(&calls, &expectation, alpha)),
         case: case.clone(),
         expectation,
+        power: Some(power),
     })
 }
 
@@ -469,6 +476,7 @@ fn engine_runs(e: &dyn Engine, cases: &[Case], alpha: f64) -> Result<Vec<CaseRun
                 Err(why) => Ok(CaseRun {
                     case: c.clone(),
                     expectation: expect::of(&c.logits, &c.sampling)?,
+                    power: None,
                     outcome: Err(cmdline::one_line(&why)),
                 }),
             };
@@ -516,7 +524,7 @@ impl Audit {
             .map(|(r, o)| format!("[{}: {}]", r.case.input(), o.why))
             .collect();
         format!(
-            "{} of {} inputs: {}{}{}",
+            "{} of {} inputs: {}{}{}; {}",
             self.engine.name.label(),
             self.runs.len(),
             counts.join(", "),
@@ -525,8 +533,35 @@ impl Audit {
             } else {
                 "; present on "
             },
-            present.join(" ")
+            present.join(" "),
+            self.power_summary()
         )
+    }
+
+    /// How many drawn rows reach [`stated_power::ENOUGH_POWER`] against the named effect, and
+    /// every one that does not.
+    fn power_summary(&self) -> String {
+        let stated: Vec<(&CaseRun, &Stated)> = (self.runs.iter())
+            .filter_map(|r| Some((r, r.power.as_ref()?)))
+            .collect();
+        let short: Vec<String> = (stated.iter())
+            .filter(|(_, p)| !p.enough)
+            .map(|(r, p)| format!("{} {} {:.3}", r.case.vector, r.case.sampling, p.power))
+            .collect();
+        let mut out = format!(
+            "power against {} at least {} on {} of {} drawn inputs",
+            stated_power::ONE_POINT_EFFECT,
+            stated_power::ENOUGH_POWER,
+            stated.len() - short.len(),
+            stated.len()
+        );
+        if !short.is_empty() {
+            out += &format!(
+                ", below it (an absent there does not rule that effect out) on {}",
+                short.join(", ")
+            );
+        }
+        out
     }
 
     pub fn report(&self) -> Report {
@@ -545,8 +580,13 @@ impl Audit {
         );
         let r = if self.audit_mode {
             for run in &self.runs {
-                if let Ok(o) = &run.outcome {
-                    let evidence = [run.case.input(), o.describe_support(6), o.why.clone()];
+                if let (Ok(o), Some(power)) = (&run.outcome, &run.power) {
+                    let evidence = [
+                        power.describe(),
+                        run.case.input(),
+                        o.describe_support(6),
+                        o.why.clone(),
+                    ];
                     r.add_row(run.case.row_name(), o.verdict, evidence.join("; "), ());
                 }
             }
@@ -596,19 +636,29 @@ impl Audit {
     pub fn to_text(&self) -> String {
         let mut out = self.planted_text();
         out += &format!(
-            "\n{} draws judged against the oracle (family level {ALPHA}, each test at {:.1e})\n",
+            "\n{} draws judged against the oracle (family level {ALPHA}, each test at {:.1e}); power = the chance, stated before the draws, that the test flags {} (closed form over the test's bins at the row's draws; below {} the row says so)\n",
             self.engine.name.label(),
-            self.alpha
+            self.alpha,
+            stated_power::ONE_POINT_EFFECT,
+            stated_power::ENOUGH_POWER
         );
         out.push_str(
-            "  vector     sampling                draws  verdict    support / oracle / test\n",
+            "  vector     sampling                draws  power       verdict    support / oracle / test\n",
         );
         for r in &self.runs {
+            let power = r.power.as_ref().map_or("-".to_string(), |p| {
+                let mark = if p.enough {
+                    String::new()
+                } else {
+                    format!(" < {}", stated_power::ENOUGH_POWER)
+                };
+                format!("{:.3}{mark}", p.power)
+            });
             let (verdict, detail) = match &r.outcome {
                 Ok(o) => (
                     o.verdict.as_str().to_string(),
                     format!(
-                        "{}\n{:>48}oracle: {}\n{:>48}{}",
+                        "{}\n{:>60}oracle: {}\n{:>60}{}",
                         o.describe_support(6),
                         "",
                         r.expectation.describe(4),
@@ -619,10 +669,11 @@ impl Audit {
                 Err(why) => ("not offered".to_string(), why.clone()),
             };
             out.push_str(&format!(
-                "  {:<10} {:<22} {:>6}  {:<10} {}\n",
+                "  {:<10} {:<22} {:>6}  {:<11} {:<10} {}\n",
                 r.case.vector,
                 r.case.sampling.to_string(),
                 r.case.draws,
+                power,
                 verdict,
                 detail
             ));
@@ -634,6 +685,51 @@ impl Audit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The grid rows whose stated power against one point moved is below
+    /// [`stated_power::ENOUGH_POWER`] at llama.cpp's level (24 tests) and candle's (21, its
+    /// min_p rows not drawn), computed from the oracle's expectations before any draw: the
+    /// rows PREREG's F7 addendum of 2026-12-05 lists.
+    #[test]
+    fn grid_powers_are_what_prereg_states() {
+        // Rows of the grid below the power they need, by level.
+        let llama = [
+            "published top_k=2",
+            "published top_k=3,top_p=0.9",
+            "ties top_k=2",
+            "ties top_p=0.5",
+            "boundary4 top_p=0.5",
+            "boundary8 top_p=0.75",
+            "masked top_k=2",
+            "masked top_p=0.9",
+            "vocab262k all",
+            "vocab262k top_k=40",
+            "vocab262k top_k=40,top_p=0.9",
+            "published top_p=0.9,temp=0.5",
+            "published min_p=0.1,temp=0.5",
+            "published top_k=3,temp=2",
+        ];
+        // At candle's level (fewer tests, so a higher one) the two temperature-0.5 rows that
+        // keep {0, 1} reach 0.808; its min_p rows are not drawn.
+        let candle: Vec<&str> = (llama.iter().copied())
+            .filter(|r| !r.ends_with(",temp=0.5"))
+            .collect();
+        for (tests, want) in [(24, llama.to_vec()), (21, candle)] {
+            let alpha = bonferroni(ALPHA, tests);
+            let mut short = Vec::new();
+            for case in grid_cases() {
+                if tests == 21 && case.sampling.to_string().contains("min_p") {
+                    continue;
+                }
+                let exp = expect::of(&case.logits, &case.sampling).unwrap();
+                let p = stated_power::stated(&exp, case.draws, alpha);
+                if !p.enough {
+                    short.push(format!("{} {}", case.vector, case.sampling));
+                }
+            }
+            assert_eq!(short, want, "at 0.01/{tests}");
+        }
+    }
 
     /// The power PREREG states for each planted sampler at llama.cpp's level (24 tests) and
     /// candle's (21), computed before any subject drew on the planted inputs; every

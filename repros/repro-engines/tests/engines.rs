@@ -83,7 +83,8 @@ fn check_audit(json: &serde_json::Value, text: &str, engine_label: &str) {
             .starts_with("planted: 1 point")
         && p["verdict"] == "present"));
     // Every row names its input, and a present row either drew outside the oracle's set or
-    // failed the test at the stated level.
+    // failed the test at the stated level. Every row states its power against the named
+    // effect first, and a row below the power it needs says so.
     for (name, verdict, evidence) in &header.rows {
         assert!(evidence.contains("--sampling"), "{name}: {evidence}");
         let row_of = |c: &serde_json::Value| {
@@ -91,6 +92,18 @@ fn check_audit(json: &serde_json::Value, text: &str, engine_label: &str) {
             format!("draw-conformance-{}-{}", vector.unwrap(), sampling.unwrap())
         };
         let case = cases.iter().find(|c| row_of(c) == *name).unwrap();
+        let power = &case["power"];
+        assert_eq!(power["effect"], detector::power::ONE_POINT_EFFECT, "{name}");
+        assert_eq!(power["draws"], case["draws"], "{name}");
+        let rate = power["power"].as_f64().unwrap();
+        assert!(
+            evidence.starts_with(&format!("power {rate:.3}")),
+            "{name}: {evidence}"
+        );
+        let enough = rate >= detector::power::ENOUGH_POWER;
+        assert_eq!(power["enough"], enough, "{name}");
+        let short = format!("< {} against", detector::power::ENOUGH_POWER);
+        assert_eq!(evidence.contains(&short), !enough, "{name}: {evidence}");
         if *verdict == Verdict::Present {
             let outside = !case["outside"].as_array().unwrap().is_empty()
                 || !case["overfull"].as_array().unwrap().is_empty();
