@@ -88,6 +88,9 @@ pub struct Audit {
     /// Teacher-forced flips, one table per model (a single run's; empty in the audit).
     pub tf: Vec<TeacherForcedReport>,
     pub planted: Vec<Control>,
+    /// The fix on the planted case, judged by its own rule: reported beside the fix's row
+    /// (a note), never one of that row's controls.
+    pub fix_on_planted: (Verdict, String),
 }
 
 /// `f` on every model, each error naming its model.
@@ -132,6 +135,7 @@ pub fn run(
         models: runs,
         tf,
         planted: shift::planted_controls()?,
+        fix_on_planted: shift::fix_on_planted_case()?,
     })
 }
 
@@ -386,14 +390,22 @@ impl Audit {
             .collect();
         let models = serde_json::to_value(&self.models)?;
         let text = self.model_texts()?;
-        Ok(Report::new(
+        let mut r = Report::new(
             self.build.report_subject(crate::FINDING, LEDGER_NAME),
             fix_verdict_of(&self.models)?,
             evidence.join("; "),
             self.controls(),
+        );
+        let (verdict, line) = &self.fix_on_planted;
+        r.add_note(
+            format!("{LEDGER_NAME}-on-the-planted-case"),
+            line.clone(),
+            serde_json::json!({ "fix_rule_reads": verdict }),
+        );
+        Ok(
+            r.with_body(std::collections::BTreeMap::from([("models", models)]))
+                .with_text(text.join("\n")),
         )
-        .with_body(std::collections::BTreeMap::from([("models", models)]))
-        .with_text(text.join("\n")))
     }
 
     pub fn write(&self, dir: &Path) -> Result<()> {

@@ -182,6 +182,9 @@ pub fn sampler_for(
         Implementation::PlantedSubtractive => {
             Sampler::custom(crate::planted::Subtractive::new(n_vocab as usize, theta))?
         }
+        Implementation::PlantedNormalized => {
+            Sampler::custom(crate::planted::Normalized::new(n_vocab as usize, theta))?
+        }
         Implementation::EngineSign(name) => Sampler::custom(
             crate::engine_slot::EnginePenalty::new(name, n_vocab as usize, theta, window)?,
         )?,

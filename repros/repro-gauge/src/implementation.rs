@@ -1,5 +1,6 @@
 //! The implementations of F4's operators that the design runs (llama.cpp's penalties, the
-//! ledger's modes, the planted subtractive sampler), and how numbers are written in reports.
+//! ledger's modes, the planted subtractive and normalized samplers), and how numbers are
+//! written in reports.
 
 use engine::EngineName;
 use oracle::gauge::Operator;
@@ -17,6 +18,8 @@ pub enum Implementation {
     LedgerSubtractive,
     /// The planted subtractive sampler (`crate::planted`), in a chain, handed `z + c` in f32.
     PlantedSubtractive,
+    /// The planted normalized sampler (`crate::planted`), in a chain, handed `z + c` in f32.
+    PlantedNormalized,
     /// Another engine's own repetition penalty through the engine seam
     /// (`crate::engine_slot`), in a chain, handed `z + c` in f32.
     EngineSign(EngineName),
@@ -38,7 +41,9 @@ impl Implementation {
             Implementation::LlamaSign
             | Implementation::LedgerSign
             | Implementation::EngineSign(_) => Operator::Sign,
-            Implementation::LedgerNormalized => Operator::Normalized,
+            Implementation::LedgerNormalized | Implementation::PlantedNormalized => {
+                Operator::Normalized
+            }
             Implementation::LedgerSubtractive => Operator::Subtractive,
             Implementation::PlantedSubtractive => Operator::Subtractive,
         }
@@ -51,6 +56,7 @@ impl Implementation {
             Implementation::LedgerNormalized => "ledger-penalties normalized",
             Implementation::LedgerSubtractive => "ledger-penalties subtractive",
             Implementation::PlantedSubtractive => "planted subtractive",
+            Implementation::PlantedNormalized => "planted normalized",
             Implementation::EngineSign(engine) => engine.penalty_label(),
         }
     }

@@ -10,7 +10,9 @@ use harness::fork::{self, Scripted};
 use oracle::gauge::Operator;
 use oracle::TokenId;
 use report::{Control, ControlKind, Verdict};
-use Implementation::{LedgerNormalized, LedgerSign, LedgerSubtractive, PlantedSubtractive};
+use Implementation::{
+    LedgerNormalized, LedgerSign, LedgerSubtractive, PlantedNormalized, PlantedSubtractive,
+};
 
 /// The planted source: 4 ids; after a history `h` the logits are (1, 0.75 + n, -8, -8),
 /// where n counts the 1s in `h` (a row that depends on the history, so a run handed another
@@ -73,10 +75,17 @@ pub fn planted_runs(design: &Design, label: &str) -> Result<ModelRuns> {
     })
 }
 
+/// The planted case, in words.
+const CASE: &str = "planted source (1, 0.75 + n, -8, -8), 4 prompts with id 0 seen, theta 1.3";
+
 /// The controls that judge the detector and the value check on planted cases:
 /// - our sign-branched sampler (`ledger-penalties` default mode, bit-identical to llama.cpp's)
 ///   in the sign slot: the whole verdict path must say `present`;
 /// - the planted subtractive sampler in the sign slot: it must say `absent`;
+/// - our sign-branched sampler in the gauge-free slots: the subject's rule must refuse to
+///   decide and the fix's rule must say `present`;
+/// - the planted normalized sampler in the normalized slot: the fix's rule must say `absent`
+///   (the fix itself is never its own row's negative control: [`fix_on_planted_case`]);
 /// - the value check must report mismatches for the planted subtractive sampler checked as
 ///   the sign branch, for `ledger-penalties` normalized at theta 1.31 checked at 1.3, and for
 ///   the subtractive mode at theta 1.31 checked at 1.3.
@@ -97,7 +106,7 @@ pub fn planted_controls() -> Result<Vec<Control>> {
         });
         Ok(format!(" {}", strong.collect::<Vec<_>>().join("; ")))
     };
-    let case = "planted source (1, 0.75 + n, -8, -8), 4 prompts with id 0 seen, theta 1.3";
+    let case = CASE;
     let (sign, subtractive, normalized) =
         (Operator::Sign, Operator::Subtractive, Operator::Normalized);
     let slots = |imps: &[(Operator, Implementation)], label: &str| {
@@ -126,9 +135,10 @@ pub fn planted_controls() -> Result<Vec<Control>> {
         ],
         "planted sign in the gauge-free slots",
     )?;
-    let fixed = slots(
-        &[(sign, LedgerSign), (normalized, LedgerNormalized)],
-        "planted with the fix",
+    // A gauge-free penalty of our own, written plainly, in the fix's slot.
+    let plain = slots(
+        &[(sign, LedgerSign), (normalized, PlantedNormalized)],
+        "planted normalized",
     )?;
     let (signed_text, clean_text) = (describe(&signed)?, describe(&clean)?);
     // (kind, name, the verdict the rule gave, the verdict it must give, what the rule saw)
@@ -163,8 +173,8 @@ pub fn planted_controls() -> Result<Vec<Control>> {
         ),
         (
             ControlKind::Negative,
-            "ledger-penalties normalized on the planted case: the fix's rule says absent",
-            fix_rule(fixed)?,
+            "planted normalized sampler (log-softmax penalty written plainly) in the normalized slot: the fix's rule says absent",
+            fix_rule(plain)?,
             Verdict::Absent,
             String::new(),
         ),
@@ -222,4 +232,23 @@ pub fn planted_controls() -> Result<Vec<Control>> {
         ));
     }
     Ok(controls)
+}
+
+/// The fix (`ledger-penalties` normalized) in the normalized slot of the planted case, judged
+/// by the fix's rule: what that rule reads, and the line that says so. Reported beside the
+/// fix's row, never one of its controls: the fix is that row's subject.
+pub fn fix_on_planted_case() -> Result<(Verdict, String)> {
+    let fixed = planted_runs(
+        &planted_slots(vec![
+            (Operator::Sign, LedgerSign),
+            (Operator::Normalized, LedgerNormalized),
+        ]),
+        "planted with the fix",
+    )?;
+    let got = crate::rule::fix_verdict_of(std::slice::from_ref(&fixed))?;
+    let line = format!(
+        "ledger-penalties normalized on the {CASE}, judged by the fix's rule: {} (reported beside the fix's row, not one of its controls: the fix is the row's subject)",
+        got.as_str()
+    );
+    Ok((got, line))
 }

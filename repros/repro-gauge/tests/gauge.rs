@@ -148,7 +148,8 @@ fn short_design_on_both_models() {
 
 /// Each detector on planted cases, through the same fork loop, runs, cells and verdict rule
 /// as the models: the sign-branched sampler makes the verdict `present`, the planted
-/// subtractive one in its place makes it `absent`, the value check flags three wrong
+/// subtractive one in its place makes it `absent`, the planted normalized one in the
+/// normalized slot makes the fix's rule `absent`, the value check flags three wrong
 /// arithmetics and passes llama.cpp's and our sign branch. Disabling any of these detectors
 /// fails this test.
 #[test]
@@ -156,6 +157,29 @@ fn detectors_fire_on_planted_cases_and_stay_quiet_on_clean_ones() {
     let controls = shift::planted_controls().unwrap();
     assert_eq!(controls.len(), 8);
     assert!(controls.iter().all(|c| c.passed), "{controls:#?}");
+    // The fix's row has a negative control of its own (the planted normalized sampler), and
+    // the fix on the planted case is reported beside it, never one of its controls.
+    assert!(controls
+        .iter()
+        .any(|c| c.kind == report::ControlKind::Negative
+            && c.name.starts_with("planted normalized sampler")));
+    assert!(!controls
+        .iter()
+        .any(|c| c.name.contains("ledger-penalties normalized on")));
+    let (fix, line) = shift::fix_on_planted_case().unwrap();
+    assert_eq!(fix, report::Verdict::Absent, "{line}");
+    // The planted normalized sampler holds the normalized arithmetic at every step, and the
+    // fix's rule would flag it if it parted (the sign branch in its slot is the positive).
+    let plain = shift::planted_slots(vec![
+        (Operator::Sign, Implementation::LedgerSign),
+        (Operator::Normalized, Implementation::PlantedNormalized),
+    ]);
+    let runs = shift::planted_runs(&plain, "plain").unwrap();
+    for (op, c) in runs.checks() {
+        if op == Operator::Normalized {
+            assert!(c.compared > 0 && c.clean(), "{c:?}");
+        }
+    }
     // The value check alone: llama.cpp's stage and ours pass as the sign branch.
     for imp in [Implementation::LlamaSign, Implementation::LedgerSign] {
         let design = shift::planted_design(imp, Implementation::PlantedSubtractive);
