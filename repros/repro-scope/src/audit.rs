@@ -1,6 +1,7 @@
 //! `--audit`: the published prompt with its single-vector table, then the scope sweep over the
-//! prompt corpus, with the plot. The published prompt's verdict is the finding's verdict on
-//! this build; the controls (llama.cpp twins, planted scopes) cover every prompt that ran.
+//! prompt corpus, with the plot. The published prompt's verdict (its `llama:N` scope against
+//! `all`) is the finding's verdict on this build; the controls (llama.cpp twins, planted
+//! scopes) cover every prompt that ran, and the planted penalties samplers the published one.
 
 use crate::controls::{planted_controls, twin_controls};
 use crate::run::{self, LoadedModel, RunConfig, RunReport};
@@ -30,6 +31,7 @@ impl Audit {
             .map(|(i, r)| (format!("sweep {} {}", i + 1, r.kind), &r.planted));
         let published = ("published".to_string(), &self.published.planted);
         c.extend(planted_controls(std::iter::once(published).chain(sweep)));
+        c.extend(self.published.samplers.iter().flat_map(|s| s.controls()));
         c
     }
 
@@ -41,7 +43,7 @@ impl Audit {
             .map(|w| format!("{}:{} ({} undecided)", w.window, w.diverged, w.undecided))
             .collect();
         format!(
-            "{}; sweep diverged (window:prompts of {}) {}",
+            "{}; sweep, reported (the oracle's last-N windows), diverged (window:prompts of {}) {}",
             self.published.evidence(),
             self.sweep.rows.len(),
             sweep.join(" ")
@@ -49,19 +51,20 @@ impl Audit {
     }
 
     pub fn report(&self) -> Report {
-        Report::new(
+        let mut r = Report::new(
             self.published.subject(),
             self.published.measured(),
             self.evidence(),
             self.controls(),
-        )
-        .with_body(&self.published)
-        .with_body(BTreeMap::from([("sweep", &self.sweep)]))
-        .with_text(format!(
-            "{}\n{}",
-            self.published.to_text(),
-            self.sweep.to_text()
-        ))
+        );
+        self.published.add_notes(&mut r);
+        r.with_body(&self.published)
+            .with_body(BTreeMap::from([("sweep", &self.sweep)]))
+            .with_text(format!(
+                "{}\n{}",
+                self.published.to_text(),
+                self.sweep.to_text()
+            ))
     }
 
     /// `results/scope.<build>.{json,txt}` and `results/scope-sweep.<build>.svg`.

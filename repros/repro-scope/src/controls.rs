@@ -6,14 +6,139 @@
 //! controls of the penalty comparison, which holds llama.cpp's penalties and another engine's
 //! own penalty to the oracle bit for bit: the planted penalties of
 //! [`crate::planted_penalty`], written here, one exact (it must pass) and one with theta one
-//! f32 step high (it must be caught).
+//! f32 step high (it must be caught). And the controls of the verdict's own path: the planted
+//! penalties samplers of [`crate::planted_sampler`] in llama.cpp's penalties slot, judged by
+//! the rule that judges `llama:N` ([`SamplerRuns`]).
 
-use crate::decode::{Divergence, ScopeDecoder, StepChecks, Trajectory};
-use crate::scope::{PlantedScope, ScopeSpec};
+use crate::decode::{Divergence, ScopeDecoder, StepChecks, Tally, Trajectory};
+use crate::planted_sampler::PLANTED_WINDOW;
+use crate::scope::{PlantedSampler, PlantedScope, ScopeSpec};
 use anyhow::Result;
 use oracle::TokenId;
-use report::Control;
+use report::{Control, Verdict};
 use serde::Serialize;
+
+/// The planted penalties samplers decoded in llama.cpp's penalties slot against `all`: the
+/// whole-sequence one (the rule must read it `absent`) and the windowed one (it must read it
+/// `present`), each judged by [`crate::rule::measured`], the rule of the verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplerRuns {
+    pub whole: Trajectory,
+    pub window: Trajectory,
+}
+
+impl SamplerRuns {
+    /// Both samplers through `dec`'s `llama:N` path, against `all`.
+    pub fn run(dec: &mut ScopeDecoder, all: &Trajectory, max_new: usize) -> Result<SamplerRuns> {
+        let mut planted = |s| dec.greedy(ScopeSpec::PlantedSampler(s), max_new, Some(all));
+        Ok(SamplerRuns {
+            whole: planted(PlantedSampler::WholeSequence)?,
+            window: planted(PlantedSampler::Window(PLANTED_WINDOW))?,
+        })
+    }
+
+    /// What the verdict's rule reads on one planted sampler, alone.
+    pub fn reads(t: &Trajectory) -> Verdict {
+        crate::rule::measured([t])
+    }
+
+    /// One sampler's run: where it parts from `all` (or that it never does) and what the rule
+    /// reads.
+    fn detail(t: &Trajectory) -> String {
+        let parted = t.divergence.as_ref().map_or(
+            format!("matches all for all {} tokens", t.tokens.len()),
+            |d| format!("diverges at {}", d.describe()),
+        );
+        format!(
+            "{}: {parted}; its logits differ from the oracle's {} scope at {} of {} steps -> {}",
+            t.scope,
+            match t.scope {
+                ScopeSpec::PlantedSampler(PlantedSampler::WholeSequence) => "all".to_string(),
+                _ => format!("last-{PLANTED_WINDOW}"),
+            },
+            t.checks.twin.mismatching_steps,
+            t.checks.twin.steps,
+            SamplerRuns::reads(t)
+        )
+    }
+
+    pub fn controls(&self) -> Vec<Control> {
+        vec![
+            Control::negative(
+                "planted whole-sequence penalties sampler in llama.cpp's penalties slot (then llama.cpp's greedy): the verdict's rule reads absent",
+                SamplerRuns::reads(&self.whole) == Verdict::Absent,
+                SamplerRuns::detail(&self.whole),
+            ),
+            Control::positive(
+                format!("planted last-{PLANTED_WINDOW} penalties sampler in llama.cpp's penalties slot (then llama.cpp's greedy): the verdict's rule reads present"),
+                SamplerRuns::reads(&self.window) == Verdict::Present,
+                SamplerRuns::detail(&self.window),
+            ),
+        ]
+    }
+
+    /// Both runs as lines under the run's scope table.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for (t, role) in [
+            (&self.whole, "negative control, must read absent"),
+            (&self.window, "positive control, must read present"),
+        ] {
+            out += &format!(
+                "  {:<24} {:>11}  {:>4} ({:<5})  -> {} ({role})\n",
+                t.scope.to_string(),
+                t.divergence
+                    .as_ref()
+                    .map_or("-".to_string(), |d| d.step.to_string()),
+                t.stopped_at(),
+                t.stop.as_str(),
+                SamplerRuns::reads(t)
+            );
+        }
+        out
+    }
+}
+
+impl Serialize for SamplerRuns {
+    fn serialize<'a, S: serde::Serializer>(&'a self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Run<'a> {
+            scope: ScopeSpec,
+            tokens: Vec<i32>,
+            diverges_at: Option<usize>,
+            divergence: &'a Option<Divergence>,
+            stopped_at: usize,
+            stop: &'static str,
+            /// Its logits against the oracle's scope of the same ids, bit for bit.
+            logits_vs_oracle: Tally,
+            greedy_not_first_max: usize,
+            rule_reads: Verdict,
+        }
+        let run = |t: &'a Trajectory| Run {
+            scope: t.scope,
+            tokens: t.tokens.iter().map(|i| i.0).collect(),
+            diverges_at: t.divergence.as_ref().map(|d| d.step),
+            divergence: &t.divergence,
+            stopped_at: t.stopped_at(),
+            stop: t.stop.as_str(),
+            logits_vs_oracle: t.checks.twin,
+            greedy_not_first_max: t.checks.greedy_mismatches,
+            rule_reads: SamplerRuns::reads(t),
+        };
+        #[derive(Serialize)]
+        struct Written<'a> {
+            window: usize,
+            whole_sequence: Run<'a>,
+            last_window: Run<'a>,
+        }
+        Written {
+            window: PLANTED_WINDOW,
+            whole_sequence: run(&self.whole),
+            last_window: run(&self.window),
+        }
+        .serialize(s)
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlantedRuns {
@@ -268,6 +393,56 @@ mod tests {
         assert_eq!(
             report::judge(report::Verdict::Absent, &c),
             report::Verdict::Inconclusive
+        );
+    }
+
+    /// A decisive divergence from all at step 3.
+    fn parted() -> Divergence {
+        let cause = crate::decode::Cause {
+            id: TokenId(2),
+            raw: 2.0,
+            under_reference: 1.0,
+            under_scope: 2.0,
+            penalized_by: "reference",
+        };
+        Divergence::new(
+            (3, TokenId(1), TokenId(2)),
+            &[1.5, 1.0],
+            &[1.25, 1.0],
+            1,
+            vec![cause],
+        )
+    }
+
+    /// The planted penalties samplers are judged by the verdict's rule: the whole-sequence
+    /// one passes only when it never parts from all, the windowed one only when it parts
+    /// decisively; each way round fails its control.
+    #[test]
+    fn the_planted_samplers_are_judged_by_the_verdicts_rule() {
+        let whole = trajectory(ScopeSpec::PlantedSampler(PlantedSampler::WholeSequence));
+        let window = trajectory(ScopeSpec::PlantedSampler(PlantedSampler::Window(16)));
+        let passed = |runs: &SamplerRuns| -> Vec<bool> {
+            runs.controls().iter().map(|c| c.passed).collect()
+        };
+        let mut runs = SamplerRuns {
+            whole: whole.clone(),
+            window: window.clone(),
+        };
+        assert_eq!(passed(&runs), [true, false], "a window that never parts");
+        runs.window.divergence = Some(parted());
+        assert_eq!(passed(&runs), [true, true]);
+        runs.whole.divergence = Some(parted());
+        assert_eq!(passed(&runs), [false, true], "a whole sequence that parts");
+        // A divergence that rests on a tie is not the windowed control's present.
+        let mut tie = parted();
+        tie.decisive = false;
+        runs.window.divergence = Some(tie);
+        assert_eq!(SamplerRuns::reads(&runs.window), Verdict::Undecided);
+        assert!(!runs.controls()[1].passed);
+        let kinds: Vec<report::ControlKind> = runs.controls().iter().map(|c| c.kind).collect();
+        assert_eq!(
+            kinds,
+            [report::ControlKind::Negative, report::ControlKind::Positive]
         );
     }
 

@@ -9,7 +9,8 @@
 //! chain, against the oracle's `N`), and counts the steps where the two logit rows differ in
 //! any bit. Planted scopes (controls) have no llama.cpp twin. Beside every oracle scope, the
 //! two planted penalties of [`crate::planted_penalty`] go through the same comparison, as its
-//! controls.
+//! controls. A planted penalties sampler ([`crate::planted_sampler`]) takes llama.cpp's place
+//! in a `llama:N` chain and goes down exactly that chain's path.
 //!
 //! Given a reference trajectory (`all`), the step where a scope first chooses differently is
 //! explained: the top-2 margin under both scopes, and the ids of the two scopes' symmetric
@@ -17,7 +18,8 @@
 //! maxima).
 
 use crate::planted_penalty::PlantedPenalty;
-use crate::scope::{PlantedScope, ScopeSpec};
+use crate::planted_sampler;
+use crate::scope::{PlantedSampler, PlantedScope, ScopeSpec};
 use anyhow::{ensure, Context as _, Result};
 use engine::{Engine, EngineName, Logits};
 use engine_llama::LlamaLogits;
@@ -210,7 +212,12 @@ pub fn engine_context(scope: Scope, prompt: &[TokenId], generated: &[TokenId]) -
 pub fn ids_of(scope: ScopeSpec, prompt: &[TokenId], generated: &[TokenId]) -> BTreeSet<TokenId> {
     match scope {
         ScopeSpec::Oracle(s) => penalized_ids(s, prompt, generated),
-        ScopeSpec::Llama(n) => penalized_ids(Scope::Last(n), prompt, generated),
+        ScopeSpec::Llama(n) | ScopeSpec::PlantedSampler(PlantedSampler::Window(n)) => {
+            penalized_ids(Scope::Last(n), prompt, generated)
+        }
+        ScopeSpec::PlantedSampler(PlantedSampler::WholeSequence) => {
+            penalized_ids(Scope::All, prompt, generated)
+        }
         ScopeSpec::Planted(PlantedScope::DropOne(d) | PlantedScope::DropQuiet(d)) => {
             let mut ids = penalized_ids(Scope::All, prompt, generated);
             ids.remove(&d);
@@ -386,23 +393,39 @@ impl ScopeDecoder {
         Ok(s)
     }
 
-    /// llama.cpp's side of `scope`: the real chain for `llama:N`, the penalties stage as a twin
-    /// for the oracle's scopes, none for planted ones.
+    /// llama.cpp's side of `scope`: the real chain for `llama:N` (llama.cpp's penalties, then
+    /// its greedy), the same chain with our penalties sampler in the penalties slot for a
+    /// planted sampler, the penalties stage as a twin for the oracle's scopes, none for
+    /// planted scopes.
     fn llama_side(&self, scope: ScopeSpec) -> Result<Option<Sampler>> {
-        let (window, with_prompt) = match scope {
-            ScopeSpec::Oracle(Scope::All) => (self.prompt.len() + self.max_new, true),
-            ScopeSpec::Oracle(Scope::Last(n)) | ScopeSpec::Llama(n) => (n, true),
-            ScopeSpec::Oracle(Scope::Generated(n)) => (n, false),
+        let n_vocab = self.model.n_vocab();
+        let penalties = match scope {
+            ScopeSpec::Oracle(Scope::All) => {
+                llama_penalties(&self.model, self.prompt.len() + self.max_new, self.theta)?
+            }
+            ScopeSpec::Oracle(Scope::Last(n)) | ScopeSpec::Llama(n) => {
+                llama_penalties(&self.model, n, self.theta)?
+            }
+            ScopeSpec::Oracle(Scope::Generated(n)) => {
+                // Without the prompt: the window holds generated tokens only.
+                return Ok(Some(llama_penalties(&self.model, n, self.theta)?));
+            }
+            ScopeSpec::PlantedSampler(PlantedSampler::WholeSequence) => {
+                let s = planted_sampler::WholeSequence::new(n_vocab as usize, self.theta);
+                Sampler::custom_for_vocab(s, n_vocab)?
+            }
+            ScopeSpec::PlantedSampler(PlantedSampler::Window(n)) => {
+                Sampler::custom_for_vocab(planted_sampler::Window::new(n, self.theta), n_vocab)?
+            }
             ScopeSpec::Planted(_) => return Ok(None),
         };
-        let penalties = llama_penalties(&self.model, window, self.theta)?;
         let s = match scope {
-            ScopeSpec::Llama(_) => {
+            ScopeSpec::Llama(_) | ScopeSpec::PlantedSampler(_) => {
                 Sampler::chain(vec![penalties, SamplerSpec::from(Stage::Greedy).build()?])?
             }
             _ => penalties,
         };
-        Ok(Some(if with_prompt { self.with_prompt(s)? } else { s }))
+        Ok(Some(self.with_prompt(s)?))
     }
 
     /// One step's choice under `scope`, counting the checks of llama.cpp's side and, for
@@ -421,7 +444,9 @@ impl ScopeDecoder {
             Ok(())
         };
         match (scope, llama) {
-            (ScopeSpec::Llama(_), Some(chain)) => {
+            // llama.cpp's chain, or the same chain with a planted sampler in its penalties slot:
+            // one path, so the planted samplers test the readout that judges llama.cpp's.
+            (ScopeSpec::Llama(_) | ScopeSpec::PlantedSampler(_), Some(chain)) => {
                 let mut cand = Candidates::from_logits(raw);
                 chain.apply(&mut cand)?;
                 let chosen = cand.selected_id().context("greedy selected nothing")?;

@@ -1,7 +1,7 @@
 //! One prompt under several scopes: trajectories, their divergences from `all` explained, the
 //! single-vector table, and the controls.
 
-use crate::controls::{planted_controls, twin_controls, PlantedRuns};
+use crate::controls::{planted_controls, twin_controls, PlantedRuns, SamplerRuns};
 use crate::cross::{self, Parting};
 use crate::decode::{Divergence, EngineSide, ScopeDecoder, StepChecks, Tally, Trajectory};
 use crate::scope::ScopeSpec;
@@ -43,6 +43,7 @@ impl Serialize for RunReport {
             threads: i32,
             scopes: Scopes<'a>,
             planted: &'a PlantedRuns,
+            planted_samplers: Option<&'a SamplerRuns>,
             vector: &'a VectorTable,
             cross_engine: &'a [Parting],
         }
@@ -57,6 +58,7 @@ impl Serialize for RunReport {
             threads: self.config.threads,
             scopes: Scopes(self),
             planted: &self.planted,
+            planted_samplers: self.samplers.as_ref(),
             vector: &self.vector,
             cross_engine: &self.cross,
         }
@@ -131,6 +133,9 @@ pub struct RunReport {
     pub trajectories: Vec<Trajectory>,
     pub texts: Vec<String>,
     pub planted: PlantedRuns,
+    /// llama.cpp: the planted penalties samplers in its penalties slot, the verdict's own
+    /// controls (none for another engine, whose penalty has no llama.cpp chain).
+    pub samplers: Option<SamplerRuns>,
     pub vector: VectorTable,
     /// Another engine than llama.cpp: each scope decoded by llama.cpp too, compared.
     pub cross: Vec<Parting>,
@@ -162,6 +167,9 @@ pub fn run(m: &LoadedModel, cfg: &RunConfig) -> Result<RunReport> {
     let mut dec = decoder(m, cfg, &prompt_ids)?;
     let trajectories = dec.against_first(&cfg.scopes, cfg.max_new)?;
     let planted = PlantedRuns::run(&mut dec, &trajectories[0], cfg.max_new)?;
+    let samplers = (cfg.engine == EngineName::Llama)
+        .then(|| SamplerRuns::run(&mut dec, &trajectories[0], cfg.max_new))
+        .transpose()?;
     let texts = (trajectories.iter())
         .map(|t| m.model.detokenize(&t.tokens))
         .collect::<Result<Vec<_>>>()?;
@@ -181,23 +189,14 @@ pub fn run(m: &LoadedModel, cfg: &RunConfig) -> Result<RunReport> {
         trajectories,
         texts,
         planted,
+        samplers,
         vector,
         cross,
     })
 }
 
-/// `present` when some scope's divergence is decisive, `undecided` when every divergence rests
-/// on an exact tie (or nothing in the symmetric difference explains it), `absent` when no scope
-/// diverges.
-pub fn measured<'a>(trajectories: impl IntoIterator<Item = &'a Trajectory>) -> Verdict {
-    let found = (trajectories.into_iter()).filter_map(|t| t.divergence.as_ref());
-    // Whether any divergence is decisive; `None` when no scope diverges.
-    match found.map(|d| d.decisive).max() {
-        Some(true) => Verdict::Present,
-        Some(false) => Verdict::Undecided,
-        None => Verdict::Absent,
-    }
-}
+pub use crate::rule::measured;
+
 impl RunReport {
     pub fn all(&self) -> &Trajectory {
         &self.trajectories[0]
@@ -206,16 +205,43 @@ impl RunReport {
     pub fn controls(&self) -> Vec<Control> {
         let mut c = twin_controls(&self.trajectories);
         c.extend(planted_controls([("published".to_string(), &self.planted)]));
+        c.extend(self.samplers.iter().flat_map(SamplerRuns::controls));
         c
     }
 
-    pub fn measured(&self) -> Verdict {
-        measured(&self.trajectories[1..])
+    /// Whether `t` is a scope the verdict judges: on llama.cpp its own penalties sampler
+    /// (`llama:N`); on another engine every scope but `all`, each that engine's own penalty over
+    /// the tokens its examples pass. The others are reported comparisons.
+    pub fn is_judged(&self, t: &Trajectory) -> bool {
+        match self.engine.name {
+            EngineName::Llama => matches!(t.scope, ScopeSpec::Llama(_)),
+            _ => !t.scope.is_all(),
+        }
     }
 
-    /// Every scope's first divergence from `all` (or `same`) and where `all` stopped.
-    pub fn evidence(&self) -> String {
-        let per: Vec<String> = (self.trajectories[1..].iter())
+    /// On llama.cpp with no `llama:N` scope listed, nothing the verdict judges ran:
+    /// `undecided`, the verdict word that claims nothing either way.
+    pub fn measured(&self) -> Verdict {
+        let judged: Vec<&Trajectory> = (self.trajectories.iter())
+            .filter(|t| self.is_judged(t))
+            .collect();
+        if judged.is_empty() && self.engine.name == EngineName::Llama {
+            return Verdict::Undecided;
+        }
+        measured(judged)
+    }
+
+    /// The scopes of llama.cpp's report that the oracle's penalty decoded on llama.cpp's
+    /// logits: reported, not judged.
+    fn reported(&self) -> Vec<&Trajectory> {
+        (self.trajectories[1..].iter())
+            .filter(|t| !self.is_judged(t))
+            .collect()
+    }
+
+    /// Each scope's first divergence from `all` (or `same`).
+    fn partings<'a>(scopes: impl IntoIterator<Item = &'a Trajectory>) -> String {
+        let per: Vec<String> = (scopes.into_iter())
             .map(|t| match &t.divergence {
                 None => format!("{} same", t.scope),
                 Some(d) => {
@@ -224,11 +250,33 @@ impl RunReport {
                 }
             })
             .collect();
+        per.join(", ")
+    }
+
+    /// Every scope's first divergence from `all` (or `same`) and where `all` stopped; on
+    /// llama.cpp the scopes the verdict judges first, then those reported.
+    pub fn evidence(&self) -> String {
+        let judged = (self.trajectories[1..].iter()).filter(|t| self.is_judged(t));
+        let scopes = if self.engine.name == EngineName::Llama {
+            let own = Self::partings(judged);
+            let own = if own.is_empty() {
+                "no llama:N scope ran, so no verdict of its own".to_string()
+            } else {
+                own
+            };
+            let reported = Self::partings(self.reported());
+            if reported.is_empty() {
+                format!("llama.cpp's own sampler: {own}")
+            } else {
+                format!("llama.cpp's own sampler: {own}; reported, not judged (the oracle's penalty on llama.cpp's logits): {reported}")
+            }
+        } else {
+            Self::partings(judged)
+        };
         let mut out = format!(
-            "{} {} prompt tokens: {}; all stops at {}",
+            "{} {} prompt tokens: {scopes}; all stops at {}",
             self.model_label,
             self.prompt_ids.len(),
-            per.join(", "),
             self.all().stopped_at()
         );
         if let Some(checks) = self.engine_checks() {
@@ -272,15 +320,35 @@ impl RunReport {
         ))
     }
 
+    /// On llama.cpp, the note that the scopes decoded with the oracle's penalty are reported
+    /// comparisons, with their partings.
+    pub fn add_notes(&self, r: &mut Report) {
+        let reported = self.reported();
+        if self.engine.name != EngineName::Llama || reported.is_empty() {
+            return;
+        }
+        let data: std::collections::BTreeMap<String, Option<usize>> = (reported.iter())
+            .map(|t| (t.scope.to_string(), t.divergence.as_ref().map(|d| d.step)))
+            .collect();
+        r.add_note(
+            format!("{NAME}-oracle-scopes"),
+            format!(
+                "{}: the oracle's penalty over these scopes on llama.cpp's logits, each decoded against all (first divergence, or same). They show what a scope does to greedy output, not what llama.cpp's sampler does, so the verdict rests on llama:N alone.",
+                Self::partings(reported)
+            ),
+            serde_json::json!({ "diverges_at": data }),
+        );
+    }
+
     pub fn report(&self) -> Report {
-        Report::new(
+        let mut r = Report::new(
             self.subject(),
             self.measured(),
             self.evidence(),
             self.controls(),
-        )
-        .with_body(self)
-        .with_text(self.to_text())
+        );
+        self.add_notes(&mut r);
+        r.with_body(self).with_text(self.to_text())
     }
 
     pub fn to_text(&self) -> String {
@@ -295,8 +363,15 @@ impl RunReport {
         );
         out.push_str("  scope        diverges at  stopped at  llama.cpp twin (steps differing)\n");
         for t in &self.trajectories {
+            // On llama.cpp, which rows the verdict rests on (another engine's rest on all).
+            let role = match (self.engine.name, t.scope.is_all(), self.is_judged(t)) {
+                (EngineName::Llama, true, _) => "  (reference)",
+                (EngineName::Llama, _, true) => "  (the verdict)",
+                (EngineName::Llama, _, false) => "  (reported)",
+                _ => "",
+            };
             out.push_str(&format!(
-                "  {:<12} {:>11}  {:>4} ({:<5})  {} of {}\n",
+                "  {:<12} {:>11}  {:>4} ({:<5})  {} of {}{role}\n",
                 t.scope.to_string(),
                 t.divergence
                     .as_ref()
@@ -311,6 +386,10 @@ impl RunReport {
             if let Some(d) = &t.divergence {
                 out.push_str(&format!("  {} at {}\n", t.scope, d.describe()));
             }
+        }
+        if let Some(s) = &self.samplers {
+            out.push_str("  planted penalties samplers in llama.cpp's penalties slot (prompt accepted, then llama.cpp's greedy), against all by the verdict's rule:\n");
+            out.push_str(&s.to_text());
         }
         for (t, text) in self.trajectories.iter().zip(&self.texts) {
             out.push_str(&format!("  [{}] {:?}\n", t.scope, text));

@@ -15,6 +15,17 @@ pub enum PlantedScope {
     DropQuiet(TokenId),
 }
 
+/// A penalties sampler of ours in llama.cpp's penalties slot (`crate::planted_sampler`): the
+/// chain of a `llama:N` scope with our sampler in place of llama.cpp's, judged by the rule that
+/// judges `llama:N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PlantedSampler {
+    /// Every distinct id accepted so far, prompt included: must not part from `all`.
+    WholeSequence,
+    /// The distinct ids of the last N accepted tokens: must part from `all`.
+    Window(usize),
+}
+
 /// One penalty scope as the command line names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ScopeSpec {
@@ -25,6 +36,8 @@ pub enum ScopeSpec {
     Llama(usize),
     /// A control (see [`PlantedScope`]).
     Planted(PlantedScope),
+    /// A control of the verdict's path (see [`PlantedSampler`]).
+    PlantedSampler(PlantedSampler),
 }
 
 impl ScopeSpec {
@@ -76,6 +89,12 @@ impl std::fmt::Display for ScopeSpec {
             ScopeSpec::Planted(PlantedScope::DropOne(id)) => write!(f, "planted:all-without-{id}"),
             ScopeSpec::Planted(PlantedScope::DropQuiet(id)) => {
                 write!(f, "planted:all-without-quiet-{id}")
+            }
+            ScopeSpec::PlantedSampler(PlantedSampler::WholeSequence) => {
+                write!(f, "planted-penalties:all")
+            }
+            ScopeSpec::PlantedSampler(PlantedSampler::Window(n)) => {
+                write!(f, "planted-penalties:{n}")
             }
         }
     }

@@ -59,7 +59,9 @@ pub fn table(
     for &scope in scopes {
         let ids = ids_of(scope, &prompt, &generated);
         let z = match scope {
-            ScopeSpec::Oracle(_) | ScopeSpec::Planted(_) => penalized(&raw, &ids, dec.theta),
+            ScopeSpec::Oracle(_) | ScopeSpec::Planted(_) | ScopeSpec::PlantedSampler(_) => {
+                penalized(&raw, &ids, dec.theta)
+            }
             ScopeSpec::Llama(n) => {
                 let mut s = llama_penalties(&dec.model, n, dec.theta)?;
                 for &t in &context {

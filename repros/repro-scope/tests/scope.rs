@@ -5,8 +5,9 @@
 
 use oracle::scope::Scope;
 use report::Header;
+use report::Verdict;
 use repro_scope::cli;
-use repro_scope::controls::PlantedRuns;
+use repro_scope::controls::{PlantedRuns, SamplerRuns};
 use repro_scope::decode::ScopeDecoder;
 use repro_scope::run::{self, LoadedModel};
 use repro_scope::scope::{PlantedScope, ScopeSpec};
@@ -57,6 +58,23 @@ fn published_prompt_with_cross_checks() {
         r.trajectories.iter().find(|t| t.scope == spec).unwrap()
     };
     assert_eq!(by("64").tokens, by("llama:64").tokens);
+    // The verdict rests on llama.cpp's own sampler alone: llama:64 against all.
+    assert_eq!(r.measured(), run::measured([by("llama:64")]));
+    // The planted penalties samplers in its slot, judged by the same rule: the whole-sequence
+    // one decodes all's tokens, the windowed one parts; both samplers' logits are the oracle's
+    // at every step.
+    let s = r
+        .samplers
+        .as_ref()
+        .expect("llama.cpp runs the planted samplers");
+    assert_eq!(SamplerRuns::reads(&s.whole), Verdict::Absent);
+    assert_eq!(SamplerRuns::reads(&s.window), Verdict::Present);
+    assert_eq!(s.whole.tokens, r.all().tokens);
+    for t in [&s.whole, &s.window] {
+        assert_eq!(t.checks.twin.steps, t.tokens.len(), "{}", t.scope);
+        assert_eq!(t.checks.twin.mismatching_steps, 0, "{}", t.scope);
+        assert_eq!(t.checks.greedy_mismatches, 0, "{}", t.scope);
+    }
     test_support::assert_build_snapshot!("published", report.to_text());
 }
 
@@ -124,6 +142,25 @@ fn json_shape_and_windows_longer_than_the_sequence() {
     assert!(v["scopes"]["llama:5000"]["diverges_at"].is_null());
     // Same command, same bytes.
     assert_eq!(run_bin(BIN, &args).1, stdout);
+    // The planted penalties samplers ran in llama.cpp's slot, each read by the verdict's rule.
+    for k in ["whole_sequence", "last_window"] {
+        let run = &v["planted_samplers"][k];
+        assert!(run["rule_reads"].is_string(), "{k}: {run}");
+        assert_eq!(
+            run["logits_vs_oracle"]["mismatching_steps"], 0,
+            "{k}: {run}"
+        );
+    }
+    // Without a llama:N scope nothing the verdict judges ran: no verdict of its own.
+    let args = colours("4", &["--scopes", "all,4", "--json"]);
+    let (code, stdout, stderr) = run_bin(BIN, &args);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["measured"], "undecided", "{}", v["evidence"]);
+    assert!(v["evidence"]
+        .as_str()
+        .unwrap()
+        .contains("no llama:N scope ran"));
 }
 
 /// The same command twice prints the same bytes, in text (the JSON form is compared in
