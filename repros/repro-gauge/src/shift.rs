@@ -87,8 +87,8 @@ const CASE: &str = "planted source (1, 0.75 + n, -8, -8), 4 prompts with id 0 se
 /// - the planted normalized sampler in the normalized slot: the fix's rule must say `absent`
 ///   (the fix itself is never its own row's negative control: [`fix_on_planted_case`]);
 /// - the value check must report mismatches for the planted subtractive sampler checked as
-///   the sign branch, for `ledger-penalties` normalized at theta 1.31 checked at 1.3, and for
-///   the subtractive mode at theta 1.31 checked at 1.3.
+///   the sign branch, for the planted normalized sampler at theta 1.31 checked at 1.3, and for
+///   `ledger-penalties`' subtractive mode at theta 1.31 checked at 1.3.
 pub fn planted_controls() -> Result<Vec<Control>> {
     let describe = |m: &ModelRuns| -> Result<String> {
         let cells = m.cells()?;
@@ -194,9 +194,11 @@ pub fn planted_controls() -> Result<Vec<Control>> {
             1.3,
             (sign, 1.3),
         ),
+        // The normalized slot's check is told a wrong theta through our planted sampler, not
+        // through the fix: the fix is the subject of its own row.
         (
-            "ledger-penalties normalized at theta 1.31 checked at 1.3",
-            (normalized, LedgerNormalized),
+            "the planted normalized sampler at theta 1.31 checked at 1.3",
+            (normalized, PlantedNormalized),
             1.31,
             (normalized, 1.3),
         ),
