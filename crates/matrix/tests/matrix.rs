@@ -454,6 +454,7 @@ fn revisions_without_an_answer_are_named_and_a_failed_run_is_a_note() {
                 engine: "llama.cpp".into(),
                 build: build.into(),
                 build_detail: build.into(),
+                sources: report::kind::sources_stating_every_contract(),
             },
             verdict,
             "e",

@@ -490,6 +490,7 @@ mod tests {
                 engine: "llama.cpp".into(),
                 build: "b1".into(),
                 build_detail: "test".into(),
+                sources: report::kind::sources_stating_every_contract(),
             },
             report::Verdict::Present,
             "e",

@@ -536,6 +536,7 @@ impl Audit {
             engine: self.engine.name.label().to_string(),
             build: self.engine.tag.clone(),
             build_detail: self.engine.detail.clone(),
+            sources: report::Sources(self.engine.sources),
         };
         let mut r = Report::new(
             subject,

@@ -283,6 +283,7 @@ impl Audit {
             engine: self.engine.name.label().to_string(),
             build: self.engine.tag.clone(),
             build_detail: self.engine.detail.clone(),
+            sources: report::Sources(self.engine.sources),
         };
         let mut evidence = self.evidence()?;
         let mut measured = verdict_of(&self.models)?;

@@ -251,6 +251,7 @@ impl RunReport {
             engine: self.engine.name.label().to_string(),
             build: self.engine.tag.clone(),
             build_detail: self.engine.detail.clone(),
+            sources: report::Sources(self.engine.sources),
         }
     }
 
