@@ -12,6 +12,7 @@ pub mod oracle_check;
 pub mod outcome;
 pub mod planted;
 pub mod probe;
+pub mod rows;
 pub mod samplers;
 
 pub const FINDING: &str = "F6";
