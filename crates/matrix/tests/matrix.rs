@@ -455,6 +455,7 @@ fn revisions_without_an_answer_are_named_and_a_failed_run_is_a_note() {
                 build: build.into(),
                 build_detail: build.into(),
                 sources: report::kind::sources_stating_every_contract(),
+                detector: None,
             },
             verdict,
             "e",

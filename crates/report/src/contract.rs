@@ -95,8 +95,14 @@ fn locate_one(sources: &Sources, q: &Quote) -> Option<Contract> {
         .files
         .iter()
         .find_map(|f| sources.0.iter().find(|(p, _)| p == f))?;
+    locate_in(path, text, q.within, q.text)
+}
+
+/// `quote` in the file `path` whose content is `text`, inside the C function whose definition
+/// line contains `within` when that is given (see [`Quote`]).
+pub fn locate_in(path: &str, text: &str, within: Option<&str>, quote: &str) -> Option<Contract> {
     let lines: Vec<&str> = text.lines().collect();
-    let (from, to) = match q.within {
+    let (from, to) = match within {
         None => (0, lines.len()),
         Some(anchor) => {
             let start = lines.iter().position(|l| l.contains(anchor))?;
@@ -106,7 +112,7 @@ fn locate_one(sources: &Sources, q: &Quote) -> Option<Contract> {
             (start, end)
         }
     };
-    let i = (from..to).find(|&i| lines[i].contains(q.text))?;
+    let i = (from..to).find(|&i| lines[i].contains(quote))?;
     Some(Contract {
         file: path.to_string(),
         line: i + 1,

@@ -415,12 +415,22 @@ pub fn sources_stating_every_contract() -> crate::Sources {
     static FILES: std::sync::OnceLock<Vec<(&'static str, &'static str)>> =
         std::sync::OnceLock::new();
     let files = FILES.get_or_init(|| {
-        let mut by_file: std::collections::BTreeMap<&'static str, String> = Default::default();
+        // Each function once, holding every quote said to lie in it.
+        let mut bodies: std::collections::BTreeMap<(&str, Option<&str>), Vec<&str>> =
+            Default::default();
         for q in RULES.iter().flat_map(|r| r.basis.contract) {
-            let text = by_file.entry(q.files[0]).or_default();
-            match q.within {
-                Some(f) => *text += &format!("{f}\n    {}\n}}\n", q.text),
-                None => *text += &format!("    {}\n", q.text),
+            bodies
+                .entry((q.files[0], q.within))
+                .or_default()
+                .push(q.text);
+        }
+        let mut by_file: std::collections::BTreeMap<&'static str, String> = Default::default();
+        for ((file, within), quotes) in bodies {
+            let text = by_file.entry(file).or_default();
+            let lines: String = quotes.iter().map(|q| format!("    {q}\n")).collect();
+            match within {
+                Some(f) => *text += &format!("{f}\n{lines}}}\n"),
+                None => *text += &lines,
             }
         }
         (by_file.into_iter())

@@ -282,6 +282,36 @@ impl Row {
     }
 }
 
+/// The code that wrote a report: its finding's package and that package's detector version
+/// (`builds::detector`, stamped by the package's build script).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Detector {
+    pub package: &'static str,
+    pub version: &'static str,
+}
+
+/// A finding as its binary names it: `F1`, ..., and the detector that judges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finding {
+    pub id: &'static str,
+    pub detector: Detector,
+}
+
+/// `finding!("F6")` in a finding's library crate: the finding with that crate's detector
+/// (its build script must call `builds::detector::emit()`).
+#[macro_export]
+macro_rules! finding {
+    ($id:literal) => {
+        $crate::Finding {
+            id: $id,
+            detector: $crate::Detector {
+                package: env!("CARGO_PKG_NAME"),
+                version: env!("SAMPLER_AUDIT_DETECTOR"),
+            },
+        }
+    };
+}
+
 /// A report's identity header: which finding, which verdict name, which build (not the
 /// subject under audit).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,6 +328,31 @@ pub struct ReportId {
     pub build_detail: String,
     /// The engine's sources as the build compiled them, where a defect's contract is found.
     pub sources: Sources,
+    /// The code that wrote the report, when a finding's binary did (reports read back from a
+    /// file keep the package and version in [`Header::detector`]).
+    pub detector: Option<Detector>,
+}
+
+impl ReportId {
+    /// `finding`'s report `name` on an engine's build.
+    pub fn new(
+        finding: &Finding,
+        name: impl Into<String>,
+        engine: impl Into<String>,
+        build: impl Into<String>,
+        build_detail: impl Into<String>,
+        sources: Sources,
+    ) -> ReportId {
+        ReportId {
+            finding: finding.id.to_string(),
+            name: name.into(),
+            engine: engine.into(),
+            build: build.into(),
+            build_detail: build_detail.into(),
+            sources,
+            detector: Some(finding.detector),
+        }
+    }
 }
 
 /// The key naming the engine, right after the header keys. A report without it is llama.cpp's,
@@ -339,6 +394,8 @@ struct Written<'a> {
     controls: &'a [Control],
     engine: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
+    detector: Option<Detector>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     kind: Option<Kind>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rests_on: Option<&'static str>,
@@ -367,6 +424,7 @@ impl Serialize for Report {
             evidence: &own.evidence,
             controls: &self.controls,
             engine: &s.engine,
+            detector: s.detector,
             kind: basis.map(|b| b.kind),
             rests_on: basis.map(|b| b.rests_on),
             contract: own.contract,
@@ -557,7 +615,8 @@ impl Report {
             for (k, v) in m {
                 if !HEADER_KEYS.contains(&k.as_str())
                     && ![
-                        ROWS_KEY, "measured", ENGINE_KEY, "kind", "rests_on", "notes",
+                        ROWS_KEY, "measured", ENGINE_KEY, "kind", "rests_on", "notes", "detector",
+                        "contract",
                     ]
                     .contains(&k.as_str())
                 {
@@ -776,6 +835,8 @@ pub struct Header {
     pub controls: Vec<Control>,
     /// `(name, verdict, evidence)` of each verdict row.
     pub rows: Vec<(String, Verdict, String)>,
+    /// `(package, version)` of the detector that wrote the report, if it says.
+    pub detector: Option<(String, String)>,
 }
 
 impl Header {
@@ -885,6 +946,16 @@ impl Header {
             );
         }
         check_can_fail(v, verdict, &text("evidence")?)?;
+        let detector = match obj.get("detector") {
+            None => None,
+            Some(d) => {
+                let field = |k: &str| {
+                    (d.get(k).and_then(Value::as_str).map(str::to_string))
+                        .with_context(|| format!("'detector' without a string '{k}'"))
+                };
+                Some((field("package")?, field("version")?))
+            }
+        };
         Ok(Header {
             subject: ReportId {
                 finding: text("finding")?,
@@ -893,11 +964,13 @@ impl Header {
                 build: text("build")?,
                 build_detail: text("build_detail")?,
                 sources: Sources::NONE,
+                detector: None,
             },
             verdict,
             evidence: text("evidence")?,
             controls,
             rows,
+            detector,
         })
     }
 }
@@ -920,6 +993,7 @@ mod tests {
             build: "b1".into(),
             build_detail: "test build".into(),
             sources: TEST_SOURCES,
+            detector: None,
         }
     }
 

@@ -107,16 +107,16 @@ impl BuildInfo {
         self.name.replace(['.', '-', '+'], "_")
     }
 
-    /// Who a report is about: `finding` and verdict `name` on this build.
-    pub fn report_subject(&self, finding: &str, name: &str) -> report::ReportId {
-        report::ReportId {
-            finding: finding.to_string(),
-            name: name.to_string(),
-            engine: report::DEFAULT_ENGINE.to_string(),
-            build: self.tag().to_string(),
-            build_detail: self.describe(),
-            sources: SOURCES,
-        }
+    /// Who a report is about: `finding`'s verdict `name` on this build.
+    pub fn report_subject(&self, finding: &report::Finding, name: &str) -> report::ReportId {
+        report::ReportId::new(
+            finding,
+            name,
+            report::DEFAULT_ENGINE,
+            self.tag(),
+            self.describe(),
+            SOURCES,
+        )
     }
 
     /// One line a person can read, the llama.cpp name first:

@@ -39,6 +39,32 @@ pub struct Meta {
     /// A cost, not a verdict (no rows): its report rests on `make bench`'s measurements.
     #[serde(default)]
     pub bench: bool,
+    /// What upstream already knows: related issues, pull requests and forks, by number, each
+    /// in one sentence.
+    pub upstream: Vec<String>,
+    /// Which standard chains and tools reach it, each claim backed by a line of the newest
+    /// release's vendored sources (or naming the source it rests on when that is not
+    /// vendored).
+    pub reach: Vec<Claim>,
+    /// What the API's own words say of its status (experimental), with the line they stand on.
+    #[serde(default)]
+    pub status: Vec<Claim>,
+}
+
+/// A sentence about llama.cpp and, where the crate vendors the file, the line it rests on:
+/// `quote` is looked for in `file` of the newest release's sources (inside the C function
+/// whose definition line contains `within`, when given), and the ISSUE.md names the line
+/// found. A quote no longer in the sources stops the ISSUE.md from being written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    pub says: String,
+    #[serde(default)]
+    pub file: Option<String>,
+    #[serde(default)]
+    pub within: Option<String>,
+    #[serde(default)]
+    pub quote: Option<String>,
 }
 
 /// One defect's folder.
@@ -79,6 +105,11 @@ pub fn defects(root: &Path) -> Result<Vec<Defect>> {
                 "{}: names verdict rows, or is a cost (bench: true), not both or neither",
                 path.display()
             );
+            ensure!(
+                !meta.upstream.is_empty() && !meta.reach.is_empty(),
+                "{}: says what upstream knows (upstream) and who is reached (reach)",
+                path.display()
+            );
             out.push(Defect {
                 engine: name_of(&engine),
                 short: name_of(&dir),
@@ -115,6 +146,8 @@ pub struct Found {
     pub evidence: String,
     /// The report's controls: (kind, name, passed).
     pub controls: Vec<(String, String, bool)>,
+    /// A defect's contract as the report quotes it: `file:line: "words"`.
+    pub contract: Option<String>,
 }
 
 /// Every verdict of `<stem>.<build>.json` in `results`: each row, or the report's own verdict
@@ -167,6 +200,14 @@ pub fn verdicts(results: &Path, build: &str) -> Result<BTreeMap<String, Found>> 
                 "{}: verdict {key} is also in another report",
                 path.display()
             );
+            let contract = r.get("contract").map(|c| {
+                format!(
+                    "{}:{}: \"{}\"",
+                    c["file"].as_str().unwrap_or_default(),
+                    c["line"],
+                    c["quote"].as_str().unwrap_or_default()
+                )
+            });
             out.insert(
                 key,
                 Found {
@@ -175,6 +216,7 @@ pub fn verdicts(results: &Path, build: &str) -> Result<BTreeMap<String, Found>> 
                     verdict: r["verdict"].as_str().unwrap_or_default().to_string(),
                     evidence: r["evidence"].as_str().unwrap_or_default().to_string(),
                     controls: controls.clone(),
+                    contract,
                 },
             );
         }
@@ -641,7 +683,11 @@ pub fn issue(d: &Defect, results: &Path) -> Result<String> {
     let fixed_dir = results.join(FIXES_RESULTS);
     let fixed = verdicts(&fixed_dir, &patched()).unwrap_or_default();
     let mut s = format!("# {}\n\n", m.title);
-    writeln!(s, "Found and checked by sampler-audit ({}), on llama.cpp {NEWEST} and every release before it on crates.io.\n", m.finding)?;
+    writeln!(
+        s,
+        "Found and checked by sampler-audit ({}) on llama.cpp {NEWEST}, the newest release on crates.io; the releases it affects are the ones below, each run.\n",
+        m.finding
+    )?;
 
     s += "## Affected releases\n\nFrom the suite's release matrix (`results/matrix/ranges.txt`), by llama.cpp tag:\n\n";
     for row in &m.rows {
@@ -655,12 +701,19 @@ pub fn issue(d: &Defect, results: &Path) -> Result<String> {
             .with_context(|| format!("row {row} has no kind"))?;
         ensure!(
             basis.kind == report::Kind::Defect,
-            "{}: row {row} is a {}, not a defect; a divergence is not filed as a bug",
+            "{}: row {row} is a {}, not a defect; only a defect is filed as a bug",
             d.short,
             basis.kind
         );
-        writeln!(s, "- `{row}` ({}): {}", basis.kind, basis.rests_on)?;
+        let contract = (stock.get(row).and_then(|f| f.contract.clone()))
+            .with_context(|| format!("{}: row {row} quotes no contract on {NEWEST}", d.short))?;
+        writeln!(
+            s,
+            "- `{row}` ({}): {}. On {NEWEST}: `{contract}`",
+            basis.kind, basis.rests_on
+        )?;
     }
+    write_claims(&mut s, d)?;
 
     s += "\n## Reproduce\n\nStandalone: `repro.c` includes `llama.h` and the C library only. Against the headers and static libraries of a llama.cpp build (the crate `llama-cpp-sys-2` builds them; `<include>` and `<lib>` are its `include/` and `lib/`):\n\n";
     writeln!(s, "```\n{}\n```\n", compile_line())?;
@@ -756,6 +809,67 @@ pub fn issue(d: &Defect, results: &Path) -> Result<String> {
     Ok(s)
 }
 
+/// The newest release's vendored llama.cpp tree in cargo's registry, where a claim's line is
+/// looked up.
+fn newest_tree() -> Result<PathBuf> {
+    let release = (builds::releases().into_iter())
+        .rev()
+        .find(|r| r.name() == NEWEST)
+        .with_context(|| format!("{NEWEST} is not in the release table"))?;
+    let home = builds::cargo_home().context("no CARGO_HOME or HOME")?;
+    let dir = builds::registry_source(&home, "llama-cpp-sys-2", &release.crate_version)
+        .with_context(|| {
+            format!(
+                "llama-cpp-sys-2 {} is not unpacked in cargo's registry; build {NEWEST} first",
+                release.crate_version
+            )
+        })?;
+    Ok(dir.join("llama.cpp"))
+}
+
+/// A claim in Markdown: its sentence, then the line of the newest release it rests on.
+fn claim_text(c: &Claim, tree: &Path) -> Result<String> {
+    let Some(file) = &c.file else {
+        return Ok(c.says.clone());
+    };
+    let quote = c
+        .quote
+        .as_deref()
+        .with_context(|| format!("claim on {file} without a quote: {}", c.says))?;
+    let path = tree.join(file);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let found = report::contract::locate_in(file, &text, c.within.as_deref(), quote)
+        .with_context(|| format!("{file} of {NEWEST} no longer says \"{quote}\""))?;
+    Ok(format!(
+        "{} (`{}:{}`: `{}`)",
+        c.says, found.file, found.line, found.quote
+    ))
+}
+
+/// The sections every ISSUE.md has after what it breaks: the API's status, who is reached and
+/// what upstream already knows.
+fn write_claims(s: &mut String, d: &Defect) -> Result<()> {
+    let tree = newest_tree()?;
+    let m = &d.meta;
+    if !m.status.is_empty() {
+        *s += "\n## Status of the API\n\n";
+        for c in &m.status {
+            writeln!(s, "- {}", claim_text(c, &tree)?)?;
+        }
+    }
+    writeln!(s, "\n## Reach\n\nWho runs into it, read from {NEWEST}'s sources (file and line of the tree llama-cpp-sys-2 vendors):\n")?;
+    for c in &m.reach {
+        writeln!(s, "- {}", claim_text(c, &tree)?)?;
+    }
+    *s += "\n## Upstream\n\nWhat upstream already knows (public records read 2026-12; re-check before filing):\n\n";
+    for u in &m.upstream {
+        writeln!(s, "- {u}")?;
+    }
+    s.push('\n');
+    Ok(())
+}
+
 /// A JSON file of the results folder.
 fn json(path: &Path) -> Result<Value> {
     let text =
@@ -791,6 +905,7 @@ fn cost_issue(d: &Defect, results: &Path) -> Result<String> {
     let fixed_e2e = optional(results.join(FIXES_RESULTS).join("bench/penalty-cost.json"))?;
     let mut s = format!("# {}\n\n", m.title);
     writeln!(s, "Measured by sampler-audit ({}) on llama.cpp {NEWEST}. This is a cost, not a broken contract: the stage's results are right, and the patch leaves them bit for bit as they are.\n", m.finding)?;
+    write_claims(&mut s, d)?;
     s += "## What it costs\n\n";
     cost_tables(
         &mut s,

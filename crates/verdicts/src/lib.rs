@@ -1,6 +1,6 @@
 //! Reads every `<report>.<build>.json` in a results folder (default `results/`) and prints one
-//! row per verdict: finding, name, build, verdict, controls passed, evidence, defects and
-//! divergences in two tables (each verdict's kind is the one catalog's, `report::kind`, and
+//! row per verdict: finding, name, build, verdict, controls passed, evidence, defects,
+//! divergences and robustness rows in three tables (each verdict's kind is the one catalog's, `report::kind`, and
 //! the report states it too). A report with verdict rows (`clone-incomplete-<sampler>`, say)
 //! gives one line per row; its own verdict only summarizes them.
 //!
@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(default_value = "results")]
     pub dir: PathBuf,
     /// Print the verdict matrix in Markdown instead (what results/VERDICTS.md and the README
-    /// hold): one row per verdict, defects and divergences apart, one column per build, and
+    /// hold): one row per verdict, defects, divergences and robustness rows apart, one column per build, and
     /// each row's affected releases from the release matrix.
     #[arg(long)]
     pub markdown: bool,
@@ -169,6 +169,10 @@ pub fn table(lines: &[Line]) -> String {
         (
             Kind::Divergence,
             "divergences: the engine differs from a named reference (report key rests_on)",
+        ),
+        (
+            Kind::Robustness,
+            "robustness: the suite's own rule where the engine states no contract (not defects)",
         ),
     ] {
         let of: Vec<&Line> = lines.iter().filter(|l| l.kind == kind).collect();
@@ -359,6 +363,10 @@ pub fn markdown(
             Kind::Divergence,
             "Divergences (the engine differs from a named reference; not bugs)",
         ),
+        (
+            Kind::Robustness,
+            "Robustness (the suite's own rule on inputs the API accepts, where the engine states no contract; reported, not defects)",
+        ),
     ] {
         let of: Vec<&Line> = lines.iter().filter(|l| l.kind == kind).collect();
         let mut rows: Vec<RowKey> = of.iter().map(|l| RowKey::of(l)).collect();
@@ -491,6 +499,7 @@ mod tests {
                 build: "b1".into(),
                 build_detail: "test".into(),
                 sources: report::kind::sources_stating_every_contract(),
+                detector: None,
             },
             report::Verdict::Present,
             "e",

@@ -370,7 +370,7 @@ impl Audit {
 
     pub fn report(&self) -> Report {
         let mut r = Report::new(
-            self.build.report_subject(FINDING, NAME),
+            self.build.report_subject(&FINDING, NAME),
             self.measured(),
             self.evidence(),
             self.controls(),

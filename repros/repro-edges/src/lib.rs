@@ -15,5 +15,5 @@ pub mod probe;
 pub mod rows;
 pub mod samplers;
 
-pub const FINDING: &str = "F6";
+pub const FINDING: report::Finding = report::finding!("F6");
 pub const NAME: &str = "edge-inputs";

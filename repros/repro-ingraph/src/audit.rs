@@ -421,7 +421,7 @@ impl Audit {
     }
 
     pub fn report(&self) -> Report {
-        let subject = self.build.report_subject(crate::FINDING, "ingraph");
+        let subject = self.build.report_subject(&crate::FINDING, "ingraph");
         let m = match &self.measured {
             Ok(m) => m,
             Err(why) => {

@@ -12,4 +12,4 @@ pub mod planted;
 pub mod ties;
 
 /// The finding these reports belong to.
-pub const FINDING: &str = "F8";
+pub const FINDING: report::Finding = report::finding!("F8");
