@@ -182,6 +182,12 @@ const RULES: &[Rule] = &[
         "clone-incomplete-penalties",
         defect(CLONE, &[clone_says("llama_sampler_penalties_clone(")]),
     ),
+    // A stateful sampler the rules above do not name: its clone's statement is not known to
+    // the catalog, so its rows read `not offered` until a rule quotes it.
+    rule(
+        "clone-incomplete",
+        defect(CLONE, &[clone_says("llama_sampler_clone_of_a_sampler_the_catalog_names(")]),
+    ),
     rule(
         "copy-unrefused",
         defect(

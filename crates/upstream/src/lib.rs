@@ -282,13 +282,27 @@ pub const LINK: [&str; 7] = [
     "-lpthread",
 ];
 
+/// Added to the link line for releases whose CPU backend the crate built with OpenMP (the
+/// older ones): their static libraries call into libgomp.
+pub const OPENMP: &str = "-fopenmp";
+
 /// The compile line as ISSUE.md and the recorded runs show it (placeholders for the two
-/// folders, which differ between machines).
-pub fn compile_line() -> String {
+/// folders, which differ between machines), with OpenMP where the build needs it.
+pub fn compile_line_for(openmp: bool) -> String {
+    let omp = if openmp {
+        format!(" {OPENMP}")
+    } else {
+        String::new()
+    };
     format!(
-        "cc -std=c11 repro.c -I<include> -L<lib> {} -o repro",
+        "cc -std=c11 repro.c -I<include> -L<lib> {}{omp} -o repro",
         LINK.join(" ")
     )
+}
+
+/// The compile line of a build without OpenMP, as ISSUE.md shows it.
+pub fn compile_line() -> String {
+    compile_line_for(false)
 }
 
 /// One reproducer's run on one build.
@@ -296,6 +310,8 @@ pub fn compile_line() -> String {
 pub struct Run {
     /// The run line as shown (the model named by its path under the root, not absolute).
     pub run_line: String,
+    /// Whether it was linked with OpenMP ([`OPENMP`]).
+    pub openmp: bool,
     /// None when it did not compile (with the compiler's first error line in `stdout`).
     pub exit: Option<i32>,
     pub stdout: String,
@@ -304,7 +320,7 @@ pub struct Run {
 impl Run {
     /// The record written to `results/upstream/<short>.<build>.txt`.
     pub fn record(&self, build: &str) -> String {
-        let mut out = format!("build {build}\n$ {}\n", compile_line());
+        let mut out = format!("build {build}\n$ {}\n", compile_line_for(self.openmp));
         match self.exit {
             None => out += &format!("does not compile: {}\n", self.stdout.trim_end()),
             Some(code) => {
@@ -324,16 +340,26 @@ impl Run {
 pub fn run(root: &Path, d: &Defect, native: &Native, work: &Path) -> Result<Run> {
     std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
     let bin = work.join(format!("{}-repro", d.short));
-    let out = Command::new("cc")
-        .args(["-std=c11", "-O1"])
-        .arg(d.repro())
-        .arg(format!("-I{}", native.include.display()))
-        .arg(format!("-L{}", native.lib.display()))
-        .args(LINK)
-        .arg("-o")
-        .arg(&bin)
-        .output()
-        .context("starting cc")?;
+    let compile = |openmp: bool| {
+        Command::new("cc")
+            .args(["-std=c11", "-O1"])
+            .arg(d.repro())
+            .arg(format!("-I{}", native.include.display()))
+            .arg(format!("-L{}", native.lib.display()))
+            .args(LINK)
+            .args(openmp.then_some(OPENMP))
+            .arg("-o")
+            .arg(&bin)
+            .output()
+            .context("starting cc")
+    };
+    // Older releases' CPU backend was built with OpenMP: their libraries link only with it.
+    let mut openmp = false;
+    let mut out = compile(false)?;
+    if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("GOMP_") {
+        openmp = true;
+        out = compile(true)?;
+    }
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let line = err
@@ -342,6 +368,7 @@ pub fn run(root: &Path, d: &Defect, native: &Native, work: &Path) -> Result<Run>
             .unwrap_or("no output");
         return Ok(Run {
             run_line: String::new(),
+            openmp,
             exit: None,
             stdout: line.to_string(),
         });
@@ -364,6 +391,7 @@ pub fn run(root: &Path, d: &Defect, native: &Native, work: &Path) -> Result<Run>
     let exit = out.status.code().unwrap_or(128);
     Ok(Run {
         run_line,
+        openmp,
         exit: Some(exit),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
     })
@@ -404,12 +432,11 @@ impl Checked {
     }
 }
 
-/// Every llama.cpp reproducer against `build`, held against the verdicts of `results`.
-pub fn check(root: &Path, build: &str, results: &Path) -> Result<Vec<Checked>> {
+/// Every llama.cpp reproducer compiled against `build` and run: each defect with its run.
+pub fn runs(root: &Path, build: &str) -> Result<Vec<(Defect, Run)>> {
     let b = buildgen::parse_build(build)?;
     let ws = buildgen::prepare(root, &b).with_context(|| format!("build {build}"))?;
     let native = buildgen::native(&ws)?;
-    let found = verdicts(results, build)?;
     let work = root.join("target/upstream").join(build);
     let mut out = Vec::new();
     for d in defects(root)?
@@ -422,6 +449,16 @@ pub fn check(root: &Path, build: &str, results: &Path) -> Result<Vec<Checked>> {
             continue;
         }
         let run = run(root, &d, &native, &work)?;
+        out.push((d, run));
+    }
+    Ok(out)
+}
+
+/// Every llama.cpp reproducer against `build`, held against the verdicts of `results`.
+pub fn check(root: &Path, build: &str, results: &Path) -> Result<Vec<Checked>> {
+    let found = verdicts(results, build)?;
+    let mut out = Vec::new();
+    for (d, run) in runs(root, build)? {
         out.push(Checked {
             defect: d.short.clone(),
             build: build.to_string(),
@@ -430,6 +467,17 @@ pub fn check(root: &Path, build: &str, results: &Path) -> Result<Vec<Checked>> {
         });
     }
     Ok(out)
+}
+
+/// What a recorded run (`Run::record`) says of its defect: `Some(true)` for exit 1 (present),
+/// `Some(false)` for exit 0 (absent), `None` when it did not compile (the release lacks the
+/// API it calls) or ended otherwise.
+pub fn recorded_outcome(record: &str) -> Option<bool> {
+    match record.lines().last()? {
+        "exit 1" => Some(true),
+        "exit 0" => Some(false),
+        _ => None,
+    }
 }
 
 /// One difference between two results folders' verdicts.

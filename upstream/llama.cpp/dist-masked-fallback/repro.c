@@ -45,7 +45,8 @@ int main(void) {
     }
     printf("\n");
     if (!found_every_time) {
-        printf("          the loop found no candidate: the fallback it calls unreachable ran\n");
+        printf("          no probability is finite: dist drew by no running sum (where its loop ends in\n"
+               "          the fallback marked unreachable, that fallback ran)\n");
     }
     return found_every_time ? 0 : 1;
 }
