@@ -313,6 +313,22 @@ fn columns(lines: &[Line]) -> Vec<(String, String)> {
     cols
 }
 
+/// A range summary up to its first `;` outside parentheses: the ranges themselves, without
+/// the revisions where the row was not decided (a `;` inside a range's parentheses belongs to
+/// the range).
+fn first_clause(summary: &str) -> &str {
+    let mut depth = 0i32;
+    for (i, c) in summary.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ';' if depth == 0 => return &summary[..i],
+            _ => {}
+        }
+    }
+    summary
+}
+
 /// What the release matrix says of a row it ran and never saw present (crates/matrix); what
 /// follows it, if anything, names revisions where the row was not decided.
 const NEVER_PRESENT: &str = "never present where decided";
@@ -377,6 +393,20 @@ pub fn markdown(
         }
         let cells =
             |row: &RowKey| -> Vec<&&Line> { of.iter().filter(|l| &RowKey::of(l) == row).collect() };
+        // The README names the robustness rows found present in one line: they are no defects,
+        // and results/VERDICTS.md has each with its builds.
+        if compact && kind == Kind::Robustness {
+            let present: Vec<String> = (rows.iter())
+                .filter(|r| cells(r).iter().any(|l| l.verdict == "present"))
+                .map(|r| r.label())
+                .collect();
+            out += &format!(
+                "**{title}**: present on some build here: {}; {} more never present. [results/VERDICTS.md](results/VERDICTS.md) lists every row.\n\n",
+                if present.is_empty() { "none".to_string() } else { present.join(", ") },
+                rows.len() - present.len()
+            );
+            continue;
+        }
         // The release matrix runs llama.cpp on its default model: its range belongs to a row
         // with llama.cpp lines and no model of its own.
         let range = |row: &RowKey| -> Option<&String> {
@@ -445,7 +475,7 @@ pub fn markdown(
             // The README's form keeps the range itself; the revisions where a row was not
             // decided, after the first ';', are in results/VERDICTS.md.
             let shown = range(row).map_or("·", |r| match compact {
-                true => r.split(';').next().unwrap_or(r),
+                true => first_clause(r),
                 false => r,
             });
             out += &format!(" {shown} |\n");
@@ -485,6 +515,15 @@ mod tests {
 
     fn write(dir: &Path, name: &str, text: &str) {
         std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    #[test]
+    fn the_compact_range_keeps_each_range_whole() {
+        assert_eq!(
+            first_clause("b4240 (inconclusive at b4524; b4240 by x/repro.c), b4718.. (still present at b11429); inconclusive at b4524"),
+            "b4240 (inconclusive at b4524; b4240 by x/repro.c), b4718.. (still present at b11429)"
+        );
+        assert_eq!(first_clause("never present where decided"), "never present where decided");
     }
 
     #[test]
