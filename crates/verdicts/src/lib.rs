@@ -523,7 +523,10 @@ mod tests {
             first_clause("b4240 (inconclusive at b4524; b4240 by x/repro.c), b4718.. (still present at b11429); inconclusive at b4524"),
             "b4240 (inconclusive at b4524; b4240 by x/repro.c), b4718.. (still present at b11429)"
         );
-        assert_eq!(first_clause("never present where decided"), "never present where decided");
+        assert_eq!(
+            first_clause("never present where decided"),
+            "never present where decided"
+        );
     }
 
     #[test]

@@ -410,10 +410,7 @@ impl Audit {
             let cells = self.dist_cells();
             let (verdict, evidence) = match self.not_offered.get(DIST) {
                 Some(why) => (Verdict::NotOffered, why.to_string()),
-                None => (
-                    rows::fallback(&cells),
-                    rows::evidence(&cells, rows::fallback_ran, true),
-                ),
+                None => (rows::fallback(&cells), rows::fallback_evidence(&cells)),
             };
             r.add_row("edge-dist-fallback", verdict, evidence, params(dist));
         }

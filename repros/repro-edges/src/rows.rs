@@ -93,6 +93,18 @@ pub fn evidence(cells: &[&Cell], notable: impl Fn(&Cell) -> bool, detail: bool) 
     }
 }
 
+/// The fallback row's evidence: the cells that took it, or how many could have.
+pub fn fallback_evidence(cells: &[&Cell]) -> String {
+    let took = evidence(cells, fallback_ran, true);
+    if cells.iter().any(|c| fallback_ran(c)) {
+        return took;
+    }
+    let could = (cells.iter())
+        .filter(|c| !matches!(c.judged, Judged::Not(_)) && c.input_size >= 2)
+        .count();
+    format!("no probe took it: every p finite on each of the {could} inputs of two or more clean candidates")
+}
+
 /// The set row's evidence: the cells that differ, or on how many inputs the set matched.
 pub fn set_evidence(cells: &[&Cell]) -> String {
     let judged = cells.iter().filter(|c| c.set_judged()).count();
