@@ -313,20 +313,36 @@ fn columns(lines: &[Line]) -> Vec<(String, String)> {
     cols
 }
 
-/// A range summary up to its first `;` outside parentheses: the ranges themselves, without
-/// the revisions where the row was not decided (a `;` inside a range's parentheses belongs to
-/// the range).
-fn first_clause(summary: &str) -> &str {
-    let mut depth = 0i32;
+/// A range summary's clauses, split at each `;` outside parentheses (a `;` inside a range's
+/// parentheses belongs to the range).
+fn clauses(summary: &str) -> Vec<&str> {
+    let (mut out, mut depth, mut from) = (Vec::new(), 0i32, 0);
     for (i, c) in summary.char_indices() {
         match c {
             '(' => depth += 1,
             ')' => depth -= 1,
-            ';' if depth == 0 => return &summary[..i],
+            ';' if depth == 0 => {
+                out.push(summary[from..i].trim());
+                from = i + 1;
+            }
             _ => {}
         }
     }
-    summary
+    out.push(summary[from..].trim());
+    out
+}
+
+/// The README's form of a range summary: the ranges themselves and the revisions where the row
+/// ran but was not decided (so a range that starts after them is not read as the first
+/// affected release), without the `not offered` and `missing` clauses.
+fn compact_range(summary: &str) -> String {
+    let c = clauses(summary);
+    let undecided = (c.iter().skip(1))
+        .filter(|x| x.starts_with("inconclusive at") || x.starts_with("undecided at"));
+    std::iter::once(c[0])
+        .chain(undecided.copied())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// What the release matrix says of a row it ran and never saw present (crates/matrix); what
@@ -474,9 +490,9 @@ pub fn markdown(
             }
             // The README's form keeps the range itself; the revisions where a row was not
             // decided, after the first ';', are in results/VERDICTS.md.
-            let shown = range(row).map_or("·", |r| match compact {
-                true => first_clause(r),
-                false => r,
+            let shown = range(row).map_or("·".to_string(), |r| match compact {
+                true => compact_range(r),
+                false => r.clone(),
             });
             out += &format!(" {shown} |\n");
         }
@@ -518,13 +534,13 @@ mod tests {
     }
 
     #[test]
-    fn the_compact_range_keeps_each_range_whole() {
+    fn the_compact_range_keeps_each_range_whole_and_says_where_nothing_was_decided() {
         assert_eq!(
-            first_clause("b4240 (inconclusive at b4524; b4240 by x/repro.c), b4718.. (still present at b11429); inconclusive at b4524"),
-            "b4240 (inconclusive at b4524; b4240 by x/repro.c), b4718.. (still present at b11429)"
+            compact_range("b4240 (inconclusive at b4524; b4240 by x/repro.c), b4718.. (still present at b11429); inconclusive at b4524; not offered: b4240"),
+            "b4240 (inconclusive at b4524; b4240 by x/repro.c), b4718.. (still present at b11429); inconclusive at b4524"
         );
         assert_eq!(
-            first_clause("never present where decided"),
+            compact_range("never present where decided; not offered: b4240"),
             "never present where decided"
         );
     }
