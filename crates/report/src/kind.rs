@@ -134,12 +134,6 @@ const RULES: &[Rule] = &[
     },
     Rule {
         engine: None,
-        prefix: "ingraph-temp_ext",
-        contains: None,
-        basis: divergence("llama.cpp's own CPU `temp_ext` over the same logits (allowed 1 ulp; the two paths sum the entropy in different orders)"),
-    },
-    Rule {
-        engine: None,
         prefix: "ingraph",
         contains: None,
         basis: defect("llama.h: a sampler runs in the graph only when its `backend_init` returns true, documented as \"the backend supports all ops needed by the sampler\"; it is the same sampler object with the same parameters (such as the `min_keep` of `llama_sampler_init_top_p` and `llama_sampler_init_min_p`) as on the CPU; `llama_get_sampled_token_ith` returns \"the backend sampled token\" and `llama_get_sampled_candidates_ith` \"token ids\""),
@@ -167,7 +161,7 @@ mod tests {
     #[test]
     fn specific_rules_win_and_fixes_keep_their_verdicts_kind() {
         let k = |e, n| basis(e, n).map(|b| b.kind);
-        assert_eq!(k("llama.cpp", "ingraph-temp_ext"), Some(Kind::Divergence));
+        assert_eq!(k("llama.cpp", "ingraph-temp_ext"), Some(Kind::Defect));
         assert_eq!(k("llama.cpp", "ingraph-top_p-min_keep"), Some(Kind::Defect));
         assert_eq!(
             k("llama.cpp", "copy-unrefused-across-types"),
