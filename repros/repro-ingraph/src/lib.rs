@@ -8,6 +8,7 @@ pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod draws;
+pub mod dyntemp;
 pub mod planted;
 pub mod ties;
 
