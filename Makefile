@@ -12,9 +12,11 @@
 #   make matrix  every llama.cpp release on crates.io (24 revisions, b4240..b11429) through F1,
 #                F2, F6, F7's llama.cpp rows, F8 and F9, and each defect's affected range
 #                (SHARD=i/N splits it)
-#   make bench   F5: penalty stage cost per apply and end to end (results/bench/penalty-cost.json),
-#                the stock stage against the patched one turn by turn (results/bench/penalty-versus.json),
-#                the patched build's end to end (results/fixes/bench/), and what a contained
+#   make bench   F5: the stock penalties stage against the patched one: the bits it leaves
+#                (results/bench/penalty-bitcheck.json), per apply turn by turn
+#                (results/bench/penalty-versus.json) and each build's end-to-end overhead
+#                interleaved (results/bench/penalty-overhead-versus.json); llama.cpp's stage
+#                beside ledger-penalties (results/bench/penalty-cost.json); and what a contained
 #                child costs per probe (results/bench/supervisor-cost.json)
 #   make audit-tables  F4's reported-only tables (teacher forcing, the JSON corpus, grammar
 #                references) on both builds into results/tables/; no verdict reads them
@@ -158,24 +160,27 @@ demo: build models $(BUILDGEN)
 	@echo "== F2: top_k(4) -> logit_bias(+6 on id 3) -> top_p(0.8) on logits 4..-3" >&2
 	@for b in b11429 $(FIXED_BUILD); do $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-sortpoison | tail -n 2; done
 
-# F5: the penalty stage's cost, per apply and end to end, on the default build (timings go to
-# stdout and results/bench/penalty-cost.json; ratios measured within one run are the claim).
+# F5: the penalty stage's cost (timings go to stdout and results/bench/; ratios measured within
+# one run are the claim). First where the patched stage's bits may differ from stock's
+# (bitcheck.c on both builds, compared; an array that must be the same and differs stops
+# make), then the stock stage against the patched one in one run (per apply, then each build's
+# end-to-end overhead interleaved), then llama.cpp's stage beside ledger-penalties on the
+# default build, then what a contained child costs.
 bench: deps check-builds models
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p penalty-cost >&2
 	@mkdir -p $(RESULTS)
-	@target/release/penalty-cost --results $(RESULTS)
 	@ws=$$($(BUILDGEN) workspace $(FIXED_BUILD)) && \
-	  $(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $$ws/Cargo.toml --bin penalty-cost >&2 && \
-	  target/release/penalty-cost --against $$ws/target/release/penalty-cost --results $(RESULTS) && \
-	  $$ws/target/release/penalty-cost --results $(RESULTS)/fixes
-	@# The penalties patch leaves every bit as it was: bitcheck.c's output on both builds.
+	  $(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $$ws/Cargo.toml --bin penalty-cost >&2
 	@mkdir -p target/upstream && for b in $(firstword $(BUILDS)) $(FIXED_BUILD); do \
 	  IFS=$$'\t' read -r inc lib <<< "$$($(BUILDGEN) native $$b)"; \
 	  cc -std=c11 -O1 upstream/llama.cpp/penalties-full-pass/bitcheck.c -I"$$inc" -L"$$lib" \
 	    -lllama -lggml -lggml-cpu -lggml-base -lstdc++ -lm -lpthread -o target/upstream/bitcheck.$$b; \
 	  target/upstream/bitcheck.$$b > target/upstream/bitcheck.$$b.txt; done
-	@cmp -s target/upstream/bitcheck.$(firstword $(BUILDS)).txt target/upstream/bitcheck.$(FIXED_BUILD).txt && \
-	  echo "bitcheck: the penalties stage leaves the same bits on $(firstword $(BUILDS)) and $(FIXED_BUILD) ($$(wc -l < target/upstream/bitcheck.$(FIXED_BUILD).txt) lines)"
+	@target/release/penalty-cost --results $(RESULTS) --bitcheck \
+	  target/upstream/bitcheck.$(firstword $(BUILDS)).txt target/upstream/bitcheck.$(FIXED_BUILD).txt
+	@target/release/penalty-cost --results $(RESULTS) \
+	  --against $$($(BUILDGEN) workspace $(FIXED_BUILD))/target/release/penalty-cost
+	@target/release/penalty-cost --results $(RESULTS)
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p repro-edges >&2
 	@target/release/repro-edges --supervisor-cost 200 --results $(RESULTS)
 

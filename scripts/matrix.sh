@@ -4,7 +4,8 @@
 # the readout, the exhaustive sweep, clone equivalence of every stateful sampler the release
 # offers), F2 (repro-sortpoison --audit), F6 (repro-edges --audit), F7's llama.cpp rows
 # (repro-engines --audit), F9 (repro-copy --audit) and F8 (repro-ingraph --audit on SmolLM2,
-# the one finding here that decodes a model; `make models` first), each with its controls.
+# the one finding here that decodes a model; `make models` first), each with its controls;
+# then every standalone reproducer of upstream/llama.cpp/ (`upstream record`, into upstream/).
 # Reports go to results/matrix/ under the revision's name; then crates/matrix turns them into
 # the affected-range table, the plot and the quoted source changes.
 #
@@ -179,8 +180,17 @@ run_revision() {
     fi
     printf 'run\t%s\t%s\n' "$b" $((SECONDS - started)) >> "$TIMING/$name.tsv"
   done
+  # The standalone C reproducers of upstream/llama.cpp/ need no Rust controls: they decide the
+  # cells where the suite's controls cannot run (before llama_sampler_init, b4718).
+  local started=$SECONDS
+  if ! target/release/upstream record --into "$OUT/upstream" "$name" > "$LOGS/run.$name.upstream.out" 2>&1; then
+    echo "matrix: the reproducers failed on $name: $(first_error "$LOGS/run.$name.upstream.out")" >&2
+    printf '%s\t%s\t%s\n' "$name" upstream "$(first_error "$LOGS/run.$name.upstream.out")" >> "$STATUS/$name.runs.tsv"
+  fi
+  printf 'run\tupstream\t%s\n' $((SECONDS - started)) >> "$TIMING/$name.tsv"
   echo "matrix: ran $name" >&2
 }
+cargo build --release --locked --quiet -p upstream >&2
 export -f run_revision first_error extra_args stems_of reports_of
 export OUT LOGS STATUS TIMING
 export BINS_LIST="${BINS[*]}"

@@ -12,6 +12,9 @@
 //!   declared function and struct field becomes a cfg (`llama_fn="..."`, `llama_arity`,
 //!   `llama_param0`, `llama_field`), so the wrapper calls what this release declares.
 //!
+//! - contracts: `include/llama.h` and the sampler source are copied next to the build's
+//!   output, where the crate embeds them (`SOURCES`) for the reports to quote.
+//!
 //! When the sources cannot be found, the build stops with one line saying so.
 
 use std::path::{Path, PathBuf};
@@ -87,8 +90,15 @@ fn run() -> Result<(), String> {
             &std::fs::read_to_string(&p).map_err(|e| format!("reading {}: {e}", p.display()))?;
         header.push('\n');
     }
-    if let Some(f) = builds::sampler_file(&tree) {
-        println!("cargo:rerun-if-changed={}", tree.join(f).display());
+    // The two files a defect's contract is quoted from, embedded in every binary
+    // (`crate::build::SOURCES`), so a report quotes the very sources it was compiled from.
+    let sampler = builds::sampler_file(&tree)
+        .ok_or_else(|| format!("{} has no sampler source", tree.display()))?;
+    println!("cargo:rerun-if-changed={}", tree.join(sampler).display());
+    for (rel, copy) in [("include/llama.h", "llama.h"), (sampler, "samplers.cpp")] {
+        let from = tree.join(rel);
+        std::fs::copy(&from, out_dir.join(copy))
+            .map_err(|e| format!("copying {}: {e}", from.display()))?;
     }
     let env = [
         ("SUBJECT_SYS_VERSION", version.as_str()),
@@ -99,6 +109,7 @@ fn run() -> Result<(), String> {
         ("SUBJECT_TREE_DIRTY", &dirty),
         ("SUBJECT_TREE_NAME", &name),
         ("SUBJECT_SOURCES_SHA256", &sha),
+        ("SUBJECT_SAMPLER_PATH", sampler),
         (
             "SUBJECT_GGML_DECLARED",
             &builds::declared_ggml_version(&tree).unwrap_or_default(),

@@ -9,6 +9,7 @@
 //! `buildgen` tool both read the table through it, so there is one parser and one rule.
 
 pub mod api;
+pub mod detector;
 mod table;
 
 pub use table::{parse_table, releases, resolve, revisions, Release, Revision, RELEASES_TSV};

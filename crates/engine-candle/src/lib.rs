@@ -119,6 +119,13 @@ pub fn candle_sampling(s: &Sampling) -> Result<CandleSampling> {
     })
 }
 
+/// The candle-transformers source a defect on candle quotes its contract from: its sampling
+/// module, as this binary compiled it (copied by the build script).
+const SOURCES: &[(&str, &str)] = &[(
+    "src/generation/mod.rs",
+    include_str!(concat!(env!("OUT_DIR"), "/generation.rs")),
+)];
+
 impl Engine for Candle {
     fn info(&self) -> EngineInfo {
         EngineInfo {
@@ -127,6 +134,7 @@ impl Engine for Candle {
             detail: format!(
                 "candle-core {CANDLE_VERSION}, candle-transformers {CANDLE_VERSION} (CPU)"
             ),
+            sources: SOURCES,
         }
     }
 

@@ -42,6 +42,7 @@ impl Engine for Llama {
             name: EngineName::Llama,
             tag: b.tag().to_string(),
             detail: b.describe(),
+            sources: subject::SOURCES.0,
         }
     }
 

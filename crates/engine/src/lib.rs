@@ -90,6 +90,9 @@ pub struct EngineInfo {
     pub tag: String,
     /// One readable line naming the linked library.
     pub detail: String,
+    /// The engine's sources as compiled, `(path, text)`, where a defect's contract is quoted
+    /// from (the report's `Sources`).
+    pub sources: &'static [(&'static str, &'static str)],
 }
 
 /// A sampling configuration: the oracle's stages a draw runs, in order, then one draw from

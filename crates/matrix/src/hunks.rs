@@ -43,7 +43,7 @@ fn is_word(c: char) -> bool {
 
 /// The samplers a verdict row names: its words (split at anything but letters, digits and
 /// `_`) that are sampler names. `clone-incomplete-chain(penalties,mirostat_v2)` names chain,
-/// penalties and mirostat_v2; `edge-inputs-top_p-min_keep` names top_p.
+/// penalties and mirostat_v2; `edge-set-top_p-min_keep` names top_p.
 pub fn samplers_in_row(row: &str) -> Vec<&'static str> {
     let mut out = Vec::new();
     for word in row.split(|c: char| !is_word(c)) {
@@ -263,8 +263,9 @@ mod tests {
             samplers_in_row("clone-incomplete-chain(penalties,dry,top_k,temp,dist)"),
             ["chain", "penalties", "dry", "top_k", "temp", "dist"]
         );
-        assert_eq!(samplers_in_row("edge-inputs-top_p-min_keep"), ["top_p"]);
-        assert_eq!(samplers_in_row("edge-inputs-temp_ext"), ["temp_ext"]);
+        assert_eq!(samplers_in_row("edge-set-top_p-min_keep"), ["top_p"]);
+        assert_eq!(samplers_in_row("edge-dist-fallback"), ["dist"]);
+        assert_eq!(samplers_in_row("edge-robustness-temp_ext"), ["temp_ext"]);
         assert_eq!(
             samplers_in_row("draw-conformance-published-top_k=3,top_p=0.9"),
             ["top_k", "top_p"]

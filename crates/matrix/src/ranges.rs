@@ -1,27 +1,35 @@
 //! Affected ranges: for each verdict row, the runs of revisions where it is present, each
 //! with the revision that ends it, as text (`ranges.txt`) and as JSON (`ranges.json`).
 //!
-//! A run counts only the revisions with data for the row: a revision not built, not run or
-//! missing from the reports neither ends a run nor starts one, and is named instead, so a
-//! failed build is never read as a fix.
+//! A run is consecutive revisions that all read present: a revision not built, not run or
+//! missing from the reports ends it (it is never inside a range, never read as a fix) and is
+//! named. Where the suite's own controls could not run (`inconclusive`), a standalone C
+//! reproducer of `upstream/llama.cpp/` that ran on the revision decides the cell, and the range
+//! says so.
 
 use crate::read::{Column, Matrix, State};
 use report::Table;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 /// The rule, in the words both files state it.
 pub const RULE: &str = "\
-A range is a run of revisions where the row's verdict is present, in llama.cpp order. Only
-revisions with data for the row count: a revision that was not built, not run, or is missing
-from the reports is skipped (it neither ends a range nor starts one). Such revisions are named:
-under `Not built` and `Not run` when no row has data there, after `missing at` when one row
-lacks it, and after `no data at` when one lies between a range and the revision that ends it.
-`A..B (first fixed: C)`: present from A through B, absent at C, the next revision with data.
-`A.. (still present at Z)`: present from A through Z, the newest revision with data.
-`A..B (V at C)`: the next revision with data, C, has verdict V (not offered, inconclusive,
-undecided), which is not a fix.
-`not offered: A..B`: the release's C API lacks the sampler from A through B, by the same rule.
+A range is a run of consecutive revisions, in llama.cpp order, where the row's verdict is
+present. A revision that was not built, not run, or is missing from the reports has no data
+and ends a range: no range contains a revision that was not run. Such revisions are named:
+under `Not built` and `Not run` when no row has data there, and after `missing at` when one
+row lacks it. Where the suite's verdict is inconclusive (its controls could not run there) and
+the defect's standalone C reproducer (upstream/llama.cpp/<defect>/repro.c) ran on the
+revision, the reproducer's exit status decides (1 present, 0 absent), and the range names the
+revisions it decided; every other revision is decided by the suite.
+`A..B (first fixed: C)`: present from A through B, absent at C, the next revision.
+`A.. (still present at Z)`: present from A through Z, the newest revision.
+`A..B (no data at C)`: the next revision, C, has no data: the range may go on past B.
+`A..B (V at C)`: the next revision, C, has verdict V (not offered, inconclusive, undecided),
+which is not a fix.
+`not offered: A..B`: the release's C API lacks the sampler, or its sources do not state the
+contract the row tests, from A through B, by the same rule.
 A closed run of one revision is written `A` alone.";
 
 /// A run of revisions in one state.
@@ -29,12 +37,12 @@ A closed run of one revision is written `A` alone.";
 pub struct Span {
     pub first: String,
     pub last: String,
-    /// The next revision with data for the row, if any.
+    /// The revision after `last`, if any.
     pub next: Option<String>,
     /// Its state.
     pub next_state: Option<String>,
-    /// Revisions without data after `last`: up to `next`, or to the newest revision.
-    pub no_data_after: Vec<String>,
+    /// The revisions of the run that a C reproducer decided, with the reproducer.
+    pub by_repro: Vec<(String, String)>,
 }
 
 /// One verdict row's ranges.
@@ -75,33 +83,37 @@ pub struct Ranges {
     pub rows: Vec<RowRanges>,
 }
 
-/// The maximal runs of `wanted` among the revisions with data (see the module documentation).
-pub fn spans(states: &[State], wanted: State, columns: &[Column]) -> Vec<Span> {
+/// The maximal runs of consecutive revisions in state `wanted` (see the module documentation);
+/// `by_repro` names, by column, the reproducer that decided a cell.
+pub fn spans(
+    states: &[State],
+    wanted: State,
+    columns: &[Column],
+    by_repro: &BTreeMap<usize, String>,
+) -> Vec<Span> {
     let name = |i: usize| columns[i].name.clone();
-    let with_data: Vec<usize> = (0..states.len())
-        .filter(|&i| states[i].has_data())
-        .collect();
     let mut out = Vec::new();
-    let mut k = 0;
-    while k < with_data.len() {
-        if states[with_data[k]] != wanted {
-            k += 1;
+    let mut i = 0;
+    while i < states.len() {
+        if states[i] != wanted {
+            i += 1;
             continue;
         }
-        let start = k;
-        while k + 1 < with_data.len() && states[with_data[k + 1]] == wanted {
-            k += 1;
+        let start = i;
+        while i + 1 < states.len() && states[i + 1] == wanted {
+            i += 1;
         }
-        let last = with_data[k];
-        let next = with_data.get(k + 1).copied();
+        let next = (i + 1 < states.len()).then_some(i + 1);
         out.push(Span {
-            first: name(with_data[start]),
-            last: name(last),
+            first: name(start),
+            last: name(i),
             next: next.map(name),
-            next_state: next.map(|i| states[i].as_str().to_string()),
-            no_data_after: (last + 1..next.unwrap_or(states.len())).map(name).collect(),
+            next_state: next.map(|n| states[n].as_str().to_string()),
+            by_repro: (start..=i)
+                .filter_map(|c| by_repro.get(&c).map(|r| (name(c), r.clone())))
+                .collect(),
         });
-        k += 1;
+        i += 1;
     }
     out
 }
@@ -115,20 +127,29 @@ fn run_text(s: &Span) -> String {
     }
 }
 
+/// Which revisions of a run a C reproducer decided: `; b4240, b4524 by logit-bias-stale-sorted/repro.c`.
+fn repro_text(s: &Span) -> String {
+    let mut by: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (rev, repro) in &s.by_repro {
+        by.entry(repro.as_str()).or_default().push(rev.as_str());
+    }
+    (by.iter())
+        .map(|(repro, revs)| format!("; {} by {repro}/repro.c", revs.join(", ")))
+        .collect()
+}
+
+/// The states that say nothing ran there.
+const NO_DATA: [&str; 3] = ["not built", "not run", "missing"];
+
 fn present_text(s: &Span) -> String {
-    let gap = if s.no_data_after.is_empty() {
-        String::new()
-    } else {
-        let at = s.no_data_after.join(", ");
-        match s.next {
-            Some(_) => format!("; no data at {at}"),
-            None => format!("; no data after it: {at}"),
-        }
-    };
+    let by = repro_text(s);
     match (&s.next, s.next_state.as_deref()) {
-        (Some(c), Some("absent")) => format!("{} (first fixed: {c}{gap})", run_text(s)),
-        (Some(c), Some(v)) => format!("{} ({v} at {c}{gap})", run_text(s)),
-        _ => format!("{}.. (still present at {}{gap})", s.first, s.last),
+        (Some(c), Some("absent")) => format!("{} (first fixed: {c}{by})", run_text(s)),
+        (Some(c), Some(v)) if NO_DATA.contains(&v) => {
+            format!("{} (no data at {c}{by})", run_text(s))
+        }
+        (Some(c), Some(v)) => format!("{} ({v} at {c}{by})", run_text(s)),
+        _ => format!("{}.. (still present at {}{by})", s.first, s.last),
     }
 }
 
@@ -180,8 +201,9 @@ pub fn ranges(m: &Matrix) -> Ranges {
         .rows
         .iter()
         .map(|(key, states)| {
-            let present = spans(states, State::Present, &m.columns);
-            let not_offered = spans(states, State::NotOffered, &m.columns);
+            let by_repro = m.by_repro.get(key).cloned().unwrap_or_default();
+            let present = spans(states, State::Present, &m.columns, &by_repro);
+            let not_offered = spans(states, State::NotOffered, &m.columns, &BTreeMap::new());
             let missing: Vec<String> = (states.iter().zip(&m.columns))
                 .filter(|(s, _)| **s == State::Missing)
                 .map(|(_, c)| c.name.clone())

@@ -185,7 +185,14 @@ pub struct Matrix {
     pub notes: Vec<String>,
     /// Whether the folder had a `builds.tsv`.
     pub builds_tsv: bool,
+    /// The cells a C reproducer decided (see [`REPROS`]): row, then column, then the
+    /// reproducer's folder under `upstream/llama.cpp/`.
+    pub by_repro: BTreeMap<RowKey, BTreeMap<usize, String>>,
 }
+
+/// The folder of the results folder where the runner records each standalone reproducer's
+/// run on each revision (`<defect>.<revision>.txt`, as `upstream record` writes them).
+pub const REPROS: &str = "upstream";
 
 /// The release table's revisions as columns, all not run.
 pub fn table_columns() -> Vec<Column> {
@@ -408,10 +415,54 @@ pub fn load(dir: &Path) -> Result<Matrix> {
             (key, states)
         })
         .collect();
+    let mut rows = rows;
+    let by_repro = decide_by_repros(dir, &columns, &mut rows)?;
     Ok(Matrix {
         columns,
         rows,
         notes,
         builds_tsv: log.is_some(),
+        by_repro,
     })
+}
+
+/// Where the suite's verdict is `inconclusive` (its planted controls could not run: before
+/// b4718 the C API cannot make a sampler written in Rust), the defect's standalone C
+/// reproducer decides, if it ran on that revision: exit 1 present, exit 0 absent. No other
+/// cell changes.
+fn decide_by_repros(
+    dir: &Path,
+    columns: &[Column],
+    rows: &mut BTreeMap<RowKey, Vec<State>>,
+) -> Result<BTreeMap<RowKey, BTreeMap<usize, String>>> {
+    let mut out: BTreeMap<RowKey, BTreeMap<usize, String>> = BTreeMap::new();
+    let folder = dir.join(REPROS);
+    if !folder.is_dir() {
+        return Ok(out);
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for d in upstream::defects(&root)? {
+        for (i, c) in columns.iter().enumerate() {
+            let path = folder.join(format!("{}.{}.txt", d.short, c.name));
+            let Ok(record) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let Some(present) = upstream::recorded_outcome(&record) else {
+                continue;
+            };
+            for (key, states) in rows.iter_mut() {
+                if d.meta.rows.contains(&key.name) && states[i] == State::Inconclusive {
+                    states[i] = if present {
+                        State::Present
+                    } else {
+                        State::Absent
+                    };
+                    out.entry(key.clone())
+                        .or_default()
+                        .insert(i, d.short.clone());
+                }
+            }
+        }
+    }
+    Ok(out)
 }

@@ -43,7 +43,10 @@ fn report(build: &str, rows: &[(&str, &str)]) -> String {
     };
     let rows: Vec<Value> = rows
         .iter()
-        .map(|(name, verdict)| json!({"name": name, "verdict": verdict, "evidence": "synthetic"}))
+        .map(|(name, verdict)| {
+            json!({"name": name, "verdict": verdict, "evidence": "synthetic",
+                   "contract": {"file": "src/llama-sampler.cpp", "line": 1, "quote": "// copy the state"}})
+        })
         .collect();
     let v = json!({
         "finding": "F1",
@@ -57,6 +60,7 @@ fn report(build: &str, rows: &[(&str, &str)]) -> String {
             {"name": "planted good", "kind": "negative", "passed": true, "detail": "quiet"},
         ],
         "engine": "llama.cpp",
+        "contract": {"file": "src/llama-sampler.cpp", "line": 1, "quote": "// copy the state"},
         "measured": own,
         "verdict_rows": rows,
     });
@@ -138,13 +142,14 @@ fn ranges_are_fixed_still_present_or_not_offered_and_a_failed_build_is_not_a_fix
     let dir = main_run("main");
     let out = matrix::run(&dir.0, &no_sources).unwrap();
     assert_eq!(out, dir.read("ranges.txt"));
+    // Present wherever it ran up to b10200, but a range holds no revision that was not run.
     assert_eq!(
         line_of(&out, "clone-incomplete-penalties"),
-        "b4240..b10200 (first fixed: b10405)"
+        "b4240 (no data at b4524), b7709..b8148 (no data at b8233), b8310 (no data at b8665), b10200 (first fixed: b10405)"
     );
     assert_eq!(
         line_of(&out, "clone-incomplete-adaptive_p"),
-        "b10200.. (still present at b11429); not offered: b4240..b8310"
+        "b10200..b10405 (no data at b11074), b11429.. (still present at b11429); not offered: b4240, b7709..b8148, b8310"
     );
     assert_eq!(
         line_of(&out, "clone-incomplete-top_k"),
@@ -152,7 +157,7 @@ fn ranges_are_fixed_still_present_or_not_offered_and_a_failed_build_is_not_a_fix
     );
     assert_eq!(
         line_of(&out, "clone-incomplete"),
-        "b4240.. (still present at b11429)"
+        "b4240 (no data at b4524), b7709..b8148 (no data at b8233), b8310 (no data at b8665), b10200..b10405 (no data at b11074), b11429.. (still present at b11429)"
     );
     assert!(
         out.contains("  b8233 (llama-cpp-sys-2 0.1.141) build-failed: error: could not compile `llama-cpp-sys-2`\n"),
@@ -189,6 +194,59 @@ fn ranges_are_fixed_still_present_or_not_offered_and_a_failed_build_is_not_a_fix
         .contains("F1 clone-incomplete-adaptive_p: not offered at b8310 -> present at b10200\n"));
 }
 
+/// Where the suite's controls could not run (inconclusive), the defect's C reproducer decides
+/// and the range names it; a cell the suite decided is never overridden, and a reproducer
+/// that did not compile decides nothing.
+#[test]
+fn a_c_reproducer_decides_only_where_the_suite_is_inconclusive() {
+    let dir = Scratch::new("repro");
+    let report_of = |build: &str, verdict: &str| {
+        let mut v: Value = serde_json::from_str(&report(build, &[])).unwrap();
+        v["finding"] = "F2".into();
+        v["name"] = "stale-sorted-truncation".into();
+        v["verdict"] = verdict.into();
+        v["measured"] = verdict.into();
+        if verdict == "inconclusive" {
+            v["controls"][1]["passed"] = false.into();
+        }
+        v.to_string()
+    };
+    let record = |exit: &str| format!("build x\n$ cc repro.c\n$ ./repro\ngot: something\n{exit}\n");
+    std::fs::create_dir_all(dir.0.join("upstream")).unwrap();
+    for (build, verdict, exit) in [
+        ("b4240", "inconclusive", Some("exit 1")),
+        ("b4524", "inconclusive", Some("does not compile: missing")),
+        ("b4718", "present", Some("exit 0")),
+        ("b5233", "present", None),
+    ] {
+        dir.write(
+            &format!("sortpoison.{build}.json"),
+            &report_of(build, verdict),
+        );
+        if let Some(e) = exit {
+            dir.write(
+                &format!("upstream/logit-bias-stale-sorted.{build}.txt"),
+                &record(e),
+            );
+        }
+    }
+    dir.write(
+        BUILDS_TSV,
+        "b4240\t0.1.88\tok\t\nb4524\t0.1.94\tok\t\nb4718\t0.1.102\tok\t\nb5233\t0.1.103\tok\t\n",
+    );
+    let out = matrix::run(&dir.0, &no_sources).unwrap();
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("F2") && l.contains("stale-sorted-truncation"))
+        .unwrap();
+    assert!(
+        line.ends_with(
+            "b4240 (inconclusive at b4524; b4240 by logit-bias-stale-sorted/repro.c), b4718..b5233 (no data at b5474); inconclusive at b4524"
+        ),
+        "{out}"
+    );
+}
+
 #[test]
 fn a_build_failed_where_the_fix_lands_leaves_the_fix_between_two_revisions() {
     let dir = Scratch::new("gap");
@@ -206,7 +264,7 @@ fn a_build_failed_where_the_fix_lands_leaves_the_fix_between_two_revisions() {
     let out = matrix::run(&dir.0, &no_sources).unwrap();
     assert_eq!(
         line_of(&out, "clone-incomplete-penalties"),
-        "b10200 (first fixed: b11074; no data at b10405)"
+        "b10200 (no data at b10405)"
     );
     assert!(dir.read("changes.txt").contains(
         "F1 clone-incomplete-penalties: present at b10200 -> absent at b11074\n  no data between them: b10405 (not built)\n"
@@ -235,7 +293,7 @@ fn without_builds_tsv_the_revisions_with_reports_are_built_and_the_rest_not_run(
     let out = matrix::run(&dir.0, &no_sources).unwrap();
     assert_eq!(
         line_of(&out, "clone-incomplete-penalties"),
-        "b10200.. (still present at b11429)"
+        "b10200 (no data at b10405), b11429.. (still present at b11429)"
     );
     assert!(out.contains("Built and reported: 2 of 24.\n"), "{out}");
     assert!(out.contains("No builds.tsv: a revision with reports counts as built"));
@@ -454,6 +512,8 @@ fn revisions_without_an_answer_are_named_and_a_failed_run_is_a_note() {
                 engine: "llama.cpp".into(),
                 build: build.into(),
                 build_detail: build.into(),
+                sources: report::kind::sources_stating_every_contract(),
+                detector: None,
             },
             verdict,
             "e",

@@ -652,6 +652,53 @@ mod tests {
         assert_eq!(typical_exact(&plain, 0.5, 1), typical(&plain, 0.5, 1));
     }
 
+    /// temp_ext against values computed by hand (in f64, then rounded to f32 as the stage
+    /// rounds), at each branch of llama.cpp's CPU rule: `delta <= 0` is temp, one entry is left
+    /// alone, the size counts `-inf` entries, `t <= 0` with `delta > 0` is still dynamic, a
+    /// temperature of 0 keeps only the top entry, and `0^0 = 1`.
+    #[test]
+    fn temp_ext_follows_each_branch_of_the_cpu_rule() {
+        let ninf = f32::NEG_INFINITY;
+        let logits = |s: &Step| -> Vec<f32> {
+            let mut e = s.pool.entries().to_vec();
+            e.sort_by_key(|x| x.id);
+            e.iter().map(|x| x.logit).collect()
+        };
+        // delta 0: temp(0.5), which doubles every logit.
+        let p = Pool::from_logits(&[1.0, -3.0]);
+        assert_eq!(logits(&temp_ext(&p, 0.5, 0.0, 1.0)), [2.0, -6.0]);
+        // One entry: unchanged, whatever the temperature would be.
+        let one = Pool::from_logits(&[7.0]);
+        assert_eq!(logits(&temp_ext(&one, 0.8, 0.5, 1.0)), [7.0]);
+        // Four equal logits: normalized entropy 1, so the upper end t + delta = 1.5.
+        let flat = Pool::from_logits(&[3.0; 4]);
+        assert_eq!(logits(&temp_ext(&flat, 1.0, 0.5, 1.0)), [2.0; 4]);
+        // Logits 0 and fl(-ln 3): p = 0.75, 0.25 (to 4e-9), H = 0.5623351, H / ln 2 = 0.8112781;
+        // exponent 2 and range [0.5, 1.5]: T = 0.5 + 0.6581722 = 1.1581722.
+        let l1 = -(3.0f64.ln()) as f32;
+        let s = temp_ext(&Pool::from_logits(&[0.0, l1]), 1.0, 0.5, 2.0);
+        assert_eq!(logits(&s), [0.0, -0.948_574_3]);
+        // Two -inf entries are still in the array: H = 0.5822031 over ln 4, not ln 2, so
+        // T = 0.5 + 0.4199708 = 0.9199708, and 2 / T = 2.1739821, 1 / T = 1.0869911.
+        let masked = Pool::from_logits(&[2.0, 1.0, ninf, ninf]);
+        assert_eq!(
+            logits(&temp_ext(&masked, 1.0, 0.5, 1.0)),
+            [2.173_982_1, 1.086_991_1, ninf, ninf]
+        );
+        // t = 0, delta = 0.5: the range is [0, 0.5] and the temperature still dynamic; two
+        // equal logits give H / ln 2 = 1, so T = 0.5 and every logit doubles.
+        let two = Pool::from_logits(&[1.0, 1.0]);
+        assert_eq!(logits(&temp_ext(&two, 0.0, 0.5, 1.0)), [2.0, 2.0]);
+        // One finite entry among three: H = 0, so T = 0 on [0, 0.5] and only the top is kept
+        // (as it was); with exponent 0, 0^0 = 1 and T = 0.5 divides it.
+        let lone = Pool::from_logits(&[1.5, ninf, ninf]);
+        assert_eq!(logits(&temp_ext(&lone, 0.0, 0.5, 1.0)), [1.5, ninf, ninf]);
+        assert_eq!(logits(&temp_ext(&lone, 0.0, 0.5, 0.0)), [3.0, ninf, ninf]);
+        // The same lone entry with t - delta = fl(0.3) > 0: T = fl(0.3) (exponent 1), and
+        // 1.5 / fl(0.3) rounds to 5.
+        assert_eq!(logits(&temp_ext(&lone, 0.8, 0.5, 1.0)), [5.0, ninf, ninf]);
+    }
+
     #[test]
     fn pool_ignores_input_order() {
         let shuffled = [(1, 3.0), (2, 2.0), (0, 1.0)].map(|(id, logit)| Entry {

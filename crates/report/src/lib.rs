@@ -11,16 +11,20 @@
 //!   `inconclusive`, never `present` or `absent`;
 //! - verdict rows ([`Row`]) share their report's controls and obey the same rule;
 //! - one spelling: `present`, `absent`, `undecided`, `inconclusive`;
-//! - every verdict states its kind, `defect` or `divergence`, and what it rests on, from the
-//!   one catalog in [`kind`] (a report with rows states it per row; its own verdict is their
-//!   summary);
+//! - every verdict states its kind, `defect`, `divergence` or `robustness`, and what it rests
+//!   on, from the one catalog in [`kind`] (a report with rows states it per row; its own
+//!   verdict is their summary);
+//! - a `defect` quotes its contract from the sources of the build it ran on ([`contract`]):
+//!   where those sources do not state it, the verdict is `not offered`, never a defect;
 //! - a check that cannot show a defect by construction is a note ([`Report::add_note`]), never
 //!   a verdict: [`Header::from_json`] refuses a verdict that says it cannot fail.
 
 pub mod chart;
+pub mod contract;
 pub mod kind;
 pub mod table;
 
+pub use contract::{Contract, Sources};
 pub use kind::{Basis, Kind};
 pub use table::Table;
 
@@ -232,9 +236,13 @@ pub struct Row {
     measured: Verdict,
     verdict: Verdict,
     pub evidence: String,
-    /// Defect or divergence, and what it rests on ([`kind::basis`] of the row's name).
+    /// Defect, divergence or robustness, and what it rests on ([`kind::basis`] of the row's
+    /// name).
     pub kind: Kind,
     pub rests_on: &'static str,
+    /// For a defect: where the build states what the row tests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contract: Option<Contract>,
     /// Row-specific data, placed after the row's header keys.
     #[serde(flatten)]
     pub data: Map<String, Value>,
@@ -274,6 +282,36 @@ impl Row {
     }
 }
 
+/// The code that wrote a report: its finding's package and that package's detector version
+/// (`builds::detector`, stamped by the package's build script).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Detector {
+    pub package: &'static str,
+    pub version: &'static str,
+}
+
+/// A finding as its binary names it: `F1`, ..., and the detector that judges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finding {
+    pub id: &'static str,
+    pub detector: Detector,
+}
+
+/// `finding!("F6")` in a finding's library crate: the finding with that crate's detector
+/// (its build script must call `builds::detector::emit()`).
+#[macro_export]
+macro_rules! finding {
+    ($id:literal) => {
+        $crate::Finding {
+            id: $id,
+            detector: $crate::Detector {
+                package: env!("CARGO_PKG_NAME"),
+                version: env!("SAMPLER_AUDIT_DETECTOR"),
+            },
+        }
+    };
+}
+
 /// A report's identity header: which finding, which verdict name, which build (not the
 /// subject under audit).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -288,6 +326,33 @@ pub struct ReportId {
     pub build: String,
     /// One readable line naming the linked library.
     pub build_detail: String,
+    /// The engine's sources as the build compiled them, where a defect's contract is found.
+    pub sources: Sources,
+    /// The code that wrote the report, when a finding's binary did (reports read back from a
+    /// file keep the package and version in [`Header::detector`]).
+    pub detector: Option<Detector>,
+}
+
+impl ReportId {
+    /// `finding`'s report `name` on an engine's build.
+    pub fn new(
+        finding: &Finding,
+        name: impl Into<String>,
+        engine: impl Into<String>,
+        build: impl Into<String>,
+        build_detail: impl Into<String>,
+        sources: Sources,
+    ) -> ReportId {
+        ReportId {
+            finding: finding.id.to_string(),
+            name: name.into(),
+            engine: engine.into(),
+            build: build.into(),
+            build_detail: build_detail.into(),
+            sources,
+            detector: Some(finding.detector),
+        }
+    }
 }
 
 /// The key naming the engine, right after the header keys. A report without it is llama.cpp's,
@@ -329,9 +394,13 @@ struct Written<'a> {
     controls: &'a [Control],
     engine: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
+    detector: Option<Detector>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     kind: Option<Kind>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rests_on: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    contract: Option<Contract>,
     measured: Verdict,
     #[serde(skip_serializing_if = "<[Row]>::is_empty")]
     verdict_rows: &'a [Row],
@@ -345,18 +414,21 @@ impl Serialize for Report {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let s = &self.subject;
         let basis = self.basis();
+        let own = self.own();
         Written {
             finding: &s.finding,
             name: &s.name,
             build: &s.build,
             build_detail: &s.build_detail,
-            verdict: self.verdict,
-            evidence: &self.evidence,
+            verdict: own.verdict,
+            evidence: &own.evidence,
             controls: &self.controls,
             engine: &s.engine,
+            detector: s.detector,
             kind: basis.map(|b| b.kind),
             rests_on: basis.map(|b| b.rests_on),
-            measured: self.measured,
+            contract: own.contract,
+            measured: own.measured,
             verdict_rows: &self.rows,
             notes: &self.notes,
             body: &self.body,
@@ -388,6 +460,30 @@ fn object(data: impl Serialize) -> Map<String, Value> {
 fn basis_of(engine: &str, name: &str) -> Basis {
     kind::basis(engine, name)
         .unwrap_or_else(|| panic!("verdict '{name}' on {engine} has no kind in report::kind"))
+}
+
+/// What a defect verdict becomes on a build whose sources do not state its contract: `not
+/// offered`, with the words looked for and what was measured.
+fn unstated(basis: &Basis, measured: Verdict, evidence: &str) -> (Verdict, String) {
+    let looked: Vec<String> = (basis.contract.iter())
+        .map(|q| format!("\"{}\" in {}", q.text, q.files.join(" or ")))
+        .collect();
+    (
+        Verdict::NotOffered,
+        format!(
+            "this build's sources do not state the contract this verdict tests (looked for {}), so it gives no defect verdict; measured {measured}: {evidence}",
+            looked.join(", then ")
+        ),
+    )
+}
+
+/// A stand-alone report's own verdict as written: its contract, and `not offered` where a
+/// defect's contract is not in the build's sources.
+struct Own {
+    verdict: Verdict,
+    measured: Verdict,
+    evidence: String,
+    contract: Option<Contract>,
 }
 
 /// The header keys, in the order every results file opens with.
@@ -433,6 +529,36 @@ impl Report {
             .then(|| basis_of(&self.subject.engine, &self.subject.name))
     }
 
+    /// The report's own verdict, evidence and contract as written. Only a report without rows
+    /// speaks for itself; a defect's contract is looked up in the build's sources.
+    fn own(&self) -> Own {
+        let as_measured = Own {
+            verdict: self.verdict,
+            measured: self.measured,
+            evidence: self.evidence.clone(),
+            contract: None,
+        };
+        let Some(basis) = self.basis().filter(|b| b.kind == Kind::Defect) else {
+            return as_measured;
+        };
+        match contract::locate(&self.subject.sources, basis.contract) {
+            Some(c) => Own {
+                contract: Some(c),
+                ..as_measured
+            },
+            None if self.measured == Verdict::NotOffered => as_measured,
+            None => {
+                let (verdict, evidence) = unstated(&basis, self.measured, &self.evidence);
+                Own {
+                    verdict,
+                    measured: verdict,
+                    evidence,
+                    contract: None,
+                }
+            }
+        }
+    }
+
     /// Adds a note: a check that is shown but cannot give a verdict (see [`Note`]).
     pub fn add_note(
         &mut self,
@@ -461,12 +587,22 @@ impl Report {
     ) {
         let name = name.into();
         let basis = basis_of(&self.subject.engine, &name);
+        let mut evidence = evidence.into();
+        let mut measured = measured;
+        let mut contract = None;
+        if basis.kind == Kind::Defect {
+            contract = contract::locate(&self.subject.sources, basis.contract);
+            if contract.is_none() && measured != Verdict::NotOffered {
+                (measured, evidence) = unstated(&basis, measured, &evidence);
+            }
+        }
         self.rows.push(Row {
             measured,
             verdict: judge(measured, &self.controls),
-            evidence: evidence.into(),
+            evidence,
             kind: basis.kind,
             rests_on: basis.rests_on,
+            contract,
             data: object(data),
             name,
         });
@@ -479,7 +615,8 @@ impl Report {
             for (k, v) in m {
                 if !HEADER_KEYS.contains(&k.as_str())
                     && ![
-                        ROWS_KEY, "measured", ENGINE_KEY, "kind", "rests_on", "notes",
+                        ROWS_KEY, "measured", ENGINE_KEY, "kind", "rests_on", "notes", "detector",
+                        "contract",
                     ]
                     .contains(&k.as_str())
                 {
@@ -497,12 +634,12 @@ impl Report {
     }
 
     pub fn verdict(&self) -> Verdict {
-        self.verdict
+        self.own().verdict
     }
 
     /// What the detector found before the controls were taken into account.
     pub fn measured(&self) -> Verdict {
-        self.measured
+        self.own().measured
     }
 
     pub fn controls(&self) -> &[Control] {
@@ -573,6 +710,18 @@ impl Report {
                 ]);
             }
             out.push_str(&rows.render());
+            let cited: Vec<&Row> = self.rows.iter().filter(|r| r.contract.is_some()).collect();
+            if !cited.is_empty() {
+                out.push_str(
+                    "\n== contracts (each defect row's, as this build's sources state it) ==\n",
+                );
+                let mut t = Table::new().left("  ", 0).left("  ", 0);
+                for r in cited {
+                    let c = r.contract.as_ref().map(Contract::cite).unwrap_or_default();
+                    t.row([r.name.as_str(), c.as_str()]);
+                }
+                out.push_str(&t.render());
+            }
         }
         if !self.notes.is_empty() {
             out.push_str("\n== notes (shown, not verdicts: they cannot show a defect) ==\n");
@@ -582,12 +731,13 @@ impl Report {
             }
             out.push_str(&notes.render());
         }
-        out.push_str(&format!("\nevidence: {}\n", self.evidence));
-        let note = if self.verdict != self.measured {
-            format!(
-                " (measured {}; the controls do not allow it)",
-                self.measured
-            )
+        let own = self.own();
+        if let Some(c) = &own.contract {
+            out.push_str(&format!("\ncontract: {}\n", c.cite()));
+        }
+        out.push_str(&format!("\nevidence: {}\n", own.evidence));
+        let note = if own.verdict != own.measured {
+            format!(" (measured {}; the controls do not allow it)", own.measured)
         } else {
             String::new()
         };
@@ -597,7 +747,7 @@ impl Report {
         };
         out.push_str(&format!(
             "{}: {} on {}{kind}{note}\n",
-            s.name, self.verdict, s.build
+            s.name, own.verdict, s.build
         ));
         out
     }
@@ -641,6 +791,27 @@ fn check_kind(v: &Value, engine: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// A defect verdict other than `not offered` must quote its contract: a file, a line and the
+/// line's words.
+fn check_contract(v: &Value, verdict: Verdict) -> Result<()> {
+    if v.get("kind").and_then(Value::as_str) != Some(Kind::Defect.as_str())
+        || verdict == Verdict::NotOffered
+    {
+        return Ok(());
+    }
+    let c = v
+        .get("contract")
+        .context("a defect verdict without the contract it rests on (file, line, quote)")?;
+    let file = c.get("file").and_then(Value::as_str).unwrap_or_default();
+    let line = c.get("line").and_then(Value::as_u64).unwrap_or(0);
+    let quote = c.get("quote").and_then(Value::as_str).unwrap_or_default();
+    ensure!(
+        !file.is_empty() && line > 0 && !quote.trim().is_empty(),
+        "a defect verdict whose contract lacks a file, a line or a quote"
+    );
+    Ok(())
+}
+
 /// A verdict that says it cannot show a defect is refused: it belongs in the report's notes.
 fn check_can_fail(v: &Value, verdict: Verdict, evidence: &str) -> Result<()> {
     ensure!(
@@ -664,6 +835,8 @@ pub struct Header {
     pub controls: Vec<Control>,
     /// `(name, verdict, evidence)` of each verdict row.
     pub rows: Vec<(String, Verdict, String)>,
+    /// `(package, version)` of the detector that wrote the report, if it says.
+    pub detector: Option<(String, String)>,
 }
 
 impl Header {
@@ -753,6 +926,8 @@ impl Header {
                     .with_context(|| format!("row {}", field("name").unwrap_or("?")))?;
                 check_can_fail(r, row_verdict, field("evidence")?)
                     .with_context(|| format!("row {}", field("name").unwrap_or("?")))?;
+                check_contract(r, row_verdict)
+                    .with_context(|| format!("row {}", field("name").unwrap_or("?")))?;
                 rows.push((
                     field("name")?.to_string(),
                     row_verdict,
@@ -763,6 +938,7 @@ impl Header {
         let engine = engine_of(obj)?;
         if rows.is_empty() {
             check_kind(v, engine, &text("name")?)?;
+            check_contract(v, verdict)?;
         } else {
             ensure!(
                 obj.get("kind").is_none(),
@@ -770,6 +946,16 @@ impl Header {
             );
         }
         check_can_fail(v, verdict, &text("evidence")?)?;
+        let detector = match obj.get("detector") {
+            None => None,
+            Some(d) => {
+                let field = |k: &str| {
+                    (d.get(k).and_then(Value::as_str).map(str::to_string))
+                        .with_context(|| format!("'detector' without a string '{k}'"))
+                };
+                Some((field("package")?, field("version")?))
+            }
+        };
         Ok(Header {
             subject: ReportId {
                 finding: text("finding")?,
@@ -777,11 +963,14 @@ impl Header {
                 engine: engine.to_string(),
                 build: text("build")?,
                 build_detail: text("build_detail")?,
+                sources: Sources::NONE,
+                detector: None,
             },
             verdict,
             evidence: text("evidence")?,
             controls,
             rows,
+            detector,
         })
     }
 }
@@ -790,6 +979,12 @@ impl Header {
 mod tests {
     use super::*;
 
+    /// Sources that state the contract of the `copy` verdicts the tests use.
+    const TEST_SOURCES: Sources = Sources(&[(
+        "include/llama.h",
+        "// header\n        // copy mutable state from src into dst while keeping dst's references\n",
+    )]);
+
     fn subject() -> ReportId {
         ReportId {
             finding: "F9".into(),
@@ -797,6 +992,8 @@ mod tests {
             engine: DEFAULT_ENGINE.into(),
             build: "b1".into(),
             build_detail: "test build".into(),
+            sources: TEST_SOURCES,
+            detector: None,
         }
     }
 
@@ -893,7 +1090,12 @@ mod tests {
         assert!(Header::from_json(&bad).is_err());
         let h = Header::from_json(&serde_json::from_str(&r.to_json_text()).unwrap()).unwrap();
         assert_eq!(h.verdict, Verdict::Absent);
-        assert_eq!(h.subject, subject());
+        // The sources stay in the binary that wrote the report; the file quotes what it needs.
+        let read_back = ReportId {
+            sources: Sources::NONE,
+            ..subject()
+        };
+        assert_eq!(h.subject, read_back);
         assert_eq!(h.controls, both(true, true));
         assert_eq!(
             h.rows,
@@ -903,6 +1105,62 @@ mod tests {
                 "differs at 0".to_string()
             )]
         );
+    }
+
+    /// A defect quotes its contract from the build's sources; where they do not state it, the
+    /// verdict is `not offered` with what was measured, and a file whose defect verdict quotes
+    /// nothing is refused.
+    #[test]
+    fn a_defect_quotes_its_contract_or_is_not_offered() {
+        let mut r = Report::new(subject(), Verdict::Present, "e", both(true, true));
+        r.add_row("copy-x", Verdict::Present, "differs at 0", ());
+        let c = r.rows()[0].contract.clone().unwrap();
+        assert_eq!((c.file.as_str(), c.line), ("include/llama.h", 2));
+        assert!(c.quote.starts_with("// copy mutable state"), "{c:?}");
+        assert!(r
+            .to_text()
+            .contains("copy-x  include/llama.h:2: \"// copy mutable"));
+        // The same row on a build that does not state it.
+        let bare = ReportId {
+            sources: Sources::NONE,
+            ..subject()
+        };
+        let mut r = Report::new(bare.clone(), Verdict::Present, "e", both(true, true));
+        r.add_row("copy-x", Verdict::Present, "differs at 0", ());
+        let row = &r.rows()[0];
+        assert_eq!(
+            (row.verdict(), row.contract.is_none()),
+            (Verdict::NotOffered, true)
+        );
+        assert!(
+            row.evidence.contains("measured present: differs at 0"),
+            "{}",
+            row.evidence
+        );
+        // A stand-alone defect report the same way, both ways.
+        let stated = Report::new(subject(), Verdict::Present, "e", both(true, true));
+        assert_eq!(stated.verdict(), Verdict::Present);
+        assert!(stated.to_json()["contract"]["line"] == 2);
+        let unstated = Report::new(bare, Verdict::Present, "e", both(true, true));
+        assert_eq!(unstated.verdict(), Verdict::NotOffered);
+        assert!(unstated
+            .to_text()
+            .ends_with("copy-planted: not offered on b1 (defect)\n"));
+        // A divergence quotes nothing and needs nothing.
+        let mut d = Report::new(subject(), Verdict::Present, "e", both(true, true));
+        d.add_row("penalty-scope-divergence", Verdict::Present, "parts", ());
+        assert_eq!(d.rows()[0].verdict(), Verdict::Present);
+        assert_eq!(d.rows()[0].contract, None);
+        // Reading back: a defect verdict without its quote is refused.
+        let mut v = stated.to_json();
+        Header::from_json(&v).unwrap();
+        v.as_object_mut().unwrap().remove("contract");
+        let e = Header::from_json(&v).unwrap_err().to_string();
+        assert!(e.contains("without the contract"), "{e}");
+        let mut v = r.to_json();
+        v["verdict_rows"][0]["verdict"] = "present".into();
+        let e = format!("{:#}", Header::from_json(&v).unwrap_err());
+        assert!(e.contains("without the contract"), "{e}");
     }
 
     #[test]

@@ -32,8 +32,21 @@ const TREE_PATH: &str = env!("SUBJECT_TREE_PATH");
 const TREE_DIRTY: &str = env!("SUBJECT_TREE_DIRTY");
 /// A tree's given name: set for a release built with the suite's fixes (`b11429+fixes`).
 const TREE_NAME: &str = env!("SUBJECT_TREE_NAME");
-const SOURCES: &str = env!("SUBJECT_SOURCES_SHA256");
+const SOURCES_SHA256: &str = env!("SUBJECT_SOURCES_SHA256");
 const GGML_DECLARED: &str = env!("SUBJECT_GGML_DECLARED");
+
+/// The llama.cpp sources a defect's contract is quoted from: the header and the sampler
+/// source this binary was compiled from, by their paths in the llama.cpp tree.
+pub const SOURCES: report::Sources = report::Sources(&[
+    (
+        "include/llama.h",
+        include_str!(concat!(env!("OUT_DIR"), "/llama.h")),
+    ),
+    (
+        env!("SUBJECT_SAMPLER_PATH"),
+        include_str!(concat!(env!("OUT_DIR"), "/samplers.cpp")),
+    ),
+]);
 
 /// The ggml version the linked library reports, where it can.
 fn linked_ggml() -> Option<String> {
@@ -58,7 +71,7 @@ impl BuildInfo {
             // never takes that release's name (its results files or its matrix column).
             (Some(_), t, _) if !t.is_empty() => format!("tree-{t}"),
             (Some(_), _, c) if c.len() >= 7 => format!("tree-{}", &c[..7]),
-            (Some(_), _, _) => format!("tree-{}", &SOURCES[..12]),
+            (Some(_), _, _) => format!("tree-{}", &SOURCES_SHA256[..12]),
         };
         let name = if TREE_DIRTY == "true" {
             format!("{name}-dirty")
@@ -70,7 +83,7 @@ impl BuildInfo {
             commit: COMMIT.to_string(),
             crate_version: CRATE_VERSION.to_string(),
             ggml_version: linked_ggml(),
-            sources_sha256: SOURCES.to_string(),
+            sources_sha256: SOURCES_SHA256.to_string(),
             tree,
         }
     }
@@ -94,15 +107,16 @@ impl BuildInfo {
         self.name.replace(['.', '-', '+'], "_")
     }
 
-    /// Who a report is about: `finding` and verdict `name` on this build.
-    pub fn report_subject(&self, finding: &str, name: &str) -> report::ReportId {
-        report::ReportId {
-            finding: finding.to_string(),
-            name: name.to_string(),
-            engine: report::DEFAULT_ENGINE.to_string(),
-            build: self.tag().to_string(),
-            build_detail: self.describe(),
-        }
+    /// Who a report is about: `finding`'s verdict `name` on this build.
+    pub fn report_subject(&self, finding: &report::Finding, name: &str) -> report::ReportId {
+        report::ReportId::new(
+            finding,
+            name,
+            report::DEFAULT_ENGINE,
+            self.tag(),
+            self.describe(),
+            SOURCES,
+        )
     }
 
     /// One line a person can read, the llama.cpp name first:

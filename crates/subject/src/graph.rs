@@ -539,6 +539,34 @@ impl GraphOps {
     pub fn log(&self, a: Tensor<'_>) -> Tensor<'_> {
         self.op(|c| unsafe { ffi!(sys::ggml_log(c, a.0)) })
     }
+
+    /// `e^a`, elementwise.
+    pub fn exp(&self, a: Tensor<'_>) -> Tensor<'_> {
+        #[cfg(llama_fn = "ggml_exp")]
+        {
+            self.op(|c| unsafe { ffi!(sys::ggml_exp(c, a.0)) })
+        }
+        #[cfg(not(llama_fn = "ggml_exp"))]
+        {
+            let _ = a;
+            unreachable!("GraphOps exists only on builds that sample in the graph")
+        }
+    }
+
+    /// `a` clamped elementwise to `[min, max]`.
+    pub fn clamp(&self, a: Tensor<'_>, min: f32, max: f32) -> Tensor<'_> {
+        self.op(|c| unsafe { ffi!(sys::ggml_clamp(c, a.0, min, max)) })
+    }
+
+    /// The sum of every element of `a`, as a one-element tensor.
+    pub fn sum(&self, a: Tensor<'_>) -> Tensor<'_> {
+        self.op(|c| unsafe { ffi!(sys::ggml_sum(c, a.0)) })
+    }
+
+    /// `a / b`, elementwise (`b` broadcast over `a`).
+    pub fn div(&self, a: Tensor, b: Tensor<'_>) -> Tensor<'_> {
+        self.op(|c| unsafe { ffi!(sys::ggml_div(c, a.0, b.0)) })
+    }
 }
 
 /// The inputs a Rust sampler made in the graph it last added ops to ([`GraphOps::input`]),

@@ -30,7 +30,7 @@ mod sampler;
 mod spec;
 mod vocab;
 
-pub use build::BuildInfo;
+pub use build::{BuildInfo, SOURCES};
 pub use candidates::{Candidate, Candidates};
 pub use copy::copy_offered;
 pub use custom::{ArrayView, CustomSampler};

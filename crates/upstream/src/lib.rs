@@ -39,6 +39,32 @@ pub struct Meta {
     /// A cost, not a verdict (no rows): its report rests on `make bench`'s measurements.
     #[serde(default)]
     pub bench: bool,
+    /// What upstream already knows: related issues, pull requests and forks, by number, each
+    /// in one sentence.
+    pub upstream: Vec<String>,
+    /// Which standard chains and tools reach it, each claim backed by a line of the newest
+    /// release's vendored sources (or naming the source it rests on when that is not
+    /// vendored).
+    pub reach: Vec<Claim>,
+    /// What the API's own words say of its status (experimental), with the line they stand on.
+    #[serde(default)]
+    pub status: Vec<Claim>,
+}
+
+/// A sentence about llama.cpp and, where the crate vendors the file, the line it rests on:
+/// `quote` is looked for in `file` of the newest release's sources (inside the C function
+/// whose definition line contains `within`, when given), and the ISSUE.md names the line
+/// found. A quote no longer in the sources stops the ISSUE.md from being written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    pub says: String,
+    #[serde(default)]
+    pub file: Option<String>,
+    #[serde(default)]
+    pub within: Option<String>,
+    #[serde(default)]
+    pub quote: Option<String>,
 }
 
 /// One defect's folder.
@@ -79,6 +105,11 @@ pub fn defects(root: &Path) -> Result<Vec<Defect>> {
                 "{}: names verdict rows, or is a cost (bench: true), not both or neither",
                 path.display()
             );
+            ensure!(
+                !meta.upstream.is_empty() && !meta.reach.is_empty(),
+                "{}: says what upstream knows (upstream) and who is reached (reach)",
+                path.display()
+            );
             out.push(Defect {
                 engine: name_of(&engine),
                 short: name_of(&dir),
@@ -115,6 +146,8 @@ pub struct Found {
     pub evidence: String,
     /// The report's controls: (kind, name, passed).
     pub controls: Vec<(String, String, bool)>,
+    /// A defect's contract as the report quotes it: `file:line: "words"`.
+    pub contract: Option<String>,
 }
 
 /// Every verdict of `<stem>.<build>.json` in `results`: each row, or the report's own verdict
@@ -167,6 +200,14 @@ pub fn verdicts(results: &Path, build: &str) -> Result<BTreeMap<String, Found>> 
                 "{}: verdict {key} is also in another report",
                 path.display()
             );
+            let contract = r.get("contract").map(|c| {
+                format!(
+                    "{}:{}: \"{}\"",
+                    c["file"].as_str().unwrap_or_default(),
+                    c["line"],
+                    c["quote"].as_str().unwrap_or_default()
+                )
+            });
             out.insert(
                 key,
                 Found {
@@ -175,6 +216,7 @@ pub fn verdicts(results: &Path, build: &str) -> Result<BTreeMap<String, Found>> 
                     verdict: r["verdict"].as_str().unwrap_or_default().to_string(),
                     evidence: r["evidence"].as_str().unwrap_or_default().to_string(),
                     controls: controls.clone(),
+                    contract,
                 },
             );
         }
@@ -240,13 +282,27 @@ pub const LINK: [&str; 7] = [
     "-lpthread",
 ];
 
+/// Added to the link line for releases whose CPU backend the crate built with OpenMP (the
+/// older ones): their static libraries call into libgomp.
+pub const OPENMP: &str = "-fopenmp";
+
 /// The compile line as ISSUE.md and the recorded runs show it (placeholders for the two
-/// folders, which differ between machines).
-pub fn compile_line() -> String {
+/// folders, which differ between machines), with OpenMP where the build needs it.
+pub fn compile_line_for(openmp: bool) -> String {
+    let omp = if openmp {
+        format!(" {OPENMP}")
+    } else {
+        String::new()
+    };
     format!(
-        "cc -std=c11 repro.c -I<include> -L<lib> {} -o repro",
+        "cc -std=c11 repro.c -I<include> -L<lib> {}{omp} -o repro",
         LINK.join(" ")
     )
+}
+
+/// The compile line of a build without OpenMP, as ISSUE.md shows it.
+pub fn compile_line() -> String {
+    compile_line_for(false)
 }
 
 /// One reproducer's run on one build.
@@ -254,6 +310,8 @@ pub fn compile_line() -> String {
 pub struct Run {
     /// The run line as shown (the model named by its path under the root, not absolute).
     pub run_line: String,
+    /// Whether it was linked with OpenMP ([`OPENMP`]).
+    pub openmp: bool,
     /// None when it did not compile (with the compiler's first error line in `stdout`).
     pub exit: Option<i32>,
     pub stdout: String,
@@ -262,7 +320,7 @@ pub struct Run {
 impl Run {
     /// The record written to `results/upstream/<short>.<build>.txt`.
     pub fn record(&self, build: &str) -> String {
-        let mut out = format!("build {build}\n$ {}\n", compile_line());
+        let mut out = format!("build {build}\n$ {}\n", compile_line_for(self.openmp));
         match self.exit {
             None => out += &format!("does not compile: {}\n", self.stdout.trim_end()),
             Some(code) => {
@@ -282,16 +340,26 @@ impl Run {
 pub fn run(root: &Path, d: &Defect, native: &Native, work: &Path) -> Result<Run> {
     std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
     let bin = work.join(format!("{}-repro", d.short));
-    let out = Command::new("cc")
-        .args(["-std=c11", "-O1"])
-        .arg(d.repro())
-        .arg(format!("-I{}", native.include.display()))
-        .arg(format!("-L{}", native.lib.display()))
-        .args(LINK)
-        .arg("-o")
-        .arg(&bin)
-        .output()
-        .context("starting cc")?;
+    let compile = |openmp: bool| {
+        Command::new("cc")
+            .args(["-std=c11", "-O1"])
+            .arg(d.repro())
+            .arg(format!("-I{}", native.include.display()))
+            .arg(format!("-L{}", native.lib.display()))
+            .args(LINK)
+            .args(openmp.then_some(OPENMP))
+            .arg("-o")
+            .arg(&bin)
+            .output()
+            .context("starting cc")
+    };
+    // Older releases' CPU backend was built with OpenMP: their libraries link only with it.
+    let mut openmp = false;
+    let mut out = compile(false)?;
+    if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("GOMP_") {
+        openmp = true;
+        out = compile(true)?;
+    }
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let line = err
@@ -300,6 +368,7 @@ pub fn run(root: &Path, d: &Defect, native: &Native, work: &Path) -> Result<Run>
             .unwrap_or("no output");
         return Ok(Run {
             run_line: String::new(),
+            openmp,
             exit: None,
             stdout: line.to_string(),
         });
@@ -322,6 +391,7 @@ pub fn run(root: &Path, d: &Defect, native: &Native, work: &Path) -> Result<Run>
     let exit = out.status.code().unwrap_or(128);
     Ok(Run {
         run_line,
+        openmp,
         exit: Some(exit),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
     })
@@ -362,12 +432,11 @@ impl Checked {
     }
 }
 
-/// Every llama.cpp reproducer against `build`, held against the verdicts of `results`.
-pub fn check(root: &Path, build: &str, results: &Path) -> Result<Vec<Checked>> {
+/// Every llama.cpp reproducer compiled against `build` and run: each defect with its run.
+pub fn runs(root: &Path, build: &str) -> Result<Vec<(Defect, Run)>> {
     let b = buildgen::parse_build(build)?;
     let ws = buildgen::prepare(root, &b).with_context(|| format!("build {build}"))?;
     let native = buildgen::native(&ws)?;
-    let found = verdicts(results, build)?;
     let work = root.join("target/upstream").join(build);
     let mut out = Vec::new();
     for d in defects(root)?
@@ -380,6 +449,16 @@ pub fn check(root: &Path, build: &str, results: &Path) -> Result<Vec<Checked>> {
             continue;
         }
         let run = run(root, &d, &native, &work)?;
+        out.push((d, run));
+    }
+    Ok(out)
+}
+
+/// Every llama.cpp reproducer against `build`, held against the verdicts of `results`.
+pub fn check(root: &Path, build: &str, results: &Path) -> Result<Vec<Checked>> {
+    let found = verdicts(results, build)?;
+    let mut out = Vec::new();
+    for (d, run) in runs(root, build)? {
         out.push(Checked {
             defect: d.short.clone(),
             build: build.to_string(),
@@ -388,6 +467,17 @@ pub fn check(root: &Path, build: &str, results: &Path) -> Result<Vec<Checked>> {
         });
     }
     Ok(out)
+}
+
+/// What a recorded run (`Run::record`) says of its defect: `Some(true)` for exit 1 (present),
+/// `Some(false)` for exit 0 (absent), `None` when it did not compile (the release lacks the
+/// API it calls) or ended otherwise.
+pub fn recorded_outcome(record: &str) -> Option<bool> {
+    match record.lines().last()? {
+        "exit 1" => Some(true),
+        "exit 0" => Some(false),
+        _ => None,
+    }
 }
 
 /// One difference between two results folders' verdicts.
@@ -641,7 +731,11 @@ pub fn issue(d: &Defect, results: &Path) -> Result<String> {
     let fixed_dir = results.join(FIXES_RESULTS);
     let fixed = verdicts(&fixed_dir, &patched()).unwrap_or_default();
     let mut s = format!("# {}\n\n", m.title);
-    writeln!(s, "Found and checked by sampler-audit ({}), on llama.cpp {NEWEST} and every release before it on crates.io.\n", m.finding)?;
+    writeln!(
+        s,
+        "Found and checked by sampler-audit ({}) on llama.cpp {NEWEST}, the newest release on crates.io; the releases it affects are the ones below, each run.\n",
+        m.finding
+    )?;
 
     s += "## Affected releases\n\nFrom the suite's release matrix (`results/matrix/ranges.txt`), by llama.cpp tag:\n\n";
     for row in &m.rows {
@@ -655,12 +749,19 @@ pub fn issue(d: &Defect, results: &Path) -> Result<String> {
             .with_context(|| format!("row {row} has no kind"))?;
         ensure!(
             basis.kind == report::Kind::Defect,
-            "{}: row {row} is a {}, not a defect; a divergence is not filed as a bug",
+            "{}: row {row} is a {}, not a defect; only a defect is filed as a bug",
             d.short,
             basis.kind
         );
-        writeln!(s, "- `{row}` ({}): {}", basis.kind, basis.rests_on)?;
+        let contract = (stock.get(row).and_then(|f| f.contract.clone()))
+            .with_context(|| format!("{}: row {row} quotes no contract on {NEWEST}", d.short))?;
+        writeln!(
+            s,
+            "- `{row}` ({}): {}. On {NEWEST}: `{contract}`",
+            basis.kind, basis.rests_on
+        )?;
     }
+    write_claims(&mut s, d)?;
 
     s += "\n## Reproduce\n\nStandalone: `repro.c` includes `llama.h` and the C library only. Against the headers and static libraries of a llama.cpp build (the crate `llama-cpp-sys-2` builds them; `<include>` and `<lib>` are its `include/` and `lib/`):\n\n";
     writeln!(s, "```\n{}\n```\n", compile_line())?;
@@ -756,6 +857,67 @@ pub fn issue(d: &Defect, results: &Path) -> Result<String> {
     Ok(s)
 }
 
+/// The newest release's vendored llama.cpp tree in cargo's registry, where a claim's line is
+/// looked up.
+fn newest_tree() -> Result<PathBuf> {
+    let release = (builds::releases().into_iter())
+        .rev()
+        .find(|r| r.name() == NEWEST)
+        .with_context(|| format!("{NEWEST} is not in the release table"))?;
+    let home = builds::cargo_home().context("no CARGO_HOME or HOME")?;
+    let dir = builds::registry_source(&home, "llama-cpp-sys-2", &release.crate_version)
+        .with_context(|| {
+            format!(
+                "llama-cpp-sys-2 {} is not unpacked in cargo's registry; build {NEWEST} first",
+                release.crate_version
+            )
+        })?;
+    Ok(dir.join("llama.cpp"))
+}
+
+/// A claim in Markdown: its sentence, then the line of the newest release it rests on.
+fn claim_text(c: &Claim, tree: &Path) -> Result<String> {
+    let Some(file) = &c.file else {
+        return Ok(c.says.clone());
+    };
+    let quote = c
+        .quote
+        .as_deref()
+        .with_context(|| format!("claim on {file} without a quote: {}", c.says))?;
+    let path = tree.join(file);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let found = report::contract::locate_in(file, &text, c.within.as_deref(), quote)
+        .with_context(|| format!("{file} of {NEWEST} no longer says \"{quote}\""))?;
+    Ok(format!(
+        "{} (`{}:{}`: `{}`)",
+        c.says, found.file, found.line, found.quote
+    ))
+}
+
+/// The sections every ISSUE.md has after what it breaks: the API's status, who is reached and
+/// what upstream already knows.
+fn write_claims(s: &mut String, d: &Defect) -> Result<()> {
+    let tree = newest_tree()?;
+    let m = &d.meta;
+    if !m.status.is_empty() {
+        *s += "\n## Status of the API\n\n";
+        for c in &m.status {
+            writeln!(s, "- {}", claim_text(c, &tree)?)?;
+        }
+    }
+    writeln!(s, "\n## Reach\n\nWho runs into it, read from {NEWEST}'s sources (file and line of the tree llama-cpp-sys-2 vendors):\n")?;
+    for c in &m.reach {
+        writeln!(s, "- {}", claim_text(c, &tree)?)?;
+    }
+    *s += "\n## Upstream\n\nWhat upstream already knows (public records read 2026-12; re-check before filing):\n\n";
+    for u in &m.upstream {
+        writeln!(s, "- {u}")?;
+    }
+    s.push('\n');
+    Ok(())
+}
+
 /// A JSON file of the results folder.
 fn json(path: &Path) -> Result<Value> {
     let text =
@@ -774,96 +936,310 @@ fn ci(v: &Value, digits: usize) -> String {
     )
 }
 
-/// ISSUE.md for a cost (F5): `make bench`'s turn-by-turn timing of the stock and patched
-/// stage, and each build's end-to-end overhead of the penalized decode.
+/// ISSUE.md for a cost (F5), from `make bench`'s files: where the patched stage's bits may
+/// differ (`penalty-bitcheck.json`), the stock and the patched stage timed turn by turn
+/// (`penalty-versus.json`) and both builds' end-to-end overhead from one interleaved run
+/// (`penalty-overhead-versus.json`). What the bench has not written yet is said to be missing.
 fn cost_issue(d: &Defect, results: &Path) -> Result<String> {
     let m = &d.meta;
-    // A measurement `make bench` has not written yet is said to be missing, not invented.
-    let optional = |p: PathBuf| -> Result<Option<Value>> {
+    let optional = |name: &str| -> Result<Option<Value>> {
+        let p = results.join("bench").join(name);
         if p.exists() {
             json(&p).map(Some)
         } else {
             Ok(None)
         }
     };
-    let versus = optional(results.join("bench/penalty-versus.json"))?;
-    let stock_e2e = optional(results.join("bench/penalty-cost.json"))?;
-    let fixed_e2e = optional(results.join(FIXES_RESULTS).join("bench/penalty-cost.json"))?;
+    let bitcheck = optional("penalty-bitcheck.json")?;
+    let versus = optional("penalty-versus.json")?;
+    let overhead = optional("penalty-overhead-versus.json")?;
     let mut s = format!("# {}\n\n", m.title);
-    writeln!(s, "Measured by sampler-audit ({}) on llama.cpp {NEWEST}. This is a cost, not a broken contract: the stage's results are right, and the patch leaves them bit for bit as they are.\n", m.finding)?;
-    s += "## What it costs\n\n";
-    cost_tables(
-        &mut s,
-        versus.as_ref(),
-        stock_e2e.as_ref(),
-        fixed_e2e.as_ref(),
-    )?;
+    writeln!(s, "Measured by sampler-audit ({}) on llama.cpp {NEWEST}. This is a cost, not a broken contract: the issue is how long the stage takes, not what it computes.\n", m.finding)?;
+    s += &cost_bits_sentence(bitcheck.as_ref());
+    write_claims(&mut s, d)?;
+    s += "\n## What it costs\n\n";
+    cost_tables(&mut s, versus.as_ref(), overhead.as_ref())?;
     s += "## Fix\n\n";
     let patch = std::fs::read_to_string(d.patch())
         .with_context(|| format!("reading {}", d.patch().display()))?;
-    writeln!(s, "`fix.patch`, for `patch -p1` from llama.cpp's source root: when every id of the window sits at its own index (`data[id].id == id`, as `llama_sampler_logit_bias_apply` already assumes), adjust those entries by index; otherwise the existing full pass.\n\n```diff\n{patch}```\n")?;
+    writeln!(s, "`fix.patch`, for `patch -p1` from llama.cpp's source root. Beside its map of counts the stage keeps a bitmap of the ids in its window, one bit per id in [0, n_vocab) (`llama_sampler_init_penalties` already receives n_vocab), and a count of the window's ids outside that range; accept, reset, clone and copy_state keep both in step with the map (a copy sets the bits by the destination's own n_vocab). apply takes one of two paths. When every id of the window sits at its own index (`data[id].id == id`, as `llama_sampler_logit_bias_apply` already assumes), it adjusts those entries by index. Otherwise it makes the stock pass over every candidate, but tests the candidate's bit first and looks the map up only on a hit (or, while the window holds ids outside [0, n_vocab), for ids outside it). The bitmap takes n_vocab / 8 bytes per sampler.\n\n```diff\n{patch}```\n")?;
     s += "## How the fix was verified\n\n";
-    s += "- Same results: before any timing, `make bench` applies the stock and the patched stage to the same array and stops unless every id and logit bit agrees. `bitcheck.c` in this folder prints every bit the stage leaves over 1,152 arrays (in id order, truncated, reversed and shuffled, windows with ids past the end) and prints the same bytes on both builds. One difference remains by design of the shortcut: an array that repeats a windowed id at a second index gets only the entry at the id's own index adjusted, as `logit_bias`'s shortcut does.\n";
-    match std::fs::read_to_string(results.join(FIXES_RESULTS).join("diff.txt")) {
-        Ok(t) => writeln!(s, "- No verdict of the suite changes with this patch among the others (`results/{FIXES_RESULTS}/diff.txt`):\n\n```\n{t}```")?,
-        Err(_) => s += "- The patched build's verdicts have not been compared with the stock ones yet (`make audit-fixes`).\n",
-    }
+    cost_verified(&mut s, results, bitcheck.as_ref(), versus.as_ref())?;
     Ok(s)
+}
+
+/// The first sentence about the patch's results: where its bits may differ from stock's.
+fn cost_bits_sentence(bitcheck: Option<&Value>) -> String {
+    let Some(b) = bitcheck else {
+        return "Not checked yet: `make bench` compares the bits the stock and the patched stage leave (`results/bench/penalty-bitcheck.json`).\n".to_string();
+    };
+    let n = |k: &str, f: &str| b[k][f].as_u64().unwrap_or(0);
+    let (repeat, repeat_same) = (
+        n("own_index_repeat", "arrays"),
+        n("own_index_repeat", "identical"),
+    );
+    format!(
+        "With `fix.patch` the stage leaves every bit as the stock stage does except on arrays that hold a windowed id at its own index and again at another index: there the patch adjusts only the entry at the id's own index, as `logit_bias`'s shortcut does (`bitcheck.c`, `results/bench/penalty-bitcheck.json`: {repeat} such arrays, {} of them differ; the other {} arrays are identical bit for bit).\n",
+        repeat - repeat_same,
+        n("exact", "identical"),
+    )
+}
+
+/// `x [lo, hi]` of a bench interval with `digits` decimals and a sign.
+fn cost_signed(v: &Value, digits: usize) -> String {
+    let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    format!(
+        "{:+.digits$} [{:+.digits$}, {:+.digits$}]",
+        f("median"),
+        f("lo"),
+        f("hi")
+    )
 }
 
 /// The cost tables of [`cost_issue`]; each measurement `make bench` has not written yet is
 /// named as missing.
-fn cost_tables(
-    s: &mut String,
-    versus: Option<&Value>,
-    stock_e2e: Option<&Value>,
-    fixed_e2e: Option<&Value>,
-) -> Result<()> {
-    let Some(versus) = versus else {
-        *s += "Not measured yet: `make bench` writes `results/bench/penalty-versus.json`, the stock and the patched stage timed turn by turn in one run.\n\n";
+fn cost_tables(s: &mut String, versus: Option<&Value>, overhead: Option<&Value>) -> Result<()> {
+    match versus {
+        None => *s += "Per apply: not measured yet (`make bench` writes `results/bench/penalty-versus.json`, the stock and the patched stage timed turn by turn in one run).\n\n",
+        Some(versus) => {
+            writeln!(
+                s,
+                "llama.cpp's penalties stage (window {}, repeat penalty {}), {} against {}, timed turn by turn in one run (`make bench`, `results/bench/penalty-versus.json`; median ms per apply over {} rounds, 95% bootstrap intervals; {}):\n",
+                versus["window"],
+                versus["theta"],
+                versus["stock"].as_str().unwrap_or_default(),
+                versus["patched"].as_str().unwrap_or_default(),
+                versus["rounds"],
+                versus["same_bits"].as_str().unwrap_or_default()
+            )?;
+            *s += "| candidates | layout | stock ms | patched ms | stock / patched |\n|---|---|---|---|---|\n";
+            for r in versus["rows"].as_array().into_iter().flatten() {
+                writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {}x |",
+                    r["vocab"],
+                    r["layout"].as_str().unwrap_or_default(),
+                    ci(&r["stock_ms"], 4),
+                    ci(&r["patched_ms"], 4),
+                    ci(&r["ratio"], 1)
+                )?;
+            }
+            *s += "\n";
+            for (layout, what) in versus["layouts"].as_object().into_iter().flatten() {
+                writeln!(s, "- {layout}: {}", what.as_str().unwrap_or_default())?;
+            }
+            *s += "\n";
+        }
+    }
+    let Some(o) = overhead else {
+        *s += "End to end: not measured yet (`make bench` writes `results/bench/penalty-overhead-versus.json`, both builds decoding in one interleaved run).\n\n";
         return Ok(());
+    };
+    let (stock, patched) = (
+        o["stock"].as_str().unwrap_or_default(),
+        o["patched"].as_str().unwrap_or_default(),
+    );
+    writeln!(
+        s,
+        "End to end, both builds in one run (`results/bench/penalty-overhead-versus.json`): decoding {} ({} prompt tokens) greedily, without a penalty and with {}, {} rounds of {} tokens per generation, decoding threads: {}; {}. Ms per token and the penalty's overhead over the same build's unpenalized decode in the same round, each the {}:\n",
+        o["model_detail"].as_str().unwrap_or_default(),
+        o["prompt_tokens"],
+        o["penalty"].as_str().unwrap_or_default(),
+        o["rounds"],
+        o["tokens_per_generation"],
+        o["threads"],
+        o["order"].as_str().unwrap_or_default(),
+        o["statistic"].as_str().unwrap_or_default()
+    )?;
+    *s += "| build | no penalty ms per token | penalties ms per token | overhead % |\n|---|---|---|---|\n";
+    for (side, name) in [("stock", stock), ("patched", patched)] {
+        writeln!(
+            s,
+            "| {name} | {} | {} | {} |",
+            ci(&o["ms_per_token"][side]["none"], 2),
+            ci(&o["ms_per_token"][side]["penalties"], 2),
+            cost_signed(&o["overhead_percent"][side], 1)
+        )?;
+    }
+    let d = &o["overhead_difference_points"];
+    let (lo, hi) = (
+        d["lo"].as_f64().unwrap_or(f64::NAN),
+        d["hi"].as_f64().unwrap_or(f64::NAN),
+    );
+    let reading = if hi < 0.0 {
+        "the interval lies below 0: in this run the patched build's overhead is the smaller"
+            .to_string()
+    } else if lo > 0.0 {
+        "the interval lies above 0: in this run the patched build's overhead is the larger"
+            .to_string()
+    } else {
+        "the interval holds 0: this run does not tell the two overheads apart".to_string()
     };
     writeln!(
         s,
-        "llama.cpp's penalties stage (window {}, repeat penalty {}), stock against patched, timed turn by turn in one run (`make bench`, `results/bench/penalty-versus.json`; median ms per apply over {} rounds, 95% bootstrap intervals):\n",
-        versus["window"], versus["theta"], versus["rounds"]
+        "\nIn each round, the patched overhead minus the stock one: {} percentage points over rounds (the median of these differences need not equal the difference of the two medians above); {reading}.\n",
+        cost_signed(d, 1)
     )?;
-    *s += "| candidates | layout | stock ms | patched ms | stock / patched |\n|---|---|---|---|---|\n";
-    for r in versus["rows"].as_array().into_iter().flatten() {
+    Ok(())
+}
+
+/// The sha256 prefix of the sampler sources the patched build's audit ran on, when every
+/// report of `results/fixes/` names the same one.
+fn cost_audited_sources(results: &Path) -> Option<String> {
+    let dir = results.join(FIXES_RESULTS);
+    let mut seen = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(&dir).ok()?.flatten() {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let v = json(&p).ok()?;
+        let detail = v["build_detail"].as_str()?;
+        let (_, after) = detail.split_once("sampler sources ")?;
+        seen.insert(
+            after
+                .chars()
+                .take_while(char::is_ascii_hexdigit)
+                .collect::<String>(),
+        );
+    }
+    (seen.len() == 1).then(|| seen.into_iter().next().unwrap_or_default())
+}
+
+/// How the fix was verified: the bits, the bench's own checks, and the suite's verdicts on the
+/// patched build when its audit ran on the patches the bench ran.
+fn cost_verified(
+    s: &mut String,
+    results: &Path,
+    bitcheck: Option<&Value>,
+    versus: Option<&Value>,
+) -> Result<()> {
+    if let Some(b) = bitcheck {
+        let mut families: Vec<(String, u64)> = Vec::new();
+        for (k, v) in b["families"].as_object().into_iter().flatten() {
+            families.push((k.clone(), v.as_u64().unwrap_or(0)));
+        }
+        let list: Vec<String> = families.iter().map(|(k, n)| format!("{k} {n}")).collect();
         writeln!(
             s,
-            "| {} | {} | {} | {} | {}x |",
-            r["vocab"],
-            r["layout"].as_str().unwrap_or_default(),
-            ci(&r["stock_ms"], 4),
-            ci(&r["patched_ms"], 4),
-            ci(&r["ratio"], 1)
+            "- Same bits: `bitcheck.c` in this folder prints every bit the stage leaves (and the `sorted` flag) over {} arrays, by family: {}. Compared between the two builds (`results/bench/penalty-bitcheck.json`): class exact ({}), {} of {} identical; class own-index-repeat ({}), {} of {} identical.",
+            b["arrays"],
+            list.join(", "),
+            b["classes"]["exact"].as_str().unwrap_or_default(),
+            b["exact"]["identical"],
+            b["exact"]["arrays"],
+            b["classes"]["own-index-repeat"].as_str().unwrap_or_default(),
+            b["own_index_repeat"]["identical"],
+            b["own_index_repeat"]["arrays"]
         )?;
     }
-    *s += "\nIn id order (the array llama.cpp builds from a logits row) only the window's ids are touched; a shuffled array (after a reordering stage) takes the old full pass on both builds.\n\n";
-    let e2e = |v: &Value| -> String {
-        let e = &v["end_to_end"];
-        let iv = &e["overhead_percent_interval"]["builtin"];
-        format!(
-            "{:.1}% [{:.1}, {:.1}]",
-            e["overhead_percent"]["builtin"]
-                .as_f64()
-                .unwrap_or(f64::NAN),
-            iv[0].as_f64().unwrap_or(f64::NAN),
-            iv[1].as_f64().unwrap_or(f64::NAN)
-        )
-    };
-    match (stock_e2e, fixed_e2e) {
-        (Some(stock_e2e), Some(fixed_e2e)) => writeln!(
+    if let Some(v) = versus {
+        writeln!(
             s,
-            "End to end, decoding {} (262,144 ids), the penalized decode's time per token over the unpenalized one: stock {} (`results/bench/penalty-cost.json`), patched {} (`results/{FIXES_RESULTS}/bench/penalty-cost.json`), medians over rounds with 95% bootstrap intervals.\n",
-            stock_e2e["end_to_end"]["model_detail"].as_str().unwrap_or_default(),
-            e2e(stock_e2e),
-            e2e(fixed_e2e)
-        )?,
-        _ => *s += "End to end: not measured on both builds yet (`make bench` writes `results/bench/penalty-cost.json` and the patched build's `results/fixes/bench/penalty-cost.json`).\n\n",
+            "- In the timed runs: {}; end to end, both builds chose the same tokens in every round (the run stops otherwise).",
+            v["same_bits"].as_str().unwrap_or_default()
+        )?;
+    }
+    let bench_sources = versus
+        .and_then(|v| v["patched_sources_sha256"].as_str())
+        .map(|h| h.chars().take(12).collect::<String>());
+    let audited = cost_audited_sources(results);
+    match (std::fs::read_to_string(results.join(FIXES_RESULTS).join("diff.txt")), audited, bench_sources) {
+        (Ok(t), Some(a), Some(b)) if a == b => writeln!(s, "- No verdict of the suite changes with this patch among the others (`results/{FIXES_RESULTS}/diff.txt`, sampler sources {a}):\n\n```\n{t}```")?,
+        (Ok(_), Some(a), Some(b)) => writeln!(s, "- The suite's verdicts on the patched build (`results/{FIXES_RESULTS}/diff.txt`) come from an audit of other patches (sampler sources {a}; the bench's patched build: {b}); `make audit-fixes` reruns it on these.")?,
+        _ => writeln!(s, "- The patched build's verdicts have not been compared with the stock ones on these patches yet (`make audit-fixes`).")?,
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod cost_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn overhead(lo: f64, median: f64, hi: f64) -> Value {
+        let c = |m: f64| json!({"median": m, "lo": m - 1.0, "hi": m + 1.0});
+        json!({
+            "stock": "b1", "patched": "b1+fixes", "model_detail": "m", "prompt_tokens": 3,
+            "penalty": "p", "rounds": 4, "tokens_per_generation": 2, "threads": 1,
+            "order": "o", "statistic": "s",
+            "ms_per_token": {
+                "stock": {"none": c(10.0), "penalties": c(11.0)},
+                "patched": {"none": c(10.0), "penalties": c(10.0)}
+            },
+            "overhead_percent": {"stock": c(10.0), "patched": c(0.0)},
+            "overhead_difference_points": {"median": median, "lo": lo, "hi": hi}
+        })
+    }
+
+    /// The words about the difference of overheads follow its interval, and every measurement
+    /// not written yet is named as missing.
+    #[test]
+    fn cost_tables_say_what_the_interval_shows_and_what_is_missing() {
+        let text = |o: &Value| {
+            let mut s = String::new();
+            cost_tables(&mut s, None, Some(o)).unwrap();
+            s
+        };
+        let below = text(&overhead(-3.0, -2.0, -1.0));
+        assert!(
+            below.contains("-2.0 [-3.0, -1.0] percentage points"),
+            "{below}"
+        );
+        assert!(
+            below.contains("patched build's overhead is the smaller"),
+            "{below}"
+        );
+        assert!(
+            below.contains(
+                "| b1+fixes | 10.00 [9.00, 11.00] | 10.00 [9.00, 11.00] | +0.0 [-1.0, +1.0] |"
+            ),
+            "{below}"
+        );
+        assert!(below.contains("Per apply: not measured yet"), "{below}");
+        assert!(text(&overhead(-1.0, 0.5, 2.0)).contains("does not tell the two overheads apart"));
+        assert!(text(&overhead(1.0, 2.0, 3.0)).contains("overhead is the larger"));
+        let mut s = String::new();
+        cost_tables(&mut s, None, None).unwrap();
+        assert!(s.contains("End to end: not measured yet"), "{s}");
+    }
+
+    /// The first sentence about the patch's results names the arrays where it may differ, with
+    /// the counts of the comparison.
+    #[test]
+    fn cost_bits_sentence_opens_with_the_exception() {
+        let b = json!({"exact": {"arrays": 7, "identical": 7}, "own_index_repeat": {"arrays": 5, "identical": 1}});
+        let first = cost_bits_sentence(Some(&b));
+        assert!(first.starts_with("With `fix.patch` the stage leaves every bit as the stock stage does except on arrays that hold a windowed id at its own index and again at another index"), "{first}");
+        assert!(
+            first.contains("5 such arrays, 4 of them differ; the other 7 arrays are identical"),
+            "{first}"
+        );
+        assert!(cost_bits_sentence(None).starts_with("Not checked yet"));
+    }
+
+    /// The patched build's audit is cited only when all its reports name one set of sources.
+    #[test]
+    fn cost_audited_sources_needs_one_hash() {
+        let dir = std::env::temp_dir().join(format!("cost-audited-{}", std::process::id()));
+        let fixes = dir.join(FIXES_RESULTS);
+        std::fs::create_dir_all(&fixes).unwrap();
+        let report = |name: &str, hash: &str| {
+            let detail = format!("llama.cpp tree b1+fixes (abc; sampler sources {hash}) at /x");
+            std::fs::write(
+                fixes.join(name),
+                json!({"build_detail": detail}).to_string(),
+            )
+            .unwrap();
+        };
+        report("a.json", "0123456789ab");
+        report("b.json", "0123456789ab");
+        std::fs::write(fixes.join("diff.txt"), "not a report").unwrap();
+        assert_eq!(cost_audited_sources(&dir).as_deref(), Some("0123456789ab"));
+        report("c.json", "ffffffffffff");
+        assert_eq!(cost_audited_sources(&dir), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,9 @@
 //! compiled and run against each build, its exit status held against that build's verdicts
 //! (exit 1 on any mismatch); `--record` writes each run to `DIR/<short>.<build>.txt`,
 //! `--same-as` fails on a run that differs from the one recorded there.
+//! `upstream record --into DIR BUILD...`: every reproducer compiled and run against each build,
+//! written to `DIR/<short>.<build>.txt` and judged against nothing (the release matrix reads
+//! them where the suite's own controls cannot run).
 //! `upstream diff STOCK_DIR STOCK_BUILD PATCHED_DIR PATCHED_BUILD [--write FILE]`: every
 //! verdict of the patched build against the stock one (exit 1 unless only the targeted rows
 //! changed, each from present to absent).
@@ -35,6 +38,14 @@ enum Cmd {
         /// Also fail when a run differs from what DIR/<short>.<build>.txt recorded.
         #[arg(long, value_name = "DIR")]
         same_as: Option<PathBuf>,
+        #[arg(required = true)]
+        builds: Vec<String>,
+    },
+    /// Compiles and runs every reproducer against each BUILD and writes each run to
+    /// DIR/<short>.<build>.txt.
+    Record {
+        #[arg(long, value_name = "DIR")]
+        into: PathBuf,
         #[arg(required = true)]
         builds: Vec<String>,
     },
@@ -116,6 +127,21 @@ fn work(cmd: Cmd) -> anyhow::Result<String> {
                 }
             }
             anyhow::ensure!(bad == 0, "{bad} problem(s):\n{out}");
+            Ok(out)
+        }
+        Cmd::Record { into, builds } => {
+            let mut out = String::new();
+            std::fs::create_dir_all(&into)?;
+            for b in &builds {
+                for (d, run) in upstream::runs(&root, b)? {
+                    let file = format!("{}.{b}.txt", d.short);
+                    std::fs::write(into.join(&file), run.record(b))?;
+                    let got = run
+                        .exit
+                        .map_or("does not compile".into(), |c| format!("exit {c}"));
+                    out += &format!("{file}: {got}\n");
+                }
+            }
             Ok(out)
         }
         Cmd::Diff {

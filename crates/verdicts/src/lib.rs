@@ -1,6 +1,6 @@
 //! Reads every `<report>.<build>.json` in a results folder (default `results/`) and prints one
-//! row per verdict: finding, name, build, verdict, controls passed, evidence, defects and
-//! divergences in two tables (each verdict's kind is the one catalog's, `report::kind`, and
+//! row per verdict: finding, name, build, verdict, controls passed, evidence, defects,
+//! divergences and robustness rows in three tables (each verdict's kind is the one catalog's, `report::kind`, and
 //! the report states it too). A report with verdict rows (`clone-incomplete-<sampler>`, say)
 //! gives one line per row; its own verdict only summarizes them.
 //!
@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(default_value = "results")]
     pub dir: PathBuf,
     /// Print the verdict matrix in Markdown instead (what results/VERDICTS.md and the README
-    /// hold): one row per verdict, defects and divergences apart, one column per build, and
+    /// hold): one row per verdict, defects, divergences and robustness rows apart, one column per build, and
     /// each row's affected releases from the release matrix.
     #[arg(long)]
     pub markdown: bool,
@@ -170,6 +170,10 @@ pub fn table(lines: &[Line]) -> String {
             Kind::Divergence,
             "divergences: the engine differs from a named reference (report key rests_on)",
         ),
+        (
+            Kind::Robustness,
+            "robustness: the suite's own rule where the engine states no contract (not defects)",
+        ),
     ] {
         let of: Vec<&Line> = lines.iter().filter(|l| l.kind == kind).collect();
         if !of.is_empty() {
@@ -309,6 +313,38 @@ fn columns(lines: &[Line]) -> Vec<(String, String)> {
     cols
 }
 
+/// A range summary's clauses, split at each `;` outside parentheses (a `;` inside a range's
+/// parentheses belongs to the range).
+fn clauses(summary: &str) -> Vec<&str> {
+    let (mut out, mut depth, mut from) = (Vec::new(), 0i32, 0);
+    for (i, c) in summary.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ';' if depth == 0 => {
+                out.push(summary[from..i].trim());
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(summary[from..].trim());
+    out
+}
+
+/// The README's form of a range summary: the ranges themselves and the revisions where the row
+/// ran but was not decided (so a range that starts after them is not read as the first
+/// affected release), without the `not offered` and `missing` clauses.
+fn compact_range(summary: &str) -> String {
+    let c = clauses(summary);
+    let undecided = (c.iter().skip(1))
+        .filter(|x| x.starts_with("inconclusive at") || x.starts_with("undecided at"));
+    std::iter::once(c[0])
+        .chain(undecided.copied())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// What the release matrix says of a row it ran and never saw present (crates/matrix); what
 /// follows it, if anything, names revisions where the row was not decided.
 const NEVER_PRESENT: &str = "never present where decided";
@@ -359,6 +395,10 @@ pub fn markdown(
             Kind::Divergence,
             "Divergences (the engine differs from a named reference; not bugs)",
         ),
+        (
+            Kind::Robustness,
+            "Robustness (the suite's own rule on inputs the API accepts, where the engine states no contract; reported, not defects)",
+        ),
     ] {
         let of: Vec<&Line> = lines.iter().filter(|l| l.kind == kind).collect();
         let mut rows: Vec<RowKey> = of.iter().map(|l| RowKey::of(l)).collect();
@@ -369,6 +409,20 @@ pub fn markdown(
         }
         let cells =
             |row: &RowKey| -> Vec<&&Line> { of.iter().filter(|l| &RowKey::of(l) == row).collect() };
+        // The README names the robustness rows found present in one line: they are no defects,
+        // and results/VERDICTS.md has each with its builds.
+        if compact && kind == Kind::Robustness {
+            let present: Vec<String> = (rows.iter())
+                .filter(|r| cells(r).iter().any(|l| l.verdict == "present"))
+                .map(|r| r.label())
+                .collect();
+            out += &format!(
+                "**{title}**: present on some build here: {}; {} more never present. [results/VERDICTS.md](results/VERDICTS.md) lists every row.\n\n",
+                if present.is_empty() { "none".to_string() } else { present.join(", ") },
+                rows.len() - present.len()
+            );
+            continue;
+        }
         // The release matrix runs llama.cpp on its default model: its range belongs to a row
         // with llama.cpp lines and no model of its own.
         let range = |row: &RowKey| -> Option<&String> {
@@ -436,9 +490,9 @@ pub fn markdown(
             }
             // The README's form keeps the range itself; the revisions where a row was not
             // decided, after the first ';', are in results/VERDICTS.md.
-            let shown = range(row).map_or("·", |r| match compact {
-                true => r.split(';').next().unwrap_or(r),
-                false => r,
+            let shown = range(row).map_or("·".to_string(), |r| match compact {
+                true => compact_range(r),
+                false => r.clone(),
             });
             out += &format!(" {shown} |\n");
         }
@@ -480,6 +534,18 @@ mod tests {
     }
 
     #[test]
+    fn the_compact_range_keeps_each_range_whole_and_says_where_nothing_was_decided() {
+        assert_eq!(
+            compact_range("b4240 (inconclusive at b4524; b4240 by x/repro.c), b4718.. (still present at b11429); inconclusive at b4524; not offered: b4240"),
+            "b4240 (inconclusive at b4524; b4240 by x/repro.c), b4718.. (still present at b11429); inconclusive at b4524"
+        );
+        assert_eq!(
+            compact_range("never present where decided; not offered: b4240"),
+            "never present where decided"
+        );
+    }
+
+    #[test]
     fn a_results_file_without_the_header_stops_the_table() {
         let dir = std::env::temp_dir().join(format!("verdicts-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -490,6 +556,8 @@ mod tests {
                 engine: "llama.cpp".into(),
                 build: "b1".into(),
                 build_detail: "test".into(),
+                sources: report::kind::sources_stating_every_contract(),
+                detector: None,
             },
             report::Verdict::Present,
             "e",

@@ -1,5 +1,7 @@
-//! Command-line parsing, the checks on the flags, and the run that writes
-//! `bench/penalty-cost.{json,svg}`.
+//! Command-line parsing, the checks on the flags, and the runs: the bench
+//! (`bench/penalty-cost.{json,svg}`), the stock build against the patched one
+//! (`bench/penalty-versus.json` per apply, `bench/penalty-overhead-versus.json` end to end) and
+//! the comparison of bitcheck.c's outputs (`bench/penalty-bitcheck.json`).
 
 use crate::e2e::{self, Plan};
 use crate::{apply, output};
@@ -7,7 +9,7 @@ use anyhow::{ensure, Context, Result};
 use clap::Parser;
 use models::ModelChoice;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use subject::BuildInfo;
 
@@ -31,8 +33,9 @@ pub struct Args {
     #[arg(long, default_value_t = 300)]
     pub rounds: usize,
     /// Rounds of the end-to-end run (each generates --tokens with no penalty, llama.cpp's
-    /// penalties and ledger-penalties, in turn), 20 to 1000.
-    #[arg(long, default_value_t = 30)]
+    /// penalties and ledger-penalties, in turn; with --against, each build without and with
+    /// llama.cpp's penalties, a multiple of 4), 20 to 1000.
+    #[arg(long, default_value_t = 36)]
     pub e2e_rounds: usize,
     /// Tokens per end-to-end generation (2 to 2048).
     #[arg(long, default_value_t = 48)]
@@ -46,9 +49,16 @@ pub struct Args {
     pub results: PathBuf,
     /// Instead of the bench: time llama.cpp's penalties stage of this build against the same
     /// program built on another llama.cpp (the patched build's penalty-cost), --rounds
-    /// alternating turns per row; writes bench/penalty-versus.json.
+    /// alternating turns per row (bench/penalty-versus.json), then both builds' end-to-end
+    /// overhead of the stage, --e2e-rounds interleaved rounds
+    /// (bench/penalty-overhead-versus.json).
     #[arg(long, value_name = "PENALTY_COST")]
     pub against: Option<PathBuf>,
+    /// Instead of the bench: compare bitcheck.c's output on the stock build with its output
+    /// on the patched build (bench/penalty-bitcheck.json); exits 1 if an array that must be
+    /// the same differs.
+    #[arg(long, num_args = 2, value_names = ["STOCK_OUT", "PATCHED_OUT"], conflicts_with_all = ["against", "worker"])]
+    pub bitcheck: Option<Vec<PathBuf>>,
     /// Serve timing requests on stdin for a parent run with --against (internal).
     #[arg(long, hide = true)]
     pub worker: bool,
@@ -82,6 +92,12 @@ impl Args {
             "--threads must be between 1 and 64, got {}",
             self.threads
         );
+        ensure!(
+            self.against.is_none() || self.e2e_rounds.is_multiple_of(crate::overhead::ITEMS.len()),
+            "with --against, --e2e-rounds must be a multiple of {} (each generation of a round runs first equally often), got {}",
+            crate::overhead::ITEMS.len(),
+            self.e2e_rounds
+        );
         Ok(())
     }
 
@@ -106,11 +122,13 @@ pub struct Config {
 /// model is refused before minutes of per-apply timing.
 pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
     cmdline::refuse(args.check())?;
-    if let Some(bin) = &args.against {
-        if !bin.is_file() {
+    let files = (args.against.iter().map(|b| ("--against", b)))
+        .chain(args.bitcheck.iter().flatten().map(|b| ("--bitcheck", b)));
+    for (flag, file) in files {
+        if !file.is_file() {
             return Err(cmdline::Failure::BadInput(anyhow::anyhow!(
-                "--against {}: no such file",
-                bin.display()
+                "{flag} {}: no such file",
+                file.display()
             )));
         }
     }
@@ -122,24 +140,58 @@ pub fn check(args: Args) -> Result<Config, cmdline::Failure> {
 pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run_checked(argv, check, |c| {
         if c.args.worker {
-            return cmdline::fail(crate::versus::serve().map(|()| String::new()));
+            return cmdline::fail(crate::versus::serve(&c.model).map(|()| String::new()));
+        }
+        if let Some(files) = &c.args.bitcheck {
+            return cmdline::fail(bitcheck(&c.args, &files[0], &files[1]));
         }
         if let Some(bin) = &c.args.against {
-            return cmdline::fail(versus(&c.args, bin));
+            return cmdline::fail(versus(&c.args, c.model, bin));
         }
         cmdline::fail(run(&c.args, &c.build, c.model))
     })
 }
 
-/// The stock-against-patched comparison, written to bench/penalty-versus.json.
-fn versus(args: &Args, bin: &std::path::Path) -> Result<String> {
-    let v = crate::versus::compare(bin, &VOCABS, args.rounds)?;
+/// `value` as pretty JSON into `<results>/bench/<name>`.
+fn write_bench(args: &Args, name: &str, value: &impl serde::Serialize) -> Result<()> {
     let dir = args.results.join("bench");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join("penalty-versus.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&v)? + "\n")
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(crate::versus::text(&v))
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(value)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// bitcheck.c's two outputs compared, written to bench/penalty-bitcheck.json.
+fn bitcheck(args: &Args, stock: &Path, patched: &Path) -> Result<String> {
+    let b = crate::bitcheck::run(stock, patched)?;
+    write_bench(args, "penalty-bitcheck.json", &b)?;
+    Ok(crate::bitcheck::text(&b))
+}
+
+/// The stock-against-patched comparison with one worker of the patched build: per apply into
+/// bench/penalty-versus.json, then end to end into bench/penalty-overhead-versus.json.
+fn versus(args: &Args, model: ModelChoice, bin: &Path) -> Result<String> {
+    let mut worker = crate::versus::Worker::start(bin)?;
+    let v = crate::versus::compare(&mut worker, &VOCABS, args.rounds)?;
+    write_bench(args, "penalty-versus.json", &v)?;
+    let mut out = crate::versus::text(&v);
+    let plan = args.plan();
+    eprintln!(
+        "end to end, {} against {} interleaved: {} rounds of four generations of {} tokens on {}",
+        v.stock,
+        v.patched,
+        plan.rounds,
+        plan.tokens,
+        e2e::MODEL
+    );
+    let o = crate::overhead::compare(&mut worker, model, &plan)?;
+    write_bench(
+        args,
+        "penalty-overhead-versus.json",
+        &crate::overhead::json(&o),
+    )?;
+    out += &crate::overhead::text(&o);
+    Ok(out)
 }
 
 /// Both parts, then the files; returns the text for stdout. Progress goes to stderr.
@@ -189,12 +241,16 @@ mod tests {
         let a = parse("").unwrap();
         assert_eq!(
             (a.rounds, a.e2e_rounds, a.tokens, a.threads),
-            (300, 30, 48, 1)
+            (300, 36, 48, 1)
         );
         assert_eq!(a.results, PathBuf::from("results"));
         assert!(a.check().is_ok());
-        // A multiple of three: every variant runs first, second and third equally often.
+        // A multiple of three and of four: every variant of the bench, and every generation of
+        // the interleaved run (--against), runs first, second, ... equally often.
         assert_eq!(a.e2e_rounds % 3, 0);
+        assert_eq!(a.e2e_rounds % crate::overhead::ITEMS.len(), 0);
+        let a = parse("--against /bin/sh").unwrap();
+        assert!(a.check().is_ok());
     }
 
     #[test]
@@ -221,11 +277,18 @@ mod tests {
             "--threads 65",
             "--rounds 10001",
             "--e2e-rounds 1001",
+            "--against /bin/sh --e2e-rounds 30",
         ];
         for flags in refused_by_check {
             assert!(parse(flags).unwrap().check().is_err(), "{flags}");
         }
-        for flags in ["--rounds -1", "--tokens many", "--no-such-flag"] {
+        for flags in [
+            "--rounds -1",
+            "--tokens many",
+            "--no-such-flag",
+            "--bitcheck a",
+            "--bitcheck a b --against c",
+        ] {
             assert!(parse(flags).is_err(), "{flags}");
         }
     }

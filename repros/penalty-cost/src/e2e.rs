@@ -140,76 +140,92 @@ pub fn per_step_ms(first: Instant, last: Instant, ticks: usize) -> Option<f64> {
 /// Loads `model` (resolved from [`MODEL`]) and runs one untimed round, then `plan.rounds`
 /// timed ones.
 pub fn run(model: ModelChoice, plan: &Plan) -> Result<EndToEnd> {
-    let m = LoadedModel::load(model)?;
-    let prompt = m.chat_ids(PROMPT)?;
-    let n_vocab = m.model.n_vocab();
-    let mut session = Session::new(&m.model, prompt.clone(), plan.tokens, plan.threads)?;
-    let mut arr = LogitsArray::new();
-    let mut one = |v: Variant| -> Result<Generation> {
-        generate(&mut session, &mut arr, &prompt, v, n_vocab, plan.tokens)
-            .with_context(|| format!("generating with {}", v.label()))
-    };
+    let mut d = Decoder::new(model, plan)?;
     for v in Variant::ALL {
-        one(v)?;
+        d.generate(v)?;
     }
     let mut rounds = Vec::with_capacity(plan.rounds);
     for r in 0..plan.rounds {
         let mut gens: [Option<Generation>; 3] = Default::default();
         for k in 0..Variant::ALL.len() {
             let i = turn(r, k, Variant::ALL.len());
-            gens[i] = Some(one(Variant::ALL[i])?);
+            gens[i] = Some(d.generate(Variant::ALL[i])?);
         }
         rounds.push(Round(gens.into_iter().flatten().collect()));
     }
     Ok(EndToEnd {
-        model: m.model.describe(),
-        prompt_tokens: prompt.len(),
+        model: d.model.model.describe(),
+        prompt_tokens: d.prompt.len(),
         plan: *plan,
         rounds,
     })
 }
 
-/// One generation through a fresh chain that has accepted the prompt.
-fn generate(
-    session: &mut Session,
-    arr: &mut LogitsArray,
-    prompt: &[TokenId],
-    v: Variant,
-    n_vocab: i32,
+/// The model, its context and the prompt, loaded once; each [`Decoder::generate`] decodes the
+/// prompt afresh and generates through a new chain.
+pub struct Decoder {
+    pub model: LoadedModel,
+    pub prompt: Vec<TokenId>,
+    session: Session,
+    arr: LogitsArray,
     tokens: usize,
-) -> Result<Generation> {
-    let mut stages: Vec<Sampler> = Vec::new();
-    if let Some(stage) = v.penalty() {
-        stages.push(stage.build(n_vocab)?);
+}
+
+impl Decoder {
+    pub fn new(model: ModelChoice, plan: &Plan) -> Result<Decoder> {
+        let model = LoadedModel::load(model)?;
+        let prompt = model.chat_ids(PROMPT)?;
+        let session = Session::new(&model.model, prompt.clone(), plan.tokens, plan.threads)?;
+        Ok(Decoder {
+            model,
+            prompt,
+            session,
+            arr: LogitsArray::new(),
+            tokens: plan.tokens,
+        })
     }
-    stages.push(SamplerSpec::from(oracle::stage::Stage::Greedy).build()?);
-    let mut chain = Sampler::chain(stages)?;
-    for &t in prompt {
-        chain.accept(t)?;
+
+    /// One generation of `v` through a fresh chain that has accepted the prompt.
+    pub fn generate(&mut self, v: Variant) -> Result<Generation> {
+        self.generate_inner(v)
+            .with_context(|| format!("generating with {}", v.label()))
     }
-    let mut first: Option<Instant> = None;
-    let mut last = Instant::now();
-    let mut ticks = 0;
-    let (out, stop) = session.generate(tokens, |raw, _| {
-        last = Instant::now();
-        first.get_or_insert(last);
-        ticks += 1;
-        arr.load(raw)?;
-        arr.apply(&mut chain)?;
-        let t = arr.selected_id().context("greedy selected nothing")?;
-        chain.accept(t)?;
-        Ok(t)
-    })?;
-    let Some(ms) = first.and_then(|f| per_step_ms(f, last, ticks)) else {
-        bail!(
-            "the generation stopped after {ticks} token(s); at least two are needed to time a step"
-        );
-    };
-    Ok(Generation {
-        ms_per_token: ms,
-        tokens: out,
-        stop,
-    })
+
+    fn generate_inner(&mut self, v: Variant) -> Result<Generation> {
+        let mut stages: Vec<Sampler> = Vec::new();
+        if let Some(stage) = v.penalty() {
+            stages.push(stage.build(self.model.model.n_vocab())?);
+        }
+        stages.push(SamplerSpec::from(oracle::stage::Stage::Greedy).build()?);
+        let mut chain = Sampler::chain(stages)?;
+        for &t in &self.prompt {
+            chain.accept(t)?;
+        }
+        let mut first: Option<Instant> = None;
+        let mut last = Instant::now();
+        let mut ticks = 0;
+        let arr = &mut self.arr;
+        let (out, stop) = self.session.generate(self.tokens, |raw, _| {
+            last = Instant::now();
+            first.get_or_insert(last);
+            ticks += 1;
+            arr.load(raw)?;
+            arr.apply(&mut chain)?;
+            let t = arr.selected_id().context("greedy selected nothing")?;
+            chain.accept(t)?;
+            Ok(t)
+        })?;
+        let Some(ms) = first.and_then(|f| per_step_ms(f, last, ticks)) else {
+            bail!(
+                "the generation stopped after {ticks} token(s); at least two are needed to time a step"
+            );
+        };
+        Ok(Generation {
+            ms_per_token: ms,
+            tokens: out,
+            stop,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -38,6 +38,14 @@ impl Layout {
         }
     }
 
+    /// What the layout is, in the JSON files.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Layout::IdOrder => "entry i holds id i, as llama.cpp builds the array from a logits row",
+            Layout::Shuffled => "the same candidates in a fixed-seed permutation of the ids (oracle::rng::Rng), as after a reordering stage such as top_k",
+        }
+    }
+
     /// The ids `0..n` in this layout's order.
     pub fn order(self, n: usize) -> Vec<TokenId> {
         let mut ids: Vec<TokenId> = (0..n as i32).map(TokenId).collect();

@@ -18,6 +18,14 @@
 //! bootstrap intervals in brackets. The same numbers go to `results/bench/penalty-cost.json`
 //! and a plot to `results/bench/penalty-cost.svg`. The timings are one run on a shared
 //! machine: read the ratios and overheads, not the absolute milliseconds.
+//!
+//! Two more modes measure the upstream patch (`upstream/llama.cpp/penalties-full-pass`):
+//! `--against <patched build's penalty-cost>` times llama.cpp's stage of both builds turn by
+//! turn per apply, then both builds' end-to-end overhead interleaved round by round
+//! (`results/bench/penalty-versus.json`, `results/bench/penalty-overhead-versus.json`);
+//! `--bitcheck <stock output> <patched output>` compares bitcheck.c's two outputs
+//! (`results/bench/penalty-bitcheck.json`), whose first sentence names the arrays where the
+//! patch may differ.
 
 fn main() {
     cmdline::one_line_panics();

@@ -232,8 +232,8 @@ pub fn json(build: &BuildInfo, rounds: usize, rows: &[ApplyRow], e: &EndToEnd) -
         theta: as_written(THETA),
         rounds,
         layouts: Layouts {
-            id_order: "entry i holds id i, as llama.cpp builds the array from a logits row",
-            shuffled: "the same candidates in a fixed-seed permutation of the ids (oracle::rng::Rng), as after a reordering stage such as top_k",
+            id_order: Layout::IdOrder.describe(),
+            shuffled: Layout::Shuffled.describe(),
         },
         shuffle_seed: SHUFFLE_SEED,
         rows: rows_id,

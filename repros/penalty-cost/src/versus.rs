@@ -6,13 +6,18 @@
 //!
 //! Before any timing, both sides apply the stage once to the same array and must leave the same
 //! bits (a checksum over every id and logit): the ratio compares the same work or the run
-//! stops. The worker's protocol is one line each way:
-//! `apply <vocab> <layout>` -> `<ms> <checksum>`.
+//! stops. The worker's protocol is one line each way: `build` -> its tag, `sources` -> the
+//! sha256 of its sampler sources, `apply <vocab> <layout>` -> `<ms> <checksum>`; and for the
+//! end-to-end part ([`crate::overhead`]) `e2e <tokens> <threads>` -> `ready` (the model loaded),
+//! then `generate <variant>` -> `<ms per token> <stop> <id,id,...>`.
 
+use crate::e2e::{Decoder, Generation, Plan, Variant};
 use crate::layout::{Layout, Workload};
 use crate::penalty::builtin_penalties;
 use crate::stats::{bootstrap_median, median, MedianCi};
 use anyhow::{bail, ensure, Context, Result};
+use harness::Stop;
+use models::ModelChoice;
 use oracle::stats::bootstrap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -20,7 +25,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
-use subject::{IdOrder, LogitsArray, Sampler};
+use subject::{IdOrder, LogitsArray, Sampler, TokenId};
 
 /// One side's stage for one vocabulary: the array's workload, both layouts' id orders, and
 /// llama.cpp's penalties with the workload's history accepted.
@@ -83,44 +88,96 @@ fn layout_of(key: &str) -> Result<Layout> {
         .with_context(|| format!("unknown layout '{key}'"))
 }
 
-/// The worker: answers `apply <vocab> <layout>` lines on stdin until it closes.
-pub fn serve() -> Result<()> {
+fn variant_of(key: &str) -> Result<Variant> {
+    (Variant::ALL.into_iter())
+        .find(|v| v.key() == key)
+        .with_context(|| format!("unknown variant '{key}'"))
+}
+
+/// A generation as one line: `<ms per token> <stop> <id,id,...>`.
+pub fn generation_line(g: &Generation) -> String {
+    let ids: Vec<String> = g.tokens.iter().map(|t| t.0.to_string()).collect();
+    format!("{} {} {}", g.ms_per_token, g.stop.as_str(), ids.join(","))
+}
+
+/// The inverse of [`generation_line`].
+pub fn parse_generation(line: &str) -> Result<Generation> {
+    let parts: Vec<&str> = line.split_whitespace().collect();
+    let [ms, stop, ids] = parts[..] else {
+        bail!("not a generation: '{line}'");
+    };
+    let stop = match stop {
+        "eos" => Stop::Eos,
+        "limit" => Stop::Limit,
+        _ => bail!("not a stop: '{stop}'"),
+    };
+    let tokens = (ids.split(','))
+        .map(|t| t.parse().map(TokenId))
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("not token ids: '{ids}'"))?;
+    Ok(Generation {
+        ms_per_token: ms.parse().with_context(|| format!("not ms: '{ms}'"))?,
+        tokens,
+        stop,
+    })
+}
+
+/// The worker: answers the parent's requests on stdin until it closes. `model` is what the end
+/// to end part decodes.
+pub fn serve(model: &ModelChoice) -> Result<()> {
     let mut benches: BTreeMap<usize, Bench> = BTreeMap::new();
+    let mut decoder: Option<Decoder> = None;
     let stdout = std::io::stdout();
     for line in std::io::stdin().lock().lines() {
         let line = line.context("reading the parent's request")?;
-        if line == "build" {
-            let mut out = stdout.lock();
-            writeln!(out, "{}", subject::BuildInfo::current().tag())?;
-            out.flush()?;
-            continue;
-        }
         let parts: Vec<&str> = line.split_whitespace().collect();
-        let [_, n, layout] = parts[..] else {
-            bail!("worker: bad request '{line}'");
+        let answer = match parts[..] {
+            ["build"] => subject::BuildInfo::current().tag().to_string(),
+            ["sources"] => subject::BuildInfo::current().sources_sha256,
+            ["apply", n, layout] => {
+                let n: usize = n.parse().context("worker: vocabulary size")?;
+                let bench = match benches.entry(n) {
+                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(e) => e.insert(Bench::new(n)?),
+                };
+                let (ms, sum) = bench.apply(layout_of(layout)?)?;
+                format!("{ms} {sum}")
+            }
+            ["e2e", tokens, threads] => {
+                let plan = Plan {
+                    rounds: 0,
+                    tokens: tokens.parse().context("worker: tokens")?,
+                    threads: threads.parse().context("worker: threads")?,
+                };
+                decoder = Some(Decoder::new(model.clone(), &plan)?);
+                "ready".to_string()
+            }
+            ["generate", variant] => {
+                let d = decoder.as_mut().context("worker: generate before e2e")?;
+                generation_line(&d.generate(variant_of(variant)?)?)
+            }
+            _ => bail!("worker: bad request '{line}'"),
         };
-        let n: usize = n.parse().context("worker: vocabulary size")?;
-        let bench = match benches.entry(n) {
-            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::btree_map::Entry::Vacant(e) => e.insert(Bench::new(n)?),
-        };
-        let (ms, sum) = bench.apply(layout_of(layout)?)?;
         let mut out = stdout.lock();
-        writeln!(out, "{ms} {sum}")?;
+        writeln!(out, "{answer}")?;
         out.flush()?;
     }
     Ok(())
 }
 
 /// The child worker, killed when dropped.
-struct Worker {
+pub struct Worker {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+    /// The build the worker links, and the sha256 of its sampler sources.
+    pub build: String,
+    pub sources: String,
 }
 
 impl Worker {
-    fn start(bin: &Path) -> Result<Worker> {
+    /// Starts `bin --worker` and asks which build it links; refuses this process's own build.
+    pub fn start(bin: &Path) -> Result<Worker> {
         let mut child = Command::new(bin)
             .arg("--worker")
             .stdin(Stdio::piped())
@@ -129,33 +186,56 @@ impl Worker {
             .with_context(|| format!("starting {}", bin.display()))?;
         let stdin = child.stdin.take().context("the worker's stdin")?;
         let stdout = BufReader::new(child.stdout.take().context("the worker's stdout")?);
-        Ok(Worker {
+        let mut w = Worker {
             child,
             stdin,
             stdout,
-        })
+            build: String::new(),
+            sources: String::new(),
+        };
+        w.build = w.ask("build")?;
+        w.sources = w.ask("sources")?;
+        let stock = subject::BuildInfo::current().tag().to_string();
+        ensure!(
+            stock != w.build,
+            "{} links the same build as this one ({stock}); give the patched build's penalty-cost",
+            bin.display()
+        );
+        Ok(w)
     }
 
-    /// The build the worker links.
-    fn build(&mut self) -> Result<String> {
-        writeln!(self.stdin, "build")?;
+    /// One request, one answer line (trimmed, never empty).
+    fn ask(&mut self, request: &str) -> Result<String> {
+        writeln!(self.stdin, "{request}")?;
         self.stdin.flush()?;
         let mut line = String::new();
         self.stdout.read_line(&mut line)?;
-        ensure!(!line.trim().is_empty(), "the worker did not name its build");
+        ensure!(
+            !line.trim().is_empty(),
+            "the worker stopped answering (asked '{request}')"
+        );
         Ok(line.trim().to_string())
     }
 
     fn apply(&mut self, n: usize, layout: Layout) -> Result<(f64, u64)> {
-        writeln!(self.stdin, "apply {n} {}", layout.key())?;
-        self.stdin.flush()?;
-        let mut line = String::new();
-        self.stdout.read_line(&mut line)?;
+        let line = self.ask(&format!("apply {n} {}", layout.key()))?;
         let mut it = line.split_whitespace();
         let (Some(ms), Some(sum)) = (it.next(), it.next()) else {
-            bail!("the worker stopped answering (it said '{}')", line.trim());
+            bail!("the worker answered '{line}' to apply");
         };
         Ok((ms.parse()?, sum.parse()?))
+    }
+
+    /// Has the worker load the end-to-end model for `plan`.
+    pub fn load_e2e(&mut self, plan: &Plan) -> Result<()> {
+        let line = self.ask(&format!("e2e {} {}", plan.tokens, plan.threads))?;
+        ensure!(line == "ready", "the worker answered '{line}' to e2e");
+        Ok(())
+    }
+
+    /// One generation of `v` in the worker.
+    pub fn generate(&mut self, v: Variant) -> Result<Generation> {
+        parse_generation(&self.ask(&format!("generate {}", v.key()))?)
     }
 }
 
@@ -201,22 +281,24 @@ pub struct Versus {
     pub finding: &'static str,
     pub stock: String,
     pub patched: String,
+    /// The sha256 of the patched build's sampler sources (which version of the patch ran).
+    pub patched_sources_sha256: String,
     pub rounds: usize,
     pub window: usize,
     pub theta: f32,
+    pub layouts: BTreeMap<&'static str, &'static str>,
+    /// What was checked before the timing.
+    pub same_bits: &'static str,
     pub rows: Vec<Row>,
 }
 
-/// `rounds` alternating turns per vocabulary and layout against the worker `bin`.
-pub fn compare(bin: &Path, vocabs: &[usize], rounds: usize) -> Result<Versus> {
-    let mut worker = Worker::start(bin)?;
-    let patched = worker.build()?;
+/// Said in `same_bits`.
+pub const SAME_BITS: &str = "before the timing of each row, both builds applied the stage to that row's array (no repeated ids) and left the same ids and logit bits";
+
+/// `rounds` alternating turns per vocabulary and layout against `worker`.
+pub fn compare(worker: &mut Worker, vocabs: &[usize], rounds: usize) -> Result<Versus> {
     let stock = subject::BuildInfo::current().tag().to_string();
-    ensure!(
-        stock != patched,
-        "{} links the same build as this one ({stock}); give the patched build's penalty-cost",
-        bin.display()
-    );
+    let patched = worker.build.clone();
     let mut rows = Vec::new();
     for &n in vocabs {
         let mut own = Bench::new(n)?;
@@ -267,9 +349,15 @@ pub fn compare(bin: &Path, vocabs: &[usize], rounds: usize) -> Result<Versus> {
         finding: crate::FINDING,
         stock,
         patched,
+        patched_sources_sha256: worker.sources.clone(),
         rounds,
         window: crate::penalty::WINDOW,
         theta: crate::penalty::THETA,
+        layouts: Layout::ALL
+            .iter()
+            .map(|l| (l.key(), l.describe()))
+            .collect(),
+        same_bits: SAME_BITS,
         rows,
     })
 }
@@ -278,7 +366,8 @@ pub fn compare(bin: &Path, vocabs: &[usize], rounds: usize) -> Result<Versus> {
 pub fn text(v: &Versus) -> String {
     let (stock, patched, rounds, rows) = (&v.stock, &v.patched, v.rounds, &v.rows);
     let mut out = format!(
-        "llama.cpp's penalties stage, {stock} against {patched}, {rounds} alternating rounds per row (median ms per apply, 95% bootstrap interval):\n"
+        "llama.cpp's penalties stage per apply, {stock} against {patched}, {rounds} alternating rounds per row (median ms per apply, 95% bootstrap interval; {}):\n",
+        v.same_bits
     );
     for r in rows {
         out += &format!(
@@ -297,4 +386,31 @@ pub fn text(v: &Versus) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generation_crosses_the_pipe_unchanged() {
+        let g = Generation {
+            ms_per_token: 36.123456789,
+            tokens: vec![TokenId(5), TokenId(262_143), TokenId(0)],
+            stop: Stop::Eos,
+        };
+        let line = generation_line(&g);
+        assert_eq!(line, "36.123456789 eos 5,262143,0");
+        assert_eq!(parse_generation(&line).unwrap(), g);
+        for bad in [
+            "",
+            "1.0 eos",
+            "x eos 1",
+            "1.0 done 1",
+            "1.0 limit 1,,2",
+            "1 limit 1 2",
+        ] {
+            assert!(parse_generation(bad).is_err(), "{bad}");
+        }
+    }
 }

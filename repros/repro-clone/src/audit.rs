@@ -231,7 +231,7 @@ impl Audit {
     pub fn report(&self) -> Report {
         Report::new(
             self.build
-                .report_subject(crate::FINDING, minimal::verdict_name(self.kind)),
+                .report_subject(&crate::FINDING, minimal::verdict_name(self.kind)),
             Verdict::found(self.clone_defect_present()),
             self.evidence(),
             self.controls(),

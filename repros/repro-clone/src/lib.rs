@@ -11,4 +11,4 @@ pub mod stateful;
 pub mod sweep;
 
 /// The finding these reports belong to.
-pub const FINDING: &str = "F1";
+pub const FINDING: report::Finding = report::finding!("F1");

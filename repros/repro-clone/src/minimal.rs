@@ -341,7 +341,7 @@ pub fn report(
     build: &BuildInfo,
 ) -> Result<Report> {
     Ok(Report::new(
-        build.report_subject(crate::FINDING, verdict_name(kind)),
+        build.report_subject(&crate::FINDING, verdict_name(kind)),
         Verdict::found(o.clone_defect_present()),
         evidence(s, o),
         controls(s, o)?,
@@ -363,7 +363,7 @@ pub fn not_offered_report(
     let mut controls = vec![Control::not_run(ControlKind::OracleCheck, CALIBRATION, why)];
     controls.extend(planted_controls(s)?);
     Ok(Report::new(
-        build.report_subject(crate::FINDING, verdict_name(kind)),
+        build.report_subject(&crate::FINDING, verdict_name(kind)),
         Verdict::NotOffered,
         format!("the {} penalties stage not run: {why}", kind.as_str()),
         controls,

@@ -317,7 +317,7 @@ impl Audit {
     }
 
     pub fn report(&self) -> Report {
-        let subject = self.build.report_subject(crate::FINDING, "copy");
+        let subject = self.build.report_subject(&crate::FINDING, "copy");
         let m = match &self.measured {
             Ok(m) => m,
             Err(why) => return self.not_offered_report(subject, why),

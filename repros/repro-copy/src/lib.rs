@@ -7,4 +7,4 @@ pub mod cli;
 pub mod refusal;
 
 /// The finding these reports belong to.
-pub const FINDING: &str = "F9";
+pub const FINDING: report::Finding = report::finding!("F9");

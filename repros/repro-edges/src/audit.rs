@@ -2,10 +2,11 @@
 //! controls through the same probe and judge; the oracle's own check; one verdict row per
 //! sampler and the report.
 
-use crate::judge::{self, Cell, Judged};
+use crate::judge::{self, Cell, Judged, Rule};
 use crate::outcome::Outcome;
-use crate::planted::Planted;
+use crate::planted::{Flag, Planted};
 use crate::probe::{self, Observed};
+use crate::rows;
 use crate::samplers::{self, Config};
 use crate::{inputs, oracle_check, FINDING, NAME};
 use anyhow::{Context, Result};
@@ -110,35 +111,8 @@ pub fn run(plan: &Plan) -> Result<Audit> {
     })
 }
 
-/// A row's measured verdict: `present` on any defect (see `judge`), else `undecided` on a
-/// judged difference that rests on a margin, or when nothing in the row could be judged;
-/// else `absent`.
-pub fn row_verdict(cells: &[&Cell]) -> Verdict {
-    if cells.iter().any(|c| c.is_defect()) {
-        Verdict::Present
-    } else if cells
-        .iter()
-        .any(|c| c.judged == Judged::Fully && c.outcome == Outcome::Tie)
-        || !cells.iter().any(|c| c.judged())
-    {
-        Verdict::Undecided
-    } else {
-        Verdict::Absent
-    }
-}
-
-/// Every cell of a row that is neither `ok` nor `ran`, as `input: words`.
-fn row_evidence(cells: &[&Cell]) -> String {
-    let notable: Vec<String> = (cells.iter())
-        .filter(|c| c.notable())
-        .map(|c| format!("{}: {}", c.input, c.words()))
-        .collect();
-    if notable.is_empty() {
-        format!("behaves on every input ({} probes)", cells.len())
-    } else {
-        notable.join("; ")
-    }
-}
+/// The sampler whose own code states the fallback `edge-dist-fallback` looks for.
+const DIST: &str = "dist";
 
 fn row<'a>(cells: &'a [Cell], sampler: &str) -> Vec<&'a Cell> {
     cells.iter().filter(|c| c.sampler == sampler).collect()
@@ -169,9 +143,13 @@ impl Audit {
                 continue;
             }
             match p.must_flag() {
-                Some((input, want)) => {
+                Some((input, flag)) => {
                     let cell = cells.iter().find(|c| c.input == input);
-                    let flagged = cell.is_some_and(|c| c.is_defect() && want(&c.outcome));
+                    let flagged = cell.is_some_and(|c| match flag {
+                        Flag::Robustness(want) => c.unrobust(Rule::Widened) && want(&c.outcome),
+                        Flag::Set => c.disagrees(),
+                        Flag::Fallback => rows::fallback_ran(c),
+                    });
                     out.push(Control::new(
                         ControlKind::Positive,
                         p.name(),
@@ -184,11 +162,22 @@ impl Audit {
                     ));
                 }
                 None => {
-                    let v = row_verdict(&cells);
+                    // Every question asked of the sampler it imitates must read absent.
+                    let mut verdicts = vec![
+                        ("set", rows::set(&cells)),
+                        ("robustness", rows::robustness(&cells, Rule::Widened)),
+                    ];
+                    if p.imitates() == crate::planted::Imitates::Draw {
+                        verdicts.push(("fallback", rows::fallback(&cells)));
+                    }
+                    let quiet = verdicts.iter().all(|(_, v)| *v == Verdict::Absent);
+                    let said: Vec<String> =
+                        (verdicts.iter()).map(|(q, v)| format!("{q} {v}")).collect();
+                    let notable = rows::evidence(&cells, |c| c.notable(), false);
                     out.push(Control::negative(
                         p.name(),
-                        v == Verdict::Absent,
-                        format!("{}: {} ({})", p.what(), v, row_evidence(&cells)),
+                        quiet,
+                        format!("{}: {} ({notable})", p.what(), said.join(", ")),
                     ));
                 }
             }
@@ -202,22 +191,41 @@ impl Audit {
         all.filter(|s| !self.not_offered.contains_key(s.name))
     }
 
+    /// dist's cells, the only ones the fallback row reads.
+    fn dist_cells(&self) -> Vec<&Cell> {
+        row(&self.cells, DIST)
+    }
+
+    /// The report's own verdict summarizes the rows that can be a defect or a divergence
+    /// (sets and dist's fallback), present over undecided over absent; the robustness rows
+    /// are reported beside them and never make the report present.
     pub fn measured(&self) -> Verdict {
-        let rows: Vec<Verdict> = (self.probed())
-            .map(|s| row_verdict(&row(&self.cells, s.name)))
+        let mut rows: Vec<Verdict> = (self.probed())
+            .map(|s| rows::set(&row(&self.cells, s.name)))
             .collect();
-        // Present over undecided over absent.
+        if self.probes_dist() {
+            rows.push(rows::fallback(&self.dist_cells()));
+        }
         let mut worst = [Verdict::Present, Verdict::Undecided].into_iter();
         worst.find(|v| rows.contains(v)).unwrap_or(Verdict::Absent)
     }
 
+    /// Whether dist was probed (it is unless a selection leaves it out).
+    fn probes_dist(&self) -> bool {
+        self.probed().any(|s| s.name == DIST)
+    }
+
     fn evidence(&self) -> String {
-        let defects: Vec<&Cell> = self.cells.iter().filter(|c| c.is_defect()).collect();
-        let count = |f: &dyn Fn(&Outcome) -> bool| defects.iter().filter(|c| f(&c.outcome)).count();
+        let unrobust: Vec<&Cell> = (self.cells.iter())
+            .filter(|c| c.unrobust(Rule::Widened))
+            .collect();
+        let count =
+            |f: &dyn Fn(&Outcome) -> bool| unrobust.iter().filter(|c| f(&c.outcome)).count();
         let cells = |f: &dyn Fn(&Cell) -> bool| self.cells.iter().filter(|c| f(c)).count();
         let fully = cells(&|c| c.judged == Judged::Fully);
         let judged = cells(&|c| c.judged());
-        let ties = cells(&|c| c.judged == Judged::Fully && c.outcome == Outcome::Tie);
+        let ties = cells(&|c| c.set_judged() && c.outcome == Outcome::Tie);
+        let fallback = cells(&|c| c.sampler == DIST && rows::fallback_ran(c));
         let not_offered: Vec<&str> = (self.samplers.iter())
             .filter(|s| self.not_offered.contains_key(s.name))
             .map(|s| s.name)
@@ -230,18 +238,19 @@ impl Audit {
             ),
         };
         format!(
-            "{} probes ({} samplers x {} inputs): {} judged for robustness, {} of them against the oracle's set, {} garbage-in; defects: {} crash or time out, {} select outside, {} return NaN, {} disagree; {} undecided (margin)",
+            "{} probes ({} samplers x {} inputs), {} garbage-in; sets: {} judged against the oracle, {} disagree, {} undecided (margin); probes that took dist's fallback: {}; robustness (widened rule, not defects): {} judged, {} crash or time out, {} select outside, {} return NaN",
             self.cells.len(),
             self.probed().count(),
             self.inputs.len(),
-            judged,
-            fully,
             self.cells.len() - judged,
+            fully,
+            cells(&|c| c.disagrees()),
+            ties,
+            fallback,
+            judged,
             count(&|o| matches!(o, Outcome::Crashed(_) | Outcome::Fails)),
             count(&|o| *o == Outcome::SelectsOutside),
             count(&|o| *o == Outcome::ReturnsNan),
-            count(&|o| *o == Outcome::Disagrees),
-            ties
         ) + &skipped
     }
 
@@ -291,6 +300,7 @@ impl Audit {
         out.push_str(
             "  codes: ok behaves (matches the oracle under some tie-break); ran finishes cleanly, no set\n  answer to judge; ABRT/SEGV/... killed by that signal; TIME times out; FAIL unreadable\n  result; OUT selected outside the array left; NaN leaves a NaN logit or a NaN, infinite or\n  negative p; DIFF disagrees with the oracle under every tie-break; tie differs where only a\n  rounding margin decides; lower case: garbage in (a NaN or +inf logit), recorded, not judged\n",
         );
+        out.push_str(&self.robustness_table());
         out.push_str("\n== every cell that is not ok or ran ==\n");
         for c in self.cells.iter().filter(|c| c.notable()) {
             out.push_str(&format!(
@@ -308,6 +318,38 @@ impl Audit {
         out
     }
 
+    /// Each sampler's robustness under both rules, side by side: PREREG's F6 rule as first
+    /// written (only inputs the oracle has a set answer for) and as widened after the first
+    /// run (every input without a NaN or `+inf` logit). Reported, never a defect.
+    fn robustness_table(&self) -> String {
+        let mut t = (Table::new().left("  ", 0).left("  ", 0))
+            .left("  ", 0)
+            .left("  ", 0);
+        t.row([
+            "sampler",
+            "pre-registered",
+            "widened",
+            "cells (widened rule)",
+        ]);
+        for s in self.probed() {
+            let cells = row(&self.cells, s.name);
+            let broken: Vec<&str> = (cells.iter())
+                .filter(|c| c.unrobust(Rule::Widened))
+                .map(|c| c.input)
+                .collect();
+            t.row([
+                s.name,
+                rows::robustness(&cells, Rule::Preregistered).as_str(),
+                rows::robustness(&cells, Rule::Widened).as_str(),
+                &broken.join(" "),
+            ]);
+        }
+        format!(
+            "\n== robustness (the suite's own rule; llama.cpp states no contract for these inputs; reported, never a defect) ==\n{}",
+            t.render()
+        )
+    }
+
     fn cell_data(c: &Cell) -> CellData<'_> {
         CellData {
             sampler: c.sampler,
@@ -319,30 +361,58 @@ impl Audit {
                 Judged::RobustnessOnly(_) => "robustness only",
                 Judged::Not(_) => "not judged",
             },
-            defect: c.is_defect(),
+            unrobust: c.unrobust(Rule::Widened),
+            disagrees: c.disagrees(),
+            dist_fallback: c.sampler == DIST && rows::fallback_ran(c),
             detail: &c.detail,
         }
     }
 
     pub fn report(&self) -> Report {
         let mut r = Report::new(
-            self.build.report_subject(FINDING, NAME),
+            self.build.report_subject(&FINDING, NAME),
             self.measured(),
             self.evidence(),
             self.controls(),
         );
+        let params = |s: &Config| BTreeMap::from([("params", s.params.clone())]);
+        for s in &self.samplers {
+            let cells = row(&self.cells, s.name);
+            let not_offered = self.not_offered.get(s.name).map(|why| why.to_string());
+            let (verdict, evidence) = match &not_offered {
+                Some(why) => (Verdict::NotOffered, why.clone()),
+                None => (rows::set(&cells), rows::set_evidence(&cells)),
+            };
+            r.add_row(format!("edge-set-{}", s.name), verdict, evidence, params(s));
+        }
         for s in &self.samplers {
             let cells = row(&self.cells, s.name);
             let (verdict, evidence) = match self.not_offered.get(s.name) {
                 Some(why) => (Verdict::NotOffered, why.to_string()),
-                None => (row_verdict(&cells), row_evidence(&cells)),
+                None => (
+                    rows::robustness(&cells, Rule::Widened),
+                    rows::robustness_evidence(&cells),
+                ),
             };
+            let mut data = params(s);
+            data.insert(
+                "preregistered_rule",
+                rows::robustness(&cells, Rule::Preregistered).to_string(),
+            );
             r.add_row(
-                format!("{NAME}-{}", s.name),
+                format!("edge-robustness-{}", s.name),
                 verdict,
                 evidence,
-                BTreeMap::from([("params", &s.params)]),
+                data,
             );
+        }
+        if let Some(dist) = self.samplers.iter().find(|s| s.name == DIST) {
+            let cells = self.dist_cells();
+            let (verdict, evidence) = match self.not_offered.get(DIST) {
+                Some(why) => (Verdict::NotOffered, why.to_string()),
+                None => (rows::fallback(&cells), rows::fallback_evidence(&cells)),
+            };
+            r.add_row("edge-dist-fallback", verdict, evidence, params(dist));
         }
         let inputs = self.inputs.iter().map(|i| InputData {
             name: i.name,
@@ -388,6 +458,11 @@ struct CellData<'a> {
     code: String,
     outcome: String,
     judged: &'static str,
-    defect: bool,
+    /// Breaks the robustness rule (widened).
+    unrobust: bool,
+    /// The set check ran and no tie-break explains the array.
+    disagrees: bool,
+    /// dist's fallback path ran.
+    dist_fallback: bool,
     detail: &'a str,
 }

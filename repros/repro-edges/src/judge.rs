@@ -1,6 +1,7 @@
 //! Classifies one probe: what the sampler did with the input, and what of it may be judged.
 //!
-//! Two questions, each asked only where it has an answer:
+//! Two questions, each asked only where it has an answer (the rows of `crate::rows` read
+//! them):
 //! - **Robustness** (no oracle needed), on every input without a NaN or `+inf` logit: the
 //!   sampler must not kill the process (`aborts: SIG...`), run past the deadline (`times
 //!   out`), leave a window the probe cannot read (`fails`), leave `selected` pointing outside
@@ -22,6 +23,17 @@ use oracle::truncation::{self, Entry, Pool, Step};
 use oracle::TokenId;
 use subject::RawResult;
 
+/// Which robustness rule: PREREG's F6 section as first written, or as widened by its addendum
+/// of 2026-11-30 (before the results were committed a second time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Only inputs the oracle has a set answer for (no empty array for a sampler that
+    /// selects, no all `-inf` array, no repeated id).
+    Preregistered,
+    /// Every input without a NaN or `+inf` logit.
+    Widened,
+}
+
 /// How much of a cell may be judged.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Judged {
@@ -41,16 +53,38 @@ pub struct Cell {
     pub judged: Judged,
     /// What was seen, in one line (the array left, the oracle's answer where they differ).
     pub detail: String,
+    /// The sampler returned and left some `p` NaN or infinite (dist's draw loop compares
+    /// running sums of these, so it cannot find a candidate).
+    pub p_not_finite: bool,
+    /// Candidates in the input.
+    pub input_size: usize,
 }
 
 impl Cell {
-    /// Whether the cell is a defect under the rules (see the module doc).
-    pub fn is_defect(&self) -> bool {
-        match self.judged {
-            Judged::Not(_) => false,
-            Judged::RobustnessOnly(_) => self.outcome.unrobust(),
-            Judged::Fully => !matches!(self.outcome, Outcome::Behaves | Outcome::Tie),
-        }
+    /// Whether the cell breaks the robustness rule, widened (every input without a NaN or
+    /// `+inf` logit) or as pre-registered (only inputs the oracle has a set answer for).
+    pub fn unrobust(&self, rule: Rule) -> bool {
+        let in_domain = match rule {
+            Rule::Widened => !matches!(self.judged, Judged::Not(_)),
+            Rule::Preregistered => self.judged == Judged::Fully,
+        };
+        in_domain && self.outcome.unrobust()
+    }
+
+    /// Whether the set check could run on the cell and the sampler kept a set (or drew an
+    /// id) no tie-break explains.
+    pub fn disagrees(&self) -> bool {
+        self.judged == Judged::Fully && self.outcome == Outcome::Disagrees
+    }
+
+    /// Whether the set check ran and found the array matching the oracle, or differing only
+    /// where a rounding margin decides.
+    pub fn set_judged(&self) -> bool {
+        self.judged == Judged::Fully
+            && matches!(
+                self.outcome,
+                Outcome::Behaves | Outcome::Tie | Outcome::Disagrees
+            )
     }
 
     /// Whether anything about the cell was judged.
@@ -290,12 +324,18 @@ pub fn classify(config: &Config, input: &EdgeInput, observed: &Observed) -> Cell
         (None, Err(why)) => Judged::RobustnessOnly(why.clone()),
         (None, Ok(_)) => Judged::Fully,
     };
+    let p_not_finite = match observed {
+        Observed::Returned(r) => r.entries.iter().any(|e| !e.p.is_finite()),
+        _ => false,
+    };
     let cell = |outcome, detail: String| Cell {
         sampler: config.name,
         input: input.name,
         outcome,
         judged: judged.clone(),
         detail,
+        p_not_finite,
+        input_size: input.entries.len(),
     };
     let r = match observed {
         Observed::Crashed(e, line) if line.is_empty() => {

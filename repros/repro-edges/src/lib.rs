@@ -12,7 +12,8 @@ pub mod oracle_check;
 pub mod outcome;
 pub mod planted;
 pub mod probe;
+pub mod rows;
 pub mod samplers;
 
-pub const FINDING: &str = "F6";
+pub const FINDING: report::Finding = report::finding!("F6");
 pub const NAME: &str = "edge-inputs";

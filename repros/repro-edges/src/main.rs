@@ -16,8 +16,10 @@
 //!
 //! Output: the inputs, the samplers, a table of outcome codes (sampler x input; upper case is
 //! judged against the oracle, lower case is recorded without an oracle answer), every cell
-//! that is not `ok` with what the array held, the planted controls' table, the controls, one
-//! verdict row `edge-inputs-<sampler>` per sampler, and `edge-inputs: <verdict> on <build>`.
+//! that is not `ok` with what the array held, the robustness table (both rules), the planted
+//! controls' table, the controls, the verdict rows (`edge-set-<sampler>`,
+//! `edge-robustness-<sampler>`, `edge-dist-fallback`) with each defect row's contract, and
+//! `edge-inputs: <verdict> on <build>`.
 //! `--json` prints the same report as one object; `--audit` also writes
 //! `results/edges.<build>.{json,txt}`. The command-line tools elsewhere keep refusing these
 //! inputs: only this program hands them to llama.cpp, and only inside a child.

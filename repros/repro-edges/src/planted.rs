@@ -17,8 +17,19 @@ pub enum Imitates {
     Greedy,
 }
 
-/// A positive control's input and the outcome it must be classed with there.
-pub type MustFlag = Option<(&'static str, fn(&Outcome) -> bool)>;
+/// Which of F6's questions (`crate::rows`) a positive control must be caught by.
+#[derive(Debug, Clone, Copy)]
+pub enum Flag {
+    /// The robustness rule, with the outcome the cell must be classed with.
+    Robustness(fn(&Outcome) -> bool),
+    /// The set check: a set or draw no tie-break explains.
+    Set,
+    /// dist's fallback path: `p` left not finite on two or more clean candidates.
+    Fallback,
+}
+
+/// A positive control's input and the question that must flag it there.
+pub type MustFlag = Option<(&'static str, Flag)>;
 
 /// What one control is: its name (in C for llama.cpp), what it does, what it imitates and
 /// where it must be flagged.
@@ -71,26 +82,31 @@ fn aborts(o: &Outcome) -> bool {
 planted! {
     /// Calls `abort()` on an empty array.
     AbortsOnEmpty => "planted-aborts-on-empty", "top_k=2 that aborts on an empty array",
-        TopK2, Some(("empty", aborts));
+        TopK2, Some(("empty", Flag::Robustness(aborts)));
     /// Writes `p = exp(logit) / sum exp(logit)` without subtracting the maximum: NaN on the
     /// `large` input.
     NanOnLarge => "planted-nan-on-large", "top_k=2 that writes an unshifted softmax into p",
-        TopK2, Some(("large", |o| *o == Outcome::ReturnsNan));
+        TopK2, Some(("large", Flag::Robustness(|o| *o == Outcome::ReturnsNan)));
     /// Keeps three entries.
     KeepsExtra => "planted-keeps-extra", "top_k=2 that keeps three entries",
-        TopK2, Some(("plain", |o| *o == Outcome::Disagrees));
+        TopK2, Some(("plain", Flag::Set));
     /// Spins forever on a single candidate.
     HangsOnOne => "planted-hangs-on-one", "top_k=2 that never returns on one candidate",
-        TopK2, Some(("one", |o| matches!(o, Outcome::Crashed(Ended::TimedOut(_)))));
+        TopK2, Some(("one", Flag::Robustness(|o| matches!(o, Outcome::Crashed(Ended::TimedOut(_))))));
     /// A `top_k = 2` that leaves `selected` one past the end.
     SelectsOutside => "planted-selects-outside", "top_k=2 that sets selected one past the end",
-        TopK2, Some(("plain", |o| *o == Outcome::SelectsOutside));
+        TopK2, Some(("plain", Flag::Robustness(|o| *o == Outcome::SelectsOutside)));
     /// A draw that picks a masked (`-inf`) entry when there is one.
     DrawsMasked => "planted-draws-masked", "a draw that picks a -inf entry when there is one",
-        Draw, Some(("some-neg-inf", |o| *o == Outcome::Disagrees));
+        Draw, Some(("some-neg-inf", Flag::Set));
     /// A greedy that picks the last entry.
     GreedyLast => "planted-greedy-last", "a greedy that picks the last entry",
-        Greedy, Some(("plain", |o| *o == Outcome::Disagrees));
+        Greedy, Some(("plain", Flag::Set));
+    /// dist's draw loop without a guard: `p = exp(logit - max)`, NaN when every logit is
+    /// `-inf`, so no running sum reaches the target and the last entry is taken.
+    DrawFallsBack => "planted-draw-falls-back",
+        "a draw with dist's loop that leaves NaN p on an all -inf array and takes the last entry",
+        Draw, Some(("all-neg-inf", Flag::Fallback));
     /// A correct `top_k = 2`: its row must be `absent`.
     Exact => "planted-exact-top-k", "a correct top_k=2", TopK2, None;
     /// A correct draw (the first entry of highest logit): its row must be `absent`.
@@ -98,6 +114,13 @@ planted! {
         Draw, None;
     /// A correct greedy (the first entry of highest logit): its row must be `absent`.
     ExactGreedy => "planted-exact-greedy", "a correct greedy", Greedy, None;
+    /// A softmax draw that leaves a sensible `p` on every input: shifted by the largest
+    /// logit, uniform when every logit is `-inf`, nothing selected on an empty array. Every
+    /// one of its rows must be `absent`: the robustness rule can be met by a sampler that
+    /// computes `p`.
+    SensibleDraw => "planted-sensible-draw",
+        "a softmax draw with a finite p on every input (uniform when every logit is -inf)",
+        Draw, None;
 }
 
 impl Planted {
@@ -136,6 +159,40 @@ fn first_max(view: &ArrayView<'_>) -> Option<usize> {
             best
         }
     })
+}
+
+/// The fixed point of the unit interval the planted draws take (no RNG: a probe is one call).
+const DRAW_AT: f64 = 0.5;
+
+/// A softmax draw by running sums, as dist draws: `p = exp(logit - max)`, the first entry
+/// whose running sum reaches `DRAW_AT` of the total, the last entry when none does, then `p`
+/// normalized. With `guarded`, an array whose logits are all `-inf` gets a uniform `p`
+/// instead of `exp(-inf - -inf)`, which is NaN.
+fn draw_by_running_sum(view: &mut ArrayView<'_>, guarded: bool) {
+    let n = view.len();
+    if n == 0 {
+        return;
+    }
+    let max = (0..n)
+        .map(|i| view.logit(i))
+        .fold(f32::NEG_INFINITY, f32::max);
+    let p: Vec<f32> = (0..n)
+        .map(|i| match guarded && max == f32::NEG_INFINITY {
+            true => 1.0,
+            false => (view.logit(i) - max).exp(),
+        })
+        .collect();
+    let total: f64 = p.iter().map(|&x| f64::from(x)).sum();
+    let target = total * DRAW_AT;
+    let mut run = 0.0;
+    let found = p.iter().position(|&x| {
+        run += f64::from(x);
+        run >= target
+    });
+    view.set_selected(found.unwrap_or(n - 1));
+    for (i, x) in p.iter().enumerate() {
+        view.set_p(i, (f64::from(*x) / total) as f32);
+    }
 }
 
 struct Probe(Planted);
@@ -185,6 +242,8 @@ impl CustomSampler for Probe {
                     view.set_selected(last);
                 }
             }
+            Planted::DrawFallsBack => draw_by_running_sum(view, false),
+            Planted::SensibleDraw => draw_by_running_sum(view, true),
             Planted::Exact => keep_top(view, 2),
             Planted::ExactDraw | Planted::ExactGreedy => {
                 if let Some(i) = first_max(view) {

@@ -565,13 +565,14 @@ impl Audit {
     }
 
     pub fn report(&self) -> Report {
-        let subject = report::ReportId {
-            finding: FINDING.to_string(),
-            name: NAME.to_string(),
-            engine: self.engine.name.label().to_string(),
-            build: self.engine.tag.clone(),
-            build_detail: self.engine.detail.clone(),
-        };
+        let subject = report::ReportId::new(
+            &FINDING,
+            NAME,
+            self.engine.name.label(),
+            self.engine.tag.clone(),
+            self.engine.detail.clone(),
+            report::Sources(self.engine.sources),
+        );
         let mut r = Report::new(
             subject,
             self.measured(),

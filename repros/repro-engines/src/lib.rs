@@ -9,5 +9,5 @@ pub mod oracle_check;
 pub mod planted;
 pub mod vectors;
 
-pub const FINDING: &str = "F7";
+pub const FINDING: report::Finding = report::finding!("F7");
 pub const NAME: &str = "draw-conformance";

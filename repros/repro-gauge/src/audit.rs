@@ -281,13 +281,14 @@ impl Audit {
     }
 
     pub fn report(&self) -> Result<Report> {
-        let subject = report::ReportId {
-            finding: crate::FINDING.to_string(),
-            name: NAME.to_string(),
-            engine: self.engine.name.label().to_string(),
-            build: self.engine.tag.clone(),
-            build_detail: self.engine.detail.clone(),
-        };
+        let subject = report::ReportId::new(
+            &crate::FINDING,
+            NAME,
+            self.engine.name.label(),
+            self.engine.tag.clone(),
+            self.engine.detail.clone(),
+            report::Sources(self.engine.sources),
+        );
         let mut evidence = self.evidence()?;
         let mut measured = verdict_of(&self.models)?;
         let own = self.own_verdict();
@@ -391,7 +392,7 @@ impl Audit {
         let models = serde_json::to_value(&self.models)?;
         let text = self.model_texts()?;
         let mut r = Report::new(
-            self.build.report_subject(crate::FINDING, LEDGER_NAME),
+            self.build.report_subject(&crate::FINDING, LEDGER_NAME),
             fix_verdict_of(&self.models)?,
             evidence.join("; "),
             self.controls(),

@@ -18,4 +18,4 @@ pub mod tables;
 pub mod teacher_forced;
 
 /// The finding these reports belong to.
-pub const FINDING: &str = "F4";
+pub const FINDING: report::Finding = report::finding!("F4");

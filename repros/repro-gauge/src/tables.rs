@@ -137,7 +137,7 @@ impl Tables {
             structural: &'a [StructuralReport],
         }
         Ok(serde_json::to_value(Body {
-            finding: crate::FINDING,
+            finding: crate::FINDING.id,
             what: "reported-only tables (no verdict rests on them)",
             build: self.build.tag(),
             build_detail: self.build.describe(),

@@ -27,6 +27,11 @@ pub struct Measured {
     pub prompt: String,
     pub prompt_tokens: usize,
     pub rows: Vec<Outcome>,
+    /// Registered cases the build cannot run in the graph (a primed chain whose stages lack an
+    /// in-graph implementation there), by name.
+    pub not_offered: Vec<(String, NotOffered)>,
+    /// The oracle check of temp_ext ([`case::temp_ext_cases`] on the CPU against the oracle).
+    pub oracle_checks: Vec<compare::OracleCheck>,
     /// Each planted pair: (exact, wrong), in [`case::planted`]'s order.
     pub planted: Vec<[Outcome; 2]>,
     /// Draws through the graph's dist (the registered run only), its controls (exact,
@@ -83,8 +88,22 @@ pub fn run(
     }
     let ids = m.chat_ids(prompt)?;
     let raw = compare::raw_logits(&m.model, &ids, threads)?;
+    let oracle_checks = (case::temp_ext_cases().iter())
+        .map(|c| compare::cpu_against_oracle(&raw, c, m.model.n_vocab()))
+        .filter_map(Result::transpose)
+        .collect::<Result<Vec<_>>>()?;
     let go = |c: &Case| compare::run(&m.model, &ids, &raw, c, threads);
-    let rows = cases.iter().map(go).collect::<Result<Vec<_>>>()?;
+    let (mut rows, mut not_offered) = (Vec::new(), Vec::new());
+    for c in cases {
+        if !c.primed {
+            rows.push(go(c)?);
+        } else if c.build(m.model.n_vocab())?.has_graph_implementation() {
+            let mut first = compare::run_steps(&m.model, &ids, c, 1, threads)?;
+            rows.push(first.remove(0));
+        } else {
+            not_offered.push((c.name.clone(), NO_GRAPH_PENALTIES));
+        }
+    }
     let planted = (case::planted().iter())
         .map(|[exact, wrong]| Ok([go(exact)?, go(wrong)?]))
         .collect::<Result<Vec<_>>>()?;
@@ -109,9 +128,7 @@ pub fn run(
                 if stepped.build(m.model.n_vocab())?.has_graph_implementation() {
                     Ok(run_steps(&stepped)?)
                 } else {
-                    Err(NotOffered {
-                        what: "penalties in the compute graph (no backend_init in this release)",
-                    })
+                    Err(NO_GRAPH_PENALTIES)
                 },
             )
         }
@@ -147,6 +164,8 @@ pub fn run(
             prompt: prompt.to_string(),
             prompt_tokens: ids.len(),
             rows,
+            not_offered,
+            oracle_checks,
             planted,
             draws,
             steps,
@@ -157,6 +176,30 @@ pub fn run(
 
 /// The stepped row's name.
 const STEPPED: &str = "penalties-steps";
+
+/// Why a chain that starts with penalties cannot be primed in the graph on a release.
+const NO_GRAPH_PENALTIES: NotOffered = NotOffered {
+    what: "penalties in the compute graph (no backend_init in this release)",
+};
+
+/// The oracle check of temp_ext: on the prompt's raw logits, each registered temp_ext chain
+/// run by llama.cpp's CPU path against the oracle's, within the one-path bound derived for its
+/// input. The oracle's temp_ext is the CPU's documented rule; this holds it to the CPU on the
+/// inputs where the graph is judged, and needs no graph.
+fn temp_ext_oracle_check(checks: &[compare::OracleCheck]) -> Control {
+    let each: Vec<String> = (checks.iter())
+        .map(|c| format!("{} {:.3e} (allowed {:.3e})", c.case, c.measured, c.allowed))
+        .collect();
+    Control::oracle_check(
+        "the oracle's temp_ext against llama.cpp's CPU temp_ext, each registered temp_ext chain over the prompt's raw logits: the CPU's survivor logits within the one-path bound derived for the input",
+        !checks.is_empty() && checks.iter().all(|c| c.holds()),
+        format!(
+            "{} chains, the CPU's largest relative difference from the oracle: {}",
+            checks.len(),
+            each.join("; ")
+        ),
+    )
+}
 
 /// One step of the stepped row, as its JSON lists it.
 #[derive(Serialize)]
@@ -370,7 +413,7 @@ impl Audit {
                     .collect()
             }
         };
-        let mut out = Vec::new();
+        let mut out = vec![temp_ext_oracle_check(&m.oracle_checks)];
         if let Some(d) = &m.draws {
             let [exact, skewed] = &d.planted;
             out.push(Control::positive(
@@ -421,7 +464,7 @@ impl Audit {
     }
 
     pub fn report(&self) -> Report {
-        let subject = self.build.report_subject(crate::FINDING, "ingraph");
+        let subject = self.build.report_subject(&crate::FINDING, "ingraph");
         let m = match &self.measured {
             Ok(m) => m,
             Err(why) => {
@@ -446,6 +489,7 @@ impl Audit {
             (m.rows.iter()).map(|o| (o, o.verdict())).collect();
         let all: Vec<(&str, Verdict)> = (verdicts.iter())
             .map(|(o, v)| (o.case.as_str(), *v))
+            .chain((m.not_offered.iter()).map(|(name, _)| (name.as_str(), Verdict::NotOffered)))
             .chain(
                 m.draws
                     .iter()
@@ -495,11 +539,19 @@ impl Audit {
         for (o, v) in &verdicts {
             r.add_row(format!("{ROW}-{}", o.case), *v, o.evidence(), o);
         }
+        for (name, why) in &m.not_offered {
+            r.add_row(
+                format!("{ROW}-{name}"),
+                Verdict::NotOffered,
+                why.to_string(),
+                BTreeMap::from([("not_offered", why.to_string())]),
+            );
+        }
         if let Some(d) = &m.draws {
             r.add_row(
                 format!("{ROW}-{}", d.row.case),
                 d.row.verdict(),
-                d.row.evidence(),
+                d.power.qualify(d.row.evidence()),
                 &d.row,
             );
         }
@@ -610,8 +662,14 @@ fn text(m: &Measured, rows: &[(&Outcome, Verdict)]) -> String {
     if let Some(d) = &m.draws {
         let p = &d.power;
         out += &format!(
-            "\ndraws through the graph's dist, each from its own decode, against the oracle (F7's detector, level {}); power of {} draws, stated before the verdicts: {:.3} against the planted skew, {:.3} against one point moved from the top survivor to the second\n",
-            p.alpha, p.draws, p.against_planted_skew, p.against_one_point_shift
+            "\ndraws through the graph's dist, each from its own decode, against the oracle (F7's detector, level {}); power of {} draws, stated before the verdicts ({} simulated runs through the detector, seed {}): {} against the planted skew, {} against {}\n",
+            p.alpha,
+            p.draws,
+            draws::POWER_REPS,
+            draws::POWER_SEED,
+            p.against_planted_skew.describe(),
+            p.against_one_point_shift.describe(),
+            draws::NAMED_EFFECT
         );
         let mut t = Table::new()
             .left("  ", 36)

@@ -64,6 +64,9 @@ pub struct Case {
     /// Whether the graph's logits are also judged against the oracle's (where the oracle
     /// computes them in f32 as llama.cpp does: penalties).
     pub values_against_oracle: bool,
+    /// Whether both chains first accept [`crate::compare::primed`]'s history (run as the first
+    /// step of the stepped procedure), so that a leading penalties stage changes something.
+    pub primed: bool,
 }
 
 impl Case {
@@ -74,6 +77,7 @@ impl Case {
             links,
             outputs_per_seq: 1,
             values_against_oracle: false,
+            primed: false,
         }
     }
 
@@ -190,12 +194,14 @@ impl Case {
     }
 }
 
-/// A temperature whose reciprocal is not exact in f32 (see [`Case::ulps`]).
+/// A temperature whose reciprocal is not exact in f32 (see [`Case::ulps`]). A dynamic
+/// temp_ext (`delta > 0`) is judged by its derived bound instead ([`crate::dyntemp`]); with
+/// `delta <= 0` it is `temp`.
 fn needs_ulp(s: &Stage) -> bool {
     let inexact = |t: f32| t > 0.0 && !is_power_of_two(t);
     match s {
         Stage::Temp { t } => inexact(*t),
-        Stage::TempExt { .. } => true,
+        Stage::TempExt { t, delta, .. } => *delta <= 0.0 && inexact(*t),
         _ => false,
     }
 }
@@ -218,6 +224,44 @@ fn parse(text: &str) -> Result<Vec<Stage>> {
 pub const MIN_KEEP: usize = 8;
 pub const MIN_KEEP_MIN_P: f32 = 0.5;
 
+/// The dynamic temp_ext every temp_ext case composes (range [0.3, 1.3], linear in the
+/// normalized entropy), as `--stage` writes it.
+pub const TEMP_EXT: &str = "temp_ext=0.8:0.5:1";
+
+/// `temp_ext` after each backend-capable stage that can precede it, and alone; then the
+/// parameter edges of the derivation (docs/findings/F8.md): `t <= 0` with `delta > 0` (after
+/// top_k, so that the row keeps a stage in the graph where temp_ext itself stays on the CPU),
+/// a single survivor, a single finite entry in a longer CPU array (after `temp=0`), exponent 0
+/// and `delta = 0`.
+pub fn temp_ext_cases() -> Vec<Case> {
+    let after = |name: &str, before: &str| {
+        Case::stages(&format!("{name}-temp_ext"), &format!("{before},{TEMP_EXT}"))
+    };
+    vec![
+        Case::stages("temp_ext", TEMP_EXT),
+        after("top_k", "top_k=40"),
+        after("top_p", TEMP_EXT_TOP_P),
+        after("min_p", "min_p=0.05"),
+        after("temp", "temp=0.7"),
+        after("temp_ext", TEMP_EXT),
+        after("logit_bias", "logit_bias=100:+30/200:-30"),
+        Case {
+            primed: true,
+            ..after("penalties", "penalties=16:2:0.5:0.25")
+        },
+        Case::stages("top_k-temp_ext-t0", "top_k=40,temp_ext=0:0.5:1"),
+        after("top_k-1", "top_k=1"),
+        after("temp-0", "temp=0"),
+        Case::stages("temp_ext-exp0", "temp_ext=0.8:0.5:0"),
+        Case::stages("temp_ext-delta0", "temp_ext=0.7:0:1"),
+    ]
+}
+
+/// The top_p before temp_ext: on SmolLM2 after the audit's prompt it keeps 2, and no
+/// cumulative mass near the cut lies within the oracle's f32 slack of it (at the registered
+/// top_p = 0.9, and at 0.4 to 0.75, one does).
+pub const TEMP_EXT_TOP_P: &str = "top_p=0.3";
+
 /// Every registered case, in report order.
 pub fn registered() -> Vec<Case> {
     vec![
@@ -229,7 +273,6 @@ pub fn registered() -> Vec<Case> {
         Case::stages("temp-0.7", "temp=0.7"),
         Case::stages("temp-2", "temp=2"),
         Case::stages("temp-0", "temp=0"),
-        Case::stages("temp_ext", "temp_ext=0.8:0.5:1"),
         Case::stages("logit_bias", "logit_bias=100:+30/200:-30"),
         Case::stages("greedy", "greedy"),
         Case::stages("top_k-greedy", "top_k=40,greedy"),
@@ -258,6 +301,9 @@ pub fn registered() -> Vec<Case> {
         tie_case("ties-greedy", "greedy"),
         tie_case("ties-top_k-dist", "top_k=2,dist=1234"),
     ]
+    .into_iter()
+    .chain(temp_ext_cases())
+    .collect()
 }
 
 /// [`Link::Tie`] on [`TIE_IDS`], then `text`'s stages.
@@ -350,6 +396,17 @@ pub fn planted() -> Vec<[Case; 2]> {
         pair(Kind::Greedy, vec![top_k(40)]),
         pair(Kind::SoftmaxGreedy, vec![top_k(8)]),
         pair(Kind::TieTopK { k: 2 }, vec![tie_link()]),
+        pair(
+            Kind::TempExt {
+                t: 0.8,
+                delta: 0.5,
+                exponent: 1.0,
+            },
+            vec![Link::Llama(Stage::MinP {
+                p: 0.05,
+                min_keep: 1,
+            })],
+        ),
     ]
 }
 
@@ -400,5 +457,24 @@ mod tests {
         assert!(!needs_ulp(&Stage::Temp { t: 2.0 }));
         assert!(!needs_ulp(&Stage::Temp { t: 0.5 }));
         assert!(!needs_ulp(&Stage::TopK { k: 4 }));
+        let te = |t, delta| Stage::TempExt {
+            t,
+            delta,
+            exponent: 1.0,
+        };
+        assert!(needs_ulp(&te(0.7, 0.0)));
+        assert!(!needs_ulp(&te(0.5, 0.0)));
+        assert!(!needs_ulp(&te(0.7, 0.5)), "judged by the derived bound");
+    }
+
+    #[test]
+    fn every_temp_ext_case_ends_in_temp_ext() {
+        for c in temp_ext_cases() {
+            assert!(
+                matches!(c.oracle_stages().last(), Some(Stage::TempExt { .. })),
+                "{}",
+                c.name
+            );
+        }
     }
 }

@@ -6,6 +6,7 @@
 
 use crate::case::Case;
 use crate::check::Check;
+use crate::dyntemp::{self, DynTemp, Reading};
 use crate::ties;
 use anyhow::{ensure, Context as _, Result};
 use oracle::stage::Stage;
@@ -121,6 +122,9 @@ pub struct Outcome {
     /// dropping.
     pub graph_returned: usize,
     pub graph_masked: usize,
+    /// Entries the graph returned as NaN (never survivors).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub graph_nan: usize,
     /// The largest distance, in units in the last place, between a survivor's logit on the two
     /// paths, over the survivors both kept; and the allowed one.
     pub max_ulps: u32,
@@ -137,6 +141,11 @@ pub struct Outcome {
     pub history: Vec<TokenId>,
     /// The probabilities the graph returned, against the oracle's softmax of its survivors.
     pub probs: Option<Probs>,
+    /// For a chain with a dynamic `temp_ext` (`delta > 0`): the survivor logits' relative
+    /// differences against the bound derived for this input ([`crate::dyntemp`]), which then
+    /// judges the values instead of an ulp count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dyn_temp: Option<DynTemp>,
     /// How many entries the stage alone keeps before `min_keep` tops it up (cases with a
     /// `min_keep` above 1 only; the case shows the parameter only if this is below it).
     pub kept_without_min_keep: Option<usize>,
@@ -174,10 +183,22 @@ impl Outcome {
         self.graph.survivors != self.oracle.survivors
     }
 
-    /// A survivor's logit is further from the CPU's than the case allows.
+    /// A survivor's logit is further from the CPU's than the case allows: more ulps than
+    /// its allowance, or, after a dynamic `temp_ext`, a relative difference beyond the derived
+    /// bound and its rounding margin.
     pub fn values_differ(&self) -> bool {
-        self.max_ulps > self.allowed_ulps
-            || (self.values_against_oracle && self.max_ulps_oracle > self.allowed_ulps)
+        let from_cpu = match &self.dyn_temp {
+            Some(d) => d.reading() == Reading::Beyond,
+            None => self.max_ulps > self.allowed_ulps,
+        };
+        from_cpu || (self.values_against_oracle && self.max_ulps_oracle > self.allowed_ulps)
+    }
+
+    /// The values are above the derived bound by no more than its rounding margin.
+    pub fn values_on_margin(&self) -> bool {
+        self.dyn_temp
+            .as_ref()
+            .is_some_and(|d| d.reading() == Reading::Margin)
     }
 
     /// A deterministic choice (greedy) differs from the oracle's, or a draw lies outside the
@@ -210,7 +231,8 @@ impl Outcome {
     }
 
     /// The row's verdict: `present` on any difference, `undecided` when the oracle's answer
-    /// rests on a tie or margin and something differs, `inconclusive` when nothing ran in the
+    /// rests on a tie or margin and something differs, or when nothing else differs and the
+    /// values lie on their bound's rounding margin; `inconclusive` when nothing ran in the
     /// graph.
     pub fn verdict(&self) -> Verdict {
         if !self.ran_in_graph {
@@ -219,6 +241,7 @@ impl Outcome {
         let differs = !self.flags().is_empty();
         match (differs, &self.oracle.undecided, self.oracle.ties_decided) {
             (true, Some(_), false) => Verdict::Undecided,
+            (false, _, _) if self.values_on_margin() => Verdict::Undecided,
             (d, _, _) => Verdict::found(d),
         }
     }
@@ -229,20 +252,28 @@ impl Outcome {
             .map(|p| p.stage.as_str())
             .collect();
         let mut e = format!(
-            "{}: in the graph: {}; the graph returned {} entries ({} masked with -inf), keeps {} against the oracle's {}{}; the CPU keeps {}; survivor logits up to {} ulp from the CPU's (allowed {})",
+            "{}: in the graph: {}; the graph returned {} entries ({} masked with -inf{}), keeps {} against the oracle's {}{}; the CPU keeps {}; survivor logits up to {} ulp from the CPU's ({})",
             self.chain,
             if graph_places.is_empty() { "nothing".to_string() } else { graph_places.join(", ") },
             self.graph_returned,
             self.graph_masked,
+            if self.graph_nan > 0 { format!(", {} NaN", self.graph_nan) } else { String::new() },
             self.graph.survivors.len(),
             self.oracle.survivors.len(),
             if self.survivors_differ() { " (a different set)" } else { " (the same set)" },
             self.cpu.survivors.len(),
             self.max_ulps,
-            self.allowed_ulps,
+            if self.dyn_temp.is_some() {
+                "judged relatively below".to_string()
+            } else {
+                format!("allowed {}", self.allowed_ulps)
+            },
         );
         if let Some(k) = self.kept_without_min_keep {
             e += &format!("; without min_keep the stage would keep {k}");
+        }
+        if let Some(d) = &self.dyn_temp {
+            e += &format!("; {}", d.describe());
         }
         if let Some(t) = self.graph.selected {
             e += &format!(
@@ -284,6 +315,10 @@ impl Outcome {
         }
         e
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Most ids a survivor list prints; a full-vocabulary set would otherwise write 49,152 ids per
@@ -507,8 +542,15 @@ fn step(
         .iter()
         .filter(|(_, l)| *l == f32::NEG_INFINITY)
         .count();
+    let graph_nan = (out.logits.iter().flatten()).filter(|l| l.is_nan()).count();
     let tail_before = case.planted().map(|p| p.cpu_applies());
-    let (tail, token) = ctx.finish(&out)?;
+    // The subject hands no NaN logit to C: where the graph left one and chose nothing, the
+    // CPU tail (if any) is not run, and the row judges what the graph returned.
+    let (tail, token) = if graph_nan > 0 && out.sampled.is_none() {
+        (None, None)
+    } else {
+        ctx.finish(&out)?
+    };
     let planted_tail_applies = (case.planted().zip(tail_before)).map(|(p, b)| p.cpu_applies() - b);
     let graph = match &tail {
         Some(c) => Side::from_candidates(c),
@@ -593,6 +635,8 @@ fn step(
         }
     });
     let kept_without_min_keep = min_keep_shown(&stages, &pool);
+    let dyn_temp = dyntemp::allowed(&stages, &pool, history, graph_masked)
+        .map(|a| DynTemp::measure(a, &graph.logits, &cpu.logits, &oracle_logits));
     let outcome = Outcome {
         case: case.name.clone(),
         chain: case.describe(),
@@ -606,6 +650,7 @@ fn step(
         planted_inputs_set: planted.inputs_set,
         graph_returned: returned.len(),
         graph_masked,
+        graph_nan,
         tie_relabelled,
         graph_only: difference(&graph.survivors, &oracle.survivors),
         oracle_only: difference(&oracle.survivors, &graph.survivors),
@@ -619,8 +664,52 @@ fn step(
         allowed_ulps: case.ulps,
         probs,
         kept_without_min_keep,
+        dyn_temp,
     };
     Ok((outcome, token))
+}
+
+/// One chain's oracle check of temp_ext: llama.cpp's CPU chain against the oracle's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OracleCheck {
+    pub case: String,
+    /// The largest relative difference of a survivor's logit, and the one-path bound.
+    pub measured: f64,
+    pub allowed: f64,
+}
+
+impl OracleCheck {
+    pub fn holds(&self) -> bool {
+        dyntemp::read(self.measured, self.allowed) == Reading::Within
+    }
+}
+
+/// `case`'s chain on the CPU over `raw` (after [`primed`]'s history, for a primed case),
+/// against the oracle's composition, within the one-path bound of its dynamic temp_ext; `None`
+/// for a chain without one. Needs no graph, so it runs on every build.
+pub fn cpu_against_oracle(raw: &[f32], case: &Case, n_vocab: i32) -> Result<Option<OracleCheck>> {
+    let case = &case.on(raw)?;
+    let history = if case.primed { primed(raw) } else { Vec::new() };
+    let mut chain = case.build(n_vocab)?;
+    for &t in &history {
+        chain.accept(t)?;
+    }
+    let mut cands = Candidates::from_logits(raw);
+    chain.apply(&mut cands)?;
+    let cpu = Side::from_candidates(&cands);
+    let stages = case.oracle_stages();
+    let pool = Pool::from_logits(raw);
+    let comp = compose(&stages, &pool, &history);
+    let oracle: BTreeMap<TokenId, f32> = (comp.pool.entries().iter())
+        .map(|e| (e.id, e.logit))
+        .collect();
+    Ok(
+        dyntemp::allowed(&stages, &pool, &history, 0).map(|a| OracleCheck {
+            case: case.name.clone(),
+            measured: dyntemp::relative(&cpu.logits, &oracle),
+            allowed: a.cpu_oracle,
+        }),
+    )
 }
 
 /// For a single top_p or min_p stage with `min_keep > 1`: what it keeps with `min_keep = 1`.

@@ -10,7 +10,6 @@ use crate::compare::Place;
 use crate::planted::Kind;
 use anyhow::{Context, Result};
 use detector::{Class, Expectation};
-use oracle::power::chi_square_power;
 use oracle::stage::Stage;
 use oracle::truncation::{compose, Pool};
 use oracle::TokenId;
@@ -212,22 +211,53 @@ pub fn run(
     })
 }
 
+/// The effect PREREG names for the draw row (F8's draw addendum): what a row at this many
+/// draws should catch to read `absent` without a qualifier.
+pub const NAMED_EFFECT: &str = "one point of probability moved from the top survivor to the second";
+
+/// The power against [`NAMED_EFFECT`] below which the row's verdict line says what it could
+/// not see.
+pub const ENOUGH_POWER: f64 = 0.8;
+
+/// Simulated runs of the detector per power, and their seed.
+pub const POWER_REPS: usize = 1000;
+pub const POWER_SEED: u64 = 20_261_202;
+
 /// The detector's power at `draws` draws against two alternatives, stated before the verdicts:
-/// the planted skew (the logits of the survivors times [`SKEW`]) and one point of probability
-/// moved from the top survivor to the second.
+/// the planted skew (the logits of the survivors times [`SKEW`]) and [`NAMED_EFFECT`]. Each is
+/// the share of [`POWER_REPS`] simulated runs that `detector::judge` flags at [`ALPHA`]
+/// (`detector::power::simulate`, the computation F7 states its power with).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Power {
     pub draws: usize,
     pub alpha: f64,
-    pub against_planted_skew: f64,
-    pub against_one_point_shift: f64,
+    pub against_planted_skew: detector::power::Power,
+    pub against_one_point_shift: detector::power::Power,
+}
+
+impl Power {
+    /// The draw row's verdict line, qualified when the power against [`NAMED_EFFECT`] is below
+    /// [`ENOUGH_POWER`]: a row that could not have seen the named effect says so.
+    pub fn qualify(&self, evidence: String) -> String {
+        let p = &self.against_one_point_shift;
+        if p.rate < ENOUGH_POWER {
+            format!(
+                "(power {} < {ENOUGH_POWER} against {NAMED_EFFECT}, at {} draws): {evidence}",
+                p.describe(),
+                self.draws
+            )
+        } else {
+            evidence
+        }
+    }
 }
 
 pub fn power(raw: &[f32], draws: usize) -> Power {
     let exp = expectation(&subject_case(), raw);
+    let ids: Vec<TokenId> = exp.classes.iter().map(|c| c.ids[0]).collect();
     let expected: Vec<f64> = exp.classes.iter().map(|c| c.p_each).collect();
-    let logits: Vec<f64> = (exp.classes.iter())
-        .map(|c| raw[c.ids[0].0 as usize] as f64 * SKEW as f64)
+    let logits: Vec<f64> = (ids.iter())
+        .map(|id| raw[id.0 as usize] as f64 * SKEW as f64)
         .collect();
     let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let w: Vec<f64> = logits.iter().map(|l| (l - max).exp()).collect();
@@ -238,11 +268,15 @@ pub fn power(raw: &[f32], draws: usize) -> Power {
         shifted[0] -= 0.01;
         shifted[1] += 0.01;
     }
-    let n = draws as u64;
+    let against = |dist: &[f64]| {
+        let alternative: Vec<(TokenId, f64)> =
+            ids.iter().copied().zip(dist.iter().copied()).collect();
+        detector::power::simulate(&exp, &alternative, draws, ALPHA, POWER_REPS, POWER_SEED)
+    };
     Power {
         draws,
         alpha: ALPHA,
-        against_planted_skew: chi_square_power(&expected, &skewed, n, ALPHA).power,
-        against_one_point_shift: chi_square_power(&expected, &shifted, n, ALPHA).power,
+        against_planted_skew: against(&skewed),
+        against_one_point_shift: against(&shifted),
     }
 }

@@ -8,8 +8,9 @@ pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod draws;
+pub mod dyntemp;
 pub mod planted;
 pub mod ties;
 
 /// The finding these reports belong to.
-pub const FINDING: &str = "F8";
+pub const FINDING: report::Finding = report::finding!("F8");

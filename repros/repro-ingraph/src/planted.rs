@@ -22,6 +22,11 @@
 //!   the graph as two per-id inputs before each run: the stepped row's history check. Its CPU
 //!   path always counts llama.cpp's window; its graph path counts that window (exact), each
 //!   accepted token twice, or every token since the start (two wrong versions).
+//! - `temp_ext` after a stage that masks in the graph: the value check under the bound derived
+//!   for the dynamic temperature ([`crate::dyntemp`]). Its graph path computes the CPU's rule
+//!   (the entropy over the softmax, normalized by the log of the number of entries the CPU's
+//!   array would hold, those above `-inf`); the wrong one normalizes by the log of the whole
+//!   tensor's length, as llama.cpp's graph does.
 
 use crate::check::Check;
 use anyhow::Result;
@@ -67,6 +72,15 @@ pub enum Kind {
         last_n: usize,
         params: PenaltyParams,
         graph_history: History,
+    },
+    /// `temp_ext(t, delta, exponent)` with `delta > 0`, `t - delta > 0` and `exponent > 0`:
+    /// its temperature never reaches 0 (where the CPU keeps only the top entry, a branch its
+    /// graph path does not take) and a power of a normalized entropy of 0 stays 0. Exact: the
+    /// CPU's size (entries above `-inf`) in the graph; wrong: the tensor's length.
+    TempExt {
+        t: f32,
+        delta: f32,
+        exponent: f32,
     },
 }
 
@@ -125,6 +139,12 @@ impl Planted {
                 "a planted penalties stage is exact exactly when it counts the window"
             );
         }
+        if let Kind::TempExt { t, delta, exponent } = kind {
+            assert!(
+                delta > 0.0 && t - delta > 0.0 && exponent > 0.0,
+                "a planted temp_ext needs delta > 0, t - delta > 0 and exponent > 0"
+            );
+        }
         Planted {
             kind,
             exact,
@@ -167,6 +187,7 @@ impl Planted {
                 last_n: WindowLen(last_n),
                 params,
             },
+            Kind::TempExt { t, delta, exponent } => Stage::TempExt { t, delta, exponent },
         }
     }
 
@@ -180,6 +201,7 @@ impl Planted {
             Kind::CpuDist { .. } => Check::Choice,
             Kind::TieTopK { .. } => Check::Survivors,
             Kind::Penalties { .. } => Check::Values,
+            Kind::TempExt { .. } => Check::Values,
         }
     }
 
@@ -203,6 +225,7 @@ impl Planted {
                 graph_history: History::Unbounded,
                 ..
             } => "penalties-no-window",
+            Kind::TempExt { .. } => "temp_ext",
         };
         format!(
             "planted-{what}-{}",
@@ -281,6 +304,10 @@ fn name_of(kind: Kind, exact: bool, placed: bool) -> &'static CStr {
         (Kind::TieTopK { .. }, true, _) => c"planted-tie-top_k-exact",
         (Kind::TieTopK { .. }, false, false) => c"planted-tie-top_k-wrong",
         (Kind::TieTopK { .. }, false, true) => c"+planted-tie-top_k-wrong",
+        (Kind::TempExt { .. }, true, false) => c"planted-temp_ext-exact",
+        (Kind::TempExt { .. }, true, true) => c"+planted-temp_ext-exact",
+        (Kind::TempExt { .. }, false, false) => c"planted-temp_ext-wrong",
+        (Kind::TempExt { .. }, false, true) => c"+planted-temp_ext-wrong",
         (Kind::Penalties { graph_history, .. }, _, placed) => match (graph_history, placed) {
             (History::Window, false) => c"planted-penalties-exact",
             (History::Window, true) => c"+planted-penalties-exact",
@@ -340,6 +367,36 @@ impl CustomSampler for Stage_ {
                 for i in 0..n {
                     view.set_logit(i, view.logit(i) / t);
                 }
+            }
+            // llama.cpp's CPU rule for delta > 0, in f32 as it computes it: an array of one is
+            // left alone; the softmax over the sorted array, its entropy over p > 0 divided by
+            // -ln(1/size), raised to the exponent, mapped into [t - delta, t + delta]; each
+            // logit divided by that temperature (never 0 here, see `Kind::TempExt`).
+            Kind::TempExt { t, delta, exponent } => {
+                if n <= 1 {
+                    return;
+                }
+                let min_temp = (t - delta).max(0.0);
+                let max_temp = t + delta;
+                let max_entropy = -(1.0f32 / n as f32).ln();
+                let e = view.entries_mut();
+                e.sort_by(|a, b| b.logit.total_cmp(&a.logit));
+                let max = e[0].logit;
+                let w: Vec<f32> = e.iter().map(|x| (x.logit - max).exp()).collect();
+                let sum = w.iter().fold(0.0f32, |s, x| s + x);
+                let mut entropy = 0.0f32;
+                for x in &w {
+                    let p = x / sum;
+                    if p > 0.0 {
+                        entropy -= p * p.ln();
+                    }
+                }
+                let dyn_temp =
+                    min_temp + (max_temp - min_temp) * (entropy / max_entropy).powf(exponent);
+                for x in e.iter_mut() {
+                    x.logit /= dyn_temp;
+                }
+                view.set_sorted(true);
             }
             Kind::Greedy | Kind::SoftmaxGreedy => {
                 let i = top(view);
@@ -497,6 +554,33 @@ impl CustomSampler for Stage_ {
                 let by_sign = g.scale_bias(g.step(l), 1.0 / r - r, r);
                 let f = g.scale_bias(g.mul(counted, g.scale_bias(by_sign, 1.0, -1.0)), 1.0, 1.0);
                 g.set_logits(g.sub(g.mul(l, f), subtract));
+            }
+            // The CPU's rule as ops: the softmax's entropy (p log p of a p of 0 is 0: the log
+            // is taken of p raised to the least normal f32), over -ln(1/n) for the n entries
+            // above -inf (l + FLT_MAX > 0 exactly for them) or, in the wrong version, for
+            // every entry of the tensor; the power as exp(exponent ln x); a divisor of 1 where
+            // fewer than 2 entries are left, as the CPU leaves such an array alone.
+            Kind::TempExt { t, delta, exponent } => {
+                let lo = (t - delta).max(0.0);
+                let w = (t + delta) - lo;
+                let probs = g.soft_max(l);
+                let logs = g.log(g.clamp(probs, f32::MIN_POSITIVE, 1.0));
+                let entropy = g.scale_bias(g.sum(g.mul(probs, logs)), -1.0, 0.0);
+                let above = g.sum(g.step(g.scale_bias(l, 1.0, f32::MAX)));
+                let n = if exact {
+                    above
+                } else {
+                    g.scale_bias(above, 0.0, g.len(l) as f32)
+                };
+                let at_least_two = g.clamp(n, 2.0, f32::MAX);
+                let one = g.scale_bias(at_least_two, 0.0, 1.0);
+                let max_entropy = g.scale_bias(g.log(g.div(one, at_least_two)), -1.0, 0.0);
+                let norm = g.div(entropy, max_entropy);
+                let pow = g.exp(g.scale_bias(g.log(norm), exponent, 0.0));
+                let dyn_temp = g.scale_bias(pow, w, lo);
+                let alone = g.step(g.scale_bias(n, -1.0, 1.5));
+                let divisor = g.add(g.mul(dyn_temp, g.scale_bias(alone, -1.0, 1.0)), alone);
+                g.set_logits(g.div(l, divisor));
             }
             Kind::Greedy | Kind::SoftmaxGreedy => {
                 let idx = g.argmax(l);

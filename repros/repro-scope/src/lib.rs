@@ -17,4 +17,4 @@ pub mod sweep;
 pub mod vector;
 
 /// The finding these reports belong to.
-pub const FINDING: &str = "F3";
+pub const FINDING: report::Finding = report::finding!("F3");

@@ -293,13 +293,14 @@ impl RunReport {
 
     /// The header's subject: the finding, the verdict's name, the engine and its build.
     pub fn subject(&self) -> report::ReportId {
-        report::ReportId {
-            finding: crate::FINDING.to_string(),
-            name: NAME.to_string(),
-            engine: self.engine.name.label().to_string(),
-            build: self.engine.tag.clone(),
-            build_detail: self.engine.detail.clone(),
-        }
+        report::ReportId::new(
+            &crate::FINDING,
+            NAME,
+            self.engine.name.label(),
+            self.engine.tag.clone(),
+            self.engine.detail.clone(),
+            report::Sources(self.engine.sources),
+        )
     }
 
     /// Another engine: its own penalty against the oracle's, and its greedy choice against

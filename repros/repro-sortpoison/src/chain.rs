@@ -482,7 +482,7 @@ pub fn new_report(
     controls: Vec<Control>,
 ) -> Report {
     Report::new(
-        build.report_subject(crate::FINDING, name),
+        build.report_subject(&crate::FINDING, name),
         measured,
         evidence,
         controls,

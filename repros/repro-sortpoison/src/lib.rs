@@ -13,4 +13,4 @@ pub mod stage;
 pub mod text;
 
 /// The finding these reports belong to.
-pub const FINDING: &str = "F2";
+pub const FINDING: report::Finding = report::finding!("F2");

@@ -232,7 +232,7 @@ impl Audit {
             );
         }
         let mut r = Report::new(
-            self.build.report_subject(crate::FINDING, FAMILY),
+            self.build.report_subject(&crate::FINDING, FAMILY),
             Verdict::found(!present.is_empty()),
             evidence,
             self.controls(),

@@ -1,0 +1,5 @@
+//! Stamps the detector version (`builds::detector`): which code wrote this finding's reports.
+
+fn main() {
+    builds::detector::emit();
+}
