@@ -278,8 +278,10 @@ fn candle_decodes_the_same_scopes_with_its_own_penalty() {
     assert_eq!(h.subject.engine, "candle");
     assert_eq!(h.subject.build, "candle-0.11.1");
     assert!(h.controls.iter().all(|x| x.passed), "{candle_out}");
-    // Every key of llama.cpp's report, at the top and per scope.
-    for k in l.as_object().unwrap().keys() {
+    // Every key of llama.cpp's report, at the top and per scope, but its notes: the oracle's
+    // scopes are a note on llama.cpp (its verdict rests on llama:N), while candle's verdict
+    // rests on candle's own penalty in every scope, which leaves nothing to note.
+    for k in l.as_object().unwrap().keys().filter(|k| *k != "notes") {
         assert!(c.get(k).is_some(), "candle's report lacks '{k}'");
     }
     assert_eq!(l["prompt_ids"], c["prompt_ids"], "the same prompt ids");
