@@ -164,8 +164,13 @@ run_revision() {
     # A report is its last run's or absent: this finding's reports go before it runs again.
     rm -f "$key"
     reports_of "$b" "$name" | (cd "$OUT" && xargs -r rm -f)
+    # A finding that decodes a model holds the decode lock while it runs: llama.cpp's CPU
+    # threads spin while they wait for each other, so two decoding runs on 2 cores slow each
+    # other down many times over; the other findings of the other revision go on meanwhile.
+    local lock=()
+    [ "$b" = repro-ingraph ] && lock=(flock "$LOGS/decode.lock")
     # shellcheck disable=SC2046
-    if "$bin/$b" --audit --results "$OUT" $(extra_args "$b") > "$LOGS/run.$name.$b.out" 2> "$LOGS/run.$name.$b.err"; then
+    if "${lock[@]}" "$bin/$b" --audit --results "$OUT" $(extra_args "$b") > "$LOGS/run.$name.$b.out" 2> "$LOGS/run.$name.$b.err"; then
       if [ -n "$(reports_of "$b" "$name")" ]; then
         { echo "input $input"; reports_of "$b" "$name" | (cd "$OUT" && xargs sha256sum); } > "$key"
       else
