@@ -130,11 +130,16 @@ const RULES: &[Rule] = &[
     rule(
         "clone-drops-token-count",
         defect(
-            "llama.cpp's penalties sampler keeps `token_count` equal to the histogram of its window `prev`, as the sanity check it keeps in `llama_sampler_penalties_accept` (under `#if 0`) asserts; a clone must keep both",
-            &[Quote::samplers(
-                "static void llama_sampler_penalties_accept(",
-                "assert(ctx->token_count == tmp);",
-            )],
+            "the penalties sampler's clone states that it copies the state (\"copy the state\"), and that state keeps `token_count` equal to the histogram of the window `prev` (the sanity check in `llama_sampler_penalties_accept`, compiled out under `#if 0`, asserts it); a clone must keep both",
+            // The clone's own words first; the compiled-out assert states the invariant only
+            // on a build whose clone function says nothing.
+            &[
+                clone_says("llama_sampler_penalties_clone("),
+                Quote::samplers(
+                    "static void llama_sampler_penalties_accept(",
+                    "assert(ctx->token_count == tmp);",
+                ),
+            ],
         ),
     ),
     rule(

@@ -167,7 +167,9 @@ impl Audit {
                         ("set", rows::set(&cells)),
                         ("robustness", rows::robustness(&cells, Rule::Widened)),
                     ];
-                    if p.imitates() == crate::planted::Imitates::Draw {
+                    // Only a draw that writes `p` can show the fallback (NaN `p`); asked of
+                    // one that leaves `p` alone, the question could not fail.
+                    if p == Planted::SensibleDraw {
                         verdicts.push(("fallback", rows::fallback(&cells)));
                     }
                     let quiet = verdicts.iter().all(|(_, v)| *v == Verdict::Absent);

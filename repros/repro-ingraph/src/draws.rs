@@ -215,9 +215,7 @@ pub fn run(
 /// draws should catch to read `absent` without a qualifier.
 pub const NAMED_EFFECT: &str = "one point of probability moved from the top survivor to the second";
 
-/// The power against [`NAMED_EFFECT`] below which the row's verdict line says what it could
-/// not see.
-pub const ENOUGH_POWER: f64 = 0.8;
+pub use detector::power::ENOUGH_POWER;
 
 /// Simulated runs of the detector per power, and their seed.
 pub const POWER_REPS: usize = 1000;
