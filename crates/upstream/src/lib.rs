@@ -224,6 +224,25 @@ pub fn verdicts(results: &Path, build: &str) -> Result<BTreeMap<String, Found>> 
     Ok(out)
 }
 
+/// The llama.cpp defect rows `present` on [`NEWEST`] that no `defect.json` under `root` files
+/// (a row on another model counts as filed when its name is a folder's row): each live defect
+/// must have its folder (reproducer, patch, draft).
+pub fn unfiled(root: &Path, results: &Path) -> Result<Vec<String>> {
+    let filed: Vec<String> = (defects(root)?.into_iter())
+        .filter(|d| d.engine == "llama.cpp")
+        .flat_map(|d| d.meta.rows)
+        .collect();
+    let mut out = Vec::new();
+    for (key, f) in verdicts(results, NEWEST)? {
+        let is_defect = report::kind::basis("llama.cpp", &f.name)
+            .is_some_and(|b| b.kind == report::Kind::Defect);
+        if f.verdict == "present" && is_defect && !filed.contains(&f.name) {
+            out.push(format!("{key} ({})", f.file));
+        }
+    }
+    Ok(out)
+}
+
 /// What a reproducer must do on a build, from the build's verdicts for its rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expect {

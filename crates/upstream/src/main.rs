@@ -187,5 +187,18 @@ fn issues(root: &Path, results: &Path, check: bool) -> anyhow::Result<String> {
         }
         out += &format!("{}\n", path.strip_prefix(root).unwrap_or(&path).display());
     }
+    let unfiled = upstream::unfiled(root, results)?;
+    if !unfiled.is_empty() {
+        let list = unfiled.join(", ");
+        anyhow::ensure!(
+            !check,
+            "defects present on {} without an upstream folder: {list}",
+            upstream::NEWEST
+        );
+        eprintln!(
+            "upstream: defects present on {} without an upstream folder: {list}",
+            upstream::NEWEST
+        );
+    }
     Ok(out)
 }
