@@ -49,6 +49,19 @@ pub struct Meta {
     /// What the API's own words say of its status (experimental), with the line they stand on.
     #[serde(default)]
     pub status: Vec<Claim>,
+    /// Defect rows of the same code that the patch does not fix, each with why: the draft
+    /// shows them with both builds' verdicts, and they are not targeted by the patched build's
+    /// diff (they stay as they are).
+    #[serde(default)]
+    pub unpatched: Vec<Unpatched>,
+}
+
+/// A defect row a folder reports but its patch leaves.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unpatched {
+    pub row: String,
+    pub why: String,
 }
 
 /// A sentence about llama.cpp and, where the crate vendors the file, the line it rests on:
@@ -230,7 +243,10 @@ pub fn verdicts(results: &Path, build: &str) -> Result<BTreeMap<String, Found>> 
 pub fn unfiled(root: &Path, results: &Path) -> Result<Vec<String>> {
     let filed: Vec<String> = (defects(root)?.into_iter())
         .filter(|d| d.engine == "llama.cpp")
-        .flat_map(|d| d.meta.rows)
+        .flat_map(|d| {
+            let left = d.meta.unpatched.into_iter().map(|u| u.row);
+            d.meta.rows.into_iter().chain(left)
+        })
         .collect();
     let mut out = Vec::new();
     for (key, f) in verdicts(results, NEWEST)? {
@@ -850,6 +866,24 @@ pub fn issue(d: &Defect, results: &Path) -> Result<String> {
                 );
             }
             None => writeln!(s, "- `{row}` on {}: not run yet", patched())?,
+        }
+    }
+    if !m.unpatched.is_empty() {
+        s += "\n## Not fixed by this patch\n\n";
+        for u in &m.unpatched {
+            let on = |map: &BTreeMap<String, Found>| {
+                map.get(&u.row)
+                    .map_or("not run".to_string(), |f| format!("**{}**", f.verdict))
+            };
+            writeln!(
+                s,
+                "- `{}`: {} on {NEWEST}, {} on {}. {}",
+                u.row,
+                on(&stock),
+                on(&fixed),
+                patched(),
+                u.why
+            )?;
         }
     }
     match std::fs::read_to_string(fixed_dir.join("diff.txt")) {
