@@ -53,13 +53,17 @@ pub struct Meta {
     /// shows them with both builds' verdicts, and they are not targeted by the patched build's
     /// diff (they stay as they are).
     #[serde(default)]
-    pub unpatched: Vec<Unpatched>,
+    pub unpatched: Vec<RowWhy>,
+    /// Rows of another kind (robustness) that the patch also turns absent, each with why: the
+    /// patched build's diff counts them as targeted, and the draft names them.
+    #[serde(default)]
+    pub also_changes: Vec<RowWhy>,
 }
 
-/// A defect row a folder reports but its patch leaves.
+/// A row and why a folder names it (a defect its patch leaves, or another row it changes).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Unpatched {
+pub struct RowWhy {
     pub row: String,
     pub why: String,
 }
@@ -546,10 +550,7 @@ pub fn diff(
         "no reports of {patched_build} in {}",
         patched.display()
     );
-    let targeted: Vec<String> = (defects(root)?.into_iter())
-        .filter(|d| d.patch().is_file())
-        .flat_map(|d| d.meta.rows)
-        .collect();
+    let targeted = targeted_rows(root)?;
     let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     let mut out = Vec::new();
     for name in names {
@@ -565,6 +566,48 @@ pub fn diff(
         }
     }
     Ok(out)
+}
+
+/// A draft's section of rows named with why, each with its verdict on both builds.
+fn write_rows_why(
+    s: &mut String,
+    title: &str,
+    rows: &[RowWhy],
+    stock: &BTreeMap<String, Found>,
+    fixed: &BTreeMap<String, Found>,
+) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    write!(s, "\n## {title}\n\n")?;
+    let on = |map: &BTreeMap<String, Found>, row: &str| {
+        map.get(row)
+            .map_or("not run".to_string(), |f| format!("**{}**", f.verdict))
+    };
+    for u in rows {
+        writeln!(
+            s,
+            "- `{}`: {} on {NEWEST}, {} on {}. {}",
+            u.row,
+            on(stock, &u.row),
+            on(fixed, &u.row),
+            patched(),
+            u.why
+        )?;
+    }
+    Ok(())
+}
+
+/// The rows the patches target: each patched folder's defect rows and the rows of another
+/// kind it names as also changed.
+pub fn targeted_rows(root: &Path) -> Result<Vec<String>> {
+    Ok((defects(root)?.into_iter())
+        .filter(|d| d.patch().is_file())
+        .flat_map(|d| {
+            let also = d.meta.also_changes.into_iter().map(|u| u.row);
+            d.meta.rows.into_iter().chain(also)
+        })
+        .collect())
 }
 
 /// What a targeted row may read on the stock build when the patched build reads it absent:
@@ -601,10 +644,7 @@ pub fn unfixed(
         verdicts(stock, stock_build)?,
         verdicts(patched, patched_build)?,
     );
-    let targeted: Vec<String> = (defects(root)?.into_iter())
-        .filter(|d| d.patch().is_file())
-        .flat_map(|d| d.meta.rows)
-        .collect();
+    let targeted = targeted_rows(root)?;
     Ok(targeted
         .into_iter()
         .filter(|t| a.get(t).is_some_and(|f| f.verdict == "present"))
@@ -622,10 +662,7 @@ pub fn report_diff(
     patched: &Path,
     patched_build: &str,
 ) -> Result<Vec<(String, &'static str)>> {
-    let targeted: Vec<String> = (defects(root)?.into_iter())
-        .filter(|d| d.patch().is_file())
-        .flat_map(|d| d.meta.rows)
-        .collect();
+    let targeted = targeted_rows(root)?;
     let stems = |dir: &Path, build: &str| -> Result<BTreeMap<String, Value>> {
         let suffix = format!(".{build}.json");
         let mut out = BTreeMap::new();
@@ -638,6 +675,7 @@ pub fn report_diff(
                 if let Some(o) = v.as_object_mut() {
                     o.remove("build_detail");
                 }
+                drop_contract_lines(&mut v);
                 out.insert(stem.to_string(), v);
             }
         }
@@ -678,6 +716,25 @@ pub fn report_diff(
     Ok(out)
 }
 
+/// A contract's line number set aside wherever one is quoted: a patch that adds lines moves
+/// the statements below it, and the words quoted, which stay compared, are what a contract is.
+fn drop_contract_lines(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o.iter_mut() {
+                match (k.as_str(), x.as_object_mut()) {
+                    ("contract", Some(c)) => {
+                        c.remove("line");
+                    }
+                    _ => drop_contract_lines(x),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(drop_contract_lines),
+        _ => {}
+    }
+}
+
 /// Whether every report that differs holds a row some patch targets.
 pub fn reports_hold(reports: &[(String, &'static str)]) -> bool {
     reports
@@ -716,7 +773,7 @@ pub fn diff_text(
         "the patches do not change exactly the rows they target\n"
     };
     out += &format!(
-        "reports whose content differs (the build's name and description set aside): {}\n",
+        "reports whose content differs (the build's name and description and contracts' line numbers set aside): {}\n",
         reports.len()
     );
     for (stem, why) in reports {
@@ -868,24 +925,20 @@ pub fn issue(d: &Defect, results: &Path) -> Result<String> {
             None => writeln!(s, "- `{row}` on {}: not run yet", patched())?,
         }
     }
-    if !m.unpatched.is_empty() {
-        s += "\n## Not fixed by this patch\n\n";
-        for u in &m.unpatched {
-            let on = |map: &BTreeMap<String, Found>| {
-                map.get(&u.row)
-                    .map_or("not run".to_string(), |f| format!("**{}**", f.verdict))
-            };
-            writeln!(
-                s,
-                "- `{}`: {} on {NEWEST}, {} on {}. {}",
-                u.row,
-                on(&stock),
-                on(&fixed),
-                patched(),
-                u.why
-            )?;
-        }
-    }
+    write_rows_why(
+        &mut s,
+        "Not fixed by this patch",
+        &m.unpatched,
+        &stock,
+        &fixed,
+    )?;
+    write_rows_why(
+        &mut s,
+        "Also changed by this patch",
+        &m.also_changes,
+        &stock,
+        &fixed,
+    )?;
     match std::fs::read_to_string(fixed_dir.join("diff.txt")) {
         Ok(t) => writeln!(s, "\nEvery verdict of the patched build against the stock one (`results/{FIXES_RESULTS}/diff.txt`):\n\n```\n{t}```")?,
         Err(_) => s += "\nThe patched build's verdicts have not been compared with the stock ones yet.\n",
