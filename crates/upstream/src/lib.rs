@@ -1375,6 +1375,23 @@ mod tests {
     /// The diff holds only when every change is a targeted row turning absent from present or
     /// undecided, and no targeted present row was left unfixed.
     #[test]
+    fn only_a_contracts_line_number_is_set_aside() {
+        let row = |line: u64, quote: &str| {
+            serde_json::json!({"verdict_rows": [{"name": "r", "line": 7,
+                "contract": {"file": "f", "line": line, "quote": quote}}]})
+        };
+        let (mut a, mut b) = (row(10, "// copy the state"), row(12, "// copy the state"));
+        drop_contract_lines(&mut a);
+        drop_contract_lines(&mut b);
+        assert_eq!(a, b);
+        // The words stay compared, and a `line` outside a contract stays too.
+        let mut c = row(10, "// copy everything");
+        drop_contract_lines(&mut c);
+        assert_ne!(a, c);
+        assert_eq!(a["verdict_rows"][0]["line"], 7);
+    }
+
+    #[test]
     fn the_diff_rule_fails_on_each_way_a_patch_can_miss() {
         let fixed = change("a", "present", "absent", true);
         assert!(diff_holds(std::slice::from_ref(&fixed), &[]));
