@@ -349,6 +349,9 @@ fn compact_range(summary: &str) -> String {
 /// follows it, if anything, names revisions where the row was not decided.
 const NEVER_PRESENT: &str = "never present where decided";
 
+/// How a range starts when the release matrix decided the row nowhere.
+const NEVER_DECIDED: &str = "never decided";
+
 /// One row of the verdict matrix: a verdict name of one kind, on one model when its report
 /// names one.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -378,7 +381,9 @@ impl<'a> RowKey<'a> {
 /// The verdict matrix in Markdown: defects, then divergences, a row per verdict (and model), a
 /// column per build, and the release matrix's affected range of llama.cpp's rows. `compact`:
 /// rows absent on every build are counted per finding instead of listed, those the release
-/// matrix never saw present apart from those it did not run.
+/// matrix never saw present apart from those it decided nowhere and those it did not run, and
+/// a row on another model that reads as its default-model row does on every build is folded
+/// into that row.
 pub fn markdown(
     lines: &[Line],
     ranges: &std::collections::BTreeMap<String, String>,
@@ -433,7 +438,8 @@ pub fn markdown(
                 .then(|| ranges.get(row.name))
                 .flatten()
         };
-        let (mut never, mut unmatrixed) = (
+        let (mut never, mut undecided, mut unmatrixed) = (
+            std::collections::BTreeMap::<&str, usize>::new(),
             std::collections::BTreeMap::<&str, usize>::new(),
             std::collections::BTreeMap::<&str, usize>::new(),
         );
@@ -446,11 +452,34 @@ pub fn markdown(
                 }
                 let bucket = match range(row) {
                     Some(r) if r.starts_with(NEVER_PRESENT) => &mut never,
+                    Some(r) if r.starts_with(NEVER_DECIDED) => &mut undecided,
                     Some(_) => return true,
                     None => &mut unmatrixed,
                 };
                 *bucket.entry(row.finding).or_default() += 1;
                 false
+            });
+        }
+        // The README folds a row on another model into its default-model row when the two read
+        // the same on every build (results/VERDICTS.md keeps both).
+        let verdicts_of = |row: &RowKey| -> Vec<(String, String, String)> {
+            let mut v: Vec<(String, String, String)> = (cells(row).iter())
+                .map(|l| (l.engine.clone(), l.build.clone(), l.verdict.clone()))
+                .collect();
+            v.sort();
+            v
+        };
+        let mut same_on: std::collections::BTreeMap<(&str, &str), Vec<&str>> = Default::default();
+        if compact {
+            let listed = rows.clone();
+            rows.retain(|row| {
+                let Some(model) = row.model else { return true };
+                let base = RowKey { model: None, ..row.clone() };
+                if listed.contains(&base) && verdicts_of(&base) == verdicts_of(row) {
+                    same_on.entry((row.finding, row.name)).or_default().push(model);
+                    return false;
+                }
+                true
             });
         }
         // Only the builds the listed rows were run on (none of candle's defect rows is listed
@@ -476,7 +505,11 @@ pub fn markdown(
         out += &"---|".repeat(cols.len() + 1);
         out.push('\n');
         for row in &rows {
-            out += &format!("| {} | {} |", row.finding, row.label());
+            let also = match same_on.get(&(row.finding, row.name)) {
+                Some(models) if row.model.is_none() => format!(" (same on {})", models.join(", ")),
+                _ => String::new(),
+            };
+            out += &format!("| {} | {}{also} |", row.finding, row.label());
             let here = cells(row);
             for (engine, build) in cols.iter().copied() {
                 let cell = here
@@ -505,6 +538,12 @@ pub fn markdown(
             unlisted.push(format!(
                 "{} rows never present where the release matrix decided",
                 count(&never)
+            ));
+        }
+        if !undecided.is_empty() {
+            unlisted.push(format!(
+                "{} rows the release matrix decided nowhere",
+                count(&undecided)
             ));
         }
         if !unmatrixed.is_empty() {
@@ -543,6 +582,48 @@ mod tests {
             compact_range("never present where decided; not offered: b4240"),
             "never present where decided"
         );
+    }
+
+    fn line(name: &str, model: Option<&str>, build: &str, verdict: &str) -> Line {
+        Line {
+            kind: Kind::Defect,
+            finding: "F8".into(),
+            name: name.into(),
+            model: model.map(String::from),
+            engine: report::DEFAULT_ENGINE.into(),
+            build: build.into(),
+            build_detail: String::new(),
+            verdict: verdict.into(),
+            controls: "2/2".into(),
+            evidence: String::new(),
+        }
+    }
+
+    /// A row on another model joins its default-model row only when every build reads the
+    /// same; one build apart keeps it on its own line.
+    #[test]
+    fn the_readme_folds_a_model_row_only_when_it_reads_the_same() {
+        let lines = [
+            line("same", None, "b1", "present"),
+            line("same", None, "b2", "absent"),
+            line("same", Some("gemma3"), "b1", "present"),
+            line("same", Some("gemma3"), "b2", "absent"),
+            line("apart", None, "b1", "present"),
+            line("apart", None, "b2", "absent"),
+            line("apart", Some("gemma3"), "b1", "undecided"),
+            line("apart", Some("gemma3"), "b2", "absent"),
+        ];
+        let md = markdown(&lines, &Default::default(), true);
+        assert!(md.contains("| F8 | `same` (same on gemma3) |"), "{md}");
+        assert!(!md.contains("`same` on gemma3"), "{md}");
+        assert!(md.contains("| F8 | `apart` |"), "{md}");
+        assert!(
+            md.contains("| F8 | `apart` on gemma3 | undecided |"),
+            "{md}"
+        );
+        // The full form keeps every row.
+        let full = markdown(&lines, &Default::default(), false);
+        assert!(full.contains("`same` on gemma3"), "{full}");
     }
 
     #[test]
