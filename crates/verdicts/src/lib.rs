@@ -143,8 +143,9 @@ fn read_lines(dir: &Path) -> Result<Vec<Line>> {
         }
     }
     lines.sort_by(|a, b| {
-        (a.kind, &a.finding, &a.name, &a.model, &a.engine, &a.build)
-            .cmp(&(b.kind, &b.finding, &b.name, &b.model, &b.engine, &b.build))
+        let (fa, fb) = (ById(&a.finding), ById(&b.finding));
+        (a.kind, fa, &a.name, &a.model, &a.engine, &a.build)
+            .cmp(&(b.kind, fb, &b.name, &b.model, &b.engine, &b.build))
     });
     Ok(lines)
 }
@@ -352,11 +353,33 @@ const NEVER_PRESENT: &str = "never present where decided";
 /// How a range starts when the release matrix decided the row nowhere.
 const NEVER_DECIDED: &str = "never decided";
 
+/// A finding id ordered as the registry orders findings: by number, `F10` after `F9`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ById<'a>(&'a str);
+
+impl Ord for ById<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        registry::compare_ids(self.0, other.0)
+    }
+}
+
+impl PartialOrd for ById<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::fmt::Display for ById<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
 /// One row of the verdict matrix: a verdict name of one kind, on one model when its report
 /// names one.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct RowKey<'a> {
-    finding: &'a str,
+    finding: ById<'a>,
     name: &'a str,
     model: Option<&'a str>,
 }
@@ -364,7 +387,7 @@ struct RowKey<'a> {
 impl<'a> RowKey<'a> {
     fn of(l: &'a Line) -> RowKey<'a> {
         RowKey {
-            finding: &l.finding,
+            finding: ById(&l.finding),
             name: &l.name,
             model: l.model.as_deref(),
         }
@@ -439,9 +462,9 @@ pub fn markdown(
                 .flatten()
         };
         let (mut never, mut undecided, mut unmatrixed) = (
-            std::collections::BTreeMap::<&str, usize>::new(),
-            std::collections::BTreeMap::<&str, usize>::new(),
-            std::collections::BTreeMap::<&str, usize>::new(),
+            std::collections::BTreeMap::<ById, usize>::new(),
+            std::collections::BTreeMap::<ById, usize>::new(),
+            std::collections::BTreeMap::<ById, usize>::new(),
         );
         if compact {
             rows.retain(|row| {
@@ -469,7 +492,7 @@ pub fn markdown(
             v.sort();
             v
         };
-        let mut same_on: std::collections::BTreeMap<(&str, &str), Vec<&str>> = Default::default();
+        let mut same_on: std::collections::BTreeMap<(ById, &str), Vec<&str>> = Default::default();
         if compact {
             let listed = rows.clone();
             rows.retain(|row| {
@@ -529,7 +552,7 @@ pub fn markdown(
             });
             out += &format!(" {shown} |\n");
         }
-        let count = |m: &std::collections::BTreeMap<&str, usize>| {
+        let count = |m: &std::collections::BTreeMap<ById, usize>| {
             let each: Vec<String> = m.iter().map(|(f, n)| format!("{f} {n}")).collect();
             format!("{} ({})", m.values().sum::<usize>(), each.join(", "))
         };
@@ -624,6 +647,27 @@ mod tests {
         // The full form keeps every row.
         let full = markdown(&lines, &Default::default(), false);
         assert!(full.contains("`same` on gemma3"), "{full}");
+    }
+
+    /// A finding numbered 10 comes after F9 in the table, not between F1 and F2.
+    #[test]
+    fn findings_sort_by_number() {
+        let numbered = |finding: &str| Line {
+            finding: finding.into(),
+            ..line(finding, None, "b1", "present")
+        };
+        let lines = [
+            numbered("F10"),
+            numbered("F2"),
+            numbered("F9"),
+            numbered("F1"),
+        ];
+        let md = markdown(&lines, &Default::default(), false);
+        let at = |f: &str| md.find(&format!("| {f} |")).unwrap();
+        assert!(
+            at("F1") < at("F2") && at("F2") < at("F9") && at("F9") < at("F10"),
+            "{md}"
+        );
     }
 
     #[test]
