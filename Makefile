@@ -35,23 +35,12 @@ SHELL := /bin/bash
 # llama-cpp-sys-2 version that vendors it (0.1.154), or a path to a llama.cpp source tree.
 # crates/builds/releases.tsv lists every release; buildgen turns a name into a checked
 # workspace (the root one for the newest release, a generated one under target/builds/ else).
-BUILDS   := b11429 b10200
-# What scripts/audit.sh runs on each build: every finding (repro-clone, -copy, -ingraph,
-# -sortpoison, -scope, -gauge, -edges, -engines) with --audit, repro-clone again with the
-# ledger penalties, and F8 on Gemma3 without its draw row (PREREG, F8 addendum of 2026-12-03).
-# The second engine, candle 0.11.1, linked on the default build only: F7's draws, F3 on both
-# models and F4's sign slot (PREREG, F3/F4 addenda and F7).
-CANDLE_GAUGE_ARGS := --models smollm2 --prompts 2
-# F4 runs its A1 design in full on the default build (both models, 16 prompts) and a stated
-# subset on the older build (SmolLM2, 4 prompts) (PREREG, F4 addenda of 2026-11-30).
-GAUGE_ARGS_b11429 :=
-GAUGE_ARGS_b10200 := --models smollm2 --prompts 4
-# F4's reported-only tables (no verdict rests on them), `make audit-tables`: 40,960
-# teacher-forced positions per model, the first 8 prompts of the JSON corpus free-running and
-# all 114 pairs along grammar references on the default build; SmolLM2, 2,048 positions, 4 JSON
-# prompts and 16 grammar pairs on the older build (PREREG, F4 addendum of 2026-12-03).
-TABLES_ARGS_b11429 := --json-prompts 8
-TABLES_ARGS_b10200 := --models smollm2 --positions 2048 --json-prompts 4 --structural-pairs 16
+# The audited builds, the default first, and every finding's steps and budgets on each (PREREG's
+# addenda) are in the findings registry (crates/registry); the orchestrator (crates/xtask) runs
+# them. Read when a recipe runs, after its prerequisite $(XTASK) is built.
+BUILDS = $(shell $(XTASK) builds)
+# The default build with every fix of upstream/llama.cpp/ applied.
+FIXED_BUILD = $(shell $(XTASK) builds --patched)
 BUILD    ?= b11429
 REPRO    ?= repro-clone
 ARGS     ?=
@@ -62,11 +51,9 @@ CARGO_FLAGS := --release --locked
 BUILDGEN := target/release/buildgen
 UPSTREAM := target/release/upstream
 VERDICTS := target/release/verdicts
+XTASK := target/release/xtask
 # Steps of `make audit` run this many at a time.
 JOBS ?= 2
-# The newest release with every fix of upstream/llama.cpp/ applied.
-FIXED_BUILD := b11429+fixes
-export GAUGE_ARGS_b11429 GAUGE_ARGS_b10200 TABLES_ARGS_b11429 TABLES_ARGS_b10200 CANDLE_GAUGE_ARGS
 
 .PHONY: audit audit-tables audit-fixes verdicts-md demo test run deps check-builds build fmt-check clippy models bench memcheck matrix matrix-table
 
@@ -100,9 +87,13 @@ models:
 $(BUILDGEN): deps
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p buildgen >&2
 
+# The orchestrator and the tools it calls.
+$(XTASK): deps
+	@$(CARGO) build $(CARGO_FLAGS) --quiet -p xtask -p buildgen -p upstream -p verdicts -p matrix >&2
+
 # Each build's vendored sources against the release table (buildgen), before cargo compiles
 # anything: a mismatch stops make with that one line.
-check-builds: deps $(BUILDGEN)
+check-builds: deps $(BUILDGEN) $(XTASK)
 	@for b in $(BUILDS); do $(BUILDGEN) workspace "$$b" > /dev/null || exit 2; done
 
 build: deps check-builds
@@ -115,17 +106,15 @@ run: deps
 
 # Each repro writes its own reports (<name>.<build>.json and the .txt rendered from the same
 # value) into $(RESULTS); its stdout repeats the text and is not kept.
-audit: build models
-	@JOBS=$(JOBS) scripts/audit.sh --results $(RESULTS) --candle --upstream $(BUILDS)
+audit: build models $(XTASK)
+	@JOBS=$(JOBS) $(XTASK) audit --results $(RESULTS) --candle --upstream $(BUILDS)
 	@$(UPSTREAM) issues --results $(RESULTS) >&2
 	@$(MAKE) -s verdicts-md
 
 # F4's reported-only tables on each build, into $(RESULTS)/tables/ (a long job of its own: no
 # verdict reads them). Each run exits 1 when one of the tables' own checks fails.
-audit-tables: build models
-	@for b in $(BUILDS); do echo "repro-gauge --tables on $$b" >&2; \
-	  args=TABLES_ARGS_$$b; ws=$(call ws,$$b); \
-	  $$ws/target/release/repro-gauge --tables --results $(RESULTS) $${!args} < /dev/null > /dev/null || exit 1; done
+audit-tables: build models $(XTASK)
+	@$(XTASK) tables --results $(RESULTS) $(BUILDS)
 
 # The patched build (every upstream/llama.cpp/*/fix.patch on the newest release) through the
 # same audit into results/fixes/, its reproducers recorded beside the stock ones, every verdict
@@ -139,11 +128,10 @@ verdicts-md:
 	@if [ "$(RESULTS)" = results ]; then $(VERDICTS) --embed README.md results; fi
 	@cat $(RESULTS)/VERDICTS.md
 
-audit-fixes: deps models $(BUILDGEN)
+audit-fixes: deps models $(BUILDGEN) $(XTASK)
 	@ws=$$($(BUILDGEN) workspace $(FIXED_BUILD)) && echo "building $(FIXED_BUILD)" >&2 && \
 	  $(CARGO) build $(CARGO_FLAGS) --manifest-path $$ws/Cargo.toml --bins >&2
-	@$(CARGO) build $(CARGO_FLAGS) --quiet -p upstream -p verdicts >&2
-	@JOBS=$(JOBS) scripts/audit.sh --results $(RESULTS)/fixes --upstream $(FIXED_BUILD)
+	@JOBS=$(JOBS) $(XTASK) audit --results $(RESULTS)/fixes --upstream $(FIXED_BUILD)
 	@$(UPSTREAM) diff $(RESULTS) $(firstword $(BUILDS)) $(RESULTS)/fixes $(FIXED_BUILD) --write $(RESULTS)/fixes/diff.txt
 	@$(UPSTREAM) issues --results $(RESULTS) >&2
 	@$(VERDICTS) $(RESULTS)/fixes
@@ -154,11 +142,11 @@ audit-fixes: deps models $(BUILDGEN)
 # on the newest release, stock (present) and with the patches of upstream/llama.cpp/ (absent).
 # The first run builds b11429+fixes (a few minutes); each repro prints its evidence line and
 # verdict.
-demo: build models $(BUILDGEN)
+demo: build models $(BUILDGEN) $(XTASK)
 	@echo "== F1: clone the penalties sampler, then continue both (window 4, history 5,5,6)" >&2
 	@for b in b10200 b11429; do $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-clone | tail -n 2; done
 	@echo "== F2: top_k(4) -> logit_bias(+6 on id 3) -> top_p(0.8) on logits 4..-3" >&2
-	@for b in b11429 $(FIXED_BUILD); do $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-sortpoison | tail -n 2; done
+	@for b in $(firstword $(BUILDS)) $(FIXED_BUILD); do $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-sortpoison | tail -n 2; done
 
 # F5: the penalty stage's cost (timings go to stdout and results/bench/; ratios measured within
 # one run are the claim). First where the patched stage's bits may differ from stock's
@@ -166,7 +154,7 @@ demo: build models $(BUILDGEN)
 # make), then the stock stage against the patched one in one run (per apply, then each build's
 # end-to-end overhead interleaved), then llama.cpp's stage beside ledger-penalties on the
 # default build, then what a contained child costs.
-bench: deps check-builds models
+bench: deps check-builds models $(XTASK)
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p penalty-cost >&2
 	@mkdir -p $(RESULTS)
 	@ws=$$($(BUILDGEN) workspace $(FIXED_BUILD)) && \
@@ -184,16 +172,16 @@ bench: deps check-builds models
 	@$(CARGO) build $(CARGO_FLAGS) --quiet -p repro-edges >&2
 	@target/release/repro-edges --supervisor-cost 200 --results $(RESULTS)
 
-# The release matrix (scripts/matrix.sh): every distinct llama.cpp revision of the release table
+# The release matrix (xtask matrix): every distinct llama.cpp revision of the release table
 # built (cached under target/builds/) and run through F1, F2, F6, F7's llama.cpp rows, F8 and F9, into
 # results/matrix/ with the affected-range table and plot. SHARD=i/N takes every N-th revision
 # from the i-th, so N machines split it; copy their results/matrix/ folders into one and run
 # `make matrix-table`. Not part of `make test` or `make audit`.
-matrix: deps models
-	@SHARD=$(SHARD) scripts/matrix.sh
+matrix: deps models $(XTASK)
+	@SHARD=$(SHARD) $(XTASK) matrix
 
-matrix-table:
-	@scripts/matrix.sh --table-only
+matrix-table: $(XTASK)
+	@$(XTASK) matrix --table-only
 
 fmt-check:
 	@$(CARGO) fmt --all -- --check
@@ -203,7 +191,7 @@ fmt-check:
 # tests); the library crates get rustc's lints there, clippy's on the default build. Code
 # compiled only for an older build's C API would slip through as a rustc warning in a library
 # crate, so any warning cargo prints there fails the target too.
-clippy: deps check-builds
+clippy: deps check-builds $(XTASK)
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets -- -D warnings
 	@for b in $(filter-out $(firstword $(BUILDS)),$(BUILDS)); do ws=$(call ws,$$b); \
 	  echo "$(CARGO) clippy on $$b" >&2; \
@@ -212,20 +200,18 @@ clippy: deps check-builds
 	  if grep -q '^warning' $$log; then echo "clippy on $$b: cargo printed warnings (above)" >&2; rm -f $$log; exit 1; fi; \
 	  rm -f $$log; done
 
-# Valgrind memcheck on both builds (scripts/memcheck.sh): repro-clone's minimal case (built-in
-# and ledger-penalties) and --stateful, repro-sortpoison's published chain and one chain of
-# every stage, repro-edges' supervisor, repro-engines' draw chain, and repro-scope decoding one
-# token on SmolLM2 (both builds) and on Gemma3 (the default build). Planted controls
-# (crates/memcheck-planted) run first through the same check: a leak and an invalid read must
-# be caught. Suppressions, each explained, live in scripts/memcheck.supp (none are needed now).
-# It prints one line per run and exits 1 if any run has an error or a leak. About 6 minutes.
-memcheck: build models
-	@MEMCHECK_BUILDS="$$(for b in $(BUILDS); do echo "$$b=$(call ws,$$b)/target/release"; done)" scripts/memcheck.sh
+# Valgrind memcheck on both builds (xtask memcheck): each finding's memcheck runs, as the
+# registry lists them (crates/registry), after planted controls (crates/memcheck-planted) went
+# through the same check: a leak and an invalid read must be caught. Suppressions, each
+# explained, live in scripts/memcheck.supp (none are needed now). It prints one line per run
+# and exits 1 if any run has an error or a leak. About 6 minutes.
+memcheck: build models $(XTASK)
+	@$(XTASK) memcheck
 
 # After the suites: every standalone reproducer under upstream/ compiled against each build,
 # its exit status held against that build's committed verdicts and its output against the
 # recorded run, and every ISSUE.md against what the results generate.
-test: deps fmt-check clippy models
+test: deps fmt-check clippy models $(XTASK)
 	$(CARGO) test $(CARGO_FLAGS) --workspace
 	@for b in $(filter-out $(firstword $(BUILDS)),$(BUILDS)); do ws=$(call ws,$$b); \
 	  echo "$(CARGO) test on $$b" >&2; \

@@ -1,4 +1,4 @@
-//! Planted memory defects for `make memcheck` (`scripts/memcheck.sh`): the script runs this
+//! Planted memory defects for `make memcheck` (`xtask memcheck`): the orchestrator runs this
 //! binary under valgrind memcheck exactly as it runs the repros, and it must report the
 //! defect each mode plants (and nothing for `clean`), or the memcheck is not trusted.
 //!
