@@ -246,6 +246,21 @@ pub fn changed_definitions(changes: &[ChangedLine]) -> Vec<(String, usize)> {
 mod tests {
     use super::*;
 
+    /// Every llama.cpp sampler the stage table names, and every one the oracle does not
+    /// compose, is a sampler whose source changes the matrix quotes.
+    #[test]
+    fn every_stage_of_the_table_is_a_quoted_sampler() {
+        let llama_rows = (oracle::stage::STAGES.iter())
+            .filter(|r| matches!(r.parser, oracle::stage::table::Parser::Llama(_)))
+            .map(|r| r.name);
+        let others = oracle::stage::NOT_COMPOSED.iter().map(|(n, _)| *n);
+        let missing: Vec<&str> = llama_rows
+            .chain(others)
+            .filter(|n| !SAMPLERS.contains(n))
+            .collect();
+        assert!(missing.is_empty(), "add to SAMPLERS: {missing:?}");
+    }
+
     #[test]
     fn the_longest_sampler_name_wins() {
         assert_eq!(samplers_of("llama_sampler_temp_ext_apply"), ["temp_ext"]);

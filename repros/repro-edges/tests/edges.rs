@@ -109,3 +109,21 @@ fn a_task_this_binary_does_not_serve_is_refused_in_one_line() {
     assert!(out.is_empty());
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// Every llama.cpp sampler of the stage table, and every one the oracle does not compose
+/// because it draws from an RNG, is probed on the edge inputs under its own name.
+#[test]
+fn every_stage_of_the_table_is_probed() {
+    let probed: Vec<&str> = samplers::subjects().iter().map(|c| c.name).collect();
+    let table = (oracle::stage::STAGES.iter())
+        .filter(|r| matches!(r.parser, oracle::stage::table::Parser::Llama(_)))
+        .map(|r| r.name);
+    let drawing = (oracle::stage::NOT_COMPOSED.iter())
+        .filter(|(_, why)| why.contains("RNG"))
+        .map(|(n, _)| *n);
+    let missing: Vec<&str> = table
+        .chain(drawing)
+        .filter(|n| !probed.contains(n))
+        .collect();
+    assert!(missing.is_empty(), "add to samplers::subjects: {missing:?}");
+}

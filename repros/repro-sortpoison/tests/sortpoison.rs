@@ -445,3 +445,25 @@ fn same_command_same_bytes() {
     let args: Vec<&str> = line.split(' ').collect();
     assert_eq!(run_bin(BIN, &args), run_bin(BIN, &args));
 }
+
+/// The census probes every llama.cpp sampler of the stage table and every one the oracle does
+/// not compose (those that need a vocabulary join on the vocabulary battery), each under its
+/// own name as the label's first word.
+#[test]
+fn the_census_has_every_stage_of_the_table() {
+    let labels: Vec<String> = repro_sortpoison::census::subjects(None)
+        .iter()
+        .map(|s| s.label.split(' ').next().unwrap_or("").to_string())
+        .collect();
+    let table = (oracle::stage::STAGES.iter())
+        .filter(|r| matches!(r.parser, oracle::stage::table::Parser::Llama(_)))
+        .map(|r| r.name);
+    let others = (oracle::stage::NOT_COMPOSED.iter())
+        .filter(|(_, why)| !why.contains("vocabulary"))
+        .map(|(n, _)| *n);
+    let missing: Vec<&str> = table
+        .chain(others)
+        .filter(|n| !labels.iter().any(|l| l == n))
+        .collect();
+    assert!(missing.is_empty(), "add to census::subjects: {missing:?}");
+}
