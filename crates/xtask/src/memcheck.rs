@@ -460,3 +460,33 @@ pub fn run(runs: &[Run], jobs: usize) -> anyhow::Result<(String, bool)> {
     text += &format!("memcheck: {passed} passed, {failures} failed\n");
     Ok((text, clean))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log with a leak shown as loss records: the records leave the memory-error count, the
+    /// bytes are read with their commas, and the header's command is kept.
+    #[test]
+    fn a_log_is_read_back_with_leaks_apart_from_errors() {
+        let log = "\
+==7== Command: /x/repro-edges top_k empty
+==7== 8 bytes in 1 blocks are definitely lost in loss record 1 of 2
+==7== 1,064 bytes in 1 blocks are indirectly lost in loss record 2 of 2
+==7==    definitely lost: 8 bytes in 1 blocks
+==7==    indirectly lost: 1,064 bytes in 1 blocks
+==7== ERROR SUMMARY: 3 errors from 3 contexts (suppressed: 0 from 0)
+";
+        let l = parse(log);
+        assert_eq!(
+            (l.total, l.definitely, l.indirectly, l.records),
+            (Some(3), 8, 1064, 2)
+        );
+        assert_eq!(l.errors(), 1);
+        assert_eq!(l.command, "/x/repro-edges top_k empty");
+        assert!(!l.signalled && !l.unhandled);
+        let aborted =
+            parse("==9== Process terminating with default action of signal 6 (SIGABRT)\n");
+        assert!(aborted.signalled && aborted.total.is_none());
+    }
+}
