@@ -7,7 +7,7 @@
 #                  llama.cpp chain, a short F3 decode of each model; F9 runs its own memcheck probe
 #                  in --audit; F4 and F8 are not run under valgrind); fails on any memory error
 #                  or byte definitely or indirectly lost
-#   make run BUILD=b10200 REPRO=repro-clone ARGS='--json'   one repro on one build (a llama.cpp
+#   make run BUILD=b10200 REPRO=F1 ARGS='--json'   one finding's binary on one build (a llama.cpp
 #                tag, a llama-cpp-sys-2 version such as 0.1.154, or a path to a llama.cpp tree)
 #   make matrix  every llama.cpp release on crates.io (24 revisions, b4240..b11429) through F1,
 #                F2, F6, F7's llama.cpp rows, F8 and F9, and each defect's affected range
@@ -38,11 +38,12 @@ SHELL := /bin/bash
 # The audited builds, the default first, and every finding's steps and budgets on each (PREREG's
 # addenda) are in the findings registry (crates/registry); the orchestrator (crates/xtask) runs
 # them. Read when a recipe runs, after its prerequisite $(XTASK) is built.
-BUILDS = $(shell $(XTASK) builds)
+BUILDS = $(or $(shell $(XTASK) builds),$(error $(XTASK) builds printed no build))
 # The default build with every fix of upstream/llama.cpp/ applied.
-FIXED_BUILD = $(shell $(XTASK) builds --patched)
-BUILD    ?= b11429
-REPRO    ?= repro-clone
+FIXED_BUILD = $(or $(shell $(XTASK) builds --patched),$(error $(XTASK) printed no patched build))
+BUILD    ?= $(firstword $(BUILDS))
+# A finding's number (F1) or its binary's name.
+REPRO    ?= F1
 ARGS     ?=
 RESULTS  ?= results
 
@@ -52,6 +53,9 @@ BUILDGEN := target/release/buildgen
 UPSTREAM := target/release/upstream
 VERDICTS := target/release/verdicts
 XTASK := target/release/xtask
+# F5's benchmark and F6's supervisor cost, by finding (for `make bench`).
+COST = $(shell $(XTASK) binary F5)
+EDGES = $(shell $(XTASK) binary F6)
 # Steps of `make audit` run this many at a time.
 JOBS ?= 2
 
@@ -61,9 +65,17 @@ JOBS ?= 2
 # folder that is no llama.cpp tree or a release whose vendored sources differ from the table
 # stops make with that one line (and exit 2) before anything is built or written.
 ifneq ($(filter run,$(MAKECMDGOALS)),)
-  WS := $(shell $(CARGO) build $(CARGO_FLAGS) --quiet -p buildgen >&2 && $(BUILDGEN) workspace '$(BUILD)' 2>&1)
+  TOOLS := $(shell $(CARGO) build $(CARGO_FLAGS) --quiet -p buildgen -p xtask >&2)
+  ifneq ($(.SHELLSTATUS),0)
+    $(error building buildgen and xtask failed)
+  endif
+  WS := $(shell $(BUILDGEN) workspace '$(BUILD)' 2>&1)
   ifneq ($(.SHELLSTATUS),0)
     $(error $(WS))
+  endif
+  BIN := $(shell $(XTASK) binary '$(REPRO)' 2>&1)
+  ifneq ($(.SHELLSTATUS),0)
+    $(error $(BIN))
   endif
 endif
 
@@ -101,8 +113,8 @@ build: deps check-builds
 	  $(CARGO) build $(CARGO_FLAGS) --manifest-path $$ws/Cargo.toml --bins >&2; done
 
 run: deps
-	@$(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $(WS)/Cargo.toml --bin $(REPRO) >&2
-	@$(WS)/target/release/$(REPRO) $(ARGS)
+	@$(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $(WS)/Cargo.toml --bin $(BIN) >&2
+	@$(WS)/target/release/$(BIN) $(ARGS)
 
 # Each repro writes its own reports (<name>.<build>.json and the .txt rendered from the same
 # value) into $(RESULTS); its stdout repeats the text and is not kept.
@@ -144,9 +156,9 @@ audit-fixes: deps models $(BUILDGEN) $(XTASK)
 # verdict.
 demo: build models $(BUILDGEN) $(XTASK)
 	@echo "== F1: clone the penalties sampler, then continue both (window 4, history 5,5,6)" >&2
-	@for b in b10200 b11429; do $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-clone | tail -n 2; done
+	@for b in $(lastword $(BUILDS)) $(firstword $(BUILDS)); do $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=F1 | tail -n 2; done
 	@echo "== F2: top_k(4) -> logit_bias(+6 on id 3) -> top_p(0.8) on logits 4..-3" >&2
-	@for b in $(firstword $(BUILDS)) $(FIXED_BUILD); do $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=repro-sortpoison | tail -n 2; done
+	@for b in $(firstword $(BUILDS)) $(FIXED_BUILD); do $(MAKE) -s --no-print-directory run BUILD=$$b REPRO=F2 | tail -n 2; done
 
 # F5: the penalty stage's cost (timings go to stdout and results/bench/; ratios measured within
 # one run are the claim). First where the patched stage's bits may differ from stock's
@@ -155,22 +167,22 @@ demo: build models $(BUILDGEN) $(XTASK)
 # end-to-end overhead interleaved), then llama.cpp's stage beside ledger-penalties on the
 # default build, then what a contained child costs.
 bench: deps check-builds models $(XTASK)
-	@$(CARGO) build $(CARGO_FLAGS) --quiet -p penalty-cost >&2
+	@$(CARGO) build $(CARGO_FLAGS) --quiet -p $(COST) >&2
 	@mkdir -p $(RESULTS)
 	@ws=$$($(BUILDGEN) workspace $(FIXED_BUILD)) && \
-	  $(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $$ws/Cargo.toml --bin penalty-cost >&2
+	  $(CARGO) build $(CARGO_FLAGS) --quiet --manifest-path $$ws/Cargo.toml --bin $(COST) >&2
 	@mkdir -p target/upstream && for b in $(firstword $(BUILDS)) $(FIXED_BUILD); do \
 	  IFS=$$'\t' read -r inc lib <<< "$$($(BUILDGEN) native $$b)"; \
 	  cc -std=c11 -O1 upstream/llama.cpp/penalties-full-pass/bitcheck.c -I"$$inc" -L"$$lib" \
 	    -lllama -lggml -lggml-cpu -lggml-base -lstdc++ -lm -lpthread -o target/upstream/bitcheck.$$b; \
 	  target/upstream/bitcheck.$$b > target/upstream/bitcheck.$$b.txt; done
-	@target/release/penalty-cost --results $(RESULTS) --bitcheck \
+	@target/release/$(COST) --results $(RESULTS) --bitcheck \
 	  target/upstream/bitcheck.$(firstword $(BUILDS)).txt target/upstream/bitcheck.$(FIXED_BUILD).txt
-	@target/release/penalty-cost --results $(RESULTS) \
-	  --against $$($(BUILDGEN) workspace $(FIXED_BUILD))/target/release/penalty-cost
-	@target/release/penalty-cost --results $(RESULTS)
-	@$(CARGO) build $(CARGO_FLAGS) --quiet -p repro-edges >&2
-	@target/release/repro-edges --supervisor-cost 200 --results $(RESULTS)
+	@target/release/$(COST) --results $(RESULTS) \
+	  --against $$($(BUILDGEN) workspace $(FIXED_BUILD))/target/release/$(COST)
+	@target/release/$(COST) --results $(RESULTS)
+	@$(CARGO) build $(CARGO_FLAGS) --quiet -p $(EDGES) >&2
+	@target/release/$(EDGES) --supervisor-cost 200 --results $(RESULTS)
 
 # The release matrix (xtask matrix): every distinct llama.cpp revision of the release table
 # built (cached under target/builds/) and run through F1, F2, F6, F7's llama.cpp rows, F8 and F9, into
@@ -178,10 +190,10 @@ bench: deps check-builds models $(XTASK)
 # from the i-th, so N machines split it; copy their results/matrix/ folders into one and run
 # `make matrix-table`. Not part of `make test` or `make audit`.
 matrix: deps models $(XTASK)
-	@SHARD=$(SHARD) $(XTASK) matrix
+	@SHARD=$(SHARD) $(XTASK) matrix --results $(RESULTS)
 
 matrix-table: $(XTASK)
-	@$(XTASK) matrix --table-only
+	@$(XTASK) matrix --table-only --results $(RESULTS)
 
 fmt-check:
 	@$(CARGO) fmt --all -- --check

@@ -125,6 +125,8 @@ pub struct Probe {
     pub args: Vec<String>,
     /// Valgrind follows its children.
     pub children: bool,
+    /// How many followed children may end unjudged at their deadline.
+    pub unjudged: usize,
 }
 
 /// Memcheck's runs on `builds`, `{models}` read as `models`. The runs that follow children
@@ -145,6 +147,7 @@ pub fn memcheck(findings: &[Finding], builds: &[&str], models: &str) -> Vec<Prob
                     binary: f.binary,
                     args,
                     children: p.children,
+                    unjudged: p.unjudged,
                 };
                 keyed.push(((!p.children, if p.children { 0 } else { i }), run));
             }
@@ -181,6 +184,7 @@ mod tests {
         memcheck: &[crate::Probe {
             args: &["--x"],
             children: false,
+            unjudged: 0,
             on: On::EveryBuild,
         }],
     };

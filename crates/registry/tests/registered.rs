@@ -91,3 +91,27 @@ fn memcheck_runs_every_stage_of_the_table() {
         .collect();
     assert!(missing.is_empty(), "memcheck never runs: {missing:?}");
 }
+
+/// Both findings indexes (ARCHITECTURE.md's and docs/findings-index.md) have a row for every
+/// registered finding, in number order.
+#[test]
+fn the_findings_indexes_list_every_finding_in_order() {
+    for doc in ["ARCHITECTURE.md", "docs/findings-index.md"] {
+        let text = read(doc);
+        let mut at = 0;
+        for f in FINDINGS {
+            let row = |l: &str| {
+                l.starts_with(&format!("| {} ", f.number))
+                    || l.starts_with(&format!("| [{}]", f.number))
+            };
+            let found = text.lines().enumerate().skip(at).find(|(_, l)| row(l));
+            let Some((i, _)) = found else {
+                panic!(
+                    "{doc}: no row for {} after the previous finding's",
+                    f.number
+                )
+            };
+            at = i;
+        }
+    }
+}

@@ -4,7 +4,9 @@
 //!
 //!   xtask builds [--patched]           the audited builds' names, the default first (or the
 //!                                      patched build's)
-//!   xtask plan audit|tables [BUILD...] the runs a job would make, one per line, without running
+//!   xtask binary F<n>                  the finding's binary
+//!   xtask plan audit|tables|matrix|memcheck [BUILD...]
+//!                                      the runs a job would make, one per line, without running
 //!   xtask audit [--results DIR] [--candle] [--upstream] [BUILD...]
 //!   xtask tables [--results DIR] [BUILD...]
 //!   xtask matrix [--results DIR] [--build-only | --table-only]
@@ -41,6 +43,8 @@ enum Job {
         #[arg(long)]
         patched: bool,
     },
+    /// The binary of a finding (`F1`), or a registered binary's own name back.
+    Binary { finding: String },
     /// The runs a job would make, one per line (label, then the command), without running.
     Plan {
         #[arg(value_parser = ["audit", "tables", "matrix", "memcheck"])]
@@ -123,25 +127,104 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> i32 {
     cmdline::run_checked(argv, check, |cli: Cli| cmdline::fail(run(cli.job)))
 }
 
+/// Everything that can refuse the command line, before any work: build names (each resolved
+/// by buildgen for a job that runs), `--only`, the environment's counts and shard, valgrind and
+/// the binaries memcheck will run.
 fn check(cli: Cli) -> Result<Cli, cmdline::Failure> {
+    cmdline::refuse(std::env::set_current_dir(root()).context("entering the repository"))?;
     let names = match &cli.job {
-        Job::Builds { .. } | Job::Memcheck { .. } | Job::Matrix { .. } => Vec::new(),
+        Job::Builds { .. } | Job::Memcheck { .. } | Job::Matrix { .. } | Job::Binary { .. } => {
+            Vec::new()
+        }
         Job::Plan { on, .. } | Job::Audit { on, .. } | Job::Tables { on } => on.builds(),
     };
-    for name in names {
+    for name in &names {
         if name.is_empty() || name.starts_with('-') || name.contains(char::is_whitespace) {
             return cmdline::refuse(Err(anyhow::anyhow!("'{name}' is no build name")));
         }
     }
-    if let Job::Audit { only, .. } = &cli.job {
-        cmdline::refuse(findings(only))?;
+    match &cli.job {
+        Job::Audit { only, .. } => {
+            cmdline::refuse(findings(only))?;
+            cmdline::refuse(jobs("JOBS"))?;
+            for name in &names {
+                cmdline::refuse(workspace(name))?;
+            }
+        }
+        Job::Tables { .. } => {
+            for name in &names {
+                cmdline::refuse(workspace(name))?;
+            }
+        }
+        Job::Matrix { .. } => {
+            cmdline::refuse(jobs("JOBS"))?;
+            cmdline::refuse(shard())?;
+        }
+        Job::Memcheck { command } => {
+            cmdline::refuse(jobs("MEMCHECK_JOBS"))?;
+            cmdline::refuse(memcheck::valgrind_version())?;
+            if command.is_empty() {
+                for run in cmdline::refuse(memcheck_runs())? {
+                    if !run.program.is_file() {
+                        let e = anyhow::anyhow!(
+                            "{} is missing; run `make build` first",
+                            run.program.display()
+                        );
+                        return cmdline::refuse(Err(e));
+                    }
+                }
+            }
+        }
+        Job::Binary { finding } => {
+            cmdline::refuse(binary(finding))?;
+        }
+        Job::Builds { .. } | Job::Plan { .. } => {}
     }
     Ok(cli)
+}
+
+/// `SHARD` from the environment: empty, or `i/N` with 1 <= i <= N.
+fn shard() -> anyhow::Result<Option<String>> {
+    let Ok(v) = std::env::var("SHARD") else {
+        return Ok(None);
+    };
+    if v.is_empty() {
+        return Ok(None);
+    }
+    let parsed = v
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.parse::<u32>().ok()?, n.parse::<u32>().ok()?)));
+    match parsed {
+        Some((i, n)) if i >= 1 && i <= n => Ok(Some(v)),
+        _ => bail!("SHARD must be i/N with 1 <= i <= N, not '{v}'"),
+    }
+}
+
+/// Memcheck's runs on every audited build, each with the binary of its build.
+fn memcheck_runs() -> anyhow::Result<Vec<memcheck::Run>> {
+    let builds: Vec<&str> = registry::BUILDS.iter().map(|b| b.tag).collect();
+    let mut out = Vec::new();
+    for p in registry::plan::memcheck(registry::FINDINGS, &builds, &models_dir()) {
+        out.push(memcheck::Run {
+            program: workspace(&p.build)?.join("target/release").join(p.binary),
+            build: p.build,
+            args: p.args,
+            children: p.children,
+            unjudged: p.unjudged,
+        });
+    }
+    Ok(out)
+}
+
+/// The models folder (`MODELS_CACHE`, default `models-cache`).
+fn models_dir() -> String {
+    std::env::var("MODELS_CACHE").unwrap_or_else(|_| "models-cache".into())
 }
 
 fn run(job: Job) -> anyhow::Result<String> {
     std::env::set_current_dir(root()).context("entering the repository")?;
     match job {
+        Job::Binary { finding } => Ok(format!("{}\n", binary(&finding)?)),
         Job::Matrix {
             results,
             build_only,
@@ -152,31 +235,19 @@ fn run(job: Job) -> anyhow::Result<String> {
                 (_, true) => matrix::Mode::TableOnly,
                 _ => matrix::Mode::All,
             };
-            matrix::run(mode, &results, jobs("JOBS")?)?;
+            matrix::run(mode, &results, jobs("JOBS")?, shard()?)?;
             Ok(String::new())
         }
         Job::Memcheck { command } => {
-            let runs = if let Some((program, args)) = command.split_first() {
-                vec![memcheck::Run {
+            let runs = match command.split_first() {
+                Some((program, args)) => vec![memcheck::Run {
                     build: "adhoc".into(),
                     program: PathBuf::from(program),
                     args: args.to_vec(),
                     children: false,
-                }]
-            } else {
-                let builds: Vec<&str> = registry::BUILDS.iter().map(|b| b.tag).collect();
-                let models =
-                    std::env::var("MODELS_CACHE").unwrap_or_else(|_| "models-cache".into());
-                let mut out = Vec::new();
-                for p in registry::plan::memcheck(registry::FINDINGS, &builds, &models) {
-                    out.push(memcheck::Run {
-                        program: workspace(&p.build)?.join("target/release").join(p.binary),
-                        build: p.build,
-                        args: p.args,
-                        children: p.children,
-                    });
-                }
-                out
+                    unjudged: 0,
+                }],
+                None => memcheck_runs()?,
             };
             let jobs = jobs("MEMCHECK_JOBS")?;
             let (text, clean) = memcheck::run(&runs, jobs)?;
@@ -214,7 +285,7 @@ fn run(job: Job) -> anyhow::Result<String> {
                         )
                     })
                     .collect(),
-                _ => (registry::plan::memcheck(registry::FINDINGS, &names, "models-cache").iter())
+                _ => (registry::plan::memcheck(registry::FINDINGS, &names, &models_dir()).iter())
                     .map(|p| {
                         let how = if p.children {
                             " (children followed)"
@@ -310,6 +381,20 @@ fn run(job: Job) -> anyhow::Result<String> {
     }
 }
 
+/// The binary of the finding `id` (`F1`), or `id` itself when it is a registered binary.
+fn binary(id: &str) -> anyhow::Result<&'static str> {
+    if let Some(f) = registry::by_binary(id) {
+        return Ok(f.binary);
+    }
+    let number = registry::FindingNumber::parse(id).with_context(|| {
+        format!("'{id}' is no finding number (F1, F2, ...) and no finding's binary")
+    })?;
+    match registry::FINDINGS.iter().find(|f| f.number == number) {
+        Some(f) => Ok(f.binary),
+        None => bail!("{id} is not registered"),
+    }
+}
+
 /// The registered findings named by number (`F2`), or every one when `only` is empty.
 fn findings(only: &[String]) -> anyhow::Result<Vec<registry::Finding>> {
     if only.is_empty() {
@@ -320,6 +405,7 @@ fn findings(only: &[String]) -> anyhow::Result<Vec<registry::Finding>> {
         let number = registry::FindingNumber::parse(id)
             .with_context(|| format!("'{id}' is no finding number (F1, F2, ...)"))?;
         match registry::FINDINGS.iter().find(|f| f.number == number) {
+            Some(f) if f.audit.is_empty() => bail!("{id} has no audit steps"),
             Some(f) => out.push(*f),
             None => bail!("{id} is not registered"),
         }

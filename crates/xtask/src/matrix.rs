@@ -155,66 +155,22 @@ fn run_revision(
     }
     let force = std::env::var("FORCE").is_ok_and(|v| v != "0" && !v.is_empty());
     for run in runs {
+        // A run that cannot even start (a missing binary, a failed hash) is a status line
+        // like a failed one, and the revision's other runs go on.
         let started = Instant::now();
-        let binary = bin.join(run.binary);
-        let key = d.status.join(format!("{name}.{}.key", run.binary));
-        let input = input_hash(&binary, &run.args, valgrind)?;
-        if !force && key_holds(&key, &input, &d.out) {
-            append(&timing, &format!("run\t{}\tcached", run.binary))?;
-            continue;
-        }
-        // A report is its last run's or absent: this finding's reports go before it runs again.
-        let _ = std::fs::remove_file(&key);
-        remove_all(&d.out, &reports_of(&d.out, run, name))?;
-        let (out_log, err_log) = (
-            PathBuf::from(format!("{LOGS}/run.{name}.{}.out", run.binary)),
-            PathBuf::from(format!("{LOGS}/run.{name}.{}.err", run.binary)),
+        let done = one_run(
+            d, name, bin, run, valgrind, force, &runs_tsv, &timing, started,
         );
-        let mut cmd = if run.decodes {
-            let mut c = Command::new("flock");
-            c.arg(format!("{LOGS}/decode.lock")).arg(&binary);
-            c
-        } else {
-            Command::new(&binary)
-        };
-        let status = cmd
-            .args(["--audit", "--results"])
-            .arg(&d.out)
-            .args(&run.args)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&out_log).context("creating a run's log")?)
-            .stderr(std::fs::File::create(&err_log).context("creating a run's log")?)
-            .status()
-            .with_context(|| format!("starting {}", binary.display()))?;
-        if status.success() {
-            let reports = reports_of(&d.out, run, name);
-            if reports.is_empty() {
-                eprintln!(
-                    "matrix: {} on {name} wrote no report under its name",
-                    run.binary
-                );
-                append(
-                    &runs_tsv,
-                    &format!("{name}\t{}\texit 0 but no report named {name}", run.binary),
-                )?;
-            } else {
-                let mut text = format!("input {input}\n");
-                for f in &reports {
-                    text += &format!("{}  {f}\n", sha256_file(&d.out.join(f))?);
-                }
-                std::fs::write(&key, text).with_context(|| format!("writing {}", key.display()))?;
-            }
-        } else {
-            let why = first_error(&err_log);
+        if let Err(e) = done {
+            let why = format!("{e:#}");
             eprintln!("matrix: {} failed on {name}: {why}", run.binary);
             append(&runs_tsv, &format!("{name}\t{}\t{why}", run.binary))?;
-            // A failed run's partial reports are no data.
             remove_all(&d.out, &reports_of(&d.out, run, name))?;
+            append(
+                &timing,
+                &format!("run\t{}\t{}", run.binary, started.elapsed().as_secs()),
+            )?;
         }
-        append(
-            &timing,
-            &format!("run\t{}\t{}", run.binary, started.elapsed().as_secs()),
-        )?;
     }
     // The standalone C reproducers need no Rust controls: they decide the cells where the
     // suite's controls cannot run (before llama_sampler_init, b4718).
@@ -240,6 +196,81 @@ fn run_revision(
         &format!("run\tupstream\t{}", started.elapsed().as_secs()),
     )?;
     eprintln!("matrix: ran {name}");
+    Ok(())
+}
+
+/// One finding's run on one revision, or its cached reports.
+#[allow(clippy::too_many_arguments)]
+fn one_run(
+    d: &Dirs,
+    name: &str,
+    bin: &Path,
+    run: &registry::plan::MatrixRun,
+    valgrind: &str,
+    force: bool,
+    runs_tsv: &Path,
+    timing: &Path,
+    started: Instant,
+) -> anyhow::Result<()> {
+    let binary = bin.join(run.binary);
+    let key = d.status.join(format!("{name}.{}.key", run.binary));
+    let input = input_hash(&binary, &run.args, valgrind)?;
+    if !force && key_holds(&key, &input, &d.out) {
+        append(timing, &format!("run\t{}\tcached", run.binary))?;
+        return Ok(());
+    }
+    // A report is its last run's or absent: this finding's reports go before it runs again.
+    let _ = std::fs::remove_file(&key);
+    remove_all(&d.out, &reports_of(&d.out, run, name))?;
+    let (out_log, err_log) = (
+        PathBuf::from(format!("{LOGS}/run.{name}.{}.out", run.binary)),
+        PathBuf::from(format!("{LOGS}/run.{name}.{}.err", run.binary)),
+    );
+    let mut cmd = if run.decodes {
+        let mut c = Command::new("flock");
+        c.arg(format!("{LOGS}/decode.lock")).arg(&binary);
+        c
+    } else {
+        Command::new(&binary)
+    };
+    let status = cmd
+        .args(["--audit", "--results"])
+        .arg(&d.out)
+        .args(&run.args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_log).context("creating a run's log")?)
+        .stderr(std::fs::File::create(&err_log).context("creating a run's log")?)
+        .status()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    if status.success() {
+        let reports = reports_of(&d.out, run, name);
+        if reports.is_empty() {
+            eprintln!(
+                "matrix: {} on {name} wrote no report under its name",
+                run.binary
+            );
+            append(
+                runs_tsv,
+                &format!("{name}\t{}\texit 0 but no report named {name}", run.binary),
+            )?;
+        } else {
+            let mut text = format!("input {input}\n");
+            for f in &reports {
+                text += &format!("{}  {f}\n", sha256_file(&d.out.join(f))?);
+            }
+            std::fs::write(&key, text).with_context(|| format!("writing {}", key.display()))?;
+        }
+    } else {
+        let why = first_error(&err_log);
+        eprintln!("matrix: {} failed on {name}: {why}", run.binary);
+        append(runs_tsv, &format!("{name}\t{}\t{why}", run.binary))?;
+        // A failed run's partial reports are no data.
+        remove_all(&d.out, &reports_of(&d.out, run, name))?;
+    }
+    append(
+        timing,
+        &format!("run\t{}\t{}", run.binary, started.elapsed().as_secs()),
+    )?;
     Ok(())
 }
 
@@ -322,7 +353,7 @@ fn lines_after<'a>(text: &'a str, line: &'a str) -> impl Iterator<Item = &'a str
     text.lines().skip_while(move |l| *l != line).skip(1)
 }
 
-pub fn run(mode: Mode, results: &str, jobs: usize) -> anyhow::Result<()> {
+pub fn run(mode: Mode, results: &str, jobs: usize, shard: Option<String>) -> anyhow::Result<()> {
     let start = Instant::now();
     let out = PathBuf::from(results).join("matrix");
     let d = Dirs {
@@ -341,10 +372,8 @@ pub fn run(mode: Mode, results: &str, jobs: usize) -> anyhow::Result<()> {
         _ => {
             let mut c = Command::new(BUILDGEN);
             c.arg("names");
-            if let Ok(shard) = std::env::var("SHARD") {
-                if !shard.is_empty() {
-                    c.args(["--shard", &shard]);
-                }
+            if let Some(shard) = &shard {
+                c.args(["--shard", shard]);
             }
             let o = c
                 .stderr(Stdio::inherit())
@@ -446,11 +475,12 @@ pub fn run(mode: Mode, results: &str, jobs: usize) -> anyhow::Result<()> {
         }
     });
     let errors = errors.into_inner().expect("a matrix worker panicked");
+    // Phase 3: the table, from every status line and report the folder holds, whatever
+    // happened above.
+    table(&d)?;
     if !errors.is_empty() {
         bail!("{}", errors.join("; "));
     }
-    // Phase 3: the table, from every status line and report the folder holds.
-    table(&d)?;
     eprintln!(
         "matrix: {} revisions built and run in {} s (seconds per step: {}/)",
         built.len(),
@@ -458,4 +488,33 @@ pub fn run(mode: Mode, results: &str, jobs: usize) -> anyhow::Result<()> {
         d.timing.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The input hash is the one the shell pipeline of the run cache's keys gives, with and
+    /// without arguments, so keys written before still hold.
+    #[test]
+    fn the_input_hash_is_the_shell_pipelines() {
+        let f = std::env::temp_dir().join(format!("xtask-hash-{}", std::process::id()));
+        std::fs::write(&f, b"a binary").unwrap();
+        let shell = |args: &str| {
+            let script = format!(
+                "{{ sha256sum < {}; {args} printf 'valgrind-3.19.0\\n'; }} | sha256sum | cut -d' ' -f1",
+                f.display()
+            );
+            let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        };
+        let args = vec!["--draws".to_string(), "300".to_string()];
+        let v = "valgrind-3.19.0\n";
+        assert_eq!(
+            input_hash(&f, &args, v).unwrap(),
+            shell("echo --draws 300;")
+        );
+        assert_eq!(input_hash(&f, &[], v).unwrap(), shell(""));
+        std::fs::remove_file(&f).unwrap();
+    }
 }

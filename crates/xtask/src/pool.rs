@@ -137,3 +137,60 @@ fn beat(running: &[Running], start: Instant, last: &mut Instant) {
     );
     *last = Instant::now();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(label: &str, script: &str, decodes: bool) -> Step {
+        Step {
+            label: label.into(),
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            decodes,
+        }
+    }
+
+    /// A failed step lets the step beside it finish (its time is written) and starts no
+    /// further step; a decoding step never runs beside another.
+    #[test]
+    fn a_failure_stops_new_steps_after_the_running_ones_finish() {
+        let dir = std::env::temp_dir().join(format!("xtask-pool-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mark = |n: &str| dir.join(n).display().to_string();
+        let steps = [
+            sh("slow", &format!("sleep 1; touch {}", mark("slow")), false),
+            sh("fails", "echo last words >&2; exit 3", false),
+            sh("never", &format!("touch {}", mark("never")), false),
+        ];
+        let times = dir.join("times.tsv");
+        let e = run(&steps, 2, &dir.join("logs"), &times, Instant::now()).unwrap_err();
+        assert!(e.to_string().contains("a step failed"), "{e}");
+        assert!(dir.join("slow").exists(), "the running step finished");
+        assert!(
+            !dir.join("never").exists(),
+            "no step starts after a failure"
+        );
+        let written = std::fs::read_to_string(&times).unwrap();
+        assert!(
+            written.starts_with("slow\t") && !written.contains("fails"),
+            "{written}"
+        );
+
+        // Two decoding steps, each checking that the other is not running.
+        let lock = mark("lock");
+        let alone = |l: &str| {
+            let script = format!("[ ! -e {lock} ] && touch {lock} && sleep 0.5 && rm {lock}");
+            sh(l, &script, true)
+        };
+        let steps = [
+            alone("a"),
+            alone("b"),
+            sh("c", &format!("[ ! -e {lock} ]"), false),
+        ];
+        run(&steps, 2, &dir.join("logs"), &times, Instant::now()).unwrap();
+        assert_eq!(std::fs::read_to_string(&times).unwrap().lines().count(), 3);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
