@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# F8 and F7's llama.cpp rows on one NVIDIA GPU, where the
+# F8 (repro-ingraph) and F7's llama.cpp rows (repro-engines) on one NVIDIA GPU, where the
 # in-graph samplers run as CUDA ops: builds the suite with llama.cpp's CUDA backend
 # (subject's `cuda` feature, into target/cuda so the CPU builds stay as they are), runs both
 # audits and writes their reports into OUTDIR.
@@ -35,12 +35,9 @@ gpus=$(timeout 20 nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null
 
 cd "$(dirname "$0")/.."
 make -s deps models
-cargo build --release --locked --quiet -p xtask >&2
-f8=$(target/release/xtask binary F8)
-f7=$(target/release/xtask binary F7)
 cargo build --release --locked --target-dir target/cuda \
-  -p "$f8" -p "$f7" --features subject/cuda >&2
+  -p repro-ingraph -p repro-engines --features subject/cuda >&2
 mkdir -p "$out"
-timeout 600 "target/cuda/release/$f8" --audit --results "$out" > /dev/null
-timeout 300 "target/cuda/release/$f7" --audit --results "$out" > /dev/null
+timeout 600 target/cuda/release/repro-ingraph --audit --results "$out" > /dev/null
+timeout 300 target/cuda/release/repro-engines --audit --results "$out" > /dev/null
 echo "ingraph-gpu: reports in $out (GPU: ${gpus//$'\n'/, })"
