@@ -150,6 +150,18 @@ pub struct Probe {
     pub on: On,
 }
 
+impl Probe {
+    /// A run on every build that follows no children.
+    const fn on_every_build(args: &'static [&'static str]) -> Probe {
+        Probe {
+            args,
+            children: false,
+            unjudged: 0,
+            on: On::EveryBuild,
+        }
+    }
+}
+
 /// One finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Finding {
@@ -260,26 +272,11 @@ pub const FINDINGS: &[Finding] = &[
             args: &["--sweep-bits", "14", "--sweep-max-alphabet", "4"],
         }),
         memcheck: &[
-            Probe {
-                args: &[],
-                children: false,
-                unjudged: 0,
-                on: On::EveryBuild,
-            },
-            Probe {
-                args: &["--sampler", "ledger"],
-                children: false,
-                unjudged: 0,
-                on: On::EveryBuild,
-            },
+            Probe::on_every_build(&[]),
+            Probe::on_every_build(&["--sampler", "ledger"]),
             // --stateful's own memcheck probes run as children under their own valgrind;
             // this run checks the parent.
-            Probe {
-                args: &["--stateful"],
-                children: false,
-                unjudged: 0,
-                on: On::EveryBuild,
-            },
+            Probe::on_every_build(&["--stateful"]),
         ],
     },
     Finding {
@@ -295,18 +292,8 @@ pub const FINDINGS: &[Finding] = &[
             args: &["--fuzz-chains", "10000"],
         }),
         memcheck: &[
-            Probe {
-                args: &[],
-                children: false,
-                unjudged: 0,
-                on: On::EveryBuild,
-            },
-            Probe {
-                args: EVERY_STAGE,
-                children: false,
-                unjudged: 0,
-                on: On::EveryBuild,
-            },
+            Probe::on_every_build(&[]),
+            Probe::on_every_build(EVERY_STAGE),
             // dist at the end: the stale flag's overflow and 10,000 draws through llama.cpp's
             // dist, beside the planted dists.
             Probe {
@@ -353,12 +340,7 @@ pub const FINDINGS: &[Finding] = &[
             // SmolLM2 by its file path: the same decode without the default system turn and
             // the sha256 check (a third of the decoding under valgrind). Gemma3's file has
             // no chat template, so it runs by name, on the default build only.
-            Probe {
-                args: short_decode!("--model", "{models}/smollm2.gguf"),
-                children: false,
-                unjudged: 0,
-                on: On::EveryBuild,
-            },
+            Probe::on_every_build(short_decode!("--model", "{models}/smollm2.gguf")),
             Probe {
                 args: short_decode!("--model", "gemma3"),
                 children: false,
@@ -473,12 +455,12 @@ pub const FINDINGS: &[Finding] = &[
         tables: None,
         matrix: Some(MatrixRun { args: &[] }),
         // llama.cpp's chain ending in dist, applied again and again.
-        memcheck: &[Probe {
-            args: &["--sampling", "top_k=3,top_p=0.9,temp=0.5", "--draws", "200"],
-            children: false,
-            unjudged: 0,
-            on: On::EveryBuild,
-        }],
+        memcheck: &[Probe::on_every_build(&[
+            "--sampling",
+            "top_k=3,top_p=0.9,temp=0.5",
+            "--draws",
+            "200",
+        ])],
     },
     Finding {
         number: FindingNumber(8),

@@ -319,6 +319,16 @@ fn check(
     Ok(s)
 }
 
+/// The summary's word for a control: whether it had to pass, and whether it behaved so.
+fn control_word(must_pass: bool, behaved: bool) -> &'static str {
+    match (must_pass, behaved) {
+        (true, true) => "ok",
+        (true, false) => "FAILED",
+        (false, true) => "caught",
+        (false, false) => "MISSED",
+    }
+}
+
 /// The planted binary through the same measure: what each mode must show.
 fn control(n: usize, mode: &str) -> anyhow::Result<Summary> {
     let m = measure(n, "-", Path::new(PLANTED), &[mode.to_string()], false)?;
@@ -334,12 +344,7 @@ fn control(n: usize, mode: &str) -> anyhow::Result<Summary> {
         _ => trusted && m.status == 99 && l.errors() > 0 && l.definitely == 0 && l.indirectly == 0,
     };
     let clean = mode == "clean";
-    let result = match (clean, caught) {
-        (true, true) => "ok",
-        (true, false) => "FAILED",
-        (false, true) => "caught",
-        (false, false) => "MISSED",
-    };
+    let result = control_word(clean, caught);
     let what = format!(
         "{} (control: must {})",
         m.shown,
@@ -355,12 +360,7 @@ fn control(n: usize, mode: &str) -> anyhow::Result<Summary> {
 fn tree_control(n: usize, mode: &str, must_pass: bool) -> anyhow::Result<Summary> {
     let args = ["parent".to_string(), mode.to_string()];
     let passed = !check(n, "-", Path::new(PLANTED), &args, true, 0)?.failed();
-    let result = match (must_pass, passed == must_pass) {
-        (true, true) => "ok",
-        (true, false) => "FAILED",
-        (false, true) => "caught",
-        (false, false) => "MISSED",
-    };
+    let result = control_word(must_pass, passed == must_pass);
     let what = format!(
         "memcheck-planted parent {mode} (control of the child check: must {})",
         if must_pass { "pass" } else { "fail" }
